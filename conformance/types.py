@@ -1,0 +1,292 @@
+"""The data types that pass between dtnconform's stages, each defined once.
+
+    specs/ (TLA+) --TLC trace--> generators/ --Scenario--> conformance/ --RunResult,
+    SegmentRecord--> judge --Verdict--> reports/
+
+Every type here is a pydantic model: it validates what is read from disk and
+exports a JSON schema (``dtnconform schema``) for the files it describes. No
+other module defines its own copy of these structures; they import them from
+here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from conformance.errors import InputError
+
+M = TypeVar("M", bound=BaseModel)
+
+Protocol = Literal["ltp", "cfdp", "norm", "saratoga"]
+
+# The two directions of a point-to-point channel. "forward" runs from endpoint A
+# (the side that starts the transfer: the LTP block sender) to endpoint B;
+# "return" runs from B back to A.
+Direction = Literal["forward", "return"]
+
+# A value a classifier can match on: numbers, names of codes, flags.
+FieldValue = int | str | bool
+
+# How one side of a session ended. "completed": the protocol's own success
+# notice (LTP: transmission-session completion at the sender, RFC 5326 §7.4;
+# red-part delivery at the receiver, §7.3); "cancelled": a cancellation notice
+# (§7.5, §7.6); "timeout": the run's time limit passed before either; "error":
+# the endpoint crashed or could not be started.
+Outcome = Literal["completed", "cancelled", "timeout", "error"]
+
+VerdictStatus = Literal["pass", "fail", "inconclusive", "error"]
+
+SCENARIO_SCHEMA = "dtnconform/scenario/1"
+RUN_RESULT_SCHEMA = "dtnconform/run-result/1"
+VERDICT_SCHEMA = "dtnconform/verdict/1"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+# ---------------------------------------------------------------------------
+# Scenario: what generators/ writes and conformance/ replays.
+# ---------------------------------------------------------------------------
+
+
+class LtpBlock(_Strict):
+    """Geometry of the one LTP block a scenario transfers.
+
+    The model counts data in abstract segments; a scenario fixes their size so
+    that each abstract segment is one data segment on the wire, and impairments
+    can name data segments by their byte offset (RFC 5326 §3.2.1).
+    """
+
+    segment_size: Annotated[int, Field(gt=0, le=65000)] = Field(
+        description="client-data bytes per data segment (payload only, no header)"
+    )
+    red_segments: Annotated[int, Field(ge=0)]
+    green_segments: Annotated[int, Field(ge=0)]
+    client_service_id: Annotated[int, Field(ge=0)] = 1
+
+    @property
+    def red_len(self) -> int:
+        return self.segment_size * self.red_segments
+
+    @property
+    def block_len(self) -> int:
+        return self.segment_size * (self.red_segments + self.green_segments)
+
+    @model_validator(mode="after")
+    def _non_empty(self) -> LtpBlock:
+        if self.red_segments + self.green_segments == 0:
+            raise ValueError("a block needs at least one segment")
+        return self
+
+
+class Impairment(_Strict):
+    """One targeted impairment, keyed on protocol fields, never on packet index.
+
+    The rule watches the segments that cross the channel in ``direction`` and
+    counts those whose decoded fields equal every entry of ``match``; it acts on
+    the ``occurrence``-th of them (1-based). Field names are the classifier's
+    (for LTP see ``conformance.ltp.MATCH_FIELDS``).
+    """
+
+    direction: Direction
+    match: dict[str, FieldValue] = Field(min_length=1)
+    occurrence: Annotated[int, Field(ge=1)] = 1
+    action: Literal["drop"] = "drop"
+    note: str = ""
+
+    def describe(self) -> str:
+        fields = ", ".join(f"{k}={v}" for k, v in self.match.items())
+        return f"{self.action} {_ordinal(self.occurrence)} {self.direction} segment [{fields}]"
+
+
+class Expectation(_Strict):
+    """The observable outcome the model predicts for the scenario."""
+
+    red_bytes_delivered: Annotated[int, Field(ge=0)]
+    green_bytes_delivered: Annotated[int, Field(ge=0)]
+    sender_outcome: Outcome
+    receiver_outcome: Outcome
+
+
+class Origin(_Strict):
+    """Where a scenario came from: the model, the test purpose, the trace."""
+
+    model: str = Field(description="path of the TLA+ module, relative to the repository")
+    config: str = ""
+    purpose: str = Field(description="test purpose (the trap property's name)")
+    actions: list[str] = Field(default_factory=list, description="TLA+ actions of the trace")
+
+
+class Scenario(_Strict):
+    schema_: Literal["dtnconform/scenario/1"] = Field(SCENARIO_SCHEMA, alias="schema")
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=120)
+    protocol: Protocol
+    description: str = ""
+    ltp: LtpBlock | None = None
+    impairments: list[Impairment] = Field(default_factory=list)
+    expect: Expectation
+    origin: Origin | None = None
+    time_limit_s: Annotated[float, Field(gt=0, le=86400)] = 30.0
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _protocol_params(self) -> Scenario:
+        if self.protocol == "ltp":
+            if self.ltp is None:
+                raise ValueError("an LTP scenario needs the 'ltp' block geometry")
+            from conformance.ltp import MATCH_FIELDS
+
+            for i, imp in enumerate(self.impairments):
+                for key in imp.match:
+                    if key not in MATCH_FIELDS:
+                        raise ValueError(
+                            f"impairments[{i}].match: unknown LTP field {key!r} "
+                            f"(known: {', '.join(sorted(MATCH_FIELDS))})"
+                        )
+            if self.expect.red_bytes_delivered > self.ltp.red_len:
+                raise ValueError("expect.red_bytes_delivered exceeds the red part")
+            if self.expect.green_bytes_delivered > self.ltp.block_len - self.ltp.red_len:
+                raise ValueError("expect.green_bytes_delivered exceeds the green part")
+        return self
+
+
+# ---------------------------------------------------------------------------
+# What a run observes.
+# ---------------------------------------------------------------------------
+
+
+class SegmentRecord(_Strict):
+    """One decoded segment seen on the wire.
+
+    ``time`` is the capture time on the transmitting side (seconds since the
+    epoch); ``dropped`` says whether the channel withheld it from the other
+    side. ``fields`` holds the dissector's fields under their leaf names.
+    """
+
+    protocol: Protocol
+    direction: Direction
+    time: float
+    frame: Annotated[int, Field(ge=1)] = Field(description="frame number in the sender-side capture")
+    length: Annotated[int, Field(ge=0)] = Field(description="UDP payload bytes")
+    summary: str = ""
+    fields: dict[str, FieldValue | list[FieldValue]] = Field(default_factory=dict)
+    dropped: bool = False
+
+
+class EndpointResult(_Strict):
+    role: Literal["sender", "receiver"]
+    outcome: Outcome
+    red_bytes_delivered: Annotated[int, Field(ge=0)] = 0
+    green_bytes_delivered: Annotated[int, Field(ge=0)] = 0
+    payload_ok: bool | None = Field(
+        None, description="delivered bytes equal the bytes sent (receiver only)"
+    )
+    duration_s: float = 0.0
+    exit_code: int | None = None
+    detail: str = ""
+    log: str = Field("", description="path of the endpoint's log, relative to the run directory")
+
+
+class SegmentCounts(_Strict):
+    forward: Annotated[int, Field(ge=0)] = 0
+    ret: Annotated[int, Field(ge=0, alias="return")] = 0
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class RunResult(_Strict):
+    schema_: Literal["dtnconform/run-result/1"] = Field(RUN_RESULT_SCHEMA, alias="schema")
+    scenario: str
+    protocol: Protocol
+    sut: str
+    started_at: str = Field(description="ISO 8601 UTC")
+    duration_s: float
+    sender: EndpointResult
+    receiver: EndpointResult
+    delivered_bytes: Annotated[int, Field(ge=0)]
+    goodput_bps: float = Field(description="delivered bytes × 8 / receiver session time")
+    segments: SegmentCounts = Field(description="segments each way, as sent into the channel")
+    dropped: SegmentCounts = Field(description="segments the channel withheld each way")
+    captures: dict[str, str] = Field(
+        default_factory=dict, description="capture files by side, relative to the run directory"
+    )
+    channel_log: str = ""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Reason(_Strict):
+    """One reason behind a verdict: a code, a sentence, and the rule if any."""
+
+    code: str
+    message: str
+    rule: str = Field("", description="spec section, e.g. 'RFC 5326 §6.2'")
+    frames: list[int] = Field(default_factory=list)
+
+
+class Verdict(_Strict):
+    schema_: Literal["dtnconform/verdict/1"] = Field(VERDICT_SCHEMA, alias="schema")
+    scenario: str
+    sut: str
+    status: VerdictStatus
+    reasons: list[Reason] = Field(default_factory=list)
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# ---------------------------------------------------------------------------
+# Files on disk.
+# ---------------------------------------------------------------------------
+
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "scenario": Scenario,
+    "segment-record": SegmentRecord,
+    "run-result": RunResult,
+    "verdict": Verdict,
+}
+
+
+def load_model(cls: type[M], path: Path) -> M:
+    """Read and validate a JSON file; on failure raise InputError naming
+    the file, the first offending field and the reason."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not JSON: {exc.msg} at line {exc.lineno}") from None
+    try:
+        return cls.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+        raise InputError(f"{path}: field {where}: {msg}{more}") from None
+
+
+def load_scenario(path: Path) -> Scenario:
+    return load_model(Scenario, path)
+
+
+def dump_model(obj: BaseModel, path: Path) -> None:
+    """Write a model as indented JSON, atomically (an interrupted run never
+    leaves half a file behind)."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(obj.model_dump_json(indent=2, by_alias=True) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def json_schema(name: str) -> dict[str, object]:
+    return SCHEMAS[name].model_json_schema(by_alias=True)
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
