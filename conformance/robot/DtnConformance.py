@@ -1,0 +1,70 @@
+"""Robot Framework keyword library: run dtnconform scenarios, assert verdicts.
+
+Failures name the expected and the observed value, the scenario and the run
+directory, so a Robot log line alone says where to look.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from robot.api import logger
+from robot.api.deco import keyword, library
+
+from conformance.runner import RunOutcome, error_outcome, run_scenario
+from conformance.types import load_scenario
+from suts.base import get
+
+
+class VerdictMismatch(AssertionError):
+    """Raised when a scenario's verdict is not the expected one."""
+
+
+@library(scope="SUITE", auto_keywords=False)
+class DtnConformance:
+    def __init__(self, runs_dir: str = "runs") -> None:
+        self.runs_dir = Path(runs_dir)
+        self.last: RunOutcome | None = None
+
+    @keyword("Run Scenario")
+    def run_scenario(self, scenario: str, sut: str) -> str:
+        """Replay ``scenario`` (a scenario JSON file) against ``sut`` between
+        network namespaces; return the verdict status (pass, fail,
+        inconclusive, error). The run's files go to RUNS_DIR/<scenario name>."""
+        scn = load_scenario(Path(scenario))
+        adapter = get(sut)
+        run_dir = self.runs_dir / scn.name
+        try:
+            self.last = run_scenario(scn, adapter, run_dir)
+        except Exception as exc:  # set-up failure: still leave a verdict behind
+            self.last = error_outcome(scn, adapter, run_dir, exc)
+        v = self.last.verdict
+        logger.info(f"verdict {v.status} for {scn.name}; run directory {run_dir}")
+        for reason in v.reasons:
+            logger.info(f"{reason.code}: {reason.message} {reason.rule}".strip())
+        return v.status
+
+    @keyword("Verdict Should Be")
+    def verdict_should_be(self, expected: str) -> None:
+        """Fail unless the last run's verdict status is ``expected``."""
+        if self.last is None:
+            raise VerdictMismatch("no scenario has run yet")
+        v = self.last.verdict
+        if v.status != expected:
+            why = "; ".join(f"{r.code}: {r.message}" for r in v.reasons) or "no reasons"
+            raise VerdictMismatch(
+                f"{v.scenario}: expected verdict {expected}, observed {v.status} ({why}) "
+                f"[run directory {self.last.run_dir}]"
+            )
+
+    @keyword("Delivered Bytes Should Be")
+    def delivered_bytes_should_be(self, red: int, green: int) -> None:
+        """Fail unless the receiver delivered ``red`` red and ``green`` green bytes."""
+        if self.last is None or self.last.result is None:
+            raise VerdictMismatch("the last run produced no result")
+        rx = self.last.result.receiver
+        if (rx.red_bytes_delivered, rx.green_bytes_delivered) != (int(red), int(green)):
+            raise VerdictMismatch(
+                f"{self.last.verdict.scenario}: expected {red}/{green} red/green bytes, "
+                f"observed {rx.red_bytes_delivered}/{rx.green_bytes_delivered}"
+            )

@@ -1,0 +1,223 @@
+"""Replay one scenario against a live implementation, end to end.
+
+    scenario -> namespaces A|M|B -> captures on A and B -> channel in M with the
+    drop plan -> receiver in B, sender in A -> results -> decode captures with our
+    dissector -> SegmentRecords -> RunResult -> Verdict
+
+Everything a run produces lands in its run directory as it happens:
+
+    scenario.json  plan.json  channel.jsonl  a.pcap  b.pcap
+    sender.out  sender.log  receiver.out  receiver.log
+    segments.jsonl  result.json  verdict.json
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance import judge, netns
+from conformance.errors import DtncError
+from conformance.segments import records_from_captures
+from conformance.types import (
+    EndpointResult,
+    Reason,
+    RunResult,
+    Scenario,
+    SegmentCounts,
+    SegmentRecord,
+    Verdict,
+    dump_model,
+)
+from suts.base import Endpoint, SutAdapter
+
+PORTS = {"ltp": 1113}
+Step = Callable[[str], None]
+
+
+@dataclass
+class RunOutcome:
+    result: RunResult | None
+    verdict: Verdict
+    segments: list[SegmentRecord]
+    run_dir: Path
+
+
+def _udp_port_bound(topo: netns.Topology, ns: str, port: int) -> bool:
+    out = subprocess.run(
+        ["ip", "netns", "exec", ns, "cat", "/proc/net/udp"], capture_output=True, text=True
+    )
+    return f":{port:04X} " in out.stdout
+
+
+def _start_capture(topo: netns.Topology, ns: str, ifname: str, path: Path) -> subprocess.Popen[bytes]:
+    netns.require_tool("tcpdump", "apt-get install tcpdump")
+    log = path.with_suffix(".tcpdump.log")
+    with log.open("wb") as errf:
+        proc = topo.spawn(
+            ns,
+            ["tcpdump", "-i", ifname, "-w", str(path), "-U", "-s", "0", "-n", "-Z", "root"],
+            stdout=subprocess.DEVNULL,
+            stderr=errf,
+        )
+    if not netns.wait_for(lambda: b"listening on" in log.read_bytes(), 5.0):
+        raise DtncError(f"tcpdump did not start in {ns}: {log.read_text(errors='replace')}")
+    return proc
+
+
+def _stop(proc: subprocess.Popen[bytes], timeout: float = 3.0) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=timeout)
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def run_scenario(
+    scn: Scenario, sut: SutAdapter, run_dir: Path, *, step: Step | None = None
+) -> RunOutcome:
+    """Run one scenario; never raises for a misbehaving SUT (that is a verdict),
+    only for a broken set-up (missing tool, not root) or Ctrl-C."""
+    say = step or (lambda _msg: None)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    dump_model(scn, run_dir / "scenario.json")
+    netns.require_root()
+    sut.ensure_built()
+    port = PORTS[scn.protocol]
+    started = dt.datetime.now(dt.UTC)
+    t0 = time.monotonic()
+    with netns.topology() as topo:
+        say("namespaces up")
+        captures = {
+            "a": _start_capture(topo, topo.ns_a, topo.if_a, run_dir / "a.pcap"),
+            "b": _start_capture(topo, topo.ns_b, topo.if_b, run_dir / "b.pcap"),
+        }
+        plan = {
+            "if_a": topo.if_ma,
+            "if_b": topo.if_mb,
+            "port": port,
+            "impairments": [imp.model_dump() for imp in scn.impairments],
+        }
+        (run_dir / "plan.json").write_text(json.dumps(plan, indent=2))
+        ready = run_dir / ".relay-ready"
+        ready.unlink(missing_ok=True)
+        with (run_dir / "channel.stderr").open("wb") as errf:
+            relay = topo.spawn(
+                topo.ns_m,
+                [sys.executable, "-m", "conformance.relay", str(run_dir / "plan.json"),
+                 str(run_dir / "channel.jsonl"), str(ready)],
+                stdout=subprocess.DEVNULL, stderr=errf,
+            )  # fmt: skip
+        if not netns.wait_for(ready.exists, 10.0):
+            raise DtncError(f"the channel relay did not start: see {run_dir / 'channel.stderr'}")
+        ready.unlink()
+        say("channel up")
+
+        rx_ep = Endpoint(ip=topo.ip_b, peer_ip=topo.ip_a, port=port)
+        tx_ep = Endpoint(ip=topo.ip_a, peer_ip=topo.ip_b, port=port)
+        procs = {}
+        files = {}
+        for role, ns, argv in (
+            ("receiver", topo.ns_b, sut.receiver_argv(scn, rx_ep)),
+            ("sender", topo.ns_a, sut.sender_argv(scn, tx_ep)),
+        ):
+            out, err = (run_dir / f"{role}.out").open("wb"), (run_dir / f"{role}.log").open("wb")
+            files[role] = (out, err)
+            (run_dir / f"{role}.cmd").write_text(" ".join(argv) + "\n")
+            procs[role] = topo.spawn(ns, argv, stdout=out, stderr=err)
+            if role == "receiver" and not netns.wait_for(
+                lambda: _udp_port_bound(topo, topo.ns_b, port) or procs["receiver"].poll() is not None,
+                10.0,
+            ):
+                say("receiver did not bind its port in 10 s")
+        say("endpoints started")
+
+        # The endpoints enforce the scenario's time limit themselves; this
+        # deadline only catches a hung process.
+        deadline = time.monotonic() + scn.time_limit_s + 10.0
+        hung: list[str] = []
+        for role, proc in procs.items():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                hung.append(role)
+                _stop(proc)
+        for out, err in files.values():
+            out.close()
+            err.close()
+        say("endpoints finished")
+        _stop(relay)
+        time.sleep(0.05)  # let tcpdump's last buffered packet reach its file
+        for proc in captures.values():
+            _stop(proc)
+    duration = time.monotonic() - t0
+
+    ends: dict[str, EndpointResult] = {}
+    for role, proc in procs.items():
+        stdout = (run_dir / f"{role}.out").read_text(errors="replace")
+        stderr = (run_dir / f"{role}.log").read_text(errors="replace")
+        res = sut.parse_result(role, stdout, stderr, proc.returncode)
+        if role in hung:
+            res.outcome = "error"
+            res.detail = f"hung past the run's deadline and was killed. {res.detail}".strip()
+        res.log = f"{role}.log"
+        ends[role] = res
+
+    say("decoding captures")
+    segments, experts = records_from_captures(
+        scn.protocol, run_dir / "a.pcap", run_dir / "b.pcap", port=port, ip_a=topo.ip_a
+    )
+    with (run_dir / "segments.jsonl").open("w") as fh:
+        for rec in segments:
+            fh.write(rec.model_dump_json() + "\n")
+
+    rx = ends["receiver"]
+    delivered = rx.red_bytes_delivered + rx.green_bytes_delivered
+    result = RunResult(
+        scenario=scn.name,
+        protocol=scn.protocol,
+        sut=f"{sut.name} {sut.version}",
+        started_at=started.isoformat(timespec="seconds"),
+        duration_s=round(duration, 3),
+        sender=ends["sender"],
+        receiver=rx,
+        delivered_bytes=delivered,
+        goodput_bps=round(delivered * 8 / rx.duration_s, 1) if rx.duration_s > 0 else 0.0,
+        segments=SegmentCounts(
+            forward=sum(s.direction == "forward" for s in segments),
+            ret=sum(s.direction == "return" for s in segments),
+        ),
+        dropped=SegmentCounts(
+            forward=sum(s.direction == "forward" and s.dropped for s in segments),
+            ret=sum(s.direction == "return" and s.dropped for s in segments),
+        ),
+        captures={"sender side": "a.pcap", "receiver side": "b.pcap"},
+        channel_log="channel.jsonl",
+    )
+    dump_model(result, run_dir / "result.json")
+    verdict = judge.judge(scn, result, run_dir / "channel.jsonl", experts)
+    dump_model(verdict, run_dir / "verdict.json")
+    return RunOutcome(result, verdict, segments, run_dir)
+
+
+def error_outcome(scn: Scenario, sut: SutAdapter, run_dir: Path, exc: BaseException) -> RunOutcome:
+    """A run that could not complete (set-up failure, Ctrl-C) still leaves a verdict."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    why = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc) or type(exc).__name__
+    verdict = Verdict(
+        scenario=scn.name,
+        sut=f"{sut.name} {sut.version}",
+        status="error",
+        reasons=[Reason(code="run-error", message=why)],
+    )
+    dump_model(verdict, run_dir / "verdict.json")
+    return RunOutcome(None, verdict, [], run_dir)

@@ -1,0 +1,98 @@
+"""Captures -> SegmentRecords.
+
+Each side of a run is captured on its own veth: A's capture holds the forward
+segments as sent and the return segments as received, B's the other way round.
+A segment is recorded once, from the capture of the side that sent it; it was
+dropped by the channel when the other side's capture lacks a datagram with the
+same bytes (matched as a multiset, so retransmitted copies count separately).
+Fields come from our Lua dissector, so what the verdict reads is what a user
+sees in Wireshark.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance.relay import udp_payload
+from conformance.types import Protocol, SegmentRecord
+
+
+@dataclass
+class Finding:
+    """One expert info our dissector raised on a sent segment."""
+
+    side: str
+    frame: int
+    name: str
+    severity: str
+    group: str
+    message: str
+
+
+def _payloads(pcap: Path, port: int) -> dict[int, tuple[str, bytes]]:
+    """frame number -> (source IPv4, UDP payload) for datagrams on ``port``."""
+    from scapy.utils import RawPcapReader
+
+    out: dict[int, tuple[str, bytes]] = {}
+    if not pcap.exists() or pcap.stat().st_size == 0:
+        return out
+    for number, (frame, _meta) in enumerate(RawPcapReader(str(pcap)), start=1):
+        udp = udp_payload(frame)
+        if udp is None or port not in (udp[0], udp[1]):
+            continue
+        src = ".".join(str(b) for b in frame[26:30])
+        out[number] = (src, udp[2])
+    return out
+
+
+def records_from_captures(
+    protocol: Protocol, a_pcap: Path, b_pcap: Path, *, port: int, ip_a: str
+) -> tuple[list[SegmentRecord], list[Finding]]:
+    from dissectors.tshark import decode
+
+    records: list[SegmentRecord] = []
+    findings: list[Finding] = []
+    sides = {"a": a_pcap, "b": b_pcap}
+    raw = {side: _payloads(p, port) for side, p in sides.items()}
+    for side, pcap in sides.items():
+        other = raw["b" if side == "a" else "a"]
+        direction = "forward" if side == "a" else "return"
+        sender_ip_is_a = side == "a"
+        arrived = Counter(p for src, p in other.values() if (src == ip_a) == sender_ip_is_a)
+        if not pcap.exists() or pcap.stat().st_size == 0:
+            continue
+        for frame in decode(pcap, port=port):
+            src_payload = raw[side].get(frame.number)
+            if src_payload is None or (src_payload[0] == ip_a) != sender_ip_is_a:
+                continue  # received here, recorded from the other side's capture
+            payload = src_payload[1]
+            dropped = arrived[payload] == 0
+            if not dropped:
+                arrived[payload] -= 1
+            records.append(
+                SegmentRecord(
+                    protocol=protocol,
+                    direction=direction,  # type: ignore[arg-type]
+                    time=frame.time,
+                    frame=frame.number,
+                    length=len(payload),
+                    summary=frame.summary,
+                    fields=frame.fields,
+                    dropped=dropped,
+                )
+            )
+            for exp in frame.experts:
+                findings.append(
+                    Finding(
+                        side=side,
+                        frame=frame.number,
+                        name=str(exp.get("name", "")),
+                        severity=str(exp.get("severity", "")),
+                        group=str(exp.get("group", "")),
+                        message=str(exp.get("message", "")),
+                    )
+                )
+    records.sort(key=lambda r: r.time)
+    return records, findings

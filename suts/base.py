@@ -1,0 +1,81 @@
+"""What conformance/ needs from an implementation under test (SUT).
+
+An adapter knows how to build the implementation, how to start each role with
+every knob explicit, and how to turn what the role printed into an
+:class:`~conformance.types.EndpointResult`.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance.types import EndpointResult, Scenario
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a role runs: its own address, its peer's, the protocol port."""
+
+    ip: str
+    peer_ip: str
+    port: int
+
+
+class SutAdapter(ABC):
+    name: str
+    protocol: str
+    version: str
+
+    @abstractmethod
+    def ensure_built(self) -> None:
+        """Build the implementation if needed; raise ToolMissing/DtncError on failure."""
+
+    @abstractmethod
+    def sender_argv(self, scn: Scenario, ep: Endpoint) -> list[str]: ...
+
+    @abstractmethod
+    def receiver_argv(self, scn: Scenario, ep: Endpoint) -> list[str]: ...
+
+    def parse_result(
+        self, role: str, stdout: str, stderr: str, exit_code: int | None
+    ) -> EndpointResult:
+        """Default: the role printed one JSON object as its last stdout line."""
+        lines = [ln for ln in stdout.strip().splitlines() if ln.strip().startswith("{")]
+        tail = "\n".join(stderr.strip().splitlines()[-15:])
+        if not lines:
+            detail = f"no result on stdout (exit {exit_code})"
+            return EndpointResult(
+                role=role,  # type: ignore[arg-type]
+                outcome="error",
+                exit_code=exit_code,
+                detail=f"{detail}; stderr tail:\n{tail}" if tail else detail,
+            )
+        data = json.loads(lines[-1])
+        return EndpointResult(
+            role=role,  # type: ignore[arg-type]
+            outcome=data.get("outcome", "error"),
+            red_bytes_delivered=int(data.get("red_bytes_delivered", 0)),
+            green_bytes_delivered=int(data.get("green_bytes_delivered", 0)),
+            payload_ok=data.get("payload_ok"),
+            duration_s=float(data.get("duration_s", 0.0)),
+            exit_code=exit_code,
+            detail=str(data.get("detail", "")),
+        )
+
+
+def get(name: str) -> SutAdapter:
+    from conformance.errors import InputError
+
+    if name == "licklider":
+        from suts.licklider import Licklider
+
+        return Licklider()
+    raise InputError(f"unknown SUT {name!r} (known: licklider)")
+
+
+KNOWN = ("licklider",)
