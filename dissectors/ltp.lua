@@ -615,7 +615,10 @@ local function dissect(tvb, pinfo, tree)
             info[#info + 1] = CANCEL_REASONS[seg.reason.v] or ("reason " .. seg.reason.v)
         end
     end
-    pinfo.cols.info = table.concat(info, " ")
+    local summary = table.concat(info, " ")
+    pinfo.cols.info = summary
+    -- the same summary on the protocol item, where tree-based output (PDML) sees it
+    root:append_text(", " .. summary)
     return tvb:len()
 end
 
