@@ -15,12 +15,17 @@ from suts.base import REPO, Endpoint, SutAdapter
 HARNESS = REPO / "suts" / "licklider" / "harness"
 BINARY = HARNESS / "target" / "release" / "dtnc-licklider"
 
-# Timers sized for a namespace link (sub-millisecond RTT) with headroom for a
-# loaded CI machine; RFC 5326 §6.2 asks for timers above the round-trip time.
-CHECKPOINT_TIMER_MS = 300
-REPORT_TIMER_MS = 300
+# licklider has one retransmission timer for checkpoints, reports and cancels
+# (owlt out + remote delay + owlt in + local delay, RFC 5325 §3.1.3); sized for
+# a namespace link (sub-millisecond RTT) with headroom for a loaded CI machine,
+# as RFC 5326 §6.2 asks for timers above the round-trip time.
+RTX_TIMEOUT_MS = 300
 MAX_RETRANSMISSIONS = 5
-LINGER_MS = 700
+# The receiver keeps answering for this long after its session closes (a
+# resent checkpoint, a lost RA), and waits at most CLOSE_WAIT_MS for the close
+# (licklider never closes a session whose green EOB segment was lost).
+LINGER_MS = 500
+CLOSE_WAIT_MS = 2000
 
 
 class Licklider(SutAdapter):
@@ -53,8 +58,7 @@ class Licklider(SutAdapter):
             "--listen", f"{ep.ip}:{ep.port}",
             "--peer", f"{ep.peer_ip}:{ep.port}",
             "--segment-size", str(scn.ltp.segment_size),
-            "--checkpoint-timer-ms", str(CHECKPOINT_TIMER_MS),
-            "--report-timer-ms", str(REPORT_TIMER_MS),
+            "--rtx-timeout-ms", str(RTX_TIMEOUT_MS),
             "--max-retransmissions", str(MAX_RETRANSMISSIONS),
             "--time-limit-ms", str(int(scn.time_limit_s * 1000)),
             "--block-len", str(scn.ltp.block_len),
@@ -66,10 +70,14 @@ class Licklider(SutAdapter):
         return [
             str(BINARY), "send", *self._common(scn, ep, 1, 2),
             "--client-service-id", str(scn.ltp.client_service_id),
+            "--linger-ms", str(LINGER_MS),
         ]  # fmt: skip
 
     def receiver_argv(self, scn: Scenario, ep: Endpoint) -> list[str]:
-        return [str(BINARY), "recv", *self._common(scn, ep, 2, 1), "--linger-ms", str(LINGER_MS)]
+        return [
+            str(BINARY), "recv", *self._common(scn, ep, 2, 1),
+            "--linger-ms", str(LINGER_MS), "--close-wait-ms", str(CLOSE_WAIT_MS),
+        ]  # fmt: skip
 
 
 __all__ = ["Licklider", "BINARY", "Path"]

@@ -38,6 +38,10 @@ const EXIT_ERROR: u8 = 4;
 /// then prints exactly one JSON object on stdout. Human logs go to stderr.
 /// Block content is the pattern byte[i] = (i*31 + 7) % 251.
 ///
+/// licklider arms every retransmission timer (checkpoint §6.2, report §6.3,
+/// cancel §6.15) when the segment is sent, for owlt_out + remote_delay +
+/// owlt_in + local_delay; --rtx-timeout-ms sets that sum directly.
+///
 /// Exit codes: 0 completed, 1 cancelled, 2 bad arguments, 3 time limit,
 /// 4 other error.
 #[derive(Parser, Debug)]
@@ -57,6 +61,7 @@ enum Cmd {
 }
 
 #[derive(Args, Debug)]
+#[command(args_override_self = true)]
 struct SendArgs {
     #[command(flatten)]
     common: Common,
@@ -68,6 +73,7 @@ struct SendArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(args_override_self = true)]
 struct RecvArgs {
     #[command(flatten)]
     common: Common,
@@ -1151,6 +1157,9 @@ impl Client for ReceiverState {
             (Some((o, d)), None) => (o, d, None),
             (None, None) => (Outcome::Error, "no outcome".into(), None),
         };
+        if self.sid.is_some() && self.closed_at.is_none() {
+            detail.push_str("; reception session still open at exit");
+        }
         for p in &self.problems {
             detail.push_str("; ");
             detail.push_str(p);
