@@ -70,11 +70,17 @@ class _Progress:
 
 def load_outcome(run_dir: Path) -> RunOutcome:
     verdict = load_model(Verdict, run_dir / "verdict.json")
-    result = load_model(RunResult, run_dir / "result.json") if (run_dir / "result.json").exists() else None
+    result = (
+        load_model(RunResult, run_dir / "result.json")
+        if (run_dir / "result.json").exists()
+        else None
+    )
     segs = []
     seg_file = run_dir / "segments.jsonl"
     if seg_file.exists():
-        segs = [SegmentRecord.model_validate_json(ln) for ln in seg_file.read_text().splitlines() if ln]
+        segs = [
+            SegmentRecord.model_validate_json(ln) for ln in seg_file.read_text().splitlines() if ln
+        ]
     return RunOutcome(result, verdict, segs, run_dir)
 
 

@@ -22,7 +22,7 @@ from conformance.errors import DtncError, InputError
 
 REPO = Path(__file__).resolve().parent.parent
 PROTOCOLS_READY = ("ltp",)
-console = Console(highlight=False)
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, highlight=False)
 
 STATUS_STYLE = {"pass": "green", "fail": "red", "inconclusive": "yellow", "error": "magenta"}
@@ -49,7 +49,9 @@ def _protocol(name: str) -> str:
     if name not in PROTOCOLS_READY:
         known = ("ltp", "cfdp", "norm", "saratoga")
         if name in known:
-            raise InputError(f"protocol {name!r} has no model yet (ready: {', '.join(PROTOCOLS_READY)})")
+            raise InputError(
+                f"protocol {name!r} has no model yet (ready: {', '.join(PROTOCOLS_READY)})"
+            )
         raise InputError(f"unknown protocol {name!r} (one of: {', '.join(known)})")
     return name
 
@@ -188,7 +190,11 @@ def print_verdicts(outcomes: list[object]) -> None:
             if r
             else "-"
         )
-        segs = f"{r.segments.forward}/{r.segments.ret} ({r.dropped.forward}/{r.dropped.ret} dropped)" if r else "-"
+        segs = (
+            f"{r.segments.forward}/{r.segments.ret} ({r.dropped.forward}/{r.dropped.ret} dropped)"
+            if r
+            else "-"
+        )
         style = STATUS_STYLE[v.status]
         table.add_row(v.scenario, expected, observed, segs, f"[{style}]{v.status}[/]")
     console.print(table)
@@ -248,13 +254,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     table.add_column("findings")
     n_findings = 0
     for f in frames:
-        notes = "; ".join(f"[{_sev_style(e)}]{e.get('name')}[/]: {e.get('message')}" for e in f.experts)
+        notes = "; ".join(
+            f"[{_sev_style(e)}]{e.get('name')}[/]: {e.get('message')}" for e in f.experts
+        )
         n_findings += len(f.experts)
         if f.experts or args.all:
             table.add_row(str(f.number), f.summary, notes)
     console.print(table)
     console.print(f"{n_findings} conformance findings in {len(frames)} segments")
-    return 1 if any(e.get("severity", "").lower() == "error" for f in frames for e in f.experts) else 0
+    return (
+        1 if any(e.get("severity", "").lower() == "error" for f in frames for e in f.experts) else 0
+    )
 
 
 def _sev_style(exp: dict[str, object]) -> str:
@@ -264,7 +274,9 @@ def _sev_style(exp: dict[str, object]) -> str:
 
 
 def cmd_install_dissectors(args: argparse.Namespace) -> int:
-    dest = Path(args.dest).expanduser() if args.dest else Path.home() / ".local/lib/wireshark/plugins"
+    dest = (
+        Path(args.dest).expanduser() if args.dest else Path.home() / ".local/lib/wireshark/plugins"
+    )
     dest.mkdir(parents=True, exist_ok=True)
     lua = sorted((REPO / "dissectors").glob("*.lua"))
     for f in lua:
@@ -298,7 +310,9 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
     netns.require_root()
     removed = netns.sweep_stale()
-    console.print(f"removed {len(removed)} stale namespaces" + (f": {', '.join(removed)}" if removed else ""))
+    console.print(
+        f"removed {len(removed)} stale namespaces" + (f": {', '.join(removed)}" if removed else "")
+    )
     return 0
 
 
@@ -338,7 +352,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("certify", help="generate, run every scenario under Robot Framework, report")
     s.add_argument("protocol", help="ltp")
-    s.add_argument("--sut", default="licklider", help="implementation under test (default licklider)")
+    s.add_argument(
+        "--sut", default="licklider", help="implementation under test (default licklider)"
+    )
     s.add_argument("--out", help="certification directory (default runs/<time>-certify-...)")
     s.add_argument("--only", help="run only scenarios whose name contains this text")
     s.set_defaults(func=cmd_certify)
@@ -347,10 +363,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("capture", help="pcap or pcapng file")
     s.add_argument("--proto", required=True, help="ltp")
     s.add_argument("--port", type=int, default=None, help="UDP port (default 1113)")
-    s.add_argument("--all", action="store_true", help="list every segment, not just those with findings")
+    s.add_argument(
+        "--all", action="store_true", help="list every segment, not just those with findings"
+    )
     s.set_defaults(func=cmd_validate)
 
-    s = sub.add_parser("install-dissectors", help="copy our Lua dissectors into Wireshark's plugin folder")
+    s = sub.add_parser(
+        "install-dissectors", help="copy our Lua dissectors into Wireshark's plugin folder"
+    )
     s.add_argument("--dest", help="plugin folder (default ~/.local/lib/wireshark/plugins)")
     s.set_defaults(func=cmd_install_dissectors)
 

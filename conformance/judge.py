@@ -46,9 +46,7 @@ def fired_rules(channel_log: Path) -> set[int]:
     return fired
 
 
-def judge(
-    scn: Scenario, result: RunResult, channel_log: Path, findings: list[Finding]
-) -> Verdict:
+def judge(scn: Scenario, result: RunResult, channel_log: Path, findings: list[Finding]) -> Verdict:
     errors: list[Reason] = []
     fails: list[Reason] = []
     notes: list[Reason] = []

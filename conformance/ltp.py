@@ -160,8 +160,14 @@ class Segment:
             return "red_data"
         if self.type_code <= 7:
             return "green_data"
-        return {8: "report", 9: "report_ack", 12: "cancel", 14: "cancel", 13: "cancel_ack",
-                15: "cancel_ack"}.get(self.type_code, "undefined")
+        return {
+            8: "report",
+            9: "report_ack",
+            12: "cancel",
+            14: "cancel",
+            13: "cancel_ack",
+            15: "cancel_ack",
+        }.get(self.type_code, "undefined")
 
     def encode(self) -> bytes:
         out = bytearray()

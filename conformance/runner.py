@@ -57,7 +57,9 @@ def _udp_port_bound(topo: netns.Topology, ns: str, port: int) -> bool:
     return f":{port:04X} " in out.stdout
 
 
-def _start_capture(topo: netns.Topology, ns: str, ifname: str, path: Path) -> subprocess.Popen[bytes]:
+def _start_capture(
+    topo: netns.Topology, ns: str, ifname: str, path: Path
+) -> subprocess.Popen[bytes]:
     netns.require_tool("tcpdump", "apt-get install tcpdump")
     log = path.with_suffix(".tcpdump.log")
     with log.open("wb") as errf:
@@ -135,7 +137,9 @@ def run_scenario(
             (run_dir / f"{role}.cmd").write_text(" ".join(argv) + "\n")
             procs[role] = topo.spawn(ns, argv, stdout=out, stderr=err)
             if role == "receiver" and not netns.wait_for(
-                lambda: _udp_port_bound(topo, topo.ns_b, port) or procs["receiver"].poll() is not None,
+                lambda: (
+                    _udp_port_bound(topo, topo.ns_b, port) or procs["receiver"].poll() is not None
+                ),
                 10.0,
             ):
                 say("receiver did not bind its port in 10 s")
@@ -143,7 +147,7 @@ def run_scenario(
 
         # The endpoints enforce the scenario's time limit themselves; this
         # deadline only catches a hung process.
-        deadline = time.monotonic() + scn.time_limit_s + 10.0
+        deadline = time.monotonic() + scn.time_limit_s * 1.1 + 3.0
         hung: list[str] = []
         for role, proc in procs.items():
             try:
@@ -174,7 +178,12 @@ def run_scenario(
 
     say("decoding captures")
     segments, experts = records_from_captures(
-        scn.protocol, run_dir / "a.pcap", run_dir / "b.pcap", port=port, ip_a=topo.ip_a
+        scn.protocol,
+        run_dir / "a.pcap",
+        run_dir / "b.pcap",
+        port=port,
+        ip_a=topo.ip_a,
+        channel_log=run_dir / "channel.jsonl",
     )
     with (run_dir / "segments.jsonl").open("w") as fh:
         for rec in segments:

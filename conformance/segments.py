@@ -2,15 +2,19 @@
 
 Each side of a run is captured on its own veth: A's capture holds the forward
 segments as sent and the return segments as received, B's the other way round.
-A segment is recorded once, from the capture of the side that sent it; it was
-dropped by the channel when the other side's capture lacks a datagram with the
-same bytes (matched as a multiset, so retransmitted copies count separately).
+A segment is recorded once, from the capture of the side that sent it. Whether
+the channel dropped it comes from the channel's decision log: the k-th segment
+a side sent is the k-th the channel saw in that direction (one veth, one
+queue). Should the counts disagree (a capture lost packets), the fallback is
+the other side's capture: a segment whose bytes never arrived was dropped
+(matched as a multiset, which cannot tell identical retransmissions apart).
 Fields come from our Lua dissector, so what the verdict reads is what a user
 sees in Wireshark.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,8 +51,26 @@ def _payloads(pcap: Path, port: int) -> dict[int, tuple[str, bytes]]:
     return out
 
 
+def _channel_verdicts(channel_log: Path | None) -> dict[str, list[bool]]:
+    """Per direction, the channel's drop decisions in the order it saw segments."""
+    out: dict[str, list[bool]] = {"forward": [], "return": []}
+    if channel_log is None or not channel_log.exists():
+        return out
+    for line in channel_log.read_text().splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            out[rec["dir"]].append(rec["verdict"] == "drop")
+    return out
+
+
 def records_from_captures(
-    protocol: Protocol, a_pcap: Path, b_pcap: Path, *, port: int, ip_a: str
+    protocol: Protocol,
+    a_pcap: Path,
+    b_pcap: Path,
+    *,
+    port: int,
+    ip_a: str,
+    channel_log: Path | None = None,
 ) -> tuple[list[SegmentRecord], list[Finding]]:
     from dissectors.tshark import decode
 
@@ -56,6 +78,7 @@ def records_from_captures(
     findings: list[Finding] = []
     sides = {"a": a_pcap, "b": b_pcap}
     raw = {side: _payloads(p, port) for side, p in sides.items()}
+    decisions = _channel_verdicts(channel_log)
     for side, pcap in sides.items():
         other = raw["b" if side == "a" else "a"]
         direction = "forward" if side == "a" else "return"
@@ -63,23 +86,30 @@ def records_from_captures(
         arrived = Counter(p for src, p in other.values() if (src == ip_a) == sender_ip_is_a)
         if not pcap.exists() or pcap.stat().st_size == 0:
             continue
+        sent = sum((src == ip_a) == sender_ip_is_a for src, _ in raw[side].values())
+        logged = decisions[direction] if len(decisions[direction]) == sent else None
+        k = 0
         for frame in decode(pcap, port=port):
             src_payload = raw[side].get(frame.number)
             if src_payload is None or (src_payload[0] == ip_a) != sender_ip_is_a:
                 continue  # received here, recorded from the other side's capture
             payload = src_payload[1]
-            dropped = arrived[payload] == 0
-            if not dropped:
-                arrived[payload] -= 1
+            if logged is not None:
+                dropped = logged[k]
+            else:
+                dropped = arrived[payload] == 0
+                if not dropped:
+                    arrived[payload] -= 1
+            k += 1
             records.append(
                 SegmentRecord(
                     protocol=protocol,
                     direction=direction,  # type: ignore[arg-type]
-                    time=frame.time,
+                    time=frame.time_epoch,
                     frame=frame.number,
                     length=len(payload),
                     summary=frame.summary,
-                    fields=frame.fields,
+                    fields=_record_fields(frame),
                     dropped=dropped,
                 )
             )
@@ -96,3 +126,13 @@ def records_from_captures(
                 )
     records.sort(key=lambda r: r.time)
     return records, findings
+
+
+def _record_fields(frame: object) -> dict[str, object]:
+    """The classify() vocabulary (what impairments match on), plus the claims."""
+    fields: dict[str, object] = dict(frame.match_fields())  # type: ignore[attr-defined]
+    raw = frame.fields  # type: ignore[attr-defined]
+    for key in ("claim.offset", "claim.length"):
+        if key in raw:
+            fields[key] = raw[key]
+    return fields

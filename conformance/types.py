@@ -172,7 +172,9 @@ class SegmentRecord(_Strict):
     protocol: Protocol
     direction: Direction
     time: float
-    frame: Annotated[int, Field(ge=1)] = Field(description="frame number in the sender-side capture")
+    frame: Annotated[int, Field(ge=1)] = Field(
+        description="frame number in the sender-side capture"
+    )
     length: Annotated[int, Field(ge=0)] = Field(description="UDP payload bytes")
     summary: str = ""
     fields: dict[str, FieldValue | list[FieldValue]] = Field(default_factory=dict)

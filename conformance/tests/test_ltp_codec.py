@@ -85,9 +85,9 @@ def test_report_segment_bytes() -> None:
         type_code=8, session_originator=1, session_number=77, report_serial=3,
         checkpoint_serial=2, upper_bound=3000, lower_bound=0, claims=[(0, 1000), (2000, 1000)],
     )  # fmt: skip
-    header = "08" "01" "4d" "00"  # type 8, originator 1, session 77, no extensions
-    body = "03" "02" "9738" "00" "02"  # serials 3 and 2, bounds 3000 and 0, 2 claims
-    claims = "00" "8768" "8f50" "8768"  # (0, 1000), (2000, 1000)
+    header = "08014d00"  # type 8, originator 1, session 77, no extensions
+    body = "030297380002"  # serials 3 and 2, bounds 3000 and 0, 2 claims
+    claims = "0087688f508768"  # (0, 1000), (2000, 1000)
     assert seg.encode().hex() == header + body + claims
     fields = ltp.classify(ltp.parse(seg.encode()))
     assert fields["type"] == "RS" and fields["claim_count"] == 2 and fields["kind"] == "report"

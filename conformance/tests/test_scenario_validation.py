@@ -54,8 +54,18 @@ def test_good_scenario_loads(tmp_path: Path) -> None:
     ("path", "value", "field", "reason"),
     [
         (["impairments", 0, "match"], {"packet_index": 3}, "(top level)", "unknown LTP field"),
-        (["impairments", 0, "occurrence"], 0, "impairments.0.occurrence", "greater than or equal to 1"),
-        (["impairments", 0, "direction"], "sideways", "impairments.0.direction", "'forward' or 'return'"),
+        (
+            ["impairments", 0, "occurrence"],
+            0,
+            "impairments.0.occurrence",
+            "greater than or equal to 1",
+        ),
+        (
+            ["impairments", 0, "direction"],
+            "sideways",
+            "impairments.0.direction",
+            "'forward' or 'return'",
+        ),
         (["expect", "red_bytes_delivered"], 5000, "(top level)", "exceeds the red part"),
         (["ltp"], KeyError, "(top level)", "needs the 'ltp' block geometry"),
         (["protocol"], "tcp", "protocol", "'ltp'"),

@@ -1,0 +1,134 @@
+"""A block really moves through licklider 0.1.1 between namespaces, through
+the relay, with segments dropped by protocol field; the verdict compares the
+observed outcome with the expectation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance import netns
+from conformance.runner import run_scenario
+from conformance.types import Scenario
+from suts.base import get
+
+pytestmark = [pytest.mark.netns, pytest.mark.integration]
+
+
+def _scenario(name: str, impairments: list[dict[str, object]], red: int, green: int) -> Scenario:
+    return Scenario.model_validate(
+        {
+            "schema": "dtnconform/scenario/1",
+            "name": name,
+            "protocol": "ltp",
+            "ltp": {"segment_size": 1000, "red_segments": 2, "green_segments": 1},
+            "impairments": impairments,
+            "expect": {
+                "red_bytes_delivered": red,
+                "green_bytes_delivered": green,
+                "sender_outcome": "completed",
+                "receiver_outcome": "completed",
+            },
+            "time_limit_s": 20,
+        }
+    )
+
+
+def test_lost_red_segment_and_report_are_recovered(tmp_path: Path) -> None:
+    scn = _scenario(
+        "live-red-and-rs-lost",
+        [
+            {"direction": "forward", "match": {"kind": "red_data", "offset": 0}},
+            {"direction": "return", "match": {"type": "RS"}},
+        ],
+        red=2000,
+        green=1000,
+    )
+    out = run_scenario(scn, get("licklider"), tmp_path / "run")
+    assert out.verdict.status == "pass", out.verdict.reasons
+    assert out.result is not None
+    assert out.result.receiver.payload_ok is True
+    assert out.result.dropped.forward == 1 and out.result.dropped.ret == 1
+    # The dropped segments are the ones the plan named, by field.
+    dropped = [s for s in out.segments if s.dropped]
+    assert {(s.direction, s.fields["type"]) for s in dropped} == {
+        ("forward", "RD"),
+        ("return", "RS"),
+    }
+    assert [s.fields.get("offset") for s in dropped if s.direction == "forward"] == [0]
+    # The red segment at offset 0 was sent again, as a checkpoint (RFC 5326 §6.7).
+    resent = [s for s in out.segments if s.fields.get("offset") == 0 and not s.dropped]
+    assert resent and resent[0].fields["checkpoint"] is True
+    files = {p.name for p in (tmp_path / "run").iterdir()}
+    assert {"a.pcap", "b.pcap", "channel.jsonl", "result.json", "verdict.json"} <= files
+    assert not [ns for ns in netns.ours() if ns.startswith(f"dtnc{__import__('os').getpid()}")]
+
+
+def test_wrong_expectation_fails_with_reasons(tmp_path: Path) -> None:
+    """The same lost green segment, judged against a wrong expectation: the
+    verdict must be fail and name the field (a test that can fail)."""
+    scn = _scenario(
+        "live-green-lost-wrong-expectation",
+        [{"direction": "forward", "match": {"kind": "green_data", "offset": 2000}}],
+        red=2000,
+        green=1000,  # wrong: the green segment is lost and never resent
+    )
+    out = run_scenario(scn, get("licklider"), tmp_path / "run")
+    assert out.verdict.status == "fail"
+    codes = {r.code for r in out.verdict.reasons}
+    assert "unexpected-green-bytes-delivered" in codes
+    assert out.result is not None and out.result.receiver.green_bytes_delivered == 0
+
+
+def test_impairment_that_never_matches_is_inconclusive(tmp_path: Path) -> None:
+    scn = _scenario(
+        "live-unmet",
+        [{"direction": "forward", "match": {"type": "CS"}}],  # licklider sends no cancel here
+        red=2000,
+        green=1000,
+    )
+    out = run_scenario(scn, get("licklider"), tmp_path / "run")
+    assert out.verdict.status == "inconclusive"
+    assert [r.code for r in out.verdict.reasons] == ["impairment-unmet"]
+    log = [json.loads(x) for x in (tmp_path / "run" / "channel.jsonl").read_text().splitlines()]
+    assert all(r["verdict"] == "pass" for r in log)
+
+
+class _CrashingReceiver:
+    """licklider as sender; a receiver that dies at once, or hangs."""
+
+    def __init__(self, mode: str) -> None:
+        self.real = get("licklider")
+        self.mode = mode
+        self.name, self.protocol, self.version = "crashy", "ltp", "0"
+
+    def ensure_built(self) -> None:
+        self.real.ensure_built()
+
+    def sender_argv(self, scn: Scenario, ep: object) -> list[str]:
+        return self.real.sender_argv(scn, ep)  # type: ignore[arg-type]
+
+    def receiver_argv(self, scn: Scenario, ep: object) -> list[str]:
+        if self.mode == "crash":
+            return ["sh", "-c", "echo 'receiver: segfault in decode' >&2; exit 139"]
+        return ["sleep", "3600"]
+
+    def parse_result(self, *args: object) -> object:
+        return self.real.parse_result(*args)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", ["crash", "hang"])
+def test_crashing_or_hanging_sut_gives_error_with_logs(tmp_path: Path, mode: str) -> None:
+    scn = _scenario(f"live-{mode}", [], red=2000, green=1000)
+    scn.time_limit_s = 2
+    out = run_scenario(scn, _CrashingReceiver(mode), tmp_path / "run")  # type: ignore[arg-type]
+    assert out.verdict.status == "error"
+    msg = " ".join(r.message for r in out.verdict.reasons)
+    assert "receiver failed" in msg and "receiver.log" in msg
+    if mode == "crash":
+        assert "segfault in decode" in msg
+    else:
+        assert "hung" in msg
+    assert not [ns for ns in netns.ours() if ns.startswith(f"dtnc{__import__('os').getpid()}")]
