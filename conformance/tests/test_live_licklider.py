@@ -61,6 +61,13 @@ def test_lost_red_segment_and_report_are_recovered(tmp_path: Path) -> None:
     # The red segment at offset 0 was sent again, as a checkpoint (RFC 5326 §6.7).
     resent = [s for s in out.segments if s.fields.get("offset") == 0 and not s.dropped]
     assert resent and resent[0].fields["checkpoint"] is True
+    # Our dissector and Wireshark's built-in one agree on every mapped field of
+    # the captured licklider traffic, on both sides.
+    from dissectors.tshark import compare_with_builtin
+
+    for cap in ("a.pcap", "b.pcap"):
+        report = compare_with_builtin(tmp_path / "run" / cap)
+        assert report.compared > 50 and report.disagreed == 0, report.summary()
     files = {p.name for p in (tmp_path / "run").iterdir()}
     assert {"a.pcap", "b.pcap", "channel.jsonl", "result.json", "verdict.json"} <= files
     assert not [ns for ns in netns.ours() if ns.startswith(f"dtnc{__import__('os').getpid()}")]
