@@ -44,7 +44,7 @@ $(VENV)/.stamp: requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { echo "setup step 'python venv' failed: $(PYTHON) -m venv" >&2; exit 1; }
 	@$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt \
 	  || { echo "setup step 'python venv' failed: pip install -r requirements.txt" >&2; exit 1; }
-	@$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e . \
+	@$(PY) -m pip install -q --disable-pip-version-check --no-deps -e . \
 	  || { echo "setup step 'python venv' failed: pip install -e ." >&2; exit 1; }
 	@touch $@
 
