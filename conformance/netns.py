@@ -117,8 +117,30 @@ def _ethtool_tx_off(ns: str, ifname: str) -> None:
     )
 
 
+@contextlib.contextmanager
+def _default_sigterm() -> Iterator[None]:
+    """pyroute2 forks helper processes for namespace work and stops them with
+    SIGTERM. A child that inherited a Python-level SIGTERM handler (ours, or
+    Robot Framework's) survives that and runs on as a second copy of the
+    caller, so pyroute2 is only ever called with SIGTERM at its default."""
+    try:
+        old = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except ValueError:  # not the main thread: handlers cannot be set, nor were ours
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def create(mtu: int = 1500) -> Topology:
     """Build the three namespaces and both veth pairs; return the Topology."""
+    with _default_sigterm():
+        return _create(mtu)
+
+
+def _create(mtu: int) -> Topology:
     require_root()
     require_tool("ip", "apt-get install iproute2")
     require_tool("ethtool", "apt-get install ethtool")
@@ -168,6 +190,11 @@ def destroy(topo: Topology) -> None:
     """Kill every process started in the topology, then remove the namespaces."""
     for proc in topo.procs:
         _kill_group(proc)
+    with _default_sigterm():
+        _remove(topo)
+
+
+def _remove(topo: Topology) -> None:
     from pyroute2 import netns
 
     present = set(netns.listnetns())
@@ -194,6 +221,11 @@ def sweep_stale() -> list[str]:
     """Remove dtnconform namespaces whose creating process is gone; return their names."""
     if os.geteuid() != 0:
         return []
+    with _default_sigterm():
+        return _sweep()
+
+
+def _sweep() -> list[str]:
     from pyroute2 import netns
 
     removed = []
@@ -221,7 +253,8 @@ def ours() -> list[str]:
     """Namespaces of ours that exist now (for tests and `dtnconform cleanup`)."""
     from pyroute2 import netns
 
-    return [ns for ns in netns.listnetns() if _NAME.match(ns)]
+    with _default_sigterm():
+        return [ns for ns in netns.listnetns() if _NAME.match(ns)]
 
 
 @contextlib.contextmanager

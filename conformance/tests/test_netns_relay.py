@@ -104,3 +104,20 @@ def test_stale_namespaces_of_a_killed_run_are_swept() -> None:
     removed = netns.sweep_stale()
     assert {f"{tag}a", f"{tag}m", f"{tag}b"} <= set(removed)
     assert not [ns for ns in netns.ours() if ns.startswith(tag)]
+
+
+def test_pyroute2_children_never_run_our_sigterm_handler(tmp_path: Path) -> None:
+    """Robot Framework installs a SIGTERM handler; pyroute2 forks helpers and
+    stops them with SIGTERM. A helper that ran the handler would live on as a
+    second copy of the caller (seen as a duplicated Robot run). Regression test."""
+    hits = tmp_path / "hits"
+    code = (
+        "import os, signal\nfrom conformance import netns\n"
+        f"signal.signal(signal.SIGTERM, lambda *a: open({str(hits)!r}, 'a').write(f'{{os.getpid()}}\\n'))\n"
+        "for _ in range(2):\n    t = netns.create()\n    netns.destroy(t)\n"
+        "print('done', os.getpid())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("done") == 1, out.stdout
+    assert not hits.exists(), hits.read_text()
