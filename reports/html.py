@@ -26,8 +26,10 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 def time_sequence_plot(segments: list[SegmentRecord], path: Path, title: str) -> bool:
-    """Offset of each data segment against time, report and ack segments as
-    ticks, dropped segments crossed out. Returns False when there is nothing to plot."""
+    """A ladder diagram: block sender on the left, block receiver on the right,
+    one arrow per segment in the order they were sent, labelled with type,
+    offset or serials and send time; a segment the channel dropped stops
+    halfway at a cross. Returns False when there is nothing to plot."""
     if not segments:
         return False
     import matplotlib
@@ -35,42 +37,59 @@ def time_sequence_plot(segments: list[SegmentRecord], path: Path, title: str) ->
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    colors = {"red_data": "#c0392b", "green_data": "#27ae60", "report": "#2c3e50",
+              "report_ack": "#8e44ad", "cancel": "#e67e22", "cancel_ack": "#d35400"}  # fmt: skip
     t0 = min(s.time for s in segments)
-    fig, ax = plt.subplots(figsize=(7.5, 3.2), dpi=100)
-    styles = {
-        "red_data": ("#c0392b", "s"),
-        "green_data": ("#27ae60", "s"),
-        "report": ("#2c3e50", "^"),
-        "report_ack": ("#8e44ad", "v"),
-        "cancel": ("#e67e22", "X"),
-        "cancel_ack": ("#e67e22", "x"),
-    }
-    seen: set[str] = set()
-    top = max((int(s.fields.get("offset", 0)) for s in segments), default=0)  # type: ignore[arg-type]
-    for s in segments:
+    n = len(segments)
+    fig, ax = plt.subplots(figsize=(7.0, 0.9 + 0.32 * n), dpi=100)
+    for x, name in ((0.0, "block sender (A)"), (1.0, "block receiver (B)")):
+        ax.plot([x, x], [-0.5, n - 0.5], color="#888", lw=1)
+        ax.text(x, -0.9, name, ha="center", va="bottom", fontsize=9, weight="bold")
+    for i, s in enumerate(segments):
         kind = str(s.fields.get("kind", "?"))
-        color, marker = styles.get(kind, ("grey", "o"))
-        ms = (s.time - t0) * 1000
-        if kind in ("red_data", "green_data"):
-            y = int(s.fields.get("offset", 0))  # type: ignore[arg-type]
-        else:
-            y = top * 1.1 + 1 if s.direction == "return" else -top * 0.1 - 1
-        label = kind if kind not in seen else None
-        seen.add(kind)
-        ax.scatter([ms], [y], c=color, marker=marker, s=36, label=label, zorder=3)
+        color = colors.get(kind, "grey")
+        x0, x1 = (0.0, 1.0) if s.direction == "forward" else (1.0, 0.0)
+        y0, y1 = i, i + 0.6
+        end_x = x1 if not s.dropped else (x0 + x1) / 2
+        end_y = y1 if not s.dropped else (y0 + y1) / 2
+        ax.annotate("", xy=(end_x, end_y), xytext=(x0, y0),
+                    arrowprops={"arrowstyle": "-|>" if not s.dropped else "-", "color": color,
+                                "lw": 1.4, "ls": "-" if not s.dropped else "--"})  # fmt: skip
         if s.dropped:
-            ax.scatter([ms], [y], c="black", marker="x", s=90, zorder=4,
-                       label="dropped by channel" if "drop" not in seen else None)  # fmt: skip
-            seen.add("drop")
-    ax.set_xlabel("time since first segment (ms)")
-    ax.set_ylabel("data offset (bytes)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+            ax.plot([end_x], [end_y], marker="x", color="black", ms=9, mew=2)
+        label = _segment_label(s) + f"  {1000 * (s.time - t0):.1f} ms"
+        ax.text(0.5, (y0 + y1) / 2 - 0.12, label, ha="center", va="bottom", fontsize=7.5,
+                color=color, bbox={"fc": "white", "ec": "none", "pad": 0.3})  # fmt: skip
+    ax.set_xlim(-0.15, 1.15)
+    ax.set_ylim(n + 0.2, -1.2)
+    ax.axis("off")
+    ax.set_title(title + "  (x: dropped by the channel)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
     return True
+
+
+def _segment_label(s: SegmentRecord) -> str:
+    f = s.fields
+    parts = [str(f.get("type", "?"))]
+    if "offset" in f:
+        parts.append(f"off={f['offset']} len={f.get('length')}")
+    if f.get("type") == "RS":
+        parts.append(f"rs={f.get('report_serial')} cp={f.get('checkpoint_serial')} "
+                     f"[{f.get('lower_bound')}-{f.get('upper_bound')})")  # fmt: skip
+        offs, lens = f.get("claim.offset", []), f.get("claim.length", [])
+        if isinstance(offs, list) and isinstance(lens, list):
+            parts.append(
+                "claims " + ",".join(f"{o}+{ln}" for o, ln in zip(offs, lens, strict=False))
+            )
+    elif f.get("type") == "RA":
+        parts.append(f"rs={f.get('report_serial')}")
+    elif f.get("checkpoint"):
+        parts.append(f"cp={f.get('checkpoint_serial')}")
+    if "reason" in f:
+        parts.append(f"reason={f['reason']}")
+    return " ".join(parts)
 
 
 def render_certification(
