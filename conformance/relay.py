@@ -98,10 +98,11 @@ class Relay:
             if seg is not None:
                 fields = ltp.classify(seg)
                 self.index[direction] += 1
-                for rule in self.rules:
-                    if rule.decide(direction, fields):
-                        verdict, rule_no = "drop", rule.index
-                        break
+                # Every rule counts every segment it matches, whatever the
+                # other rules decide: "the 2nd RS" is the 2nd RS sent.
+                fired = [rule.index for rule in self.rules if rule.decide(direction, fields)]
+                if fired:
+                    verdict, rule_no = "drop", fired[0]
                 record = {
                     "t_ns": time.time_ns(),
                     "dir": direction,
