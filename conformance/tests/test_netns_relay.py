@@ -70,6 +70,7 @@ def test_field_keyed_drops_and_clean_teardown(tmp_path: Path) -> None:
             {"direction": "forward", "match": {"kind": "red_data", "offset": 100}},
             {"direction": "forward", "match": {"type": "RS"}, "occurrence": 2},
             {"direction": "return", "match": {"type": "RA"}},  # wrong direction: never fires
+            {"direction": "forward", "match": {"type": "RS"}, "occurrence": 1},
         ])  # fmt: skip
         rx = topo.spawn(topo.ns_b, [sys.executable, "-c", RECEIVER])
         assert netns.wait_for(
@@ -79,12 +80,13 @@ def test_field_keyed_drops_and_clean_teardown(tmp_path: Path) -> None:
         _send(topo, payloads)
         out, _ = rx.communicate(timeout=10)
     received = [bytes.fromhex(h) for h in out.decode().split()]
-    # ARP crossed the bridge (else nothing arrives), the 2nd data segment and
-    # the 2nd copy of the RS were dropped, everything else arrived.
-    assert received == [payloads[0], payloads[2], payloads[3], payloads[5]]
+    # ARP crossed the bridge (else nothing arrives); the 2nd data segment and
+    # both copies of the RS were dropped (each rule counts every RS, whatever
+    # another rule did with it), everything else arrived.
+    assert received == [payloads[0], payloads[2], payloads[5]]
     log = [json.loads(ln) for ln in (tmp_path / "log.jsonl").read_text().splitlines()]
-    assert [r["verdict"] for r in log] == ["pass", "drop", "pass", "pass", "drop", "pass"]
-    assert [r["rule"] for r in log if r["verdict"] == "drop"] == [0, 1]
+    assert [r["verdict"] for r in log] == ["pass", "drop", "pass", "drop", "drop", "pass"]
+    assert [r["rule"] for r in log if r["verdict"] == "drop"] == [0, 3, 1]
     assert all(r["dir"] == "forward" for r in log)
     assert [r["index"] for r in log] == list(range(1, 7))
     time.sleep(0.5)
