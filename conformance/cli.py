@@ -74,7 +74,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             prog.update(task, info=f"{distinct or 0:,} distinct states, queue {queue or 0:,}")
 
         res = gen.check(args.bound, progress=on_progress)
-    table = Table(title=f"TLC {res.version} on specs/{args.protocol} ({args.bound} bound)")
+    table = Table(title=f"{res.version}: specs/{args.protocol}, {args.bound} bound")
     table.add_column("figure")
     table.add_column("value", justify="right")
     table.add_row("distinct states", f"{res.distinct_states:,}")
@@ -114,24 +114,27 @@ def _generate(protocol: str, out: Path) -> object:
     with _progress() as prog:
         task = prog.add_task(f"test purposes ({protocol})", total=None, info="")
 
-        def on_progress(p: object) -> None:
-            done, total, name = (getattr(p, k, None) for k in ("done", "total", "purpose"))
-            prog.update(task, completed=done, total=total, info=str(name or ""))
+        def on_purpose(done: int, total: int, name: str) -> None:
+            prog.update(task, completed=done, total=total, info=name)
 
-        report = gen.generate(out, progress=on_progress)
+        report = gen.generate(out, on_purpose=on_purpose)
     table = Table(title=f"scenarios generated into {out}")
     table.add_column("purpose")
     table.add_column("status")
+    table.add_column("trace states", justify="right")
     table.add_column("scenario")
     for p in report.purposes:
         style = "green" if p.status == "reached" else "yellow"
-        table.add_row(p.name, f"[{style}]{p.status}[/]", str(p.scenario or "-"))
+        table.add_row(p.purpose, f"[{style}]{p.status}[/]", str(p.trace_length or "-"),
+                      p.scenario.name if p.scenario else p.detail)  # fmt: skip
     console.print(table)
-    cov = report.coverage
+    uncovered = report.actions_uncovered
     console.print(
-        f"{len(report.scenarios)} scenarios; model action coverage "
-        f"{cov.covered}/{cov.total} ({100 * cov.covered / max(cov.total, 1):.0f} %)"
-        + (f"; not covered: {', '.join(cov.uncovered)}" if cov.uncovered else "")
+        f"{len(report.scenarios)} scenarios from {len(report.purposes)} test purposes "
+        f"({len(report.reached)} reached) in {report.tlc_seconds:.1f} s of TLC; "
+        f"model action coverage {len(report.actions_covered)}/{len(report.actions_total)} "
+        f"({100 * report.coverage:.0f} %)"
+        + (f"; not covered: {', '.join(uncovered)}" if uncovered else "")
     )
     return report
 
@@ -203,7 +206,7 @@ def print_verdicts(outcomes: list[object]) -> None:
         for reason in v.reasons:
             if v.status != "pass":
                 rule = f" [{reason.rule}]" if reason.rule else ""
-                console.print(f"  {v.scenario}: {reason.code}: {reason.message}{rule}")
+                console.print(f"  {v.scenario}: {reason.code}: {reason.message}{rule}", markup=False)
 
 
 # ---------------------------------------------------------------------------

@@ -68,6 +68,11 @@ class LtpBlock(_Strict):
     red_segments: Annotated[int, Field(ge=0)]
     green_segments: Annotated[int, Field(ge=0)]
     client_service_id: Annotated[int, Field(ge=0)] = 1
+    retransmission_limit: Annotated[int, Field(ge=0, le=100)] = Field(
+        1,
+        description="checkpoint, report and cancel retransmission limit the expectation "
+        "assumes (RFC 5326 §6.7, §6.8, §6.19); the endpoints are configured with it",
+    )
 
     @property
     def red_len(self) -> int:

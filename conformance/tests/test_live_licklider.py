@@ -139,3 +139,14 @@ def test_crashing_or_hanging_sut_gives_error_with_logs(tmp_path: Path, mode: str
     else:
         assert "hung" in msg
     assert not [ns for ns in netns.ours() if ns.startswith(f"dtnc{__import__('os').getpid()}")]
+
+
+def test_nominal_run_is_captured_whole(tmp_path: Path) -> None:
+    """A lossless session lasts milliseconds; both captures must still hold
+    every segment (libpcap's block buffering once left them empty)."""
+    out = run_scenario(_scenario("live-nominal", [], red=2000, green=1000), get("licklider"),
+                       tmp_path / "run")  # fmt: skip
+    assert out.verdict.status == "pass", out.verdict.reasons
+    fwd = [s.fields["type"] for s in out.segments if s.direction == "forward"]
+    ret = [s.fields["type"] for s in out.segments if s.direction == "return"]
+    assert fwd == ["RD", "RD-CP-EORP", "GD-EOB", "RA"] and ret == ["RS"]

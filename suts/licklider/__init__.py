@@ -20,7 +20,6 @@ BINARY = HARNESS / "target" / "release" / "dtnc-licklider"
 # a namespace link (sub-millisecond RTT) with headroom for a loaded CI machine,
 # as RFC 5326 §6.2 asks for timers above the round-trip time.
 RTX_TIMEOUT_MS = 300
-MAX_RETRANSMISSIONS = 5
 # The receiver keeps answering for this long after its session closes (a
 # resent checkpoint, a lost RA), and waits at most CLOSE_WAIT_MS for the close
 # (licklider never closes a session whose green EOB segment was lost).
@@ -59,7 +58,9 @@ class Licklider(SutAdapter):
             "--peer", f"{ep.peer_ip}:{ep.port}",
             "--segment-size", str(scn.ltp.segment_size),
             "--rtx-timeout-ms", str(RTX_TIMEOUT_MS),
-            "--max-retransmissions", str(MAX_RETRANSMISSIONS),
+            # The expectation assumes the model's retransmission limit.
+            "--max-retransmissions", str(scn.ltp.retransmission_limit),
+            "--cancel-rtx-limit", str(scn.ltp.retransmission_limit),
             "--time-limit-ms", str(int(scn.time_limit_s * 1000)),
             "--block-len", str(scn.ltp.block_len),
             "--red-len", str(scn.ltp.red_len),

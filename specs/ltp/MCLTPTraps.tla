@@ -1,0 +1,77 @@
+---------------------------- MODULE MCLTPTraps ----------------------------
+(***************************************************************************)
+(* Test purposes for LTP (RFC 5326, one session) as TLC trap properties.  *)
+(*                                                                         *)
+(* A test purpose P says which segments the channel loses in a session     *)
+(* (exactly those, in that order) or how the session ends.  The trap       *)
+(*     Trap == ~(Happened /\ Done)                                          *)
+(* is an invariant that TLC refutes with a behaviour in which P happened   *)
+(* and the session then ran to its end; breadth-first search makes it a    *)
+(* shortest one.  generators/ltp.py writes one .cfg per purpose, choosing  *)
+(* it with the constants PurposeKind and PurposeOff:                       *)
+(*                                                                         *)
+(*   "nominal"             no loss                                          *)
+(*   "data_lost"           the data segment at PurposeOff (not the EORP    *)
+(*                         checkpoint) lost once                           *)
+(*   "two_data_lost"       data segments PurposeOff and PurposeOff+1 lost  *)
+(*                         (one retransmission of two segments, 6.13)      *)
+(*   "checkpoint_lost"     the EORP checkpoint (serial 1) lost once (6.7)  *)
+(*   "checkpoint_lost_twice" it and its retransmitted copy lost (6.7)       *)
+(*   "retx_checkpoint_lost" data segment PurposeOff lost, then the         *)
+(*                         checkpoint closing the retransmission cycle     *)
+(*                         (serial 2) lost (6.13, 6.7)                     *)
+(*   "report_lost"         one RS lost (6.8)                                *)
+(*   "two_reports_lost"    two RS losses (6.8)                              *)
+(*   "report_ack_lost"     one RA lost (6.8, 6.13 after close)              *)
+(*   "sender_cancels"      the sender cancels (6.7 RLEXC, 6.19, 7.5)        *)
+(*   "receiver_cancels"    the receiver cancels (6.8 RLEXC, 6.19, 7.6)      *)
+(***************************************************************************)
+EXTENDS LTP, TLC
+
+CONSTANTS
+    \* @type: Str;
+    PurposeKind,
+    \* @type: Int;
+    PurposeOff
+
+View == <<senderVars, receiverVars, fwd, rtn, lostLog>>
+
+Fwd(s) == [dir |-> "forward", seg |-> s]
+Rtn(s) == [dir |-> "return", seg |-> s]
+IsLostCp(l, c) == l.dir = "forward" /\ IsCp(l.seg) /\ l.seg.cp = c
+IsLostRs(l) == l.dir = "return" /\ l.seg.type = "RS"
+
+\* Every green segment either arrived or was lost (none was discarded by a
+\* closed receiver), so the expected green bytes follow from the losses.
+GreenAccounted ==
+    \A o \in GreenSet :
+        o \in rGreen \/ \E i \in DOMAIN lostLog : lostLog[i] = Fwd(DataSeg(o))
+
+\* A complete session: both sides closed, nothing in flight.
+Done == SessionEnded /\ GreenAccounted
+
+Happened ==
+    CASE PurposeKind = "nominal" -> lostLog = <<>>
+      [] PurposeKind = "data_lost" -> lostLog = <<Fwd(DataSeg(PurposeOff))>>
+      [] PurposeKind = "two_data_lost" ->
+            lostLog = <<Fwd(DataSeg(PurposeOff)), Fwd(DataSeg(PurposeOff + 1))>>
+      [] PurposeKind = "checkpoint_lost" ->
+            Len(lostLog) = 1 /\ IsLostCp(lostLog[1], 1)
+      [] PurposeKind = "checkpoint_lost_twice" ->
+            Len(lostLog) = 2 /\ IsLostCp(lostLog[1], 1) /\ IsLostCp(lostLog[2], 1)
+      [] PurposeKind = "retx_checkpoint_lost" ->
+            /\ Len(lostLog) = 2
+            /\ lostLog[1] = Fwd(DataSeg(PurposeOff))
+            /\ IsLostCp(lostLog[2], 2)
+      [] PurposeKind = "report_lost" -> Len(lostLog) = 1 /\ IsLostRs(lostLog[1])
+      [] PurposeKind = "two_reports_lost" ->
+            Len(lostLog) = 2 /\ IsLostRs(lostLog[1]) /\ IsLostRs(lostLog[2])
+      [] PurposeKind = "report_ack_lost" ->
+            Len(lostLog) = 1 /\ lostLog[1].dir = "forward" /\ lostLog[1].seg.type = "RA"
+      [] PurposeKind = "sender_cancels" ->
+            sOutcome = "cancelled" /\ rCxTx = 0
+      [] PurposeKind = "receiver_cancels" -> rCxTx > 0
+      [] OTHER -> FALSE
+
+Trap == ~(Happened /\ Done)
+=============================================================================
