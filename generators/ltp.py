@@ -176,7 +176,8 @@ def trap_cfg(purpose: Purpose, constants: Mapping[str, int | bool] = GEN_CONSTAN
     consts = {**constants, "PurposeKind": purpose.kind, "PurposeOff": purpose.off}
     lines = [f"\\* Trap for test purpose {purpose.name}: {purpose.description}", "CONSTANTS"]
     lines += [f"    {k} = {_tla(v)}" for k, v in consts.items()]
-    lines += ["SPECIFICATION Spec", "VIEW View", "INVARIANT Trap", ""]
+    lines += ["SPECIFICATION Spec", "VIEW View", "INVARIANT Trap",
+              "ACTION_CONSTRAINT NoStaleLoss", ""]
     return "\n".join(lines)
 
 
