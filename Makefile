@@ -65,7 +65,8 @@ rust:
 	  || { echo "setup step 'Rust release builds' failed: cargo build in $(HARNESS)" >&2; exit 1; }
 
 demo: setup
-	$(VENV)/bin/dtnconform certify ltp --sut licklider
+	@# exit 1 means "some verdicts are not pass": a result of the demo, not a failure of it
+	$(VENV)/bin/dtnconform certify ltp --sut licklider || test $$? -eq 1
 
 test: setup
 	$(VENV)/bin/pytest -q

@@ -1,0 +1,56 @@
+"""Certification through Robot Framework: one generated test case per
+scenario, Robot's outputs kept, verdicts and the HTML report written."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conformance.certify import certify
+from suts.base import get
+
+pytestmark = [pytest.mark.netns, pytest.mark.integration]
+
+
+def _scenario(name: str, green_expected: int) -> dict[str, object]:
+    return {
+        "schema": "dtnconform/scenario/1",
+        "name": name,
+        "protocol": "ltp",
+        "ltp": {"segment_size": 1000, "red_segments": 2, "green_segments": 1},
+        "impairments": [{"direction": "forward", "match": {"kind": "green_data"}}],
+        "expect": {
+            "red_bytes_delivered": 2000,
+            "green_bytes_delivered": green_expected,
+            "sender_outcome": "completed",
+            "receiver_outcome": "completed",
+        },
+        "origin": {"model": "hand-written", "purpose": "green-lost", "actions": []},
+        "time_limit_s": 20,
+    }
+
+
+def test_certify_runs_a_robot_suite_and_reports(tmp_path: Path) -> None:
+    scen = tmp_path / "scenarios"
+    scen.mkdir()
+    (scen / "a.json").write_text(json.dumps(_scenario("green-lost-right", 0)))
+    (scen / "b.json").write_text(json.dumps(_scenario("green-lost-wrong", 1000)))
+    seen: list[tuple[int, int, str]] = []
+    out = certify("ltp", get("licklider"), tmp_path, on_test=lambda *a: seen.append(a))
+    status = {r.verdict.scenario: r.verdict.status for r in out.runs}
+    assert status == {"green-lost-right": "pass", "green-lost-wrong": "fail"}
+    # Robot saw the same: one test per scenario, the wrong one failed with
+    # expected vs observed in its message.
+    root = ET.parse(tmp_path / "robot" / "output.xml").getroot()
+    tests = {t.get("name"): t.find("status") for t in root.iter("test")}
+    assert tests["green-lost-right"].get("status") == "PASS"  # type: ignore[union-attr]
+    failed = tests["green-lost-wrong"]
+    assert failed is not None and failed.get("status") == "FAIL"
+    assert "expected verdict pass, observed fail" in (failed.text or "")
+    assert (tmp_path / "robot" / "log.html").exists() and out.robot_log.exists()
+    html = out.report.read_text()
+    assert "green-lost-wrong" in html and "sequence.png" in html
+    assert seen[-1][:2] == (2, 2)
