@@ -206,7 +206,9 @@ def print_verdicts(outcomes: list[object]) -> None:
         for reason in v.reasons:
             if v.status != "pass":
                 rule = f" [{reason.rule}]" if reason.rule else ""
-                console.print(f"  {v.scenario}: {reason.code}: {reason.message}{rule}", markup=False)
+                console.print(
+                    f"  {v.scenario}: {reason.code}: {reason.message}{rule}", markup=False
+                )
 
 
 # ---------------------------------------------------------------------------

@@ -68,8 +68,20 @@ def _start_capture(
             # --immediate-mode: without it libpcap hands packets over a block
             # at a time (or on a ~1 s timeout), and a run shorter than that
             # ends with an empty capture. -U writes each packet out at once.
-            ["tcpdump", "-i", ifname, "-w", str(path), "-U", "--immediate-mode", "-s", "0", "-n",
-             "-Z", "root"],
+            [
+                "tcpdump",
+                "-i",
+                ifname,
+                "-w",
+                str(path),
+                "-U",
+                "--immediate-mode",
+                "-s",
+                "0",
+                "-n",
+                "-Z",
+                "root",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=errf,
         )

@@ -78,36 +78,77 @@ def purposes(n_red: int, n_green: int) -> list[Purpose]:
     """The test purposes for a block of n_red + n_green segments."""
     out = [Purpose("nominal", "nominal", 0, "no loss")]
     for o in range(n_red - 1):
-        out.append(Purpose(f"red-data-{o}-lost", "data_lost", o,
-                           f"red data segment {o} lost once (RFC 5326 §6.13)"))
+        out.append(
+            Purpose(
+                f"red-data-{o}-lost",
+                "data_lost",
+                o,
+                f"red data segment {o} lost once (RFC 5326 §6.13)",
+            )
+        )
     for o in range(n_red, n_red + n_green):
-        out.append(Purpose(f"green-data-{o}-lost", "data_lost", o,
-                           f"green data segment {o} lost (RFC 5326 §6.10: not retransmitted)"))
+        out.append(
+            Purpose(
+                f"green-data-{o}-lost",
+                "data_lost",
+                o,
+                f"green data segment {o} lost (RFC 5326 §6.10: not retransmitted)",
+            )
+        )
     out += [
-        Purpose("checkpoint-lost", "checkpoint_lost", 0,
-                "the EORP checkpoint lost once (RFC 5326 §6.7)"),
-        Purpose("checkpoint-lost-twice", "checkpoint_lost_twice", 0,
-                "the EORP checkpoint and its retransmission lost (RFC 5326 §6.7)"),
+        Purpose(
+            "checkpoint-lost", "checkpoint_lost", 0, "the EORP checkpoint lost once (RFC 5326 §6.7)"
+        ),
+        Purpose(
+            "checkpoint-lost-twice",
+            "checkpoint_lost_twice",
+            0,
+            "the EORP checkpoint and its retransmission lost (RFC 5326 §6.7)",
+        ),
         Purpose("report-lost", "report_lost", 0, "a report segment lost (RFC 5326 §6.8)"),
-        Purpose("two-reports-lost", "two_reports_lost", 0,
-                "two report segments lost (RFC 5326 §6.8)"),
-        Purpose("report-ack-lost", "report_ack_lost", 0,
-                "a report-acknowledgment lost (RFC 5326 §6.8, §6.13)"),
-        Purpose("sender-cancels", "sender_cancels", 0,
-                "the sender hits its checkpoint retransmission limit and cancels "
-                "(RFC 5326 §6.7, §6.19)"),
-        Purpose("receiver-cancels", "receiver_cancels", 0,
-                "the receiver hits its report retransmission limit and cancels "
-                "(RFC 5326 §6.8, §6.19)"),
+        Purpose(
+            "two-reports-lost", "two_reports_lost", 0, "two report segments lost (RFC 5326 §6.8)"
+        ),
+        Purpose(
+            "report-ack-lost",
+            "report_ack_lost",
+            0,
+            "a report-acknowledgment lost (RFC 5326 §6.8, §6.13)",
+        ),
+        Purpose(
+            "sender-cancels",
+            "sender_cancels",
+            0,
+            "the sender hits its checkpoint retransmission limit and cancels "
+            "(RFC 5326 §6.7, §6.19)",
+        ),
+        Purpose(
+            "receiver-cancels",
+            "receiver_cancels",
+            0,
+            "the receiver hits its report retransmission limit and cancels (RFC 5326 §6.8, §6.19)",
+        ),
     ]
     if n_red >= 3:
-        out.append(Purpose("red-data-0-1-lost", "two_data_lost", 0,
-                           "red data segments 0 and 1 lost: one retransmission of two "
-                           "segments, the last a checkpoint (RFC 5326 §6.13)"))
+        out.append(
+            Purpose(
+                "red-data-0-1-lost",
+                "two_data_lost",
+                0,
+                "red data segments 0 and 1 lost: one retransmission of two "
+                "segments, the last a checkpoint (RFC 5326 §6.13)",
+            )
+        )
     if n_red >= 2:
-        out.append(Purpose("retx-checkpoint-lost", "retx_checkpoint_lost", 0,
-                           "red segment 0 lost, then the checkpoint closing its "
-                           "retransmission lost (RFC 5326 §6.13, §6.7)"))
+        out.append(
+            Purpose(
+                "retx-checkpoint-lost",
+                "retx_checkpoint_lost",
+                0,
+                "red segment 0 lost, then the checkpoint closing its "
+                "retransmission lost (RFC 5326 §6.13, §6.7)",
+            )
+        )
     return out
 
 
@@ -176,8 +217,13 @@ def trap_cfg(purpose: Purpose, constants: Mapping[str, int | bool] = GEN_CONSTAN
     consts = {**constants, "PurposeKind": purpose.kind, "PurposeOff": purpose.off}
     lines = [f"\\* Trap for test purpose {purpose.name}: {purpose.description}", "CONSTANTS"]
     lines += [f"    {k} = {_tla(v)}" for k, v in consts.items()]
-    lines += ["SPECIFICATION Spec", "VIEW View", "INVARIANT Trap",
-              "ACTION_CONSTRAINT NoStaleLoss", ""]
+    lines += [
+        "SPECIFICATION Spec",
+        "VIEW View",
+        "INVARIANT Trap",
+        "ACTION_CONSTRAINT NoStaleLoss",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -247,15 +293,17 @@ def steps(trace: Sequence[TraceState]) -> list[Step]:
             continue
         actor = str(ev["actor"])
         txdir = "forward" if actor == "sender" else "return"
-        out.append(Step(
-            index=st.index,
-            action=str(ev["action"]),
-            actor=actor,
-            received=list(ev["rx"]),
-            sent=[(txdir, s) for s in ev["tx"]],
-            lost=[(str(ev["dir"]), s) for s in ev["lost"]],
-            variables=st.variables,
-        ))
+        out.append(
+            Step(
+                index=st.index,
+                action=str(ev["action"]),
+                actor=actor,
+                received=list(ev["rx"]),
+                sent=[(txdir, s) for s in ev["tx"]],
+                lost=[(str(ev["dir"]), s) for s in ev["lost"]],
+                variables=st.variables,
+            )
+        )
     return out
 
 
@@ -279,10 +327,14 @@ def impairments(trace: Sequence[TraceState], segment_size: int = SEGMENT_SIZE) -
             for tx in flights[d]:
                 if tx.state == "flight" and tx.seg == seg:
                     tx.state = "lost"
-                    out.append(Impairment(
-                        direction=d, match=tx.match, occurrence=tx.occurrence,
-                        note=f"{step.action} at step {step.index}: {describe_segment(seg)}",
-                    ))
+                    out.append(
+                        Impairment(
+                            direction=d,
+                            match=tx.match,
+                            occurrence=tx.occurrence,
+                            note=f"{step.action} at step {step.index}: {describe_segment(seg)}",
+                        )
+                    )
         for d, seg in step.sent:
             m = match_fields(seg, segment_size)
             key = (d, tuple(sorted(m.items())))
@@ -295,7 +347,9 @@ def _outcome(v: object) -> Outcome:
     return v if v in ("completed", "cancelled") else "timeout"  # type: ignore[return-value]
 
 
-def expectation(final: Mapping[str, Any], n_red: int, segment_size: int = SEGMENT_SIZE) -> Expectation:
+def expectation(
+    final: Mapping[str, Any], n_red: int, segment_size: int = SEGMENT_SIZE
+) -> Expectation:
     return Expectation(
         red_bytes_delivered=n_red * segment_size if int(final["rDeliveries"]) > 0 else 0,
         green_bytes_delivered=len(final["rGreen"]) * segment_size,
@@ -304,9 +358,14 @@ def expectation(final: Mapping[str, Any], n_red: int, segment_size: int = SEGMEN
     )
 
 
-def compile_trace(trace: Sequence[TraceState], purpose: Purpose | str, *,
-                  constants: Mapping[str, int | bool] = GEN_CONSTANTS,
-                  segment_size: int = SEGMENT_SIZE, config: str = "") -> Scenario:
+def compile_trace(
+    trace: Sequence[TraceState],
+    purpose: Purpose | str,
+    *,
+    constants: Mapping[str, int | bool] = GEN_CONSTANTS,
+    segment_size: int = SEGMENT_SIZE,
+    config: str = "",
+) -> Scenario:
     """Turn a TLC counterexample of a trap into a Scenario."""
     if not trace:
         raise InputError("empty trace")
@@ -317,20 +376,30 @@ def compile_trace(trace: Sequence[TraceState], purpose: Purpose | str, *,
     return Scenario(
         name=f"ltp-{slug}",
         protocol="ltp",
-        description=(f"{p.description or p.name}. Model bound MaxRetx={constants['MaxRetx']}: "
-                     "the endpoints' checkpoint, report and cancel retransmission limits "
-                     f"must be {constants['MaxRetx']} for the expected outcome."),
-        ltp=LtpBlock(segment_size=segment_size, red_segments=n_red, green_segments=n_green,
-                     retransmission_limit=int(constants["MaxRetx"])),
+        description=(
+            f"{p.description or p.name}. Model bound MaxRetx={constants['MaxRetx']}: "
+            "the endpoints' checkpoint, report and cancel retransmission limits "
+            f"must be {constants['MaxRetx']} for the expected outcome."
+        ),
+        ltp=LtpBlock(
+            segment_size=segment_size,
+            red_segments=n_red,
+            green_segments=n_green,
+            retransmission_limit=int(constants["MaxRetx"]),
+        ),
         impairments=impairments(trace, segment_size),
         expect=expectation(trace[-1].variables, n_red, segment_size),
-        origin=Origin(model=str(TRAPS.relative_to(REPO_ROOT)), config=config, purpose=p.name,
-                      actions=actions),
+        origin=Origin(
+            model=str(TRAPS.relative_to(REPO_ROOT)), config=config, purpose=p.name, actions=actions
+        ),
     )
 
 
-def generate(outdir: Path, progress: Callable[[TlcProgress], None] | None = None,
-             on_purpose: Callable[[int, int, str], None] | None = None) -> GenerateReport:
+def generate(
+    outdir: Path,
+    progress: Callable[[TlcProgress], None] | None = None,
+    on_purpose: Callable[[int, int, str], None] | None = None,
+) -> GenerateReport:
     """Run TLC once per test purpose and write one scenario per reached purpose
     into ``outdir`` (``ltp-<purpose>.json``). ``on_purpose(done, total, name)``
     is called before and after each purpose."""
@@ -351,19 +420,23 @@ def generate(outdir: Path, progress: Callable[[TlcProgress], None] | None = None
             if "Trap" in result.violated and result.trace:
                 consts = ", ".join(f"{k}={_tla(v)}" for k, v in GEN_CONSTANTS.items())
                 scen = compile_trace(
-                    result.trace, p,
-                    config=f"{consts}, PurposeKind=\"{p.kind}\", PurposeOff={p.off}")
+                    result.trace, p, config=f'{consts}, PurposeKind="{p.kind}", PurposeOff={p.off}'
+                )
                 path = outdir / f"{scen.name}.json"
                 dump_model(scen, path)
                 scenarios.append(path)
                 covered.update(scen.origin.actions if scen.origin else [])
                 statuses.append(PurposeStatus(p.name, "reached", path, len(result.trace)))
             elif result.ok:
-                statuses.append(PurposeStatus(p.name, "unreachable",
-                                              detail="TLC explored the bound without a trap hit"))
+                statuses.append(
+                    PurposeStatus(
+                        p.name, "unreachable", detail="TLC explored the bound without a trap hit"
+                    )
+                )
             else:
-                statuses.append(PurposeStatus(p.name, "error",
-                                              detail="; ".join(result.errors) or "no trace"))
+                statuses.append(
+                    PurposeStatus(p.name, "error", detail="; ".join(result.errors) or "no trace")
+                )
     if on_purpose:
         on_purpose(len(PURPOSES), len(PURPOSES), "")
     total = model_actions()
@@ -373,9 +446,12 @@ def generate(outdir: Path, progress: Callable[[TlcProgress], None] | None = None
     if scenarios:
         covered.add("Terminating")
     return GenerateReport(
-        scenarios=scenarios, purposes=statuses,
-        actions_covered=[a for a in total if a in covered], actions_total=total,
-        tlc_seconds=round(seconds, 3), outdir=outdir,
+        scenarios=scenarios,
+        purposes=statuses,
+        actions_covered=[a for a in total if a in covered],
+        actions_total=total,
+        tlc_seconds=round(seconds, 3),
+        outdir=outdir,
     )
 
 
@@ -424,6 +500,7 @@ def trace_table(trace: Sequence[TraceState] | Iterable[TraceState], title: str =
         parts = [f"rx {describe_segment(s)}" for s in step.received]
         parts += [f"{'→' if d == 'forward' else '←'} {describe_segment(s)}" for d, s in step.sent]
         parts += [f"✗ lost {d}: {describe_segment(s)}" for d, s in step.lost]
-        table.add_row(str(step.index), step.action, step.actor, "\n".join(parts),
-                      _delivered(step.variables))
+        table.add_row(
+            str(step.index), step.action, step.actor, "\n".join(parts), _delivered(step.variables)
+        )
     return table

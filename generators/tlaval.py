@@ -185,7 +185,7 @@ def parse_value(text: str) -> TlaValue:
     p = _Parser(text)
     v = p.value()
     if p.peek() is not None:
-        raise TlaParseError(f"trailing text at {p.peek()[2]}: {text[p.peek()[2]:][:30]!r}")  # type: ignore[index]
+        raise TlaParseError(f"trailing text at {p.peek()[2]}: {text[p.peek()[2] :][:30]!r}")  # type: ignore[index]
     return v
 
 
@@ -231,7 +231,9 @@ def format_value(v: TlaValue) -> str:
     if isinstance(v, Function):
         if not v:
             raise ValueError("TLC prints no empty function literal")
-        return "(" + " @@ ".join(f"{format_value(k)} :> {format_value(x)}" for k, x in v.items()) + ")"
+        return (
+            "(" + " @@ ".join(f"{format_value(k)} :> {format_value(x)}" for k, x in v.items()) + ")"
+        )
     if isinstance(v, Mapping):
         return "[" + ", ".join(f"{k} |-> {format_value(x)}" for k, x in v.items()) + "]"
     raise TypeError(f"not a TLA+ value: {v!r}")

@@ -200,8 +200,9 @@ def parse_progress(text: str, seconds: float = 0.0) -> TlcProgress | None:
     m = _PROGRESS.search(text)
     if not m:
         return None
-    return TlcProgress(_num(m.group(2)), _num(m.group(3)), _num(m.group(4)), int(m.group(1)),
-                       seconds)
+    return TlcProgress(
+        _num(m.group(2)), _num(m.group(3)), _num(m.group(4)), int(m.group(1)), seconds
+    )
 
 
 def parse_trace_state(text: str) -> TraceState:
@@ -275,14 +276,27 @@ def read_cfg(cfg: Path) -> dict[str, list[str]]:
     text = re.sub(r"\\\*.*", "", cfg.read_text(encoding="utf-8"))
     text = re.sub(r"\(\*.*?\*\)", "", text, flags=re.S)
     keywords = {
-        "INVARIANT": "invariants", "INVARIANTS": "invariants",
-        "PROPERTY": "properties", "PROPERTIES": "properties",
+        "INVARIANT": "invariants",
+        "INVARIANTS": "invariants",
+        "PROPERTY": "properties",
+        "PROPERTIES": "properties",
         "CHECK_DEADLOCK": "check_deadlock",
     }
     section_words = {
-        "CONSTANT", "CONSTANTS", "SPECIFICATION", "INIT", "NEXT", "VIEW", "SYMMETRY",
-        "CONSTRAINT", "CONSTRAINTS", "ACTION_CONSTRAINT", "ACTION_CONSTRAINTS", "ALIAS",
-        "POSTCONDITION", *keywords,
+        "CONSTANT",
+        "CONSTANTS",
+        "SPECIFICATION",
+        "INIT",
+        "NEXT",
+        "VIEW",
+        "SYMMETRY",
+        "CONSTRAINT",
+        "CONSTRAINTS",
+        "ACTION_CONSTRAINT",
+        "ACTION_CONSTRAINTS",
+        "ALIAS",
+        "POSTCONDITION",
+        *keywords,
     }
     out: dict[str, list[str]] = {"invariants": [], "properties": [], "check_deadlock": []}
     current: str | None = None
@@ -316,10 +330,16 @@ def _properties(cfg_info: dict[str, list[str]], col: _Collector) -> list[Propert
     return results
 
 
-def parse_output(lines: Iterable[str], cfg: Path | None = None, *, seconds: float = 0.0,
-                 log_path: Path | None = None, exit_code: int = 0,
-                 progress: Callable[[TlcProgress], None] | None = None,
-                 start: float | None = None) -> TlcResult:
+def parse_output(
+    lines: Iterable[str],
+    cfg: Path | None = None,
+    *,
+    seconds: float = 0.0,
+    log_path: Path | None = None,
+    exit_code: int = 0,
+    progress: Callable[[TlcProgress], None] | None = None,
+    start: float | None = None,
+) -> TlcResult:
     """Fold -tool output (e.g. a saved log) into a TlcResult."""
     col = _Collector()
     for msg in iter_messages(lines):
@@ -328,14 +348,25 @@ def parse_output(lines: Iterable[str], cfg: Path | None = None, *, seconds: floa
             p = parse_progress(msg.text, time.monotonic() - start if start else 0.0)
             if p is not None:
                 progress(p)
-    cfg_info = read_cfg(cfg) if cfg is not None else {
-        "invariants": [], "properties": [], "check_deadlock": []}
+    cfg_info = (
+        read_cfg(cfg)
+        if cfg is not None
+        else {"invariants": [], "properties": [], "check_deadlock": []}
+    )
     props = _properties(cfg_info, col)
     ok = col.success and not col.errors and all(p.status == "ok" for p in props)
     return TlcResult(
-        ok=ok, distinct_states=col.distinct, states_generated=col.generated, depth=col.depth,
-        seconds=seconds, properties=props, trace=col.trace, version=col.version,
-        log_path=log_path or Path(os.devnull), exit_code=exit_code, errors=col.errors,
+        ok=ok,
+        distinct_states=col.distinct,
+        states_generated=col.generated,
+        depth=col.depth,
+        seconds=seconds,
+        properties=props,
+        trace=col.trace,
+        version=col.version,
+        log_path=log_path or Path(os.devnull),
+        exit_code=exit_code,
+        errors=col.errors,
         messages=col.messages,
     )
 
@@ -345,23 +376,36 @@ def parse_output(lines: Iterable[str], cfg: Path | None = None, *, seconds: floa
 # ---------------------------------------------------------------------------
 
 
-def tlc_command(spec: Path, cfg: Path, metadir: Path, *, workers: int | None,
-                extra_args: Sequence[str] = ()) -> list[str]:
+def tlc_command(
+    spec: Path, cfg: Path, metadir: Path, *, workers: int | None, extra_args: Sequence[str] = ()
+) -> list[str]:
     return [
-        find_java(), "-XX:+UseParallelGC", "-cp", str(find_jar()), "tlc2.TLC",
+        find_java(),
+        "-XX:+UseParallelGC",
+        "-cp",
+        str(find_jar()),
+        "tlc2.TLC",
         "-tool",
-        "-workers", "auto" if workers is None else str(workers),
-        "-metadir", str(metadir),
-        "-config", cfg.name,
+        "-workers",
+        "auto" if workers is None else str(workers),
+        "-metadir",
+        str(metadir),
+        "-config",
+        cfg.name,
         *extra_args,
         str(spec.resolve()),
     ]
 
 
-def run_tlc(spec: Path, cfg: Path, *, workers: int | None = None,
-            extra_args: Sequence[str] = (),
-            progress: Callable[[TlcProgress], None] | None = None,
-            workdir: Path | None = None) -> TlcResult:
+def run_tlc(
+    spec: Path,
+    cfg: Path,
+    *,
+    workers: int | None = None,
+    extra_args: Sequence[str] = (),
+    progress: Callable[[TlcProgress], None] | None = None,
+    workdir: Path | None = None,
+) -> TlcResult:
     """Model-check ``spec`` with ``cfg``; stream -tool output into a TlcResult.
 
     TLC runs in a temporary copy of the spec's directory (with ``cfg``), and
@@ -385,15 +429,25 @@ def run_tlc(spec: Path, cfg: Path, *, workers: int | None = None,
     for module in spec.resolve().parent.glob("*.tla"):
         shutil.copy2(module, scratch / module.name)
     shutil.copy2(cfg, scratch / cfg.name)
-    cmd = tlc_command(scratch / spec.name, scratch / cfg.name, scratch / "states",
-                      workers=workers, extra_args=extra_args)
+    cmd = tlc_command(
+        scratch / spec.name,
+        scratch / cfg.name,
+        scratch / "states",
+        workers=workers,
+        extra_args=extra_args,
+    )
     start = time.monotonic()
     proc: subprocess.Popen[str] | None = None
     try:
         with log_path.open("w", encoding="utf-8") as log:
             proc = subprocess.Popen(
-                cmd, cwd=str(scratch), stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, text=True, bufsize=1, start_new_session=True,
+                cmd,
+                cwd=str(scratch),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                bufsize=1,
+                start_new_session=True,
             )
             assert proc.stdout is not None
 
@@ -402,8 +456,7 @@ def run_tlc(spec: Path, cfg: Path, *, workers: int | None = None,
                     log.write(line)
                     yield line
 
-            result = parse_output(lines(), cfg, log_path=log_path, progress=progress,
-                                  start=start)
+            result = parse_output(lines(), cfg, log_path=log_path, progress=progress, start=start)
             proc.wait()
     finally:
         if proc is not None and proc.poll() is None:
@@ -414,6 +467,7 @@ def run_tlc(spec: Path, cfg: Path, *, workers: int | None = None,
     result.exit_code = proc.returncode if proc is not None else -1
     if result.distinct_states is None and not result.trace and not result.violated:
         detail = "; ".join(result.errors) or f"exit code {result.exit_code}"
-        raise TlcError(f"TLC gave no result for {spec.name} with {cfg.name}: {detail} "
-                       f"(log: {log_path})")
+        raise TlcError(
+            f"TLC gave no result for {spec.name} with {cfg.name}: {detail} (log: {log_path})"
+        )
     return result

@@ -52,15 +52,25 @@ def test_occurrence_counts_earlier_matching_transmissions():
     """A retransmitted segment that is lost is the 2nd occurrence."""
     trace = _trace("red-data-0-lost")
     steps = ltp.steps(trace)
-    sent = [s for st in steps for d, s in st.sent
-            if d == "forward" and s["type"].startswith("RD") and s["off"] == 0]
+    sent = [
+        s
+        for st in steps
+        for d, s in st.sent
+        if d == "forward" and s["type"].startswith("RD") and s["off"] == 0
+    ]
     assert len(sent) == 2  # the original and its retransmission (a checkpoint)
     assert sent[1]["type"] == "RD-CP"
 
 
 def test_match_fields():
-    assert ltp.match_fields({"type": "RD-CP-EORP", "off": 2}) == {"kind": "red_data", "offset": 2000}
-    assert ltp.match_fields({"type": "GD-EOB", "off": 3}, 500) == {"kind": "green_data", "offset": 1500}
+    assert ltp.match_fields({"type": "RD-CP-EORP", "off": 2}) == {
+        "kind": "red_data",
+        "offset": 2000,
+    }
+    assert ltp.match_fields({"type": "GD-EOB", "off": 3}, 500) == {
+        "kind": "green_data",
+        "offset": 1500,
+    }
     assert ltp.match_fields({"type": "RA", "off": 0}) == {"type": "RA"}
 
 

@@ -33,7 +33,7 @@ from generators.tlaval import (
         ("{}", frozenset()),
         ("{1, 2, 3}", frozenset({1, 2, 3})),
         ("1..3", frozenset({1, 2, 3})),
-        ("[a |-> 1, b |-> \"x\"]", Record({"a": 1, "b": "x"})),
+        ('[a |-> 1, b |-> "x"]', Record({"a": 1, "b": "x"})),
         ('(1 :> "a" @@ 2 :> "b")', Function({1: "a", 2: "b"})),
         ("s1", ModelValue("s1")),
     ],
@@ -70,7 +70,9 @@ def test_parse_state_single_variable():
     assert parse_state("x = TRUE") == {"x": True}
 
 
-@pytest.mark.parametrize("text", ["", "[a |-> ]", "<<1, 2", "{1 2}", "1 2", "(1 :> 2 @@)", "[1 |-> 2]"])
+@pytest.mark.parametrize(
+    "text", ["", "[a |-> ]", "<<1, 2", "{1 2}", "1 2", "(1 :> 2 @@)", "[1 |-> 2]"]
+)
 def test_parse_errors(text):
     with pytest.raises(TlaParseError):
         parse_value(text)

@@ -70,7 +70,10 @@ def test_invariant_violation_with_trace():
     assert not r.ok
     assert r.violated == ["RedDeliveredOnlyWhenComplete"]
     assert [s.action for s in r.trace] == [
-        "Initial predicate", "SenderTxRedData", "SenderTxCheckpoint", "ReceiverNext",
+        "Initial predicate",
+        "SenderTxRedData",
+        "SenderTxCheckpoint",
+        "ReceiverNext",
         "ReceiverDeliverRedPart",
     ]
     last = r.trace[-1].variables
