@@ -1,0 +1,23 @@
+"""The deep bound (minutes): opt-in with DTNC_DEEP=1 (`make test-deep`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from generators import ltp
+
+MANIFEST = json.loads((Path(ltp.SPEC_DIR) / "manifest.json").read_text())
+
+
+@pytest.mark.deep
+@pytest.mark.skipif(os.environ.get("DTNC_DEEP") != "1", reason="deep bound: set DTNC_DEEP=1")
+def test_deep_bound_matches_manifest() -> None:
+    expected = MANIFEST["models"]["MCLTP_deep.cfg"]
+    r = ltp.check("deep")
+    assert r.ok, r.properties
+    assert r.distinct_states == expected["distinct_states"]
+    assert r.depth == expected["depth"]
