@@ -33,6 +33,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conformance.errors import DtncError
+
 LUA_SCRIPT = Path(__file__).with_name("ltp.lua")
 PROTO = "dtnltp"
 BUILTIN_PROTO = "ltp"
@@ -90,8 +92,10 @@ GROUPS = {
 }
 
 
-class TsharkError(RuntimeError):
-    """tshark is missing or failed on a capture."""
+class TsharkError(DtncError):
+    """tshark is missing or failed on a capture (the CLI prints it as one line)."""
+
+    exit_code = 2
 
 
 def find_tshark() -> str:

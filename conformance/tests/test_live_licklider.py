@@ -150,3 +150,46 @@ def test_nominal_run_is_captured_whole(tmp_path: Path) -> None:
     fwd = [s.fields["type"] for s in out.segments if s.direction == "forward"]
     ret = [s.fields["type"] for s in out.segments if s.direction == "return"]
     assert fwd == ["RD", "RD-CP-EORP", "GD-EOB", "RA"] and ret == ["RS"]
+
+
+def test_ctrl_c_leaves_no_namespaces_or_processes(tmp_path: Path) -> None:
+    """Ctrl-C in the middle of a run: exit 130, a verdict 'error: interrupted'
+    on disk, and nothing left behind."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    scn = _scenario(
+        "live-interrupted",
+        # every checkpoint lost, ten retransmissions allowed: a run of seconds
+        [
+            {"direction": "forward", "match": {"checkpoint": True}, "occurrence": k}
+            for k in range(1, 12)
+        ],
+        red=0,
+        green=0,
+    )
+    assert scn.ltp is not None
+    scn.ltp.retransmission_limit = 10
+    path = tmp_path / "scn.json"
+    path.write_text(scn.model_dump_json(by_alias=True))
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "conformance.cli", "run", str(path), "--sut", "licklider",
+         "--out", str(run_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    tag = f"dtnc{proc.pid}x"
+    assert netns.wait_for(lambda: (run_dir / "sender.cmd").exists(), 20)
+    assert [ns for ns in netns.ours() if ns.startswith(tag)]
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 130
+    assert not [ns for ns in netns.ours() if ns.startswith(tag)]
+    sender_listen = (run_dir / "sender.cmd").read_text().split("--listen ")[1].split()[0]
+    for pattern in (str(run_dir), sender_listen):  # tcpdump and the relay; the SUT
+        left = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+        assert left.stdout.strip() == "", (pattern, left.stdout)
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["status"] == "error" and verdict["reasons"][0]["message"] == "interrupted"
