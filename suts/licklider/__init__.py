@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 from conformance.errors import DtncError, ToolMissing
 from conformance.types import Scenario
@@ -81,4 +80,4 @@ class Licklider(SutAdapter):
         ]  # fmt: skip
 
 
-__all__ = ["Licklider", "BINARY", "Path"]
+__all__ = ["BINARY", "Licklider"]
