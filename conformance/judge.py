@@ -41,7 +41,7 @@ def fired_rules(channel_log: Path) -> set[int]:
         if not line.strip():
             continue
         rec = json.loads(line)
-        if rec.get("verdict") == "drop" and rec.get("rule") is not None:
+        if rec.get("rule") is not None:
             fired.add(int(rec["rule"]))
     return fired
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from conformance.classifiers import vocabulary
+
 # RFC 5326 §3.1, segment type codes (the low 4 bits of the control byte).
 SEGMENT_TYPES: dict[int, str] = {
     0: "RD",  # red data, not a checkpoint
@@ -44,28 +46,9 @@ CANCEL_REASONS: dict[int, str] = {
 }
 
 # Every field name classify() can produce; impairments may match on these.
-MATCH_FIELDS: frozenset[str] = frozenset(
-    {
-        "type",
-        "type_code",
-        "kind",
-        "red",
-        "checkpoint",
-        "eorp",
-        "eob",
-        "session_originator",
-        "session_number",
-        "client_service_id",
-        "offset",
-        "length",
-        "checkpoint_serial",
-        "report_serial",
-        "upper_bound",
-        "lower_bound",
-        "claim_count",
-        "reason",
-    }
-)
+# Declared once, in conformance/classifiers.json (shared with the Rust
+# channel emulator's classifier).
+MATCH_FIELDS: frozenset[str] = frozenset(vocabulary("ltp"))
 
 
 class LtpDecodeError(ValueError):

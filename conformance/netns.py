@@ -104,13 +104,16 @@ class Topology:
         return proc
 
 
-def _ethtool_tx_off(ns: str, ifname: str) -> None:
+def _ethtool_off(ns: str, ifname: str, features: list[str]) -> None:
     # A userspace bridge forwards frames as they were handed to it: with tx
     # checksum offload on, the UDP checksum of a veth frame is left for the
     # "hardware" to fill in, which never happens on the far side, and the
-    # receiving kernel drops every datagram. So offload goes off.
+    # receiving kernel drops every datagram. So offload goes off, and with it
+    # segmentation offloads (a 64 KB super-frame cannot cross the channel)
+    # and GRO on the channel's side (it must see the frames as sent).
+    args = [x for f in features for x in (f, "off")]
     subprocess.run(
-        ["ip", "netns", "exec", ns, "ethtool", "-K", ifname, "tx", "off"],
+        ["ip", "netns", "exec", ns, "ethtool", "-K", ifname, *args],
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -134,13 +137,17 @@ def _default_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
-def create(mtu: int = 1500) -> Topology:
-    """Build the three namespaces and both veth pairs; return the Topology."""
+def create(mtu: int = 1500, static_arp: bool = False) -> Topology:
+    """Build the three namespaces and both veth pairs; return the Topology.
+
+    ``static_arp``: A and B know each other's MAC address from the start
+    (permanent neighbour entries), so no ARP crosses the channel: frame
+    indices then depend on the measured traffic alone."""
     with _default_sigterm():
-        return _create(mtu)
+        return _create(mtu, static_arp)
 
 
-def _create(mtu: int) -> Topology:
+def _create(mtu: int, static_arp: bool = False) -> Topology:
     require_root()
     require_tool("ip", "apt-get install iproute2")
     require_tool("ethtool", "apt-get install ethtool")
@@ -169,6 +176,13 @@ def _create(mtu: int) -> Topology:
             (topo.ns_m, tmp["ma"], topo.if_ma, None),
             (topo.ns_m, tmp["mb"], topo.if_mb, None),
         ):
+            # IPv4 only: no IPv6 neighbour discovery or router solicitations
+            # wander through the channel at random moments
+            subprocess.run(
+                ["ip", "netns", "exec", ns, "sysctl", "-qw",
+                 f"net.ipv6.conf.{old}.disable_ipv6=1"],
+                check=False, capture_output=True,
+            )  # fmt: skip
             with NetNS(ns) as nsr:
                 idx = nsr.link_lookup(ifname=old)[0]
                 nsr.link("set", index=idx, ifname=new, mtu=mtu)
@@ -177,13 +191,38 @@ def _create(mtu: int) -> Topology:
                 nsr.link("set", index=idx, state="up")
                 lo = nsr.link_lookup(ifname="lo")[0]
                 nsr.link("set", index=lo, state="up")
-        _ethtool_tx_off(topo.ns_a, topo.if_a)
-        _ethtool_tx_off(topo.ns_b, topo.if_b)
+        for ns, ifname in ((topo.ns_a, topo.if_a), (topo.ns_b, topo.if_b)):
+            _ethtool_off(ns, ifname, ["tx", "tso", "gso"])
+        for ifname in (topo.if_ma, topo.if_mb):
+            _ethtool_off(topo.ns_m, ifname, ["gro"])
+        if static_arp:
+            _static_neighbours(topo)
     except BaseException:
         destroy(topo)
         raise
     topo.mtu = mtu
     return topo
+
+
+def _mac(ns: str, ifname: str) -> str:
+    out = subprocess.run(
+        ["ip", "netns", "exec", ns, "cat", f"/sys/class/net/{ifname}/address"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return out.stdout.strip()
+
+
+def _static_neighbours(topo: Topology) -> None:
+    mac_a, mac_b = _mac(topo.ns_a, topo.if_a), _mac(topo.ns_b, topo.if_b)
+    for ns, ifname, ip, mac in (
+        (topo.ns_a, topo.if_a, topo.ip_b, mac_b),
+        (topo.ns_b, topo.if_b, topo.ip_a, mac_a),
+    ):
+        subprocess.run(
+            ["ip", "-n", ns, "neigh", "replace", ip, "lladdr", mac, "dev", ifname,
+             "nud", "permanent"],
+            check=True, capture_output=True,
+        )  # fmt: skip
 
 
 def destroy(topo: Topology) -> None:
@@ -258,10 +297,10 @@ def ours() -> list[str]:
 
 
 @contextlib.contextmanager
-def topology(mtu: int = 1500) -> Iterator[Topology]:
+def topology(mtu: int = 1500, static_arp: bool = False) -> Iterator[Topology]:
     """Context manager: create, yield, always destroy (also on Ctrl-C)."""
     sweep_stale()
-    topo = create(mtu)
+    topo = create(mtu, static_arp)
     old = signal.getsignal(signal.SIGTERM)
 
     def _on_term(signum: int, frame: object) -> None:

@@ -1,12 +1,14 @@
 """Replay one scenario against a live implementation, end to end.
 
-    scenario -> namespaces A|M|B -> captures on A and B -> channel in M with the
-    drop plan -> receiver in B, sender in A -> results -> decode captures with our
+    scenario -> namespaces A|M|B -> captures on A and B (before and after the
+    channel, each way) -> channel emulator in M with the scenario's link model
+    and field-keyed rules -> receiver in B, sender in A -> results -> decode captures with our
     dissector -> SegmentRecords -> RunResult -> Verdict
 
 Everything a run produces lands in its run directory as it happens:
 
-    scenario.json  plan.json  channel.jsonl  a.pcap  b.pcap
+    scenario.json  channel-config.json  channel.jsonl  channel-stats.json
+    channel.stderr  a.pcap  b.pcap
     sender.out  sender.log  receiver.out  receiver.log
     segments.jsonl  result.json  verdict.json
 """
@@ -15,15 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance import judge, netns
+from conformance import classifiers, emulator, judge, netns
 from conformance.errors import DtncError
 from conformance.segments import records_from_captures
 from conformance.types import (
@@ -38,7 +38,7 @@ from conformance.types import (
 )
 from suts.base import Endpoint, SutAdapter
 
-PORTS = {"ltp": 1113}
+PORTS = {p: port for p in classifiers.protocols() if (port := classifiers.default_port(p))}
 Step = Callable[[str], None]
 
 
@@ -113,31 +113,22 @@ def run_scenario(
     port = PORTS[scn.protocol]
     started = dt.datetime.now(dt.UTC)
     t0 = time.monotonic()
-    with netns.topology() as topo:
+    emulator.resolve(scn.channel)  # an unknown profile fails before any namespace exists
+    with netns.topology(mtu=scn.channel.mtu) as topo:
         say("namespaces up")
         captures = {
             "a": _start_capture(topo, topo.ns_a, topo.if_a, run_dir / "a.pcap"),
             "b": _start_capture(topo, topo.ns_b, topo.if_b, run_dir / "b.pcap"),
         }
-        plan = {
-            "if_a": topo.if_ma,
-            "if_b": topo.if_mb,
-            "port": port,
-            "impairments": [imp.model_dump() for imp in scn.impairments],
-        }
-        (run_dir / "plan.json").write_text(json.dumps(plan, indent=2))
-        ready = run_dir / ".relay-ready"
-        ready.unlink(missing_ok=True)
-        with (run_dir / "channel.stderr").open("wb") as errf:
-            relay = topo.spawn(
-                topo.ns_m,
-                [sys.executable, "-m", "conformance.relay", str(run_dir / "plan.json"),
-                 str(run_dir / "channel.jsonl"), str(ready)],
-                stdout=subprocess.DEVNULL, stderr=errf,
-            )  # fmt: skip
-        if not netns.wait_for(ready.exists, 10.0):
-            raise DtncError(f"the channel relay did not start: see {run_dir / 'channel.stderr'}")
-        ready.unlink()
+        cfg = emulator.config(
+            scn.channel,
+            if_a=topo.if_ma,
+            if_b=topo.if_mb,
+            protocol=scn.protocol,
+            port=port,
+            impairments=scn.impairments,
+        )
+        channel = emulator.start(topo, cfg, run_dir)
         say("channel up")
 
         rx_ep = Endpoint(ip=topo.ip_b, peer_ip=topo.ip_a, port=port)
@@ -175,7 +166,8 @@ def run_scenario(
             out.close()
             err.close()
         say("endpoints finished")
-        _stop(relay)
+        crashed = channel.crashed
+        channel_stats = channel.stop()
         time.sleep(0.05)  # let tcpdump's last buffered packet reach its file
         for proc in captures.values():
             _stop(proc)
@@ -230,6 +222,24 @@ def run_scenario(
     )
     dump_model(result, run_dir / "result.json")
     verdict = judge.judge(scn, result, run_dir / "channel.jsonl", experts)
+    if crashed:
+        # Nothing the endpoints did can be judged over a channel that died.
+        verdict = Verdict(
+            scenario=scn.name,
+            sut=verdict.sut,
+            status="error",
+            reasons=[
+                Reason(
+                    code="channel-crash",
+                    message=f"the channel emulator exited during the run "
+                    f"(status {channel.proc.returncode}); see channel.stderr: "
+                    f"{channel.stderr_tail(5)}",
+                ),
+                *verdict.reasons,
+            ],
+        )
+    elif not channel_stats:
+        say("the channel emulator left no statistics")
     dump_model(verdict, run_dir / "verdict.json")
     return RunOutcome(result, verdict, segments, run_dir)
 

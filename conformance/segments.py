@@ -15,12 +15,30 @@ sees in Wireshark.
 from __future__ import annotations
 
 import json
+import struct
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.relay import udp_payload
 from conformance.types import Protocol, SegmentRecord
+
+
+def udp_payload(frame: bytes) -> tuple[int, int, bytes] | None:
+    """(src port, dst port, payload) of an unfragmented IPv4/UDP frame, else None."""
+    if len(frame) < 14 + 20 + 8 or frame[12:14] != b"\x08\x00":
+        return None
+    ip = frame[14:]
+    ihl = (ip[0] & 0x0F) * 4
+    if ip[0] >> 4 != 4 or ip[9] != 17 or ihl < 20:
+        return None
+    if struct.unpack("!H", ip[6:8])[0] & 0x3FFF:  # more-fragments flag or an offset
+        return None
+    total = struct.unpack("!H", ip[2:4])[0]
+    udp = ip[ihl:total]
+    if len(udp) < 8:
+        return None
+    sport, dport, ulen = struct.unpack("!HHH", udp[:6])
+    return sport, dport, bytes(udp[8:ulen])
 
 
 @dataclass
@@ -52,14 +70,22 @@ def _payloads(pcap: Path, port: int) -> dict[int, tuple[str, bytes]]:
 
 
 def _channel_verdicts(channel_log: Path | None) -> dict[str, list[bool]]:
-    """Per direction, the channel's drop decisions in the order it saw segments."""
+    """Per direction, in the order the channel saw the protocol's segments:
+    did the segment fail to reach the other side? (Dropped, or corrupted
+    with its UDP checksum left wrong, so the receiving kernel discards it.)
+    Frames that are not segments (ARP, other traffic) carry no ``seg``."""
     out: dict[str, list[bool]] = {"forward": [], "return": []}
     if channel_log is None or not channel_log.exists():
         return out
     for line in channel_log.read_text().splitlines():
         if line.strip():
             rec = json.loads(line)
-            out[rec["dir"]].append(rec["verdict"] == "drop")
+            if rec.get("seg") is None:
+                continue
+            lost = rec["verdict"] == "drop" or (
+                rec["verdict"] == "corrupt" and not rec.get("fixed", False)
+            )
+            out[rec["dir"]].append(lost)
     return out
 
 

@@ -94,19 +94,158 @@ class Impairment(_Strict):
 
     The rule watches the segments that cross the channel in ``direction`` and
     counts those whose decoded fields equal every entry of ``match``; it acts on
-    the ``occurrence``-th of them (1-based). Field names are the classifier's
-    (for LTP see ``conformance.ltp.MATCH_FIELDS``).
+    matches number ``occurrence`` .. ``occurrence + count - 1`` (1-based).
+    Field names are the emulator classifier's, declared per protocol in
+    ``conformance/classifiers.json`` (for LTP: ``conformance.ltp.MATCH_FIELDS``).
+    Every rule counts every segment it matches, whatever other rules decide.
     """
 
     direction: Direction
     match: dict[str, FieldValue] = Field(min_length=1)
     occurrence: Annotated[int, Field(ge=1)] = 1
-    action: Literal["drop"] = "drop"
+    count: Annotated[int, Field(ge=1)] = Field(1, description="successive matches acted on")
+    action: Literal["drop", "corrupt", "delay"] = "drop"
+    bits: Annotated[int, Field(ge=1, le=1000)] = Field(1, description="corrupt: bits to flip")
+    delay_ms: Annotated[float, Field(ge=0, le=86_400_000)] = Field(
+        0.0, description="delay: extra one-way delay"
+    )
+    checksum: Literal["keep", "recompute"] | None = Field(
+        None, description="corrupt: UDP checksum handling (default: the link's)"
+    )
     note: str = ""
 
     def describe(self) -> str:
         fields = ", ".join(f"{k}={v}" for k, v in self.match.items())
-        return f"{self.action} {_ordinal(self.occurrence)} {self.direction} segment [{fields}]"
+        which = _ordinal(self.occurrence)
+        if self.count > 1:
+            which += f"..{_ordinal(self.occurrence + self.count - 1)}"
+        what = {"drop": "drop", "corrupt": f"corrupt ({self.bits} bit)",
+                "delay": f"delay +{self.delay_ms:g} ms"}[self.action]  # fmt: skip
+        return f"{what} {which} {self.direction} segment [{fields}]"
+
+
+# ---------------------------------------------------------------------------
+# The channel: per-direction link model, timeline, outages.
+# ---------------------------------------------------------------------------
+
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class Reorder(_Strict):
+    """Bounded reordering: a frame chosen with ``probability`` leaves after
+    1..``max_displacement`` later frames of its direction (uniform), or
+    ``timeout_ms`` after its due time if fewer follow."""
+
+    probability: Probability = 0.0
+    max_displacement: Annotated[int, Field(ge=1, le=1000)] = 3
+    timeout_ms: Annotated[float, Field(ge=0, le=3_600_000)] = 100.0
+
+
+Checksum = Literal["keep", "recompute"]
+
+
+class LinkSettings(_Strict):
+    """One direction of the link. Rate counts whole Ethernet frames."""
+
+    delay_ms: Annotated[float, Field(ge=0, le=86_400_000)] = Field(
+        0.0, description="one-way propagation delay (0 .. 24 h)"
+    )
+    rate_bps: Annotated[float, Field(ge=0, le=100e9)] = Field(
+        0.0, description="link rate, bits/s of Ethernet frames; 0 = unlimited"
+    )
+    queue_bytes: Annotated[int, Field(ge=64)] = Field(
+        1 << 20, description="bytes that may wait for serialization; more is tail-dropped"
+    )
+    loss: Probability = Field(0.0, description="probability an IPv4 frame is lost")
+    ber: Annotated[float, Field(ge=0, le=0.5)] = Field(
+        0.0, description="bit error rate over UDP payload bits"
+    )
+    packet_error: Probability = Field(
+        0.0, description="probability a frame gets exactly one bit error"
+    )
+    duplicate: Probability = 0.0
+    reorder: Reorder = Field(default_factory=Reorder)
+    checksum: Checksum = Field(
+        "keep",
+        description="after bit errors: 'keep' the UDP checksum (the receiving kernel drops the "
+        "datagram) or 'recompute' it (the application sees the corruption)",
+    )
+
+
+class LinkPatch(_Strict):
+    """What a timeline event changes: any subset of LinkSettings."""
+
+    delay_ms: Annotated[float, Field(ge=0, le=86_400_000)] | None = None
+    rate_bps: Annotated[float, Field(ge=0, le=100e9)] | None = None
+    queue_bytes: Annotated[int, Field(ge=64)] | None = None
+    loss: Probability | None = None
+    ber: Annotated[float, Field(ge=0, le=0.5)] | None = None
+    packet_error: Probability | None = None
+    duplicate: Probability | None = None
+    reorder: Reorder | None = None
+    checksum: Checksum | None = None
+
+
+class LinkEvent(_Strict):
+    t: Annotated[float, Field(ge=0)] = Field(description="scenario time, seconds")
+    set: LinkPatch
+
+
+class Outage(_Strict):
+    """The link is down (every frame lost) from ``start`` for ``duration``
+    seconds of scenario time."""
+
+    start: Annotated[float, Field(ge=0)]
+    duration: Annotated[float, Field(gt=0)]
+
+
+class DirectionChannel(_Strict):
+    link: LinkSettings = Field(default_factory=LinkSettings)
+    timeline: list[LinkEvent] = Field(default_factory=list)
+    outages: list[Outage] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DirectionChannel:
+        times = [e.t for e in self.timeline]
+        if times != sorted(times):
+            raise ValueError("timeline events must be in time order")
+        return self
+
+
+class Channel(_Strict):
+    """The channel between A and B. ``profile`` names a link profile
+    (``dtnconform profiles``) whose directions are the starting point;
+    ``forward``/``return`` given here replace the profile's link fields they
+    name, and add their timeline events and outages."""
+
+    profile: str | None = None
+    forward: DirectionChannel | None = None
+    ret: DirectionChannel | None = Field(None, alias="return")
+    time_scale: Annotated[float, Field(ge=0.001, le=1e6)] = Field(
+        1.0,
+        description="k: scenario time t happens at real time t/k (event times, outage starts "
+        "and lengths); delay and rate stay real time",
+    )
+    seed: Annotated[int, Field(ge=0, lt=2**64)] = 0
+    mtu: Annotated[int, Field(ge=576, le=9000)] = 1500
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class LinkProfile(_Strict):
+    """A named channel from the literature (``conformance/profiles/``)."""
+
+    schema_: Literal["dtnconform/link-profile/1"] = Field(
+        "dtnconform/link-profile/1", alias="schema"
+    )
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    description: str
+    source: str = Field(description="where the figures come from")
+    forward: DirectionChannel = Field(default_factory=DirectionChannel)
+    ret: DirectionChannel = Field(default_factory=DirectionChannel, alias="return")
+    time_scale: Annotated[float, Field(ge=0.001, le=1e6)] = 1.0
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
 class Expectation(_Strict):
@@ -134,6 +273,7 @@ class Scenario(_Strict):
     description: str = ""
     ltp: LtpBlock | None = None
     impairments: list[Impairment] = Field(default_factory=list)
+    channel: Channel = Field(default_factory=Channel)
     expect: Expectation
     origin: Origin | None = None
     time_limit_s: Annotated[float, Field(gt=0, le=86400)] = 30.0
@@ -142,18 +282,19 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _protocol_params(self) -> Scenario:
+        from conformance.classifiers import vocabulary
+
+        known = vocabulary(self.protocol)
+        for i, imp in enumerate(self.impairments):
+            for key in imp.match:
+                if key not in known:
+                    raise ValueError(
+                        f"impairments[{i}].match: unknown {self.protocol.upper()} field {key!r} "
+                        f"(known: {', '.join(sorted(known))})"
+                    )
         if self.protocol == "ltp":
             if self.ltp is None:
                 raise ValueError("an LTP scenario needs the 'ltp' block geometry")
-            from conformance.ltp import MATCH_FIELDS
-
-            for i, imp in enumerate(self.impairments):
-                for key in imp.match:
-                    if key not in MATCH_FIELDS:
-                        raise ValueError(
-                            f"impairments[{i}].match: unknown LTP field {key!r} "
-                            f"(known: {', '.join(sorted(MATCH_FIELDS))})"
-                        )
             if self.expect.red_bytes_delivered > self.ltp.red_len:
                 raise ValueError("expect.red_bytes_delivered exceeds the red part")
             if self.expect.green_bytes_delivered > self.ltp.block_len - self.ltp.red_len:
@@ -253,6 +394,7 @@ class Verdict(_Strict):
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "scenario": Scenario,
+    "link-profile": LinkProfile,
     "segment-record": SegmentRecord,
     "run-result": RunResult,
     "verdict": Verdict,

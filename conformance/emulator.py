@@ -1,0 +1,216 @@
+"""Python control of the Rust channel emulator (``conformance/emulator``).
+
+    Scenario.channel --(profile merged in)--> emulator config (JSON)
+    --> dtnc-emu run in namespace M, between veths am and bm
+    --> channel.jsonl (one decision per frame) + channel-stats.json
+
+The emulator validates its config again (exit 2 naming the field); this side
+validates first, with the scenario's pydantic types, so a user sees the error
+before any namespace exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance import classifiers, netns, profiles
+from conformance.errors import DtncError, InputError, ToolMissing
+from conformance.types import Channel, DirectionChannel, Impairment, Protocol
+
+CRATE = Path(__file__).with_name("emulator")
+CONFIG_SCHEMA = "dtnconform/emulator/1"
+
+
+def binary(name: str = "dtnc-emu") -> Path:
+    """The release binary, built on first use (``cargo build --release``)."""
+    env = os.environ.get("DTNC_EMU")
+    if env and name == "dtnc-emu":
+        return Path(env)
+    path = CRATE / "target" / "release" / name
+    if not path.exists():
+        ensure_built()
+    return path
+
+
+def ensure_built() -> None:
+    cargo = netns.require_tool("cargo", "install Rust (https://rustup.rs) or run `make setup`")
+    proc = subprocess.run(
+        [cargo, "build", "--release", "--locked", "--quiet"],
+        cwd=CRATE,
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise ToolMissing(f"building the channel emulator failed:\n{proc.stderr[-2000:]}")
+
+
+def merge(base: DirectionChannel, over: DirectionChannel | None) -> DirectionChannel:
+    """A profile's direction with a scenario's on top: link fields the
+    scenario names replace the profile's; timelines and outages add up."""
+    if over is None:
+        return base.model_copy(deep=True)
+    link = base.link.model_copy(update={k: getattr(over.link, k) for k in over.link.model_fields_set})
+    timeline = sorted([*base.timeline, *over.timeline], key=lambda e: e.t)
+    return DirectionChannel(link=link, timeline=timeline, outages=[*base.outages, *over.outages])
+
+
+def resolve(ch: Channel) -> tuple[DirectionChannel, DirectionChannel, float]:
+    """(forward, return, time_scale) with the profile, if any, merged in."""
+    fwd, ret, k = DirectionChannel(), DirectionChannel(), ch.time_scale
+    if ch.profile is not None:
+        prof = profiles.load(ch.profile)
+        fwd, ret = prof.forward, prof.ret
+        if "time_scale" not in ch.model_fields_set:
+            k = prof.time_scale
+    return merge(fwd, ch.forward), merge(ret, ch.ret), k
+
+
+def config(
+    ch: Channel,
+    *,
+    if_a: str,
+    if_b: str,
+    protocol: Protocol | None,
+    port: int | None,
+    impairments: list[Impairment] = (),  # type: ignore[assignment]
+) -> dict[str, Any]:
+    """The emulator's config for one run."""
+    fwd, ret, k = resolve(ch)
+    rules = []
+    for imp in impairments:
+        rule: dict[str, Any] = {
+            "direction": imp.direction,
+            "protocol": protocol,
+            "match": imp.match,
+            "occurrence": imp.occurrence,
+            "count": imp.count,
+            "action": imp.action,
+            "bits": imp.bits,
+            "delay_ms": imp.delay_ms,
+        }
+        if imp.checksum is not None:
+            rule["checksum"] = imp.checksum
+        rules.append(rule)
+    protos = []
+    if protocol is not None and port is not None and classifiers.vocabulary(protocol):
+        protos.append({"protocol": protocol, "udp_port": port})
+    return {
+        "schema": CONFIG_SCHEMA,
+        "interfaces": {"a": if_a, "b": if_b},
+        "seed": ch.seed,
+        "time_scale": k,
+        "protocols": protos,
+        "forward": fwd.model_dump(mode="json"),
+        "return": ret.model_dump(mode="json"),
+        "rules": rules,
+    }
+
+
+def check(cfg_path: Path) -> None:
+    """Validate a config file with the emulator itself; InputError naming the field."""
+    proc = subprocess.run(
+        [str(binary()), "check", "--config", str(cfg_path)], capture_output=True, text=True
+    )
+    if proc.returncode == 2:
+        raise InputError(proc.stderr.strip().removeprefix("dtnc-emu: "))
+    if proc.returncode != 0:
+        raise DtncError(f"dtnc-emu check failed: {proc.stderr.strip()}")
+
+
+@dataclass
+class Running:
+    """One emulator process inside namespace M."""
+
+    proc: subprocess.Popen[bytes]
+    run_dir: Path
+    log: Path | None
+    stats_path: Path
+    stderr_path: Path
+    stopped: bool = False
+    stats: dict[str, Any] = field(default_factory=dict)
+    started_ns: int = 0
+    """The scenario clock's zero (timeline, outages), ns since the epoch."""
+
+    @property
+    def crashed(self) -> bool:
+        """It exited (or was killed) without being asked to stop."""
+        return not self.stopped and self.proc.poll() is not None
+
+    def stderr_tail(self, n: int = 20) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.stderr_path.read_text(errors="replace").splitlines()[-n:])
+        return ""
+
+    def stop(self, timeout: float = 5.0) -> dict[str, Any]:
+        """SIGTERM (the log is flushed, stats written), SIGKILL if need be."""
+        if self.proc.poll() is None:
+            self.stopped = True
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        with contextlib.suppress(OSError, ValueError):
+            self.stats = json.loads(self.stats_path.read_text())
+        return self.stats
+
+
+def start(
+    topo: netns.Topology,
+    cfg: dict[str, Any],
+    run_dir: Path,
+    *,
+    log: bool = True,
+    replay: Path | None = None,
+    name: str = "channel",
+    ready_timeout: float = 10.0,
+) -> Running:
+    """Write the config, start dtnc-emu in M and wait until it is bridging."""
+    exe = binary()
+    cfg_path = run_dir / f"{name}-config.json"
+    cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
+    ready = run_dir / f".{name}-ready"
+    ready.unlink(missing_ok=True)
+    log_path = run_dir / f"{name}.jsonl" if log else None
+    stats = run_dir / f"{name}-stats.json"
+    stats.unlink(missing_ok=True)
+    argv = [str(exe), "run", "--config", str(cfg_path), "--ready", str(ready), "--stats", str(stats)]
+    argv += ["--log", str(log_path)] if log_path else ["--no-log"]
+    if replay is not None:
+        argv += ["--replay", str(replay)]
+    stderr_path = run_dir / f"{name}.stderr"
+    with stderr_path.open("wb") as errf:
+        proc = topo.spawn(topo.ns_m, argv, stdout=subprocess.DEVNULL, stderr=errf)
+    run = Running(proc, run_dir, log_path, stats, stderr_path)
+    if not netns.wait_for(lambda: ready.exists() or proc.poll() is not None, ready_timeout):
+        run.stop()
+        raise DtncError(f"the channel emulator did not start in {ready_timeout:g} s: {stderr_path}")
+    if proc.poll() is not None:
+        msg = run.stderr_tail()
+        if proc.returncode == 2:
+            raise InputError(msg.removeprefix("dtnc-emu: "))
+        raise DtncError(f"the channel emulator exited at start ({proc.returncode}): {msg}")
+    with contextlib.suppress(ValueError, IndexError):
+        run.started_ns = int(ready.read_text().split()[1])
+    ready.unlink()
+    return run
+
+
+def decisions(log: Path) -> list[dict[str, Any]]:
+    """A decision log's records without their clock readings: what two runs
+    with one seed and the same traffic must agree on."""
+    out = []
+    for line in log.read_text().splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            for key in ("t_ns", "release_ns"):
+                rec.pop(key, None)
+            out.append(rec)
+    return sorted(out, key=lambda r: (r["dir"], r["index"]))

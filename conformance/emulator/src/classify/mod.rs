@@ -1,0 +1,174 @@
+//! Field classifiers: turn one UDP payload into the flat field list that
+//! impairment rules match on.
+//!
+//! The field names of every protocol are declared once, in
+//! `conformance/classifiers.json` (read here at compile time and by the
+//! Python side when it validates a scenario). A classifier must only emit
+//! names declared there; `tests::vocabulary_*` checks that.
+
+pub mod cfdp;
+pub mod ltp;
+pub mod norm;
+pub mod saratoga;
+
+use std::fmt::Write as _;
+
+/// A field value: numbers, names of codes, flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    Int(u64),
+    Str(&'static str),
+    Bool(bool),
+}
+
+impl Value {
+    /// Append the value as JSON.
+    pub fn write_json(&self, out: &mut String) {
+        match self {
+            Value::Int(n) => {
+                let _ = write!(out, "{n}");
+            }
+            Value::Str(s) => crate::jsonw::write_str(out, s),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        }
+    }
+}
+
+/// The decoded fields of one segment/PDU/message/frame, in a fixed order.
+pub type Fields = Vec<(&'static str, Value)>;
+
+/// The protocols the emulator can classify.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    Ltp,
+    Cfdp,
+    Norm,
+    Saratoga,
+}
+
+impl Protocol {
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Ltp => "ltp",
+            Protocol::Cfdp => "cfdp",
+            Protocol::Norm => "norm",
+            Protocol::Saratoga => "saratoga",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Protocol> {
+        Some(match s {
+            "ltp" => Protocol::Ltp,
+            "cfdp" => Protocol::Cfdp,
+            "norm" => Protocol::Norm,
+            "saratoga" => Protocol::Saratoga,
+            _ => return None,
+        })
+    }
+
+    /// Classify one UDP payload; `None` when it is not a well-formed unit
+    /// of this protocol (it is then forwarded as plain UDP, never counted).
+    pub fn classify(self, payload: &[u8]) -> Option<Fields> {
+        match self {
+            Protocol::Ltp => ltp::classify(payload),
+            Protocol::Cfdp => cfdp::classify(payload),
+            Protocol::Norm => norm::classify(payload),
+            Protocol::Saratoga => saratoga::classify(payload),
+        }
+    }
+}
+
+/// The shared field vocabulary (conformance/classifiers.json).
+pub const VOCABULARY_JSON: &str = include_str!("../../../classifiers.json");
+
+/// Declared field names of one protocol.
+pub fn vocabulary(p: Protocol) -> Vec<String> {
+    let v: serde_json::Value =
+        serde_json::from_str(VOCABULARY_JSON).expect("classifiers.json is valid JSON");
+    v["protocols"][p.name()]["fields"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Read a self-delimiting numeric value (SDNV, RFC 6256 / RFC 5326 §3) at
+/// `*pos`; advance `*pos`. `None` on truncation or a value over 64 bits.
+pub fn sdnv(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut v: u64 = 0;
+    for i in 0..10 {
+        let b = *buf.get(*pos + i)?;
+        if v >> 57 != 0 {
+            return None;
+        }
+        v = (v << 7) | u64::from(b & 0x7f);
+        if b & 0x80 == 0 {
+            *pos += i + 1;
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Big-endian unsigned integer of `n` bytes (n ≤ 8) at `pos`.
+pub fn be(buf: &[u8], pos: usize, n: usize) -> Option<u64> {
+    let s = buf.get(pos..pos + n)?;
+    Some(s.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sdnv_examples_rfc6256() {
+        // RFC 6256 §2.1 examples: 0xABC -> 0x95 0x3C; 0x1234 -> 0xA4 0x34;
+        // 0x4234 -> 0x81 0x84 0x34; 0x7F -> 0x7F.
+        for (bytes, want) in [
+            (&[0x95u8, 0x3c][..], 0xabc_u64),
+            (&[0xa4, 0x34][..], 0x1234),
+            (&[0x81, 0x84, 0x34][..], 0x4234),
+            (&[0x7f][..], 0x7f),
+        ] {
+            let mut pos = 0;
+            assert_eq!(sdnv(bytes, &mut pos), Some(want));
+            assert_eq!(pos, bytes.len());
+        }
+        let mut pos = 0;
+        assert_eq!(sdnv(&[0x81, 0x80], &mut pos), None, "truncated");
+    }
+
+    fn check_vocabulary(p: Protocol, samples: &[Vec<u8>]) {
+        let declared = vocabulary(p);
+        assert!(!declared.is_empty(), "{} has no declared fields", p.name());
+        for s in samples {
+            let fields = p.classify(s).expect("sample classifies");
+            for (name, _) in fields {
+                assert!(
+                    declared.iter().any(|d| d == name),
+                    "{}: field {name} is not declared in classifiers.json",
+                    p.name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn vocabulary_ltp() {
+        check_vocabulary(Protocol::Ltp, &ltp::tests::samples());
+    }
+
+    #[test]
+    fn vocabulary_cfdp() {
+        check_vocabulary(Protocol::Cfdp, &cfdp::tests::samples());
+    }
+
+    #[test]
+    fn vocabulary_norm() {
+        check_vocabulary(Protocol::Norm, &norm::tests::samples());
+    }
+
+    #[test]
+    fn vocabulary_saratoga() {
+        check_vocabulary(Protocol::Saratoga, &saratoga::tests::samples());
+    }
+}

@@ -1,0 +1,325 @@
+"""The A-M-B namespaces and the Rust channel emulator, with real UDP traffic.
+
+Traffic comes from ``dtnc-traffic`` (paced sender with sequence numbers and
+send timestamps; receiver with kernel receive timestamps), so counts, delays,
+rates and corruption are measured, not assumed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conformance import emulator, ltp, netns
+from conformance.types import Channel, Impairment
+
+pytestmark = pytest.mark.netns
+
+RECEIVER = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 1113)); s.settimeout(1.5)
+got = []
+try:
+    while True:
+        got.append(s.recv(9000).hex())
+except OSError:
+    pass
+print("\\n".join(got))
+"""
+
+
+def _segments() -> list[bytes]:
+    """Three data segments, an RS, the same RS again (a retransmission), an RA."""
+    data = [
+        ltp.Segment(type_code=t, session_originator=1, session_number=9, client_service_id=1,
+                    offset=i * 100, data=bytes([i]) * 100,
+                    checkpoint_serial=4 if t else None, report_serial=0 if t else None)
+        for i, t in enumerate((0, 0, 3))
+    ]  # fmt: skip
+    rs = ltp.Segment(type_code=8, session_originator=1, session_number=9, report_serial=7,
+                     checkpoint_serial=4, upper_bound=300, lower_bound=0, claims=[(0, 300)])  # fmt: skip
+    ra = ltp.Segment(type_code=9, session_originator=1, session_number=9, report_serial=7)
+    return [s.encode() for s in (*data, rs, rs, ra)]
+
+
+def _send(topo: netns.Topology, payloads: list[bytes]) -> None:
+    code = (
+        "import socket,sys\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
+        f"for h in {[p.hex() for p in payloads]!r}: s.sendto(bytes.fromhex(h),('{topo.ip_b}',1113))"
+    )
+    subprocess.run(["ip", "netns", "exec", topo.ns_a, sys.executable, "-c", code], check=True)
+
+
+def _channel(
+    topo: netns.Topology,
+    tmp: Path,
+    channel: dict[str, object] | None = None,
+    impairments: list[dict[str, object]] = (),  # type: ignore[assignment]
+    **kw: object,
+) -> emulator.Running:
+    cfg = emulator.config(
+        Channel.model_validate(channel or {}),
+        if_a=topo.if_ma,
+        if_b=topo.if_mb,
+        protocol="ltp",
+        port=1113,
+        impairments=[Impairment.model_validate(i) for i in impairments],
+    )
+    return emulator.start(topo, cfg, tmp, **kw)  # type: ignore[arg-type]
+
+
+def test_field_keyed_drops_and_clean_teardown(tmp_path: Path) -> None:
+    payloads = _segments()
+    with netns.topology() as topo:
+        names = {topo.ns_a, topo.ns_m, topo.ns_b}
+        assert names <= set(netns.ours())
+        chan = _channel(topo, tmp_path, None, [
+            {"direction": "forward", "match": {"kind": "red_data", "offset": 100}},
+            {"direction": "forward", "match": {"type": "RS"}, "occurrence": 2},
+            {"direction": "return", "match": {"type": "RA"}},  # wrong direction: never fires
+            {"direction": "forward", "match": {"type": "RS"}, "occurrence": 1},
+        ])  # fmt: skip
+        rx = topo.spawn(topo.ns_b, [sys.executable, "-c", RECEIVER])
+        assert netns.wait_for(
+            lambda: ":0459 " in subprocess.run(["ip", "netns", "exec", topo.ns_b, "cat",
+                                                "/proc/net/udp"], capture_output=True,
+                                               text=True).stdout, 5)  # fmt: skip
+        _send(topo, payloads)
+        out, _ = rx.communicate(timeout=10)
+        stats = chan.stop()
+    received = [bytes.fromhex(h) for h in out.decode().split()]
+    # ARP crossed the bridge (else nothing arrives); the 2nd data segment and
+    # both copies of the RS were dropped (each rule counts every RS, whatever
+    # another rule did with it), everything else arrived.
+    assert received == [payloads[0], payloads[2], payloads[5]]
+    log = [json.loads(ln) for ln in (tmp_path / "channel.jsonl").read_text().splitlines()]
+    segs = [r for r in log if "seg" in r]
+    assert [r["verdict"] for r in segs] == ["pass", "drop", "pass", "drop", "drop", "pass"]
+    assert [r["rule"] for r in segs if r["verdict"] == "drop"] == [0, 3, 1]
+    assert all(r["dir"] == "forward" and r["proto"] == "ltp" for r in segs)
+    assert [r["seg"] for r in segs] == list(range(1, 7))
+    assert [r["fields"]["type"] for r in segs] == ["RD", "RD", "RD-CP-EORP-EOB", "RS", "RS", "RA"]
+    # ARP is forwarded and logged, never counted as a segment
+    assert any(r["kind"] == "non-ip" for r in log)
+    assert stats["forward"]["segments"] == 6
+    assert stats["forward"]["dropped"] == {"rule": 3}
+    assert [(r["matched"], r["acted"]) for r in stats["rules"]] == [(1, 1), (2, 1), (0, 0), (2, 1)]
+    time.sleep(0.5)
+    assert not names & set(netns.ours()), "namespaces left behind"
+
+
+def test_stale_namespaces_of_a_killed_run_are_swept() -> None:
+    code = (
+        "from conformance import netns\nimport os, time\n"
+        "t = netns.create()\nprint(t.tag, flush=True)\ntime.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    tag = proc.stdout.readline().strip() if proc.stdout else ""
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert f"{tag}m" in netns.ours()
+    removed = netns.sweep_stale()
+    assert {f"{tag}a", f"{tag}m", f"{tag}b"} <= set(removed)
+    assert not [ns for ns in netns.ours() if ns.startswith(tag)]
+
+
+def test_pyroute2_children_never_run_our_sigterm_handler(tmp_path: Path) -> None:
+    """Robot Framework installs a SIGTERM handler; pyroute2 forks helpers and
+    stops them with SIGTERM. A helper that ran the handler would live on as a
+    second copy of the caller (seen as a duplicated Robot run). Regression test."""
+    hits = tmp_path / "hits"
+    code = (
+        "import os, signal\nfrom conformance import netns\n"
+        f"signal.signal(signal.SIGTERM, lambda *a: open({str(hits)!r}, 'a').write(f'{{os.getpid()}}\\n'))\n"
+        "for _ in range(2):\n    t = netns.create()\n    netns.destroy(t)\n"
+        "print('done', os.getpid())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("done") == 1, out.stdout
+    assert not hits.exists(), hits.read_text()
+
+
+# ---------------------------------------------------------------------------
+# The link model, measured with dtnc-traffic.
+# ---------------------------------------------------------------------------
+
+PORT = 9000
+
+
+def _traffic(
+    topo: netns.Topology,
+    *,
+    pps: float,
+    count: int,
+    size: int = 1024,
+    dst: str | None = None,
+    group: str | None = None,
+    send_args: list[str] = (),  # type: ignore[assignment]
+    recv_args: list[str] = (),  # type: ignore[assignment]
+    idle: float = 1.5,
+) -> tuple[dict[str, object], dict[str, object]]:
+    """Send ``count`` datagrams A -> B at ``pps``; (sender, receiver) summaries."""
+    exe = str(emulator.binary("dtnc-traffic"))
+    bind = f"{group or topo.ip_b}:{PORT}"
+    rargs = [exe, "recv", "--bind", bind, "--idle", str(idle), "--expect", str(count),
+             "--size", str(size), *recv_args]  # fmt: skip
+    if group:
+        rargs += ["--group", group, "--mcast-if", topo.ip_b]
+    rx = topo.spawn(topo.ns_b, rargs)
+    assert rx.stderr is not None
+    assert b"listening" in rx.stderr.readline(), "receiver did not start"
+    sargs = [exe, "send", "--dst", f"{dst or group or topo.ip_b}:{PORT}", "--pps", str(pps),
+             "--count", str(count), "--size", str(size), *send_args]  # fmt: skip
+    if group:
+        sargs += ["--mcast-if", topo.ip_a, "--ttl", "4"]
+    tx = subprocess.run(["ip", "netns", "exec", topo.ns_a, *sargs], capture_output=True,
+                        text=True, timeout=120)  # fmt: skip
+    assert tx.returncode == 0, tx.stderr
+    out, err = rx.communicate(timeout=120)
+    assert rx.returncode == 0, err
+    return json.loads(tx.stdout), json.loads(out)
+
+
+def _log(path: Path) -> list[dict[str, object]]:
+    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+
+
+def test_delay_is_never_early_and_counts_add_up(tmp_path: Path) -> None:
+    with netns.topology(static_arp=True) as topo:
+        chan = _channel(topo, tmp_path, {"forward": {"link": {"delay_ms": 40}},
+                                         "return": {"link": {"delay_ms": 5}}})  # fmt: skip
+        sent, got = _traffic(topo, pps=2000, count=2000)
+        stats = chan.stop()
+    assert got["received"] == got["unique"] == sent["sent"] == 2000
+    assert got["lost"] == 0 and got["corrupted"] == 0
+    d = got["delay_us"]
+    assert isinstance(d, dict)
+    assert d["min"] >= 40_000, "a frame left before its delay was up"
+    # the path outside the emulator adds tens of microseconds; scheduling
+    # must not add milliseconds
+    assert d["mean"] - 40_000 < 1_000, d
+    # besides the datagrams, IPv6 neighbour discovery crosses (kind non-ip)
+    udp = [r for r in _log(tmp_path / "channel.jsonl") if r["kind"] == "udp"]
+    assert len(udp) == 2000 and all(r["verdict"] == "pass" for r in udp)
+    assert stats["forward"]["dropped"] == {} and stats["forward"]["passed"] == stats["forward"]["frames"]
+
+
+def test_random_loss_matches_the_setting(tmp_path: Path) -> None:
+    with netns.topology(static_arp=True) as topo:
+        chan = _channel(topo, tmp_path, {"forward": {"link": {"loss": 0.1}}, "seed": 5})
+        sent, got = _traffic(topo, pps=5000, count=10_000, size=200)
+        stats = chan.stop()
+    lost = 10_000 - int(got["received"])  # type: ignore[call-overload]
+    # binomial sd = sqrt(10000 * 0.1 * 0.9) = 30; 5 sd
+    assert abs(lost - 1000) < 150, lost
+    assert stats["forward"]["dropped"]["loss"] == lost
+    assert got["kernel_drops"] == 0
+
+
+def test_ber_with_recomputed_checksum_reaches_the_application(tmp_path: Path) -> None:
+    ber = 1e-4
+    with netns.topology(static_arp=True) as topo:
+        chan = _channel(topo, tmp_path, {"forward": {"link": {"ber": ber, "checksum": "recompute"}}})
+        _, got = _traffic(topo, pps=5000, count=5000, size=1000)
+        stats = chan.stop()
+    assert got["received"] == 5000, "with the checksum fixed nothing is discarded"
+    bits = 5000 * 1000 * 8
+    # the receiver compares every payload with the bytes sent: ~4000 bit
+    # errors expected, Poisson sd ~63 (1.6 %); allow 5 sd
+    assert abs(float(got["ber"]) - ber) / ber < 0.08, got  # type: ignore[arg-type]
+    log = _log(tmp_path / "channel.jsonl")
+    logged_bits = sum(len(r.get("flipped", [])) for r in log)  # type: ignore[arg-type]
+    assert abs(logged_bits - bits * ber) < 320
+    assert stats["forward"]["corrupted"] == sum(1 for r in log if r["verdict"] == "corrupt")
+
+
+def test_ber_with_kept_checksum_is_dropped_by_the_receiving_kernel(tmp_path: Path) -> None:
+    with netns.topology(static_arp=True) as topo:
+        chan = _channel(topo, tmp_path, {"forward": {"link": {"packet_error": 0.2}}, "seed": 9})
+        _, got = _traffic(topo, pps=5000, count=5000, size=500)
+        stats = chan.stop()
+    corrupted = stats["forward"]["corrupted"]
+    assert abs(corrupted - 1000) < 150, corrupted
+    assert got["received"] == 5000 - corrupted
+    assert got["corrupted"] == 0, "no corrupted datagram reached the application"
+
+
+def test_rate_limits_throughput_and_queue_drops_the_tail(tmp_path: Path) -> None:
+    rate = 20e6
+    with netns.topology(static_arp=True) as topo:
+        chan = _channel(topo, tmp_path,
+                        {"forward": {"link": {"rate_bps": rate, "queue_bytes": 200_000}}})  # fmt: skip
+        # offered: 1066-byte frames at 4000/s = 34 Mb/s for 1.5 s
+        _, got = _traffic(topo, pps=4000, count=6000, size=1024)
+        stats = chan.stop()
+    measured = float(got["eth_bps"])  # type: ignore[arg-type]
+    assert abs(measured - rate) / rate < 0.03, measured
+    assert stats["forward"]["dropped"].get("queue", 0) > 1000
+    assert got["received"] + stats["forward"]["dropped"]["queue"] == 6000
+
+
+def test_multicast_crosses_the_channel(tmp_path: Path) -> None:
+    with netns.topology() as topo:
+        chan = _channel(topo, tmp_path, {"forward": {"link": {"delay_ms": 2}}})
+        _, got = _traffic(topo, pps=500, count=300, size=300, group="239.7.7.7")
+        stats = chan.stop()
+    assert got["received"] == 300, got
+    log = _log(tmp_path / "channel.jsonl")
+    assert any(r["dir"] == "return" and r["kind"] == "ipv4" for r in log), "IGMP report"
+    assert stats["forward"]["passed"] >= 300
+
+
+def test_outage_window_is_compressed_by_the_time_scale(tmp_path: Path) -> None:
+    # scenario time: outage from 4 s for 8 s; k = 10 -> real 0.4 s .. 1.2 s
+    ch = {"forward": {"outages": [{"start": 4, "duration": 8}]}, "time_scale": 10}
+    with netns.topology(static_arp=True) as topo:
+        chan = _channel(topo, tmp_path, ch)
+        _, got = _traffic(topo, pps=1000, count=1800, size=100)
+        chan.stop()
+        t0 = chan.started_ns
+    log = [r for r in _log(tmp_path / "channel.jsonl") if r["kind"] == "udp"]
+    for r in log:
+        t = (int(r["t_ns"]) - t0) / 1e9  # type: ignore[call-overload]
+        inside = 0.4 <= t < 1.2
+        assert (r["verdict"] == "drop") == inside, (t, r)
+        if inside:
+            assert r["cause"] == "outage"
+    dropped = sum(r["verdict"] == "drop" for r in log)
+    assert 700 <= dropped <= 900, dropped  # 0.8 s at 1000 packets/s
+    assert got["received"] == 1800 - dropped
+
+
+def test_same_seed_same_decisions_and_replay(tmp_path: Path) -> None:
+    ch = {"forward": {"link": {"loss": 0.05, "ber": 2e-5, "duplicate": 0.02,
+                               "checksum": "recompute"}}, "seed": 77}  # fmt: skip
+    runs = []
+    for k in range(2):
+        d = tmp_path / f"run{k}"
+        d.mkdir()
+        with netns.topology(static_arp=True) as topo:
+            chan = _channel(topo, d, ch)
+            _traffic(topo, pps=4000, count=3000, size=600)
+            chan.stop()
+        runs.append(emulator.decisions(d / "channel.jsonl"))
+    assert runs[0] == runs[1]
+    assert any(r["verdict"] == "drop" for r in runs[0])
+    assert any(r.get("copies") == 2 for r in runs[0])
+    # another seed decides otherwise, unless the first log is replayed
+    d = tmp_path / "replay"
+    d.mkdir()
+    with netns.topology(static_arp=True) as topo:
+        chan = _channel(topo, d, {**ch, "seed": 78}, replay=tmp_path / "run0" / "channel.jsonl")
+        _traffic(topo, pps=4000, count=3000, size=600)
+        stats = chan.stop()
+    replayed = emulator.decisions(d / "channel.jsonl")
+    strip = [{k: v for k, v in r.items() if k != "replayed"} for r in replayed]
+    assert strip == runs[0]
+    assert stats["forward"]["replay_mismatch"] == 0
