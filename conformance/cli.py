@@ -321,6 +321,53 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fmt_rate(bps: float) -> str:
+    if not bps:
+        return "unlimited"
+    for unit, scale in (("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
+        if bps >= scale:
+            return f"{bps / scale:g} {unit}"
+    return f"{bps:g} b/s"
+
+
+def _fmt_delay(ms: float) -> str:
+    if ms < 1000:
+        return f"{ms:g} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:g} s"
+    if ms < 3_600_000:
+        return f"{ms / 60_000:.1f} min"
+    return f"{ms / 3_600_000:.2f} h"
+
+
+def cmd_profiles(args: argparse.Namespace) -> int:
+    from conformance import profiles
+
+    if args.name:
+        prof = profiles.load(args.name)
+        console.print(f"[bold]{prof.name}[/]: {prof.description}")
+        console.print(f"source: {prof.source}", markup=False)
+        print(prof.model_dump_json(indent=2, by_alias=True, exclude={"description", "source"}))
+        return 0
+    table = Table(title='link profiles (scenario: "channel": {"profile": NAME})')
+    for col in ("name", "forward", "return", "timeline / outages"):
+        table.add_column(col)
+    for prof in profiles.all_profiles():
+        cells = []
+        for d in (prof.forward, prof.ret):
+            link = d.link
+            rate = _fmt_rate(link.rate_bps)
+            errs = "".join(
+                f", {k} {getattr(link, k):g}" for k in ("loss", "ber", "packet_error")
+                if getattr(link, k)
+            )  # fmt: skip
+            cells.append(f"{rate}, {_fmt_delay(link.delay_ms)}{errs}")
+        extra = f"{len(prof.forward.timeline)} events, {len(prof.forward.outages)} outages"
+        table.add_row(prof.name, *cells, extra)
+    console.print(table)
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from conformance import bench
 
@@ -382,6 +429,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("bench", help="run a benchmark: human lines, then one JSON line of figures")
     s.add_argument("name", help="benchmark name (see `dtnconform bench list`)")
     s.set_defaults(func=cmd_bench)
+
+    s = sub.add_parser("profiles", help="list the link profiles, or show one")
+    s.add_argument("name", nargs="?", help="profile to show in full")
+    s.set_defaults(func=cmd_profiles)
 
     s = sub.add_parser("schema", help="print or write the JSON schemas of our file types")
     s.add_argument("name", nargs="?", help="scenario, segment-record, run-result or verdict")

@@ -55,7 +55,9 @@ def merge(base: DirectionChannel, over: DirectionChannel | None) -> DirectionCha
     scenario names replace the profile's; timelines and outages add up."""
     if over is None:
         return base.model_copy(deep=True)
-    link = base.link.model_copy(update={k: getattr(over.link, k) for k in over.link.model_fields_set})
+    link = base.link.model_copy(
+        update={k: getattr(over.link, k) for k in over.link.model_fields_set}
+    )
     timeline = sorted([*base.timeline, *over.timeline], key=lambda e: e.t)
     return DirectionChannel(link=link, timeline=timeline, outages=[*base.outages, *over.outages])
 
@@ -181,7 +183,16 @@ def start(
     log_path = run_dir / f"{name}.jsonl" if log else None
     stats = run_dir / f"{name}-stats.json"
     stats.unlink(missing_ok=True)
-    argv = [str(exe), "run", "--config", str(cfg_path), "--ready", str(ready), "--stats", str(stats)]
+    argv = [
+        str(exe),
+        "run",
+        "--config",
+        str(cfg_path),
+        "--ready",
+        str(ready),
+        "--stats",
+        str(stats),
+    ]
     argv += ["--log", str(log_path)] if log_path else ["--no-log"]
     if replay is not None:
         argv += ["--replay", str(replay)]

@@ -209,7 +209,10 @@ def test_delay_is_never_early_and_counts_add_up(tmp_path: Path) -> None:
     # besides the datagrams, IPv6 neighbour discovery crosses (kind non-ip)
     udp = [r for r in _log(tmp_path / "channel.jsonl") if r["kind"] == "udp"]
     assert len(udp) == 2000 and all(r["verdict"] == "pass" for r in udp)
-    assert stats["forward"]["dropped"] == {} and stats["forward"]["passed"] == stats["forward"]["frames"]
+    assert (
+        stats["forward"]["dropped"] == {}
+        and stats["forward"]["passed"] == stats["forward"]["frames"]
+    )
 
 
 def test_random_loss_matches_the_setting(tmp_path: Path) -> None:
@@ -227,7 +230,9 @@ def test_random_loss_matches_the_setting(tmp_path: Path) -> None:
 def test_ber_with_recomputed_checksum_reaches_the_application(tmp_path: Path) -> None:
     ber = 1e-4
     with netns.topology(static_arp=True) as topo:
-        chan = _channel(topo, tmp_path, {"forward": {"link": {"ber": ber, "checksum": "recompute"}}})
+        chan = _channel(
+            topo, tmp_path, {"forward": {"link": {"ber": ber, "checksum": "recompute"}}}
+        )
         _, got = _traffic(topo, pps=5000, count=5000, size=1000)
         stats = chan.stop()
     assert got["received"] == 5000, "with the checksum fixed nothing is discarded"

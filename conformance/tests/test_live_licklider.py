@@ -193,3 +193,57 @@ def test_ctrl_c_leaves_no_namespaces_or_processes(tmp_path: Path) -> None:
         assert left.stdout.strip() == "", (pattern, left.stdout)
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert verdict["status"] == "error" and verdict["reasons"][0]["message"] == "interrupted"
+
+
+def test_block_crosses_a_delayed_link_with_a_corrupted_checkpoint(tmp_path: Path) -> None:
+    """The emulator's link model and a corrupt rule under a live LTP session:
+    the corrupted checkpoint (UDP checksum left wrong) never reaches B's LTP
+    engine, so the sender's checkpoint timer recovers it."""
+    scn = _scenario(
+        "live-delay-corrupt-checkpoint",
+        [{"direction": "forward", "match": {"type": "RD-CP-EORP"}, "action": "corrupt",
+          "bits": 3}],
+        red=2000,
+        green=1000,
+    )  # fmt: skip
+    scn.channel = scn.channel.model_validate(
+        {"forward": {"link": {"delay_ms": 30, "rate_bps": 5e6}},
+         "return": {"link": {"delay_ms": 30}}}
+    )  # fmt: skip
+    out = run_scenario(scn, get("licklider"), tmp_path / "run")
+    assert out.verdict.status == "pass", out.verdict.reasons
+    log = [json.loads(ln) for ln in (tmp_path / "run" / "channel.jsonl").read_text().splitlines()]
+    corrupted = [r for r in log if r["verdict"] == "corrupt"]
+    assert len(corrupted) == 1 and corrupted[0]["rule"] == 0
+    assert len(corrupted[0]["flipped"]) == 3
+    # a checkpoint was sent again after the corrupted one
+    cps = [r for r in log if r.get("fields", {}).get("type") == "RD-CP-EORP"]
+    assert len(cps) >= 2
+    # the link delay held for every segment that crossed
+    for r in log:
+        if r["verdict"] != "drop" and r["dir"] == "forward":
+            assert r["release_ns"] - r["t_ns"] >= 30_000_000
+
+
+def test_channel_crash_is_an_error_verdict_and_leaves_no_namespaces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conformance import emulator
+
+    real = emulator.binary()
+    wrapper = tmp_path / "crashing-emu"
+    # Starts the real emulator, lets it come up, then kills it mid-run.
+    wrapper.write_text(
+        f'#!/bin/sh\n"{real}" "$@" &\npid=$!\nsleep 0.4\nkill -KILL $pid\nexit 137\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("DTNC_EMU", str(wrapper))
+    before = set(netns.ours())
+    scn = _scenario("live-channel-crash", [], red=2000, green=1000)
+    scn.time_limit_s = 6
+    out = run_scenario(scn, get("licklider"), tmp_path / "run")
+    assert out.verdict.status == "error"
+    assert out.verdict.reasons[0].code == "channel-crash"
+    assert "channel.stderr" in out.verdict.reasons[0].message
+    assert (tmp_path / "run" / "verdict.json").exists()
+    assert set(netns.ours()) == before, "namespaces left behind"

@@ -35,7 +35,10 @@ pub fn install_signal_handlers() {
 }
 
 fn clock(id: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid out-pointer.
     unsafe { libc::clock_gettime(id, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -58,7 +61,12 @@ const BUF: usize = 16 * 1024;
 /// thread wakes tens of microseconds late, a frame must never leave early.
 const SPIN_NS: u64 = 80_000;
 
-fn setsockopt_int(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> io::Result<()> {
+fn setsockopt_int(
+    fd: RawFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: v lives across the call; the length matches.
     let r = unsafe {
         libc::setsockopt(
@@ -81,7 +89,9 @@ fn ifindex(name: &str) -> io::Result<libc::c_int> {
     // SAFETY: c is a valid NUL-terminated string.
     let idx = unsafe { libc::if_nametoindex(c.as_ptr()) };
     if idx == 0 {
-        Err(io::Error::other(format!("no interface {name:?} in this network namespace")))
+        Err(io::Error::other(format!(
+            "no interface {name:?} in this network namespace"
+        )))
     } else {
         Ok(idx as libc::c_int)
     }
@@ -91,11 +101,14 @@ fn ifindex(name: &str) -> io::Result<libc::c_int> {
 /// arriving on it (ETH_P_ALL), not our own transmissions; otherwise a send
 /// socket (protocol 0 receives nothing) that bypasses the qdisc.
 fn packet_socket(name: &str, rx: bool) -> io::Result<RawFd> {
-    let idx = ifindex(name)?;
     let proto = if rx { ETH_P_ALL.to_be() } else { 0 };
     // SAFETY: plain syscalls on a descriptor we own.
     let fd = unsafe {
-        libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::c_int::from(proto))
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::c_int::from(proto),
+        )
     };
     if fd < 0 {
         let e = io::Error::last_os_error();
@@ -106,6 +119,10 @@ fn packet_socket(name: &str, rx: bool) -> io::Result<RawFd> {
         }
         return Err(e);
     }
+    let idx = ifindex(name).inspect_err(|_| {
+        // SAFETY: closing the descriptor opened above.
+        unsafe { libc::close(fd) };
+    })?;
     let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
     sll.sll_family = libc::AF_PACKET as u16;
     sll.sll_protocol = proto;
@@ -153,7 +170,13 @@ impl RxBatch {
     fn new() -> RxBatch {
         RxBatch {
             bufs: vec![0u8; BATCH * BUF],
-            iov: vec![libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; BATCH],
+            iov: vec![
+                libc::iovec {
+                    iov_base: std::ptr::null_mut(),
+                    iov_len: 0
+                };
+                BATCH
+            ],
             // SAFETY: all-zero mmsghdr/sockaddr_ll are valid values.
             hdrs: vec![unsafe { std::mem::zeroed() }; BATCH],
             names: vec![unsafe { std::mem::zeroed() }; BATCH],
@@ -208,7 +231,7 @@ impl RxBatch {
     }
 
     fn outgoing(&self, i: usize) -> bool {
-        self.names[i].sll_pkttype == libc::PACKET_OUTGOING as u8
+        self.names[i].sll_pkttype == libc::PACKET_OUTGOING
     }
 
     /// The kernel's receive timestamp (CLOCK_REALTIME ns), if present.
@@ -236,7 +259,10 @@ fn send_all(fd: RawFd, frames: &[Vec<u8>]) -> u64 {
     for chunk in frames.chunks(BATCH) {
         let mut iov: Vec<libc::iovec> = chunk
             .iter()
-            .map(|f| libc::iovec { iov_base: f.as_ptr() as *mut libc::c_void, iov_len: f.len() })
+            .map(|f| libc::iovec {
+                iov_base: f.as_ptr() as *mut libc::c_void,
+                iov_len: f.len(),
+            })
             .collect();
         // SAFETY: zeroed mmsghdr is valid; pointers set below point into iov.
         let mut hdrs: Vec<libc::mmsghdr> = vec![unsafe { std::mem::zeroed() }; chunk.len()];
@@ -256,7 +282,9 @@ fn send_all(fd: RawFd, frames: &[Vec<u8>]) -> u64 {
                 continue;
             }
             let e = io::Error::last_os_error().raw_os_error();
-            if matches!(e, Some(libc::EINTR)) || (matches!(e, Some(libc::ENOBUFS) | Some(libc::EAGAIN)) && retries < 100) {
+            if matches!(e, Some(libc::EINTR))
+                || (matches!(e, Some(libc::ENOBUFS) | Some(libc::EAGAIN)) && retries < 100)
+            {
                 retries += 1;
                 std::thread::yield_now();
                 continue;
@@ -360,16 +388,35 @@ pub struct Emulator {
 impl Emulator {
     pub fn new(cfg: Config, opts: Options) -> io::Result<Emulator> {
         // forward: read on a, leave on b; return: read on b, leave on a
-        let rx = [packet_socket(&cfg.interfaces.a, true)?, packet_socket(&cfg.interfaces.b, true)?];
-        let tx = [packet_socket(&cfg.interfaces.b, false)?, packet_socket(&cfg.interfaces.a, false)?];
+        let rx = [
+            packet_socket(&cfg.interfaces.a, true)?,
+            packet_socket(&cfg.interfaces.b, true)?,
+        ];
+        let tx = [
+            packet_socket(&cfg.interfaces.b, false)?,
+            packet_socket(&cfg.interfaces.a, false)?,
+        ];
         let links = [
-            Link::new(Dir::Forward, cfg.seed, Timeline::new(&cfg.forward, cfg.time_scale)),
-            Link::new(Dir::Return, cfg.seed, Timeline::new(&cfg.return_, cfg.time_scale)),
+            Link::new(
+                Dir::Forward,
+                cfg.seed,
+                Timeline::new(&cfg.forward, cfg.time_scale),
+            ),
+            Link::new(
+                Dir::Return,
+                cfg.seed,
+                Timeline::new(&cfg.return_, cfg.time_scale),
+            ),
         ];
         let ports = cfg
             .protocols
             .iter()
-            .map(|p| (p.udp_port, Protocol::from_name(&p.protocol).expect("validated")))
+            .map(|p| {
+                (
+                    p.udp_port,
+                    Protocol::from_name(&p.protocol).expect("validated"),
+                )
+            })
             .collect();
         let rules = RuleSet::new(&cfg.rules);
         Ok(Emulator {
@@ -436,7 +483,11 @@ impl Emulator {
         let mut proto = None;
         let mut fields: Option<Fields> = None;
         if lay.kind == frame::Kind::Udp {
-            let p = self.ports.get(&lay.dst_port).or_else(|| self.ports.get(&lay.src_port)).copied();
+            let p = self
+                .ports
+                .get(&lay.dst_port)
+                .or_else(|| self.ports.get(&lay.src_port))
+                .copied();
             if let Some(p) = p {
                 fields = p.classify(&f[lay.payload()..lay.end]);
                 if fields.is_some() {
@@ -446,7 +497,12 @@ impl Emulator {
                 }
             }
         }
-        let logged = self.opts.replay.as_ref().and_then(|r| r.get(d, index)).cloned();
+        let logged = self
+            .opts
+            .replay
+            .as_ref()
+            .and_then(|r| r.get(d, index))
+            .cloned();
         let mismatch = logged
             .as_ref()
             .is_some_and(|l| l.len != f.len() || (!l.kind.is_empty() && l.kind != lay.kind.name()));
@@ -513,7 +569,14 @@ impl Emulator {
     fn push(&mut self, dir: Dir, release: u64, hold: u32, hold_timeout: u64, data: Vec<u8>) {
         self.seq += 1;
         self.in_flight += data.len() as u64;
-        self.heap.push(Pending { release, seq: self.seq, dir, hold, hold_timeout, data });
+        self.heap.push(Pending {
+            release,
+            seq: self.seq,
+            dir,
+            hold,
+            hold_timeout,
+            data,
+        });
     }
 
     fn emit(&mut self, dir: Dir, data: Vec<u8>) {
@@ -599,8 +662,16 @@ impl Emulator {
         }
         let mut last_flush = 0u64;
         let mut fds = [
-            libc::pollfd { fd: self.rx[0], events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: self.rx[1], events: libc::POLLIN, revents: 0 },
+            libc::pollfd {
+                fd: self.rx[0],
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: self.rx[1],
+                events: libc::POLLIN,
+                revents: 0,
+            },
         ];
         while !STOP.load(Ordering::Relaxed) {
             let now = self.since_start();
@@ -659,7 +730,10 @@ impl Emulator {
         }
         if let Some(p) = &self.opts.stats {
             let tmp = p.with_extension("tmp");
-            std::fs::write(&tmp, serde_json::to_string_pretty(&self.stats_json())? + "\n")?;
+            std::fs::write(
+                &tmp,
+                serde_json::to_string_pretty(&self.stats_json())? + "\n",
+            )?;
             std::fs::rename(tmp, p)?;
         }
         Ok(())

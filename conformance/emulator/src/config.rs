@@ -128,7 +128,17 @@ impl LinkPatch {
         macro_rules! set {
             ($($f:ident),*) => { $( if let Some(v) = &self.$f { s.$f = v.clone(); } )* };
         }
-        set!(delay_ms, rate_bps, queue_bytes, loss, ber, packet_error, duplicate, reorder, checksum);
+        set!(
+            delay_ms,
+            rate_bps,
+            queue_bytes,
+            loss,
+            ber,
+            packet_error,
+            duplicate,
+            reorder,
+            checksum
+        );
     }
 }
 
@@ -339,10 +349,22 @@ fn validate_settings(at: &str, s: &LinkSettings) -> Result<(), String> {
 
 fn validate_patch(at: &str, p: &LinkPatch) -> Result<(), String> {
     if let Some(v) = p.delay_ms {
-        check_range(&format!("{at}.delay_ms"), v, 0.0, MAX_DELAY_MS, "0 .. 86400000 ms (24 h)")?;
+        check_range(
+            &format!("{at}.delay_ms"),
+            v,
+            0.0,
+            MAX_DELAY_MS,
+            "0 .. 86400000 ms (24 h)",
+        )?;
     }
     if let Some(v) = p.rate_bps {
-        check_range(&format!("{at}.rate_bps"), v, 0.0, 100e9, "0 (unlimited) .. 100e9 b/s")?;
+        check_range(
+            &format!("{at}.rate_bps"),
+            v,
+            0.0,
+            100e9,
+            "0 (unlimited) .. 100e9 b/s",
+        )?;
         if v > 0.0 && v < 8.0 {
             return Err(format!("{at}.rate_bps: below 8 b/s, got {v}"));
         }
@@ -352,14 +374,23 @@ fn validate_patch(at: &str, p: &LinkPatch) -> Result<(), String> {
             return Err(format!("{at}.queue_bytes: must be at least 64, got {v}"));
         }
     }
-    for (name, v) in [("loss", p.loss), ("packet_error", p.packet_error), ("duplicate", p.duplicate)]
-    {
+    for (name, v) in [
+        ("loss", p.loss),
+        ("packet_error", p.packet_error),
+        ("duplicate", p.duplicate),
+    ] {
         if let Some(v) = v {
             check_prob(&format!("{at}.{name}"), v)?;
         }
     }
     if let Some(v) = p.ber {
-        check_range(&format!("{at}.ber"), v, 0.0, 0.5, "a bit error rate in [0, 0.5]")?;
+        check_range(
+            &format!("{at}.ber"),
+            v,
+            0.0,
+            0.5,
+            "a bit error rate in [0, 0.5]",
+        )?;
     }
     if let Some(r) = &p.reorder {
         check_prob(&format!("{at}.reorder.probability"), r.probability)?;
@@ -369,7 +400,13 @@ fn validate_patch(at: &str, p: &LinkPatch) -> Result<(), String> {
                 r.max_displacement
             ));
         }
-        check_range(&format!("{at}.reorder.timeout_ms"), r.timeout_ms, 0.0, 3.6e6, "0 .. 3600000 ms")?;
+        check_range(
+            &format!("{at}.reorder.timeout_ms"),
+            r.timeout_ms,
+            0.0,
+            3.6e6,
+            "0 .. 3600000 ms",
+        )?;
     }
     Ok(())
 }
@@ -379,7 +416,10 @@ pub fn validate(cfg: &Config) -> Result<(), String> {
     if cfg.schema != SCHEMA {
         return Err(format!("schema: expected {SCHEMA:?}, got {:?}", cfg.schema));
     }
-    for (f, v) in [("interfaces.a", &cfg.interfaces.a), ("interfaces.b", &cfg.interfaces.b)] {
+    for (f, v) in [
+        ("interfaces.a", &cfg.interfaces.a),
+        ("interfaces.b", &cfg.interfaces.b),
+    ] {
         if v.is_empty() || v.len() > 15 {
             return Err(format!("{f}: an interface name of 1-15 bytes, got {v:?}"));
         }
@@ -387,7 +427,13 @@ pub fn validate(cfg: &Config) -> Result<(), String> {
     if cfg.interfaces.a == cfg.interfaces.b {
         return Err("interfaces.b: must differ from interfaces.a".into());
     }
-    check_range("time_scale", cfg.time_scale, 1e-3, 1e6, "in [0.001, 1000000]")?;
+    check_range(
+        "time_scale",
+        cfg.time_scale,
+        1e-3,
+        1e6,
+        "in [0.001, 1000000]",
+    )?;
     let mut protos = Vec::new();
     for (i, p) in cfg.protocols.iter().enumerate() {
         if crate::classify::Protocol::from_name(&p.protocol).is_none() {
@@ -400,7 +446,10 @@ pub fn validate(cfg: &Config) -> Result<(), String> {
             return Err(format!("protocols[{i}].udp_port: must be 1-65535"));
         }
         if cfg.protocols[..i].iter().any(|q| q.udp_port == p.udp_port) {
-            return Err(format!("protocols[{i}].udp_port: port {} is listed twice", p.udp_port));
+            return Err(format!(
+                "protocols[{i}].udp_port: port {} is listed twice",
+                p.udp_port
+            ));
         }
         protos.push(p.protocol.as_str());
     }
@@ -413,7 +462,10 @@ pub fn validate(cfg: &Config) -> Result<(), String> {
             let f = format!("{at}.timeline[{i}]");
             check_range(&format!("{f}.t"), ev.t, 0.0, 1e9, "a time >= 0 s")?;
             if ev.t < last {
-                return Err(format!("{f}.t: events must be in time order ({} < {last})", ev.t));
+                return Err(format!(
+                    "{f}.t: events must be in time order ({} < {last})",
+                    ev.t
+                ));
             }
             last = ev.t;
             validate_patch(&format!("{f}.set"), &ev.set)?;
@@ -421,7 +473,13 @@ pub fn validate(cfg: &Config) -> Result<(), String> {
         for (i, o) in dc.outages.iter().enumerate() {
             let f = format!("{at}.outages[{i}]");
             check_range(&format!("{f}.start"), o.start, 0.0, 1e9, "a time >= 0 s")?;
-            check_range(&format!("{f}.duration"), o.duration, 0.0, 1e9, "a length > 0 s")?;
+            check_range(
+                &format!("{f}.duration"),
+                o.duration,
+                0.0,
+                1e9,
+                "a length > 0 s",
+            )?;
             if o.duration <= 0.0 {
                 return Err(format!("{f}.duration: must be > 0 s"));
             }
@@ -461,7 +519,13 @@ pub fn validate(cfg: &Config) -> Result<(), String> {
             return Err(format!("{f}.bits: must be 1 .. 1000, got {}", r.bits));
         }
         if r.action == ActionKind::Delay {
-            check_range(&format!("{f}.delay_ms"), r.delay_ms, 0.0, MAX_DELAY_MS, "0 .. 24 h")?;
+            check_range(
+                &format!("{f}.delay_ms"),
+                r.delay_ms,
+                0.0,
+                MAX_DELAY_MS,
+                "0 .. 24 h",
+            )?;
         }
     }
     Ok(())
@@ -530,8 +594,16 @@ mod tests {
 
     #[test]
     fn patch_applies_only_what_it_names() {
-        let mut s = LinkSettings { delay_ms: 5.0, loss: 0.1, ..Default::default() };
-        LinkPatch { loss: Some(0.0), ..Default::default() }.apply(&mut s);
+        let mut s = LinkSettings {
+            delay_ms: 5.0,
+            loss: 0.1,
+            ..Default::default()
+        };
+        LinkPatch {
+            loss: Some(0.0),
+            ..Default::default()
+        }
+        .apply(&mut s);
         assert_eq!(s.delay_ms, 5.0);
         assert_eq!(s.loss, 0.0);
     }

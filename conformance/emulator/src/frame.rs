@@ -59,7 +59,14 @@ const ETH_HLEN: usize = 14;
 
 /// Locate the layers of an Ethernet frame.
 pub fn layout(f: &[u8]) -> Layout {
-    let non_ip = Layout { kind: Kind::NonIp, ip: 0, l4: 0, end: f.len(), src_port: 0, dst_port: 0 };
+    let non_ip = Layout {
+        kind: Kind::NonIp,
+        ip: 0,
+        l4: 0,
+        end: f.len(),
+        src_port: 0,
+        dst_port: 0,
+    };
     if f.len() < ETH_HLEN + 20 || f[12] != 0x08 || f[13] != 0x00 {
         return non_ip;
     }
@@ -75,7 +82,14 @@ pub fn layout(f: &[u8]) -> Layout {
     }
     let frag = u16::from_be_bytes([f[ip + 6], f[ip + 7]]) & 0x3fff;
     let l4 = ip + ihl;
-    let mut out = Layout { kind: Kind::Ipv4, ip, l4, end, src_port: 0, dst_port: 0 };
+    let mut out = Layout {
+        kind: Kind::Ipv4,
+        ip,
+        l4,
+        end,
+        src_port: 0,
+        dst_port: 0,
+    };
     if frag != 0 {
         out.kind = Kind::Fragment;
         return out;
@@ -167,7 +181,20 @@ pub mod tests {
     pub fn udp_frame(payload: &[u8], sport: u16, dport: u16) -> Vec<u8> {
         let mut f = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00];
         let total = 20 + 8 + payload.len();
-        f.extend_from_slice(&[0x45, 0, (total >> 8) as u8, total as u8, 0, 1, 0x40, 0, 64, 17, 0, 0]);
+        f.extend_from_slice(&[
+            0x45,
+            0,
+            (total >> 8) as u8,
+            total as u8,
+            0,
+            1,
+            0x40,
+            0,
+            64,
+            17,
+            0,
+            0,
+        ]);
         f.extend_from_slice(&[10, 213, 7, 1, 10, 213, 7, 2]);
         let ulen = 8 + payload.len();
         f.extend_from_slice(&sport.to_be_bytes());

@@ -6,13 +6,13 @@
 //! setting changes and outage windows, and impairment rules keyed on protocol
 //! fields. Every decision is logged as a JSON line and can be replayed.
 
+pub mod bridge;
 pub mod classify;
-pub mod jsonw;
 pub mod config;
 pub mod frame;
+pub mod jsonw;
 pub mod link;
+pub mod log;
 pub mod rng;
 pub mod rules;
 pub mod timeline;
-pub mod log;
-pub mod bridge;

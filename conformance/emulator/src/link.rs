@@ -126,7 +126,11 @@ pub fn ber_positions(rng: &mut Rng, nbits: u64, ber: f64, out: &mut Vec<u32>) {
     let mut pos: u64 = 0;
     loop {
         // P(gap = g) = (1-p)^g p: the number of clean bits before an error.
-        let gap = if ber >= 1.0 { 0.0 } else { (rng.unit_open0().ln() / ln_q).floor() };
+        let gap = if ber >= 1.0 {
+            0.0
+        } else {
+            (rng.unit_open0().ln() / ln_q).floor()
+        };
         if !gap.is_finite() || gap >= (nbits - pos) as f64 {
             return;
         }
@@ -153,7 +157,12 @@ fn distinct_positions(rng: &mut Rng, nbits: u64, n: u32, out: &mut Vec<u32>) {
 
 impl Link {
     pub fn new(dir: Dir, seed: u64, timeline: Timeline) -> Link {
-        Link { dir, rng: Rng::new(seed, dir.idx() as u64), timeline, free_at: 0 }
+        Link {
+            dir,
+            rng: Rng::new(seed, dir.idx() as u64),
+            timeline,
+            free_at: 0,
+        }
     }
 
     pub fn settings(&self) -> &LinkSettings {
@@ -204,10 +213,19 @@ impl Link {
                 fixed = true;
             }
         } else {
-            if let Some(Action { rule, kind, bits, delay_ns, checksum: ck }) = rule {
+            if let Some(Action {
+                rule,
+                kind,
+                bits,
+                delay_ns,
+                checksum: ck,
+            }) = rule
+            {
                 rule_no = Some(rule);
                 match kind {
-                    crate::config::ActionKind::Drop => return Decision::dropped("rule", Some(rule)),
+                    crate::config::ActionKind::Drop => {
+                        return Decision::dropped("rule", Some(rule))
+                    }
                     crate::config::ActionKind::Corrupt => {
                         let mut rel = Vec::new();
                         distinct_positions(&mut self.rng, nbits, bits, &mut rel);
@@ -275,7 +293,11 @@ impl Link {
         self.free_at = depart + if copies > 1 { ser } else { 0 };
         let delay = (s.delay_ms * 1e6).round() as u64;
         let release = depart + delay + extra;
-        let verdict = if flips.is_empty() { Verdict::Pass } else { Verdict::Corrupt };
+        let verdict = if flips.is_empty() {
+            Verdict::Pass
+        } else {
+            Verdict::Corrupt
+        };
         Decision {
             verdict,
             cause,
@@ -302,7 +324,10 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn link(s: LinkSettings) -> Link {
-        link_with(DirectionConfig { link: s, ..Default::default() })
+        link_with(DirectionConfig {
+            link: s,
+            ..Default::default()
+        })
     }
 
     fn link_with(dc: DirectionConfig) -> Link {
@@ -317,7 +342,10 @@ mod tests {
 
     #[test]
     fn delay_only() {
-        let mut l = link(LinkSettings { delay_ms: 250.0, ..Default::default() });
+        let mut l = link(LinkSettings {
+            delay_ms: 250.0,
+            ..Default::default()
+        });
         let d = send(&mut l, 5, 1066);
         assert_eq!(d.verdict, Verdict::Pass);
         assert_eq!(d.release, 5 + 250 * MS);
@@ -326,7 +354,11 @@ mod tests {
     #[test]
     fn rate_serializes_back_to_back_frames() {
         // 1 Mb/s: a 1250-byte frame takes 10 ms on the wire.
-        let mut l = link(LinkSettings { rate_bps: 1e6, delay_ms: 100.0, ..Default::default() });
+        let mut l = link(LinkSettings {
+            rate_bps: 1e6,
+            delay_ms: 100.0,
+            ..Default::default()
+        });
         let a = send(&mut l, 0, 1250);
         let b = send(&mut l, 0, 1250);
         let c = send(&mut l, 50 * MS, 1250);
@@ -338,19 +370,37 @@ mod tests {
 
     #[test]
     fn queue_limit_drops_the_tail() {
-        let mut l = link(LinkSettings { rate_bps: 1e6, queue_bytes: 3000, ..Default::default() });
+        let mut l = link(LinkSettings {
+            rate_bps: 1e6,
+            queue_bytes: 3000,
+            ..Default::default()
+        });
         let got: Vec<Verdict> = (0..5).map(|_| send(&mut l, 0, 1250).verdict).collect();
         // backlog before each: 0, 1250, 2500 (+1250 > 3000 -> drop), ...
-        assert_eq!(got, [Verdict::Pass, Verdict::Pass, Verdict::Drop, Verdict::Drop, Verdict::Drop]);
+        assert_eq!(
+            got,
+            [
+                Verdict::Pass,
+                Verdict::Pass,
+                Verdict::Drop,
+                Verdict::Drop,
+                Verdict::Drop
+            ]
+        );
         let later = send(&mut l, 20 * MS, 1250);
         assert_eq!(later.verdict, Verdict::Pass, "the queue drains");
     }
 
     #[test]
     fn loss_rate_is_statistically_right() {
-        let mut l = link(LinkSettings { loss: 0.05, ..Default::default() });
+        let mut l = link(LinkSettings {
+            loss: 0.05,
+            ..Default::default()
+        });
         let n = 100_000;
-        let lost = (0..n).filter(|i| send(&mut l, *i, 100).verdict == Verdict::Drop).count();
+        let lost = (0..n)
+            .filter(|i| send(&mut l, *i, 100).verdict == Verdict::Drop)
+            .count();
         // sd = sqrt(n p q) ~ 68.9; 5 sd
         assert!((lost as f64 - 5000.0).abs() < 345.0, "lost {lost}");
     }
@@ -358,22 +408,35 @@ mod tests {
     #[test]
     fn ber_flips_payload_bits_at_the_right_rate() {
         let ber = 1e-4;
-        let mut l = link(LinkSettings { ber, ..Default::default() });
+        let mut l = link(LinkSettings {
+            ber,
+            ..Default::default()
+        });
         let (mut flips, mut bits) = (0usize, 0u64);
         for i in 0..20_000 {
             let mut f = udp_frame(&[0u8; 1000], 1, 2);
             let lay = frame::layout(&f);
             let d = l.decide(i, &mut f, &lay, None, None);
             let lo = lay.payload() as u32 * 8;
-            assert!(d.flipped.iter().all(|&b| b >= lo), "errors only in the payload");
+            assert!(
+                d.flipped.iter().all(|&b| b >= lo),
+                "errors only in the payload"
+            );
             let ones: u32 = f[lay.payload()..].iter().map(|b| b.count_ones()).sum();
-            assert_eq!(ones as usize, d.flipped.len(), "every listed bit is flipped");
+            assert_eq!(
+                ones as usize,
+                d.flipped.len(),
+                "every listed bit is flipped"
+            );
             assert!(!frame::udp_checksum_ok(&f, &lay) || d.flipped.is_empty());
             flips += d.flipped.len();
             bits += 8000;
         }
         let expect = bits as f64 * ber; // 16000, sd ~126
-        assert!((flips as f64 - expect).abs() < 5.0 * 126.5, "flips {flips} expect {expect}");
+        assert!(
+            (flips as f64 - expect).abs() < 5.0 * 126.5,
+            "flips {flips} expect {expect}"
+        );
     }
 
     #[test]
@@ -394,7 +457,10 @@ mod tests {
     #[test]
     fn outage_drops_everything_even_arp() {
         let dc = DirectionConfig {
-            outages: vec![Outage { start: 1.0, duration: 2.0 }],
+            outages: vec![Outage {
+                start: 1.0,
+                duration: 2.0,
+            }],
             ..Default::default()
         };
         let mut l = link_with(dc);
@@ -402,15 +468,32 @@ mod tests {
         arp[12] = 0x08;
         arp[13] = 0x06;
         let lay = frame::layout(&arp);
-        assert_eq!(l.decide(1_500 * MS, &mut arp, &lay, None, None).cause.as_deref(), Some("outage"));
-        assert_eq!(l.decide(3_000 * MS, &mut arp, &lay, None, None).verdict, Verdict::Pass);
+        assert_eq!(
+            l.decide(1_500 * MS, &mut arp, &lay, None, None)
+                .cause
+                .as_deref(),
+            Some("outage")
+        );
+        assert_eq!(
+            l.decide(3_000 * MS, &mut arp, &lay, None, None).verdict,
+            Verdict::Pass
+        );
     }
 
     #[test]
     fn timeline_changes_the_delay_mid_run() {
         let dc = DirectionConfig {
-            link: LinkSettings { delay_ms: 10.0, ..Default::default() },
-            timeline: vec![Event { t: 1.0, set: LinkPatch { delay_ms: Some(500.0), ..Default::default() } }],
+            link: LinkSettings {
+                delay_ms: 10.0,
+                ..Default::default()
+            },
+            timeline: vec![Event {
+                t: 1.0,
+                set: LinkPatch {
+                    delay_ms: Some(500.0),
+                    ..Default::default()
+                },
+            }],
             outages: vec![],
         };
         let mut l = link_with(dc);
@@ -423,20 +506,43 @@ mod tests {
         let mut l = link(LinkSettings::default());
         let mut f = udp_frame(&[0u8; 100], 1, 2);
         let lay = frame::layout(&f);
-        let act = |kind, bits, delay_ns| Action { rule: 3, kind, bits, delay_ns, checksum: None };
-        let d = l.decide(0, &mut f.clone(), &lay, Some(act(ActionKind::Drop, 1, 0)), None);
+        let act = |kind, bits, delay_ns| Action {
+            rule: 3,
+            kind,
+            bits,
+            delay_ns,
+            checksum: None,
+        };
+        let d = l.decide(
+            0,
+            &mut f.clone(),
+            &lay,
+            Some(act(ActionKind::Drop, 1, 0)),
+            None,
+        );
         assert_eq!((d.verdict, d.rule), (Verdict::Drop, Some(3)));
         let d = l.decide(0, &mut f, &lay, Some(act(ActionKind::Corrupt, 5, 0)), None);
         assert_eq!(d.flipped.len(), 5);
         assert_eq!(d.verdict, Verdict::Corrupt);
         let mut g = udp_frame(&[0u8; 100], 1, 2);
-        let d = l.decide(0, &mut g, &lay, Some(act(ActionKind::Delay, 1, 7 * MS)), None);
+        let d = l.decide(
+            0,
+            &mut g,
+            &lay,
+            Some(act(ActionKind::Delay, 1, 7 * MS)),
+            None,
+        );
         assert_eq!(d.release, 7 * MS);
     }
 
     #[test]
     fn same_seed_same_decisions_and_replay_reproduces_them() {
-        let s = LinkSettings { loss: 0.1, ber: 1e-4, duplicate: 0.05, ..Default::default() };
+        let s = LinkSettings {
+            loss: 0.1,
+            ber: 1e-4,
+            duplicate: 0.05,
+            ..Default::default()
+        };
         let run = |replay: Option<&Vec<Logged>>| -> Vec<(Verdict, Vec<u32>, u8)> {
             let mut l = link(s.clone());
             if replay.is_some() {

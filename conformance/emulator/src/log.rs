@@ -143,10 +143,18 @@ pub fn read_replay(text: &str) -> Result<ReplayLog, String> {
         let dir = match v["dir"].as_str() {
             Some("forward") => Dir::Forward,
             Some("return") => Dir::Return,
-            _ => return Err(format!("line {at}: dir: expected \"forward\" or \"return\"")),
+            _ => {
+                return Err(format!(
+                    "line {at}: dir: expected \"forward\" or \"return\""
+                ))
+            }
         };
-        let index = v["index"].as_u64().ok_or(format!("line {at}: index: expected a number"))?;
-        let verdict = v["verdict"].as_str().ok_or(format!("line {at}: verdict: missing"))?;
+        let index = v["index"]
+            .as_u64()
+            .ok_or(format!("line {at}: index: expected a number"))?;
+        let verdict = v["verdict"]
+            .as_str()
+            .ok_or(format!("line {at}: verdict: missing"))?;
         if !matches!(verdict, "pass" | "corrupt" | "drop") {
             return Err(format!("line {at}: verdict: unknown {verdict:?}"));
         }
@@ -233,8 +241,9 @@ mod tests {
 
     #[test]
     fn bad_log_names_line_and_key() {
-        let e = read_replay("{\"dir\":\"forward\",\"index\":1,\"verdict\":\"pass\"}\n{\"dir\":\"up\"}")
-            .unwrap_err();
+        let e =
+            read_replay("{\"dir\":\"forward\",\"index\":1,\"verdict\":\"pass\"}\n{\"dir\":\"up\"}")
+                .unwrap_err();
         assert!(e.starts_with("line 2: dir"), "{e}");
     }
 }

@@ -97,7 +97,9 @@ fn run_cmd(args: &[String], check_only: bool) -> ExitCode {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| -> Result<String, ExitCode> {
-            it.next().cloned().ok_or_else(|| bad(&format!("{name} needs a value")))
+            it.next()
+                .cloned()
+                .ok_or_else(|| bad(&format!("{name} needs a value")))
         };
         let r = match a.as_str() {
             "--config" => val("--config").map(|v| config = Some(v)),
@@ -135,9 +137,10 @@ fn run_cmd(args: &[String], check_only: bool) -> ExitCode {
     }
     let replay = match replay {
         None => None,
-        Some(p) => match std::fs::read_to_string(&p).map_err(|e| e.to_string()).and_then(|t| {
-            dtnc_emu::log::read_replay(&t)
-        }) {
+        Some(p) => match std::fs::read_to_string(&p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| dtnc_emu::log::read_replay(&t))
+        {
             Ok(r) => Some(r),
             Err(e) => return bad(&format!("--replay {p}: {e}")),
         },
@@ -163,7 +166,11 @@ fn run_cmd(args: &[String], check_only: bool) -> ExitCode {
         Ok(e) => e,
         Err(e) => {
             eprintln!("dtnc-emu: {e}");
-            return ExitCode::from(if e.to_string().contains("CAP_NET_RAW") { 2 } else { 1 });
+            return ExitCode::from(if e.to_string().contains("CAP_NET_RAW") {
+                2
+            } else {
+                1
+            });
         }
     };
     let res = emu.run();

@@ -67,7 +67,11 @@ impl Rule {
             index,
             dir: rc.direction,
             protocol: Protocol::from_name(&rc.protocol).expect("validated protocol"),
-            match_: rc.match_.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            match_: rc
+                .match_
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             first: rc.occurrence,
             last: rc.occurrence + rc.count - 1,
             action: rc.action,
@@ -88,7 +92,13 @@ pub struct RuleSet {
 
 impl RuleSet {
     pub fn new(cfgs: &[RuleConfig]) -> RuleSet {
-        RuleSet { rules: cfgs.iter().enumerate().map(|(i, r)| Rule::from_config(i, r)).collect() }
+        RuleSet {
+            rules: cfgs
+                .iter()
+                .enumerate()
+                .map(|(i, r)| Rule::from_config(i, r))
+                .collect(),
+        }
     }
 
     /// Count one classified segment; return the action of the first rule
@@ -135,7 +145,10 @@ mod tests {
         RuleConfig {
             direction: Dir::Return,
             protocol: "ltp".into(),
-            match_: m.iter().map(|(k, v)| (k.to_string(), v.clone())).collect::<BTreeMap<_, _>>(),
+            match_: m
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect::<BTreeMap<_, _>>(),
             occurrence: occ,
             count,
             action: ActionKind::Drop,
@@ -148,11 +161,20 @@ mod tests {
     #[test]
     fn name_or_code_and_type_strictness() {
         let f = rs(3);
-        assert!(matches(&f, &[("type".into(), MatchValue::Str("RS".into()))]));
+        assert!(matches(
+            &f,
+            &[("type".into(), MatchValue::Str("RS".into()))]
+        ));
         assert!(matches(&f, &[("type".into(), MatchValue::Int(8))]));
         assert!(!matches(&f, &[("type".into(), MatchValue::Int(9))]));
-        assert!(!matches(&f, &[("red".into(), MatchValue::Int(0))]), "bool is not int");
-        assert!(!matches(&f, &[("offset".into(), MatchValue::Int(0))]), "absent field");
+        assert!(
+            !matches(&f, &[("red".into(), MatchValue::Int(0))]),
+            "bool is not int"
+        );
+        assert!(
+            !matches(&f, &[("offset".into(), MatchValue::Int(0))]),
+            "absent field"
+        );
     }
 
     #[test]
@@ -173,9 +195,17 @@ mod tests {
             rule(&[("type", MatchValue::Str("RS".into()))], 1, 1),
             rule(&[("report_serial", MatchValue::Int(2))], 1, 1),
         ]);
-        assert_eq!(set.decide(Dir::Return, Protocol::Ltp, &rs(1)).map(|a| a.rule), Some(0));
+        assert_eq!(
+            set.decide(Dir::Return, Protocol::Ltp, &rs(1))
+                .map(|a| a.rule),
+            Some(0)
+        );
         // rule 1's first match is this RS, even though rule 0 did not act
-        assert_eq!(set.decide(Dir::Return, Protocol::Ltp, &rs(2)).map(|a| a.rule), Some(1));
+        assert_eq!(
+            set.decide(Dir::Return, Protocol::Ltp, &rs(2))
+                .map(|a| a.rule),
+            Some(1)
+        );
         assert_eq!(set.rules[0].seen, 2);
     }
 }

@@ -21,7 +21,11 @@ fn to_ns(seconds: f64, k: f64) -> u64 {
 
 impl Timeline {
     pub fn new(dc: &DirectionConfig, time_scale: f64) -> Timeline {
-        let events = dc.timeline.iter().map(|e| (to_ns(e.t, time_scale), e.set.clone())).collect();
+        let events = dc
+            .timeline
+            .iter()
+            .map(|e| (to_ns(e.t, time_scale), e.set.clone()))
+            .collect();
         let mut outages: Vec<(u64, u64)> = dc
             .outages
             .iter()
@@ -31,7 +35,12 @@ impl Timeline {
             })
             .collect();
         outages.sort();
-        Timeline { events, next: 0, outages, settings: dc.link.clone() }
+        Timeline {
+            events,
+            next: 0,
+            outages,
+            settings: dc.link.clone(),
+        }
     }
 
     /// Apply every event due at or before `now` (ns since start; calls must
@@ -82,12 +91,30 @@ mod tests {
 
     fn dc() -> DirectionConfig {
         DirectionConfig {
-            link: LinkSettings { delay_ms: 10.0, ..Default::default() },
+            link: LinkSettings {
+                delay_ms: 10.0,
+                ..Default::default()
+            },
             timeline: vec![
-                Event { t: 2.0, set: LinkPatch { loss: Some(0.5), ..Default::default() } },
-                Event { t: 4.0, set: LinkPatch { delay_ms: Some(20.0), ..Default::default() } },
+                Event {
+                    t: 2.0,
+                    set: LinkPatch {
+                        loss: Some(0.5),
+                        ..Default::default()
+                    },
+                },
+                Event {
+                    t: 4.0,
+                    set: LinkPatch {
+                        delay_ms: Some(20.0),
+                        ..Default::default()
+                    },
+                },
             ],
-            outages: vec![Outage { start: 10.0, duration: 30.0 }],
+            outages: vec![Outage {
+                start: 10.0,
+                duration: 30.0,
+            }],
         }
     }
 
