@@ -328,3 +328,34 @@ def test_same_seed_same_decisions_and_replay(tmp_path: Path) -> None:
     strip = [{k: v for k, v in r.items() if k != "replayed"} for r in replayed]
     assert strip == runs[0]
     assert stats["forward"]["replay_mismatch"] == 0
+
+
+def test_jumbo_frames_and_fragments_cross_uncounted(tmp_path: Path) -> None:
+    """MTU 9000: an 8000-byte datagram crosses whole; at MTU 1500 a 4000-byte
+    LTP segment is fragmented, crosses, and is never classified or counted."""
+    with netns.topology(mtu=9000, static_arp=True) as topo:
+        chan = _channel(topo, tmp_path)
+        _, got = _traffic(topo, pps=200, count=100, size=8000)
+        chan.stop()
+    assert got["received"] == 100 and got["corrupted"] == 0
+    assert {r["len"] for r in _log(tmp_path / "channel.jsonl") if r["kind"] == "udp"} == {8042}
+
+    big = ltp.Segment(type_code=0, session_originator=1, session_number=2, client_service_id=1,
+                      offset=0, data=bytes(4000)).encode()  # fmt: skip
+    d = tmp_path / "frag"
+    d.mkdir()
+    with netns.topology(static_arp=True) as topo:
+        chan = _channel(topo, d, None, [{"direction": "forward", "match": {"type": "RD"}}])
+        rx = topo.spawn(topo.ns_b, [sys.executable, "-c", RECEIVER])
+        assert netns.wait_for(
+            lambda: ":0459 " in subprocess.run(["ip", "netns", "exec", topo.ns_b, "cat",
+                                                "/proc/net/udp"], capture_output=True,
+                                               text=True).stdout, 5)  # fmt: skip
+        _send(topo, [big])
+        out, _ = rx.communicate(timeout=10)
+        stats = chan.stop()
+    assert [bytes.fromhex(h) for h in out.decode().split()] == [big], "reassembled intact"
+    log = _log(d / "channel.jsonl")
+    assert [r["kind"] for r in log] == ["fragment"] * 3
+    assert all("seg" not in r and r["verdict"] == "pass" for r in log)
+    assert stats["forward"]["segments"] == 0 and stats["rules"][0]["matched"] == 0
