@@ -579,21 +579,24 @@ impl Emulator {
         });
     }
 
+    /// Queue a frame for sending. Every frame that leaves, held ones
+    /// included, counts down the reordered frames held behind it; those that
+    /// reach zero leave right after it (and count down the rest in turn).
     fn emit(&mut self, dir: Dir, data: Vec<u8>) {
-        self.in_flight -= data.len() as u64;
-        self.out[dir.idx()].push(data);
-        // every frame that leaves counts down the reordered frames held
-        // behind it
-        let held = &mut self.held[dir.idx()];
-        let mut i = 0;
-        while i < held.len() {
-            held[i].remaining -= 1;
-            if held[i].remaining == 0 {
-                let h = held.remove(i);
-                self.in_flight -= h.data.len() as u64;
-                self.out[dir.idx()].push(h.data);
-            } else {
-                i += 1;
+        let di = dir.idx();
+        let mut leaving = std::collections::VecDeque::from([data]);
+        while let Some(d) = leaving.pop_front() {
+            self.in_flight -= d.len() as u64;
+            self.out[di].push(d);
+            let held = &mut self.held[di];
+            let mut i = 0;
+            while i < held.len() {
+                held[i].remaining -= 1;
+                if held[i].remaining == 0 {
+                    leaving.push_back(held.remove(i).data);
+                } else {
+                    i += 1;
+                }
             }
         }
     }
@@ -612,16 +615,11 @@ impl Emulator {
             }
             self.emit(p.dir, p.data);
         }
-        for di in 0..2 {
-            let mut j = 0;
-            while j < self.held[di].len() {
-                if self.held[di][j].deadline <= now {
-                    let h = self.held[di].remove(j);
-                    self.in_flight -= h.data.len() as u64;
-                    self.out[di].push(h.data);
-                } else {
-                    j += 1;
-                }
+        for d in [Dir::Forward, Dir::Return] {
+            // held frames whose timeout passed leave without waiting longer
+            while let Some(j) = self.held[d.idx()].iter().position(|h| h.deadline <= now) {
+                let h = self.held[d.idx()].remove(j);
+                self.emit(d, h.data);
             }
         }
         for di in 0..2 {

@@ -1,0 +1,335 @@
+"""The Rust channel emulator's classifiers against independent decoders.
+
+``dtnc-emu classify PROTOCOL`` reads hex UDP payloads, one per line, and
+prints each one's fields as a JSON object (``null`` when it does not
+classify). Here its LTP output is compared with the Python codec
+(:func:`conformance.ltp.classify` of :func:`conformance.ltp.parse`) on every
+captured LTP segment, and its CFDP output with tshark's cfdp dissector.
+
+Build the binary first: ``cd conformance/emulator && cargo build --release``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance import ltp
+
+ROOT = Path(__file__).resolve().parents[2]
+EMU = ROOT / "conformance" / "emulator" / "target" / "release" / "dtnc-emu"
+CAPTURES = ROOT / "reports" / "findings" / "captures"
+LTP_PORT = 1113
+
+pytestmark = pytest.mark.skipif(
+    not EMU.exists(),
+    reason=f"{EMU} is missing; build it with `cargo build --release` in conformance/emulator",
+)
+
+
+def emulator_classify(protocol: str, payloads: list[bytes]) -> list[dict[str, Any] | None]:
+    """One ``dtnc-emu classify`` run over all payloads (none may be empty:
+    the command skips blank lines)."""
+    assert all(payloads), "empty payloads have no line of their own"
+    proc = subprocess.run(
+        [str(EMU), "classify", protocol],
+        input="".join(p.hex() + "\n" for p in payloads),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    lines = proc.stdout.splitlines()
+    assert len(lines) == len(payloads), proc.stderr
+    return [json.loads(line) for line in lines]
+
+
+def typed(fields: dict[str, Any] | None) -> list[tuple[str, str, Any]] | None:
+    """Fields with their JSON types, in order (True == 1 in Python, so a
+    plain dict comparison would not catch a flag emitted as a number)."""
+    if fields is None:
+        return None
+    return [(k, type(v).__name__, v) for k, v in fields.items()]
+
+
+def python_ltp(payload: bytes) -> dict[str, Any] | None:
+    try:
+        fields = ltp.classify(ltp.parse(payload))
+    except ltp.LtpDecodeError:
+        return None
+    # The one deliberate difference: SDNV values over 64 bits (which
+    # ltp.sdnv_decode accepts up to 70 bits) do not classify in the emulator.
+    if any(isinstance(v, int) and v >= 2**64 for v in fields.values()):
+        return None
+    return fields
+
+
+def udp_payloads(pattern: str, port: int) -> list[tuple[str, bytes]]:
+    """(label, UDP payload) of every non-empty datagram to or from ``port``
+    in the captures matching ``pattern``."""
+    from scapy.layers.inet import UDP
+    from scapy.utils import PcapReader
+
+    out = []
+    for pcap in sorted(CAPTURES.glob(pattern)):
+        with PcapReader(str(pcap)) as reader:
+            for number, pkt in enumerate(reader, start=1):
+                if UDP in pkt and port in (pkt[UDP].sport, pkt[UDP].dport):
+                    payload = bytes(pkt[UDP].payload)
+                    if payload:
+                        out.append((f"{pcap.name} frame {number}", payload))
+    return out
+
+
+def assert_same_as_python_ltp(labelled: list[tuple[str, bytes]]) -> None:
+    got = emulator_classify("ltp", [p for _, p in labelled])
+    for (label, payload), fields in zip(labelled, got, strict=True):
+        assert typed(fields) == typed(python_ltp(payload)), f"{label}: {payload.hex()}"
+
+
+def test_ltp_fields_equal_python_codec_on_every_licklider_segment() -> None:
+    labelled = udp_payloads("licklider-*.pcap", LTP_PORT)
+    assert len(labelled) >= 30, "the licklider captures hold 30 LTP segments"
+    assert all(python_ltp(p) is not None for _, p in labelled)
+    assert_same_as_python_ltp(labelled)
+
+
+def test_ltp_fields_equal_python_codec_on_the_wireshark_finding_segments() -> None:
+    labelled = udp_payloads("wireshark-*-ltp-*.pcap", LTP_PORT)
+    assert labelled
+    assert_same_as_python_ltp(labelled)
+
+
+def test_ltp_truncated_and_mutated_segments_agree_with_python_codec() -> None:
+    """Differential check on damaged segments: every proper prefix of every
+    captured segment, and bit-flipped copies, classify (or not) alike."""
+    rng = random.Random(5326)
+    damaged: list[tuple[str, bytes]] = []
+    for label, payload in udp_payloads("*.pcap", LTP_PORT):
+        damaged += [(f"{label} first {n} octets", payload[:n]) for n in range(1, len(payload))]
+        for i in range(40):
+            buf = bytearray(payload)
+            for _ in range(rng.randint(1, 3)):
+                pos = rng.randrange(min(len(buf), 24)) if i % 2 else rng.randrange(len(buf))
+                buf[pos] ^= 1 << rng.randrange(8)
+            damaged.append((f"{label} mutation {i}", bytes(buf)))
+    assert_same_as_python_ltp(damaged)
+
+
+# ---------------------------------------------------------------------------
+# CFDP against tshark
+# ---------------------------------------------------------------------------
+
+# The PDUs embedded in conformance/emulator/src/classify/cfdp.rs, built with
+# the PDU classes of spacepackets 0.32.0 (pip install cfdp-py==0.7.0
+# fastcrc==0.3.6), plus three hand-built Finished PDUs with the condition
+# codes 9-11.
+CFDP_PDUS: dict[str, str] = {
+    "eof_no_error": "20000a0001030204001234abcd00001000",
+    "eof_cancel_fault_location_crc": "220010130102deadbeef030404f000000000000003e80602030456b2",
+    "eof_large": "21000e000103020400ffffffff0000000200000005",
+    "finished_retained": "280002000103020502",
+    "finished_incomplete_fs_response_fault": "2a0017130102deadbeef03040554010d100a2f746d702f612e747874000602030401a7",
+    "ack_eof": "28000300010302064001",
+    "ack_finished": "2200050001030206518236fe",
+    "metadata": (
+        "200022000103020743000008000d2f7372632f66696c652e62696e0d2f6473742f66696c652e62696e"
+    ),
+    "metadata_options_large_unack": "27001d00010302070f000001000000000001610162020568656c6c6f04017405010758f8",
+    "nak_two_requests": "2800190001030208000000000000100000000000000002000000040000000800",
+    "nak_large_crc": (
+        "2b0023000103020800000001000000000000000100000064000000010000000a00000001000000143f0e"
+    ),
+    "nak_no_requests": "280009130102deadbeef03040800000064000000c8",
+    "prompt_nak": "200002000103020900",
+    "prompt_keep_alive_crc": "220004000103020980ccd2",
+    "keep_alive": "280005000103020c00000309",
+    "keep_alive_large": "290009000103020c0000000800000000",
+    "file_data": "300014000103020000040030313233343536373839616263646566",
+    "file_data_unack_wide_ids": (
+        "340044130102deadbeef030400000000000102030405060708090a0b0c0d0e0f1011121314151617"
+        "18191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+    ),
+    "file_data_large": "31000b00010302000000010000000778797a",
+    "file_data_segment_metadata": "30000e88010302c3010203000000407265636f7264",
+    "file_data_segment_metadata_empty_crc": "3200098801030240000000467232f005",
+    "file_data_crc": "32000b000103020000000568656c6c6f0cd3",
+    "file_data_large_segmeta_crc_u64": (
+        "33004b7f8000000000000001ffffffffffffffff0000000000000009bf6d6d6d6d6d6d6d6d6d6d6d"
+        "6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d"
+        "6d6d6d6d6d6d6d6d6d6d6d6dfffffffffffffffe21891c"
+    ),
+    "file_data_empty": "3000040001030200001000",
+    "finished_invalid_file_structure": "280002000103020592",
+    "finished_check_limit_reached": "2800020001030205a2",
+    "finished_unsupported_checksum_type": "2800020001030205b2",
+}
+
+CONDITIONS = [
+    "no_error",
+    "positive_ack_limit_reached",
+    "keep_alive_limit_reached",
+    "invalid_transmission_mode",
+    "filestore_rejection",
+    "file_checksum_failure",
+    "file_size_error",
+    "nak_limit_reached",
+    "inactivity_detected",
+    "invalid_file_structure",
+    "check_limit_reached",
+    "unsupported_checksum_type",
+    "reserved_12",
+    "reserved_13",
+    "suspend_request_received",
+    "cancel_request_received",
+]
+DIRECTIVES = {
+    "eof": 4,
+    "finished": 5,
+    "ack": 6,
+    "metadata": 7,
+    "nak": 8,
+    "prompt": 9,
+    "keep_alive": 12,
+}
+CFDP_PORT = 5222  # any: tshark is told to decode it as CFDP
+
+# emulator field -> (tshark field, emulator value -> tshark's -T fields text)
+SHARED_FIELDS: dict[str, tuple[str, Any]] = {
+    "version": ("cfdp.version", str),
+    "pdu_type": ("cfdp.pdu_type", lambda v: str(["file_directive", "file_data"].index(v))),
+    "direction": ("cfdp.direction", lambda v: str(["toward_receiver", "toward_sender"].index(v))),
+    "mode": ("cfdp.trans_mode", lambda v: str(["acknowledged", "unacknowledged"].index(v))),
+    "crc": ("cfdp.crc_flag", lambda v: str(int(v))),
+    # tshark 4.0 calls the large-file bit "Bit reserved 1" (727.0-B-4 layout)
+    "large_file": ("cfdp.res1", lambda v: str(int(v))),
+    "data_field_length": ("cfdp.data_length", str),
+    "source_entity": ("cfdp.srcid", str),
+    "transaction": ("cfdp.transeqnum", str),
+    "dest_entity": ("cfdp.dstid", str),
+    "directive_code": ("cfdp.fdtype", str),
+    "condition": ("cfdp.condition_code", lambda v: str(CONDITIONS.index(v))),
+    "checksum": ("cfdp.checksum", lambda v: f"0x{v:08x}"),
+    "delivery_code": (
+        "cfdp.delivery_code",
+        lambda v: str(["data_complete", "data_incomplete"].index(v)),
+    ),
+    "file_status": (
+        "cfdp.file_status",
+        lambda v: str(
+            [
+                "discarded_deliberately",
+                "discarded_filestore_rejection",
+                "retained",
+                "unreported",
+            ].index(v)
+        ),
+    ),
+    "ack_of": ("cfdp.dir_code_ack", lambda v: str(DIRECTIVES[v])),
+    "ack_subtype": ("cfdp.dir_subtype_ack", str),
+    "transaction_status": (
+        "cfdp.trans_stat_ack",
+        lambda v: str(["undefined", "active", "terminated", "unrecognized"].index(v)),
+    ),
+    "response_required": ("cfdp.response_req", lambda v: str(["nak", "keep_alive"].index(v))),
+    # FSS fields: compared only for small-file PDUs (see below)
+    "file_size": ("cfdp.file_size", str),
+    "start_of_scope": ("cfdp.nak_st_scope", str),
+    "end_of_scope": ("cfdp.nak_sp_scope", str),
+    "progress": ("cfdp.progress", str),
+    "offset": ("cfdp.offset", str),
+}
+FSS_FIELDS = {"file_size", "start_of_scope", "end_of_scope", "progress", "offset"}
+
+
+def tshark_has_cfdp() -> bool:
+    if shutil.which("tshark") is None:
+        return False
+    out = subprocess.run(
+        ["tshark", "-G", "protocols"], capture_output=True, text=True, check=False
+    ).stdout
+    return any(line.split("\t")[2:3] == ["cfdp"] for line in out.splitlines())
+
+
+def tshark_cfdp_fields(pdus: list[bytes], tmp_path: Path) -> list[dict[str, str]]:
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Raw
+    from scapy.utils import wrpcap
+
+    pcap = tmp_path / "cfdp.pcap"
+    wrpcap(
+        str(pcap),
+        [
+            Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=5111, dport=CFDP_PORT) / Raw(p)
+            for p in pdus
+        ],
+    )
+    names = [t for t, _ in SHARED_FIELDS.values()]
+    cmd = ["tshark", "-r", str(pcap), "-d", f"udp.port=={CFDP_PORT},cfdp", "-T", "fields"]
+    cmd += ["-E", "separator=/t", "-E", "occurrence=f"]
+    for name in names:
+        cmd += ["-e", name]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=60).stdout
+    rows = [line.split("\t") for line in out.splitlines()]
+    assert len(rows) == len(pdus)
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+@pytest.mark.skipif(not tshark_has_cfdp(), reason="tshark with the cfdp dissector is not installed")
+def test_cfdp_fields_agree_with_tshark(tmp_path: Path) -> None:
+    """Every field both decoders decode must agree.
+
+    tshark 4.0's dissector follows CCSDS 727.0-B-4: it has no large-file flag
+    (its FSS fields are always 32 bits) and no segment metadata, so FSS
+    fields are compared only for small-file PDUs and the file data offset
+    only without segment metadata. Everything else it decodes is compared.
+    """
+    pdus = [bytes.fromhex(h) for h in CFDP_PDUS.values()]
+    ours = emulator_classify("cfdp", pdus)
+    theirs = tshark_cfdp_fields(pdus, tmp_path)
+    compared = 0
+    for name, fields, shark in zip(CFDP_PDUS, ours, theirs, strict=True):
+        assert fields is not None, f"{name} does not classify"
+        for key, value in fields.items():
+            if key not in SHARED_FIELDS:
+                continue
+            if key in FSS_FIELDS and fields["large_file"]:
+                continue
+            if key == "offset" and fields["segment_metadata"]:
+                continue
+            tshark_name, render = SHARED_FIELDS[key]
+            assert render(value) == shark[tshark_name], (
+                f"{name}: {key}={value!r}, {tshark_name}={shark[tshark_name]!r}"
+            )
+            compared += 1
+    assert compared > 200
+
+
+def test_cfdp_every_directive_and_file_data_variant_classifies() -> None:
+    got = {
+        n: f
+        for n, f in zip(
+            CFDP_PDUS,
+            emulator_classify("cfdp", [bytes.fromhex(h) for h in CFDP_PDUS.values()]),
+            strict=True,
+        )
+    }
+    assert all(f is not None for f in got.values())
+    assert {f.get("directive") for f in got.values()} >= set(DIRECTIVES)
+    data = [f for f in got.values() if f["pdu_type"] == "file_data"]
+    assert {(f["large_file"], f["segment_metadata"], f["crc"]) for f in data} >= {
+        (False, False, False),
+        (True, False, False),
+        (False, True, False),
+        (False, False, True),
+        (True, True, True),
+    }
+    assert all(f["crc_ok"] for f in got.values() if f["crc"])
+    assert got["finished_invalid_file_structure"]["condition"] == "invalid_file_structure"
