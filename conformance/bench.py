@@ -13,12 +13,13 @@ from collections.abc import Callable
 
 from rich.console import Console
 
+from conformance.bench_emulator import bench_emulator
 from conformance.errors import InputError
 
 
 def bench_codec(out: Console) -> dict[str, float]:
     """LTP codec: parse and encode rate of a mixed segment stream, and the cost
-    of classify() relative to parse() (what the relay pays per segment)."""
+    of classify() relative to parse() (what a Python channel would pay per segment)."""
     from conformance import ltp
 
     segs = [
@@ -76,6 +77,7 @@ def bench_tlc(out: Console) -> dict[str, float]:
 BENCHES: dict[str, Callable[[Console], dict[str, float]]] = {
     "codec": bench_codec,
     "tlc": bench_tlc,
+    "emulator": bench_emulator,
 }
 
 

@@ -371,6 +371,10 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from conformance import bench
 
+    if args.quick:
+        import os
+
+        os.environ["DTNC_BENCH_QUICK"] = "1"
     return bench.run(args.name, console)
 
 
@@ -428,6 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("bench", help="run a benchmark: human lines, then one JSON line of figures")
     s.add_argument("name", help="benchmark name (see `dtnconform bench list`)")
+    s.add_argument("--quick", action="store_true", help="short trials (sets DTNC_BENCH_QUICK=1)")
     s.set_defaults(func=cmd_bench)
 
     s = sub.add_parser("profiles", help="list the link profiles, or show one")

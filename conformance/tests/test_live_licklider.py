@@ -1,5 +1,5 @@
 """A block really moves through licklider 0.1.1 between namespaces, through
-the relay, with segments dropped by protocol field; the verdict compares the
+the channel emulator, with segments dropped by protocol field; the verdict compares the
 observed outcome with the expectation."""
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def test_ctrl_c_leaves_no_namespaces_or_processes(tmp_path: Path) -> None:
     assert proc.wait(timeout=30) == 130
     assert not [ns for ns in netns.ours() if ns.startswith(tag)]
     sender_listen = (run_dir / "sender.cmd").read_text().split("--listen ")[1].split()[0]
-    for pattern in (str(run_dir), sender_listen):  # tcpdump and the relay; the SUT
+    for pattern in (str(run_dir), sender_listen):  # tcpdump and the channel; the SUT
         left = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
         assert left.stdout.strip() == "", (pattern, left.stdout)
     verdict = json.loads((run_dir / "verdict.json").read_text())
