@@ -33,6 +33,13 @@ Four parts, all in one run (the machine's noise is shared by what is compared):
    turns trial by trial, so a machine that gets faster or slower during the
    run (other work on it) weighs on each set-up alike.
 
+   CPU placement: on a machine with at least two CPUs the endpoints (sender
+   and receiver) run on CPU 0 and the channel on CPU 1, for every set-up
+   alike, as a testbed gives its channel emulator a machine of its own. The
+   kernel bridge forwards inside the sender's system calls, so it runs on
+   CPU 0 with the endpoints; dtnc-emu gets CPU 1. ``DTNC_BENCH_NOPIN=1``
+   turns placement off (everything competes for every CPU).
+
 2. Delay accuracy at 250 ms and 1250 ms one way, 10 000 packets/s: per packet,
    error = (kernel receive time at B - send time stamped by the sender) -
    configured delay, from every received datagram (nothing discarded, no
@@ -87,6 +94,22 @@ from conformance.errors import DtncError
 from conformance.types import Channel
 
 QUICK_ENV = "DTNC_BENCH_QUICK"
+NOPIN_ENV = "DTNC_BENCH_NOPIN"
+
+
+def _cpus() -> tuple[int, int] | None:
+    """(endpoints CPU, channel CPU), or None when placement is off."""
+    if os.environ.get(NOPIN_ENV, "").strip() not in ("", "0"):
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    return (allowed[0], allowed[1]) if len(allowed) >= 2 else None
+
+
+def _pin(pid: int, which: int) -> None:
+    cpus = _cpus()
+    if cpus is not None:
+        with contextlib.suppress(OSError):  # the process may be gone already
+            os.sched_setaffinity(pid, {cpus[which]})
 PAYLOAD = 1024
 FRAME = PAYLOAD + 42  # Ethernet frame without FCS: 14 MAC + 20 IPv4 + 8 UDP
 PORT = 9000
@@ -152,6 +175,7 @@ def _traffic(
     if per_packet is not None:
         rargs += ["--per-packet", str(per_packet)]
     rx = topo.spawn(topo.ns_b, rargs)
+    _pin(rx.pid, 0)
     assert rx.stderr is not None
     ready = rx.stderr.readline()
     if b"listening" not in ready:
@@ -166,6 +190,7 @@ def _traffic(
     if not spin:
         sargs += ["--spin-us", "0"]
     tx = topo.spawn(topo.ns_a, sargs)
+    _pin(tx.pid, 0)
     try:
         tx_out, tx_err = tx.communicate(timeout=cap + 10)
         rx_out, rx_err = rx.communicate(timeout=cap + 10)
@@ -212,6 +237,7 @@ def _emulated(
         Channel.model_validate(channel), if_a=topo.if_ma, if_b=topo.if_mb, protocol=None, port=None
     )
     run = emulator.start(topo, cfg, run_dir, log=log)
+    _pin(run.proc.pid, 1)
     info: dict[str, Any] = {}
     try:
         yield info
@@ -663,7 +689,14 @@ def bench_emulator(out: Console, quick: bool | None = None) -> dict[str, Any]:
     t0 = time.monotonic()
     say(f"dtnc-emu bench{' (quick: short trials, figures not fit to judge targets)' if quick else ''}"
         f"; {os.cpu_count()} CPUs")  # fmt: skip
-    figures: dict[str, Any] = {"quick": quick, "cpus": os.cpu_count(), "payload_bytes": PAYLOAD}
+    cpus = _cpus()
+    figures: dict[str, Any] = {
+        "quick": quick,
+        "cpus": os.cpu_count(),
+        "payload_bytes": PAYLOAD,
+        "cpu_endpoints": cpus[0] if cpus else None,
+        "cpu_channel": cpus[1] if cpus else None,
+    }
     with tempfile.TemporaryDirectory(prefix="dtnc-bench-") as tmp:
         work = Path(tmp)
         figures.update(_throughput(plan, say, work))

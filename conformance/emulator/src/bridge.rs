@@ -253,48 +253,68 @@ impl RxBatch {
     }
 }
 
-/// Send the frames with sendmmsg, in order; returns how many failed.
-fn send_all(fd: RawFd, frames: &[Vec<u8>]) -> u64 {
-    let mut failed = 0;
-    for chunk in frames.chunks(BATCH) {
-        let mut iov: Vec<libc::iovec> = chunk
-            .iter()
-            .map(|f| libc::iovec {
-                iov_base: f.as_ptr() as *mut libc::c_void,
-                iov_len: f.len(),
-            })
-            .collect();
-        // SAFETY: zeroed mmsghdr is valid; pointers set below point into iov.
-        let mut hdrs: Vec<libc::mmsghdr> = vec![unsafe { std::mem::zeroed() }; chunk.len()];
-        for (h, v) in hdrs.iter_mut().zip(iov.iter_mut()) {
-            h.msg_hdr.msg_iov = v;
-            h.msg_hdr.msg_iovlen = 1;
-        }
-        let mut done = 0usize;
-        let mut retries = 0;
-        while done < hdrs.len() {
-            // SAFETY: headers and buffers live across the call.
-            let n = unsafe {
-                libc::sendmmsg(fd, hdrs[done..].as_mut_ptr(), (hdrs.len() - done) as u32, 0)
-            };
-            if n > 0 {
-                done += n as usize;
-                continue;
-            }
-            let e = io::Error::last_os_error().raw_os_error();
-            if matches!(e, Some(libc::EINTR))
-                || (matches!(e, Some(libc::ENOBUFS) | Some(libc::EAGAIN)) && retries < 100)
-            {
-                retries += 1;
-                std::thread::yield_now();
-                continue;
-            }
-            // this frame cannot be sent (e.g. larger than the MTU): skip it
-            failed += 1;
-            done += 1;
+/// Reusable sendmmsg headers.
+struct TxBatch {
+    iov: Vec<libc::iovec>,
+    hdrs: Vec<libc::mmsghdr>,
+}
+
+impl TxBatch {
+    fn new() -> TxBatch {
+        TxBatch {
+            iov: vec![
+                libc::iovec {
+                    iov_base: std::ptr::null_mut(),
+                    iov_len: 0
+                };
+                BATCH
+            ],
+            // SAFETY: an all-zero mmsghdr is a valid value.
+            hdrs: vec![unsafe { std::mem::zeroed() }; BATCH],
         }
     }
-    failed
+
+    /// Send the frames with sendmmsg, in order; returns how many failed.
+    fn send_all(&mut self, fd: RawFd, frames: &[Vec<u8>]) -> u64 {
+        let mut failed = 0;
+        for chunk in frames.chunks(BATCH) {
+            let n = chunk.len();
+            for (i, f) in chunk.iter().enumerate() {
+                self.iov[i] = libc::iovec {
+                    iov_base: f.as_ptr() as *mut libc::c_void,
+                    iov_len: f.len(),
+                };
+                let h = &mut self.hdrs[i];
+                h.msg_hdr.msg_iov = &mut self.iov[i];
+                h.msg_hdr.msg_iovlen = 1;
+                h.msg_len = 0;
+            }
+            let mut done = 0usize;
+            let mut retries = 0;
+            while done < n {
+                // SAFETY: headers and buffers live across the call.
+                let r = unsafe {
+                    libc::sendmmsg(fd, self.hdrs[done..n].as_mut_ptr(), (n - done) as u32, 0)
+                };
+                if r > 0 {
+                    done += r as usize;
+                    continue;
+                }
+                let e = io::Error::last_os_error().raw_os_error();
+                if matches!(e, Some(libc::EINTR))
+                    || (matches!(e, Some(libc::ENOBUFS) | Some(libc::EAGAIN)) && retries < 100)
+                {
+                    retries += 1;
+                    std::thread::yield_now();
+                    continue;
+                }
+                // this frame cannot be sent (e.g. larger than the MTU): skip it
+                failed += 1;
+                done += 1;
+            }
+        }
+        failed
+    }
 }
 
 struct Pending {
@@ -383,6 +403,9 @@ pub struct Emulator {
     logbuf: String,
     opts: Options,
     out: [Vec<Vec<u8>>; 2],
+    txb: TxBatch,
+    /// ns since start at the last receive batch (for the direct path).
+    now: u64,
 }
 
 impl Emulator {
@@ -438,6 +461,8 @@ impl Emulator {
             logbuf: String::with_capacity(1 << 20),
             opts,
             out: [Vec::new(), Vec::new()],
+            txb: TxBatch::new(),
+            now: 0,
         })
     }
 
@@ -452,6 +477,7 @@ impl Emulator {
                 return Ok(());
             }
             let now = self.since_start();
+            self.now = now;
             for i in 0..n {
                 if batch.outgoing(i) {
                     continue;
@@ -563,6 +589,17 @@ impl Emulator {
             st.duplicated += 1;
             self.push(d, dec.release_dup, 0, 0, f.clone());
         }
+        // Direct path: due already, nothing due before it, nothing held
+        // (the common case of an unimpaired or zero-delay link).
+        if dec.hold == 0
+            && dec.release <= self.now
+            && self.held[di].is_empty()
+            && self.heap.peek().is_none_or(|p| p.release > dec.release)
+        {
+            self.in_flight += f.len() as u64;
+            self.emit(d, f);
+            return;
+        }
         self.push(d, dec.release, dec.hold, timeout, f);
     }
 
@@ -625,7 +662,7 @@ impl Emulator {
         for di in 0..2 {
             if !self.out[di].is_empty() {
                 let frames = std::mem::take(&mut self.out[di]);
-                self.stats[di].send_failed += send_all(self.tx[di], &frames);
+                self.stats[di].send_failed += self.txb.send_all(self.tx[di], &frames);
             }
         }
     }

@@ -23,7 +23,6 @@
 //!   mismatch    under replay, the logged frame had another length or kind
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use crate::classify::Fields;
 use crate::config::Dir;
@@ -46,18 +45,24 @@ pub struct Entry<'a> {
 
 /// Append one log line (with its newline) to `out`.
 pub fn format(e: &Entry, out: &mut String) {
+    use crate::jsonw::{field_u64, write_u64};
     let d = e.decision;
-    let _ = write!(
-        out,
-        "{{\"t_ns\":{},\"dir\":\"{}\",\"index\":{},\"len\":{},\"kind\":\"{}\"",
-        e.t_ns,
-        e.dir.name(),
-        e.index,
-        e.len,
-        e.kind
-    );
+    out.push_str("{\"t_ns\":");
+    write_u64(out, e.t_ns);
+    out.push_str(",\"dir\":\"");
+    out.push_str(e.dir.name());
+    out.push('"');
+    field_u64(out, "index", e.index);
+    field_u64(out, "len", e.len as u64);
+    out.push_str(",\"kind\":\"");
+    out.push_str(e.kind);
+    out.push('"');
     if let (Some(p), Some(fields)) = (e.proto, e.fields) {
-        let _ = write!(out, ",\"proto\":\"{p}\",\"seg\":{},\"fields\":{{", e.seg);
+        out.push_str(",\"proto\":\"");
+        out.push_str(p);
+        out.push('"');
+        field_u64(out, "seg", e.seg);
+        out.push_str(",\"fields\":{");
         for (i, (k, v)) in fields.iter().enumerate() {
             if i > 0 {
                 out.push(',');
@@ -68,16 +73,18 @@ pub fn format(e: &Entry, out: &mut String) {
         }
         out.push('}');
     }
-    let _ = write!(out, ",\"verdict\":\"{}\"", d.verdict.name());
+    out.push_str(",\"verdict\":\"");
+    out.push_str(d.verdict.name());
+    out.push('"');
     if let Some(c) = &d.cause {
         out.push_str(",\"cause\":");
         crate::jsonw::write_str(out, c);
     }
     if let Some(r) = d.rule {
-        let _ = write!(out, ",\"rule\":{r}");
+        field_u64(out, "rule", r as u64);
     }
     if d.verdict != crate::link::Verdict::Drop {
-        let _ = write!(out, ",\"release_ns\":{}", d.release + e.epoch_offset);
+        field_u64(out, "release_ns", d.release + e.epoch_offset);
     }
     if !d.flipped.is_empty() {
         out.push_str(",\"flipped\":[");
@@ -85,7 +92,7 @@ pub fn format(e: &Entry, out: &mut String) {
             if i > 0 {
                 out.push(',');
             }
-            let _ = write!(out, "{b}");
+            write_u64(out, u64::from(*b));
         }
         out.push(']');
     }
@@ -93,13 +100,13 @@ pub fn format(e: &Entry, out: &mut String) {
         out.push_str(",\"fixed\":true");
     }
     if d.copies > 1 {
-        let _ = write!(out, ",\"copies\":{}", d.copies);
+        field_u64(out, "copies", u64::from(d.copies));
     }
     if d.hold > 0 {
-        let _ = write!(out, ",\"hold\":{}", d.hold);
+        field_u64(out, "hold", u64::from(d.hold));
     }
     if d.extra_delay_ns > 0 {
-        let _ = write!(out, ",\"extra_delay_ns\":{}", d.extra_delay_ns);
+        field_u64(out, "extra_delay_ns", d.extra_delay_ns);
     }
     if d.replayed {
         out.push_str(",\"replayed\":true");

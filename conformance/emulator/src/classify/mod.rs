@@ -11,8 +11,6 @@ pub mod ltp;
 pub mod norm;
 pub mod saratoga;
 
-use std::fmt::Write as _;
-
 /// A field value: numbers, names of codes, flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Value {
@@ -25,9 +23,7 @@ impl Value {
     /// Append the value as JSON.
     pub fn write_json(&self, out: &mut String) {
         match self {
-            Value::Int(n) => {
-                let _ = write!(out, "{n}");
-            }
+            Value::Int(n) => crate::jsonw::write_u64(out, *n),
             Value::Str(s) => crate::jsonw::write_str(out, s),
             Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         }
