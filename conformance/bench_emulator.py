@@ -110,6 +110,8 @@ def _pin(pid: int, which: int) -> None:
     if cpus is not None:
         with contextlib.suppress(OSError):  # the process may be gone already
             os.sched_setaffinity(pid, {cpus[which]})
+
+
 PAYLOAD = 1024
 FRAME = PAYLOAD + 42  # Ethernet frame without FCS: 14 MAC + 20 IPv4 + 8 UDP
 PORT = 9000
