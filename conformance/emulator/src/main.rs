@@ -34,17 +34,6 @@ fn main() -> ExitCode {
     }
 }
 
-fn from_hex(s: &str) -> Option<Vec<u8>> {
-    let s = s.trim();
-    if s.len() % 2 != 0 {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
 fn classify_cmd(args: &[String]) -> ExitCode {
     let Some(proto) = args.first().and_then(|p| Protocol::from_name(p)) else {
         eprintln!("dtnc-emu classify: PROTOCOL must be one of ltp, cfdp, norm, saratoga");
@@ -57,7 +46,7 @@ fn classify_cmd(args: &[String]) -> ExitCode {
         if line.trim().is_empty() {
             continue;
         }
-        let Some(bytes) = from_hex(&line) else {
+        let Some(bytes) = dtnc_emu::classify::from_hex(&line) else {
             eprintln!("dtnc-emu classify: line {}: not hex", n + 1);
             return ExitCode::from(2);
         };

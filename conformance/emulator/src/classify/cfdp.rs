@@ -452,12 +452,8 @@ pub mod tests {
     pub const FILE_DATA_EMPTY: &str = "3000040001030200001000";
 
     /// Decode a hex constant.
-    pub fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-            .collect()
-    }
+    pub use crate::classify::testutil::hex;
+    use crate::classify::testutil::never_panics;
 
     pub fn samples() -> Vec<Vec<u8>> {
         [
@@ -1147,38 +1143,24 @@ pub mod tests {
 
     #[test]
     fn random_and_mutated_bytes_never_panic() {
-        // xorshift64*: deterministic, no dependency.
-        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move || {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            state.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        };
-        for _ in 0..200_000 {
-            let len = (next() % 48) as usize;
-            let mut buf: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-            // Bias toward plausible PDUs: version 1 and a data field length
-            // that matches the buffer, so the body parsers get exercised.
-            if buf.len() >= 4 {
-                buf[0] = (buf[0] & 0x1f) | 0x20;
-                let hdr =
-                    4 + 2 * (usize::from((buf[3] >> 4) & 7) + 1) + usize::from(buf[3] & 7) + 1;
-                if buf.len() >= hdr {
-                    let d = (buf.len() - hdr) as u16;
-                    buf[1..3].copy_from_slice(&d.to_be_bytes());
+        never_panics(
+            classify,
+            &samples(),
+            (200_000, 48),
+            (50_000, 3),
+            |buf, _| {
+                // Bias toward plausible PDUs: version 1 and a data field length
+                // that matches the buffer, so the body parsers get exercised.
+                if buf.len() >= 4 {
+                    buf[0] = (buf[0] & 0x1f) | 0x20;
+                    let hdr =
+                        4 + 2 * (usize::from((buf[3] >> 4) & 7) + 1) + usize::from(buf[3] & 7) + 1;
+                    if buf.len() >= hdr {
+                        let d = (buf.len() - hdr) as u16;
+                        buf[1..3].copy_from_slice(&d.to_be_bytes());
+                    }
                 }
-            }
-            let _ = classify(&buf);
-        }
-        let all = samples();
-        for _ in 0..50_000 {
-            let mut s = all[(next() % all.len() as u64) as usize].clone();
-            for _ in 0..1 + next() % 3 {
-                let i = (next() % s.len() as u64) as usize;
-                s[i] ^= 1 << (next() % 8);
-            }
-            let _ = classify(&s);
-        }
+            },
+        );
     }
 }

@@ -218,12 +218,8 @@ pub mod tests {
     pub const SYN_RS_EXTS: &str = "0881ffffffffffffffff7f908080800012000201020908a70887680300648148822c973887680100ff81487878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878787878";
 
     /// Decode a hex constant.
-    pub fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-            .collect()
-    }
+    pub use crate::classify::testutil::hex;
+    use crate::classify::testutil::never_panics;
 
     /// Real captured payloads, one or more of every segment type seen on the wire.
     pub fn samples() -> Vec<Vec<u8>> {
@@ -576,32 +572,13 @@ pub mod tests {
 
     #[test]
     fn random_and_mutated_bytes_never_panic() {
-        // xorshift64*: deterministic, no dependency.
-        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            state.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        };
-        for _ in 0..200_000 {
-            let len = (next() % 48) as usize;
-            let mut buf: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        let all: Vec<Vec<u8>> = samples().into_iter().chain(synthetic()).collect();
+        never_panics(classify, &all, (200_000, 48), (50_000, 3), |buf, _| {
             // Bias toward plausible headers: version 0, short SDNVs.
             if let Some(b) = buf.first_mut() {
                 *b &= 0x0f;
             }
-            let _ = classify(&buf);
-        }
-        let all: Vec<Vec<u8>> = samples().into_iter().chain(synthetic()).collect();
-        for _ in 0..50_000 {
-            let mut s = all[(next() % all.len() as u64) as usize].clone();
-            for _ in 0..1 + next() % 3 {
-                let i = (next() % s.len() as u64) as usize;
-                s[i] ^= 1 << (next() % 8);
-            }
-            let _ = classify(&s);
-        }
+        });
     }
 
     #[test]

@@ -105,10 +105,63 @@ pub fn sdnv(buf: &[u8], pos: &mut usize) -> Option<u64> {
     None
 }
 
+/// Bytes of a hex string (an even number of hex digits, nothing else).
+pub fn from_hex(s: &str) -> Option<Vec<u8>> {
+    let s = s.trim();
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
 /// Big-endian unsigned integer of `n` bytes (n ≤ 8) at `pos`.
 pub fn be(buf: &[u8], pos: usize, n: usize) -> Option<u64> {
     let s = buf.get(pos..pos + n)?;
     Some(s.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b)))
+}
+
+/// Helpers shared by the classifiers' tests.
+#[cfg(test)]
+pub mod testutil {
+    use super::Fields;
+    use crate::rng::Rng;
+
+    pub fn hex(s: &str) -> Vec<u8> {
+        super::from_hex(s).expect("hex")
+    }
+
+    /// Feed `classify` `random` random buffers (up to `max_len` octets,
+    /// then shaped by `steer` to look more like the protocol so the body
+    /// parsers get exercised) and `mutated` samples with 1..=`max_edits`
+    /// octets replaced: whatever comes in, it must return, never panic.
+    pub fn never_panics(
+        classify: fn(&[u8]) -> Option<Fields>,
+        samples: &[Vec<u8>],
+        (random, max_len): (usize, u64),
+        (mutated, max_edits): (usize, u64),
+        steer: impl Fn(&mut Vec<u8>, usize),
+    ) {
+        let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15, 0);
+        let mut buf = Vec::new();
+        for i in 0..random {
+            buf.clear();
+            let len = rng.below(max_len) as usize;
+            buf.extend((0..len).map(|_| rng.next_u64() as u8));
+            steer(&mut buf, i);
+            let _ = classify(&buf);
+        }
+        for _ in 0..mutated {
+            let mut m = samples[rng.below(samples.len() as u64) as usize].clone();
+            for _ in 0..1 + rng.below(max_edits) {
+                let at = rng.below(m.len() as u64) as usize;
+                m[at] = rng.next_u64() as u8;
+            }
+            let _ = classify(&m);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -539,12 +539,8 @@ pub mod tests {
         ("report", "1602006300000001"),
     ];
 
-    pub fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    pub use crate::classify::testutil::hex;
+    use crate::classify::testutil::never_panics;
 
     pub fn samples() -> Vec<Vec<u8>> {
         NRL_SAMPLES.iter().map(|(_, h)| hex(h)).collect()
@@ -834,36 +830,16 @@ pub mod tests {
 
     #[test]
     fn random_and_mutated_bytes_never_panic() {
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let mut buf = Vec::new();
-        for i in 0..200_000 {
-            buf.clear();
-            let len = (next() % 72) as usize;
-            buf.extend((0..len).map(|_| next() as u8));
-            if i % 2 == 0 && !buf.is_empty() {
-                // Steer half of them past the version/type check.
-                buf[0] = 0x10 | (buf[0] % 7);
-            }
-            let _ = classify(&buf);
-        }
         let all: Vec<Vec<u8>> = NRL_SAMPLES
             .iter()
             .chain(HANDMADE.iter())
             .map(|(_, h)| hex(h))
             .collect();
-        for _ in 0..100_000 {
-            let mut m = all[(next() % all.len() as u64) as usize].clone();
-            for _ in 0..1 + next() % 4 {
-                let at = (next() % m.len() as u64) as usize;
-                m[at] = next() as u8;
+        never_panics(classify, &all, (200_000, 72), (100_000, 4), |buf, i| {
+            if i % 2 == 0 && !buf.is_empty() {
+                // Steer half of them past the version/type check.
+                buf[0] = 0x10 | (buf[0] % 7);
             }
-            let _ = classify(&m);
-        }
+        });
     }
 }

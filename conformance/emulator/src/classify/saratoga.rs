@@ -337,12 +337,8 @@ pub mod tests {
         ("status64_partial", "248200005a5a000100000001000000000000000100001000000000010000040000000001000007ff"),
     ];
 
-    pub fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    pub use crate::classify::testutil::hex;
+    use crate::classify::testutil::never_panics;
 
     pub fn samples() -> Vec<Vec<u8>> {
         FRAMES.iter().map(|(_, h)| hex(h)).collect()
@@ -623,31 +619,16 @@ pub mod tests {
 
     #[test]
     fn random_and_mutated_bytes_never_panic() {
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let mut buf = Vec::new();
-        for i in 0..200_000 {
-            buf.clear();
-            let len = (next() % 64) as usize;
-            buf.extend((0..len).map(|_| next() as u8));
-            if i % 2 == 0 && !buf.is_empty() {
-                buf[0] = 0x20 | (buf[0] % 5);
-            }
-            let _ = classify(&buf);
-        }
-        let all = samples();
-        for _ in 0..100_000 {
-            let mut m = all[(next() % all.len() as u64) as usize].clone();
-            for _ in 0..1 + next() % 4 {
-                let at = (next() % m.len() as u64) as usize;
-                m[at] = next() as u8;
-            }
-            let _ = classify(&m);
-        }
+        never_panics(
+            classify,
+            &samples(),
+            (200_000, 64),
+            (100_000, 4),
+            |buf, i| {
+                if i % 2 == 0 && !buf.is_empty() {
+                    buf[0] = 0x20 | (buf[0] % 5);
+                }
+            },
+        );
     }
 }
