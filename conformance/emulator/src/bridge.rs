@@ -9,7 +9,7 @@
 use std::collections::{BinaryHeap, HashMap};
 use std::io::{self, Write};
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::classify::{Fields, Protocol};
 use crate::config::{Config, Dir};
@@ -19,38 +19,7 @@ use crate::log::{self, ReplayLog};
 use crate::rules::RuleSet;
 use crate::timeline::Timeline;
 
-pub static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-/// SIGINT and SIGTERM end the loop cleanly (log flushed, stats written).
-pub fn install_signal_handlers() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
-}
-
-fn clock(id: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out-pointer.
-    unsafe { libc::clock_gettime(id, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-pub fn mono_ns() -> u64 {
-    clock(libc::CLOCK_MONOTONIC)
-}
-
-pub fn real_ns() -> u64 {
-    clock(libc::CLOCK_REALTIME)
-}
+pub use crate::sys::{install_signal_handlers, mono_ns, real_ns, STOP};
 
 const ETH_P_ALL: u16 = 0x0003;
 const PACKET_QDISC_BYPASS: libc::c_int = 20;
@@ -539,19 +508,16 @@ impl Emulator {
             (Some(fl), None, Some(p)) => self.rules.decide(d, p, fl),
             _ => None,
         };
-        let mut dec: Decision = if truncated {
-            let mut x = self.links[di].decide(arrival, &mut f, &lay, None, logged.as_ref());
-            x.verdict = Verdict::Drop;
-            x.cause = Some("oversize".into());
-            x
+        // A frame that was cut short, or that would take the frames in
+        // flight past the memory guard, never reaches the link model: it
+        // draws no random numbers and occupies no transmitter time.
+        let dec: Decision = if truncated {
+            Decision::dropped("oversize", None)
+        } else if self.in_flight + f.len() as u64 > self.cfg.max_in_flight_bytes {
+            Decision::dropped("memory", None)
         } else {
             self.links[di].decide(arrival, &mut f, &lay, action, logged.as_ref())
         };
-        let need = f.len() as u64 * u64::from(dec.copies.max(1));
-        if dec.verdict != Verdict::Drop && self.in_flight + need > self.cfg.max_in_flight_bytes {
-            dec.verdict = Verdict::Drop;
-            dec.cause = Some("memory".into());
-        }
         if self.opts.log.is_some() {
             log::format(
                 &log::Entry {

@@ -15,4 +15,5 @@ pub mod link;
 pub mod log;
 pub mod rng;
 pub mod rules;
+pub mod sys;
 pub mod timeline;

@@ -80,7 +80,7 @@ pub struct Decision {
 }
 
 impl Decision {
-    fn dropped(cause: &str, rule: Option<usize>) -> Decision {
+    pub fn dropped(cause: &str, rule: Option<usize>) -> Decision {
         Decision {
             verdict: Verdict::Drop,
             cause: Some(cause.to_string()),
@@ -180,7 +180,8 @@ impl Link {
         replay: Option<&Logged>,
     ) -> Decision {
         self.timeline.advance(now);
-        let s = self.timeline.settings().clone();
+        // borrowed, not cloned: this runs for every frame
+        let s = self.timeline.settings();
         let mut flips: Vec<u32> = Vec::new();
         let mut cause: Option<String> = None;
         let mut rule_no = None;

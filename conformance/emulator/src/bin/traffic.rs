@@ -23,7 +23,9 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::process::exit;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
+
+use dtnc_emu::sys::{install_signal_handlers as install_signals, mono_ns, real_ns, STOP};
 
 use serde_json::{json, Value};
 
@@ -376,39 +378,6 @@ const SO_RCVBUFFORCE: libc::c_int = 33;
 const SO_SNDBUFFORCE: libc::c_int = 32;
 const SO_TIMESTAMPNS: libc::c_int = 35;
 const SO_RXQ_OVFL: libc::c_int = 40;
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-/// SIGINT/SIGTERM set STOP; no SA_RESTART, so blocking calls return EINTR.
-fn install_signals() {
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-        sa.sa_flags = 0;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-    }
-}
-
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-fn mono_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
-}
-fn real_ns() -> u64 {
-    clock_ns(libc::CLOCK_REALTIME)
-}
 
 /// Sleep until CLOCK_MONOTONIC reaches `t` (returns early on a signal).
 fn sleep_until(t: u64) {
