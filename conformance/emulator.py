@@ -214,6 +214,27 @@ def start(
     return run
 
 
+def classify(protocol: str, payloads: list[bytes]) -> list[dict[str, Any] | None]:
+    """The emulator's own classification of each UDP payload (``dtnc-emu
+    classify``): its fields, or None when it is not a unit of the protocol.
+    Payloads must not be empty (the command skips blank lines)."""
+    if not all(payloads):
+        raise ValueError("an empty payload has no line of its own")
+    proc = subprocess.run(
+        [str(binary()), "classify", protocol],
+        input="".join(p.hex() + "\n" for p in payloads),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if proc.returncode != 0:
+        raise DtncError(f"dtnc-emu classify {protocol}: {proc.stderr.strip()}")
+    lines = proc.stdout.splitlines()
+    if len(lines) != len(payloads):
+        raise DtncError(f"dtnc-emu classify {protocol}: {len(lines)} answers to {len(payloads)}")
+    return [json.loads(line) for line in lines]
+
+
 def decisions(log: Path) -> list[dict[str, Any]]:
     """A decision log's records without their clock readings: what two runs
     with one seed and the same traffic must agree on."""

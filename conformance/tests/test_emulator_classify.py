@@ -11,8 +11,8 @@ Build the binary first: ``cd conformance/emulator && cargo build --release``.
 
 from __future__ import annotations
 
-import json
 import random
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from conformance import ltp
+from conformance import emulator, ltp
 
 ROOT = Path(__file__).resolve().parents[2]
 EMU = ROOT / "conformance" / "emulator" / "target" / "release" / "dtnc-emu"
@@ -31,23 +31,6 @@ pytestmark = pytest.mark.skipif(
     not EMU.exists(),
     reason=f"{EMU} is missing; build it with `cargo build --release` in conformance/emulator",
 )
-
-
-def emulator_classify(protocol: str, payloads: list[bytes]) -> list[dict[str, Any] | None]:
-    """One ``dtnc-emu classify`` run over all payloads (none may be empty:
-    the command skips blank lines)."""
-    assert all(payloads), "empty payloads have no line of their own"
-    proc = subprocess.run(
-        [str(EMU), "classify", protocol],
-        input="".join(p.hex() + "\n" for p in payloads),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    lines = proc.stdout.splitlines()
-    assert len(lines) == len(payloads), proc.stderr
-    return [json.loads(line) for line in lines]
 
 
 def typed(fields: dict[str, Any] | None) -> list[tuple[str, str, Any]] | None:
@@ -88,7 +71,7 @@ def udp_payloads(pattern: str, port: int) -> list[tuple[str, bytes]]:
 
 
 def assert_same_as_python_ltp(labelled: list[tuple[str, bytes]]) -> None:
-    got = emulator_classify("ltp", [p for _, p in labelled])
+    got = emulator.classify("ltp", [p for _, p in labelled])
     for (label, payload), fields in zip(labelled, got, strict=True):
         assert typed(fields) == typed(python_ltp(payload)), f"{label}: {payload.hex()}"
 
@@ -126,50 +109,34 @@ def test_ltp_truncated_and_mutated_segments_agree_with_python_codec() -> None:
 # CFDP against tshark
 # ---------------------------------------------------------------------------
 
+CFDP_RS = ROOT / "conformance" / "emulator" / "src" / "classify" / "cfdp.rs"
+
+
+def rust_hex_consts(path: Path) -> dict[str, str]:
+    """The ``pub const NAME: &str = "hex";`` test vectors of a Rust file (a
+    ``concat!`` of string pieces too), by lower-case name: the Rust and the
+    Python tests read one copy of the bytes."""
+    text = path.read_text()
+    out = {}
+    for m in re.finditer(
+        r"pub const (\w+): &str =\s*(concat!\((.*?)\)|\"[0-9a-f]*\");", text, re.S
+    ):
+        pieces = re.findall(r'"([0-9a-f]*)"', m.group(2))
+        out[m.group(1).lower()] = "".join(pieces)
+    return out
+
+
 # The PDUs embedded in conformance/emulator/src/classify/cfdp.rs, built with
 # the PDU classes of spacepackets 0.32.0 (pip install cfdp-py==0.7.0
 # fastcrc==0.3.6), plus three hand-built Finished PDUs with the condition
 # codes 9-11.
 CFDP_PDUS: dict[str, str] = {
-    "eof_no_error": "20000a0001030204001234abcd00001000",
-    "eof_cancel_fault_location_crc": "220010130102deadbeef030404f000000000000003e80602030456b2",
-    "eof_large": "21000e000103020400ffffffff0000000200000005",
-    "finished_retained": "280002000103020502",
-    "finished_incomplete_fs_response_fault": "2a0017130102deadbeef03040554010d100a2f746d702f612e747874000602030401a7",
-    "ack_eof": "28000300010302064001",
-    "ack_finished": "2200050001030206518236fe",
-    "metadata": (
-        "200022000103020743000008000d2f7372632f66696c652e62696e0d2f6473742f66696c652e62696e"
-    ),
-    "metadata_options_large_unack": "27001d00010302070f000001000000000001610162020568656c6c6f04017405010758f8",
-    "nak_two_requests": "2800190001030208000000000000100000000000000002000000040000000800",
-    "nak_large_crc": (
-        "2b0023000103020800000001000000000000000100000064000000010000000a00000001000000143f0e"
-    ),
-    "nak_no_requests": "280009130102deadbeef03040800000064000000c8",
-    "prompt_nak": "200002000103020900",
-    "prompt_keep_alive_crc": "220004000103020980ccd2",
-    "keep_alive": "280005000103020c00000309",
-    "keep_alive_large": "290009000103020c0000000800000000",
-    "file_data": "300014000103020000040030313233343536373839616263646566",
-    "file_data_unack_wide_ids": (
-        "340044130102deadbeef030400000000000102030405060708090a0b0c0d0e0f1011121314151617"
-        "18191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
-    ),
-    "file_data_large": "31000b00010302000000010000000778797a",
-    "file_data_segment_metadata": "30000e88010302c3010203000000407265636f7264",
-    "file_data_segment_metadata_empty_crc": "3200098801030240000000467232f005",
-    "file_data_crc": "32000b000103020000000568656c6c6f0cd3",
-    "file_data_large_segmeta_crc_u64": (
-        "33004b7f8000000000000001ffffffffffffffff0000000000000009bf6d6d6d6d6d6d6d6d6d6d6d"
-        "6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d"
-        "6d6d6d6d6d6d6d6d6d6d6d6dfffffffffffffffe21891c"
-    ),
-    "file_data_empty": "3000040001030200001000",
+    **rust_hex_consts(CFDP_RS),
     "finished_invalid_file_structure": "280002000103020592",
     "finished_check_limit_reached": "2800020001030205a2",
     "finished_unsupported_checksum_type": "2800020001030205b2",
 }
+assert len(CFDP_PDUS) >= 27, "the CFDP vectors were not found in cfdp.rs"
 
 CONDITIONS = [
     "no_error",
@@ -292,7 +259,7 @@ def test_cfdp_fields_agree_with_tshark(tmp_path: Path) -> None:
     only without segment metadata. Everything else it decodes is compared.
     """
     pdus = [bytes.fromhex(h) for h in CFDP_PDUS.values()]
-    ours = emulator_classify("cfdp", pdus)
+    ours = emulator.classify("cfdp", pdus)
     theirs = tshark_cfdp_fields(pdus, tmp_path)
     compared = 0
     for name, fields, shark in zip(CFDP_PDUS, ours, theirs, strict=True):
@@ -317,7 +284,7 @@ def test_cfdp_every_directive_and_file_data_variant_classifies() -> None:
         n: f
         for n, f in zip(
             CFDP_PDUS,
-            emulator_classify("cfdp", [bytes.fromhex(h) for h in CFDP_PDUS.values()]),
+            emulator.classify("cfdp", [bytes.fromhex(h) for h in CFDP_PDUS.values()]),
             strict=True,
         )
     }

@@ -31,7 +31,6 @@ Build the binary first: ``cd conformance/emulator && cargo build --release``.
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 import shutil
 import subprocess
@@ -39,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from conformance import emulator
 
 ROOT = Path(__file__).resolve().parents[2]
 EMU = ROOT / "conformance" / "emulator" / "target" / "release" / "dtnc-emu"
@@ -96,21 +97,6 @@ TSHARK_FIELDS = [
     "rmt-fec.sbl",
     "rmt-fec.esi",
 ]
-
-
-def emulator_classify(protocol: str, payloads: list[bytes]) -> list[dict[str, Any] | None]:
-    assert all(payloads), "empty payloads have no line of their own"
-    proc = subprocess.run(
-        [str(EMU), "classify", protocol],
-        input="".join(p.hex() + "\n" for p in payloads),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    lines = proc.stdout.splitlines()
-    assert len(lines) == len(payloads), proc.stderr
-    return [json.loads(line) for line in lines]
 
 
 def rust_table(path: Path, const: str) -> dict[str, bytes]:
@@ -205,7 +191,7 @@ def test_norm_capture_agrees_with_tshark() -> None:
     shark = tshark_norm(NORM_PCAP, NORM_PORTS)
     assert len(shark) == 260
     payloads = [bytes.fromhex(row["udp.payload"]) for row in shark]
-    ours = emulator_classify("norm", payloads)
+    ours = emulator.classify("norm", payloads)
     compared = 0
     for number, (fields, row) in enumerate(zip(ours, shark, strict=True), start=1):
         assert fields is not None, f"frame {number} does not classify"
@@ -238,7 +224,7 @@ def test_norm_rust_samples_agree_with_tshark(tmp_path: Path) -> None:
     pcap = tmp_path / "norm-samples.pcap"
     write_pcap(pcap, list(samples.values()), 6003)
     shark = tshark_norm(pcap, "6003")
-    ours = emulator_classify("norm", list(samples.values()))
+    ours = emulator.classify("norm", list(samples.values()))
     compared = 0
     for name, fields, row in zip(samples, ours, shark, strict=True):
         assert fields is not None, f"{name} does not classify"
@@ -263,7 +249,7 @@ def test_norm_block_and_symbol_match_the_data_object_content() -> None:
 
     with PcapReader(str(NORM_PCAP)) as reader:
         packets = [(p[UDP].dport, bytes(p[UDP].payload)) for p in reader if UDP in p]
-    fields = emulator_classify("norm", [p for _, p in packets])
+    fields = emulator.classify("norm", [p for _, p in packets])
     seen: dict[tuple[int, int], set[int]] = {}
     block_lens: dict[tuple[int, int], int] = {}
     checked = parity = 0
@@ -301,7 +287,7 @@ def test_norm_ack_flush_names_the_watermark_of_the_flush_before_it() -> None:
     keys = ("fec_id", "object", "block", "symbol")
     last_flush: dict[int, dict[str, Any]] = {}
     acks = 0
-    for f in emulator_classify("norm", payloads):
+    for f in emulator.classify("norm", payloads):
         assert f is not None
         if f["type"] == "cmd" and f["flavor"] == "flush":
             last_flush[f["instance_id"]] = {k: f.get(k) for k in keys}
@@ -314,7 +300,7 @@ def test_norm_ack_flush_names_the_watermark_of_the_flush_before_it() -> None:
 def test_norm_prefixes_shorter_than_the_header_do_not_classify() -> None:
     samples = rust_table(CLASSIFY / "norm.rs", "NRL_SAMPLES")
     prefixes = [(p[1] * 4, p[:n]) for p in samples.values() for n in range(1, len(p) + 1)]
-    got = emulator_classify("norm", [p for _, p in prefixes])
+    got = emulator.classify("norm", [p for _, p in prefixes])
     for (hdr_len, prefix), fields in zip(prefixes, got, strict=True):
         if len(prefix) < hdr_len:
             assert fields is None, prefix.hex()
@@ -351,7 +337,7 @@ def saratoga_reference(frame: bytes) -> dict[str, Any]:
 
 def test_saratoga_frames_agree_with_the_draft_layout() -> None:
     frames = rust_table(CLASSIFY / "saratoga.rs", "FRAMES")
-    got = emulator_classify("saratoga", list(frames.values()))
+    got = emulator.classify("saratoga", list(frames.values()))
     for (name, frame), fields in zip(frames.items(), got, strict=True):
         assert fields is not None, f"{name} does not classify"
         ref = saratoga_reference(frame)
@@ -367,4 +353,4 @@ def test_saratoga_other_versions_and_types_do_not_classify() -> None:
     for frame in frames:
         for first in (frame[0] & 0x1F, 0x40 | (frame[0] & 0x1F), 0x25, 0x3F):
             bad.append(bytes([first]) + frame[1:])
-    assert emulator_classify("saratoga", bad) == [None] * len(bad)
+    assert emulator.classify("saratoga", bad) == [None] * len(bad)
