@@ -76,7 +76,6 @@ for a smoke test; its figures are not fit to judge the targets by.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import subprocess
@@ -155,57 +154,12 @@ def _quick_default() -> bool:
 # ---------------------------------------------------------------------------
 
 
-def _traffic(
-    topo: netns.Topology,
-    *,
-    count: int,
-    pps: float | None = None,
-    eth_bps: float | None = None,
-    extra_wait_s: float = 0.0,
-    idle: float = 0.5,
-    per_packet: Path | None = None,
-    spin: bool = True,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``count`` datagrams A -> B, paced at pps or eth_bps; (sender, receiver) summaries."""
-    exe = str(emulator.binary("dtnc-traffic"))
-    rate = pps if pps is not None else (eth_bps or 0) / (FRAME * 8)
-    send_s = count / rate if rate > 0 else 0.0
-    cap = send_s * 1.5 + extra_wait_s + idle + 5.0
-    rargs = [exe, "recv", "--bind", f"{topo.ip_b}:{PORT}", "--expect", str(count),
-             "--count", str(count), "--size", str(PAYLOAD), "--idle", str(idle),
-             "--duration", f"{cap:.3f}"]  # fmt: skip
-    if per_packet is not None:
-        rargs += ["--per-packet", str(per_packet)]
-    rx = topo.spawn(topo.ns_b, rargs)
-    _pin(rx.pid, 0)
-    assert rx.stderr is not None
-    ready = rx.stderr.readline()
-    if b"listening" not in ready:
-        rx.kill()
-        raise DtncError(f"dtnc-traffic recv did not start: {ready.decode(errors='replace')}")
-    sargs = [exe, "send", "--dst", f"{topo.ip_b}:{PORT}", "--count", str(count),
-             "--size", str(PAYLOAD)]  # fmt: skip
-    if pps is not None:
-        sargs += ["--pps", f"{pps:.3f}"]
-    elif eth_bps is not None:
-        sargs += ["--eth-bps", f"{eth_bps:.0f}"]
-    if not spin:
-        sargs += ["--spin-us", "0"]
-    tx = topo.spawn(topo.ns_a, sargs)
-    _pin(tx.pid, 0)
-    try:
-        tx_out, tx_err = tx.communicate(timeout=cap + 10)
-        rx_out, rx_err = rx.communicate(timeout=cap + 10)
-    except subprocess.TimeoutExpired as e:
-        tx.kill()
-        rx.kill()
-        raise DtncError("dtnc-traffic did not finish in time") from e
-    if tx.returncode != 0 or rx.returncode != 0:
-        raise DtncError(
-            f"dtnc-traffic failed: send {tx.returncode} {tx_err.decode(errors='replace')[-300:]}"
-            f" recv {rx.returncode} {rx_err.decode(errors='replace')[-300:]}"
-        )
-    return json.loads(tx_out), json.loads(rx_out)
+def _traffic(topo: netns.Topology, **kw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """emulator.traffic with the bench's payload, stopping at the count, and
+    the endpoints on their CPU."""
+    return emulator.traffic(
+        topo, size=PAYLOAD, port=PORT, stop_at_count=True, place=lambda pid: _pin(pid, 0), **kw
+    )
 
 
 def _softnet_drops() -> int:

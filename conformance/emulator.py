@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -214,6 +215,78 @@ def start(
     return run
 
 
+def traffic(
+    topo: netns.Topology,
+    *,
+    count: int,
+    pps: float | None = None,
+    eth_bps: float | None = None,
+    size: int = 1024,
+    port: int = 9000,
+    group: str | None = None,
+    idle: float = 1.5,
+    extra_wait_s: float = 0.0,
+    stop_at_count: bool = False,
+    per_packet: Path | None = None,
+    spin: bool = True,
+    place: Callable[[int], None] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Send ``count`` datagrams of ``size`` bytes from A to B with
+    dtnc-traffic, paced at ``pps`` or ``eth_bps`` (Ethernet frame bits/s);
+    return the (sender, receiver) JSON summaries.
+
+    ``group``: multicast to that group, B joins it. ``stop_at_count``: the
+    receiver stops after ``count`` datagrams (else ``idle`` seconds after the
+    last). ``per_packet``: the receiver's per-datagram CSV. ``spin``: the
+    sender busy-waits before each due time (else it only sleeps). ``place``
+    is called with each endpoint's pid (e.g. to pin it to a CPU)."""
+    exe = str(binary("dtnc-traffic"))
+    rate = pps if pps is not None else (eth_bps or 0) / ((size + 42) * 8)
+    cap = (count / rate if rate > 0 else 0.0) * 1.5 + extra_wait_s + idle + 5.0
+    rargs = [exe, "recv", "--bind", f"{group or topo.ip_b}:{port}", "--expect", str(count),
+             "--size", str(size), "--idle", str(idle), "--duration", f"{cap:.3f}"]  # fmt: skip
+    if stop_at_count:
+        rargs += ["--count", str(count)]
+    if group:
+        rargs += ["--group", group, "--mcast-if", topo.ip_b]
+    if per_packet is not None:
+        rargs += ["--per-packet", str(per_packet)]
+    rx = topo.spawn(topo.ns_b, rargs)
+    if place:
+        place(rx.pid)
+    assert rx.stderr is not None
+    ready = rx.stderr.readline()
+    if b"listening" not in ready:
+        rx.kill()
+        raise DtncError(f"dtnc-traffic recv did not start: {ready.decode(errors='replace')}")
+    sargs = [exe, "send", "--dst", f"{group or topo.ip_b}:{port}", "--count", str(count),
+             "--size", str(size)]  # fmt: skip
+    if pps is not None:
+        sargs += ["--pps", f"{pps:.3f}"]
+    elif eth_bps is not None:
+        sargs += ["--eth-bps", f"{eth_bps:.0f}"]
+    if group:
+        sargs += ["--mcast-if", topo.ip_a, "--ttl", "4"]
+    if not spin:
+        sargs += ["--spin-us", "0"]
+    tx = topo.spawn(topo.ns_a, sargs)
+    if place:
+        place(tx.pid)
+    try:
+        tx_out, tx_err = tx.communicate(timeout=cap + 10)
+        rx_out, rx_err = rx.communicate(timeout=cap + 10)
+    except subprocess.TimeoutExpired as exc:
+        tx.kill()
+        rx.kill()
+        raise DtncError("dtnc-traffic did not finish in time") from exc
+    if tx.returncode != 0 or rx.returncode != 0:
+        raise DtncError(
+            f"dtnc-traffic failed: send {tx.returncode} {tx_err.decode(errors='replace')[-300:]}"
+            f" recv {rx.returncode} {rx_err.decode(errors='replace')[-300:]}"
+        )
+    return json.loads(tx_out), json.loads(rx_out)
+
+
 def classify(protocol: str, payloads: list[bytes]) -> list[dict[str, Any] | None]:
     """The emulator's own classification of each UDP payload (``dtnc-emu
     classify``): its fields, or None when it is not a unit of the protocol.
@@ -235,14 +308,18 @@ def classify(protocol: str, payloads: list[bytes]) -> list[dict[str, Any] | None
     return [json.loads(line) for line in lines]
 
 
+def read_log(log: Path) -> list[dict[str, Any]]:
+    """A decision log's records, in file order ([] if there is no log)."""
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
 def decisions(log: Path) -> list[dict[str, Any]]:
     """A decision log's records without their clock readings: what two runs
     with one seed and the same traffic must agree on."""
-    out = []
-    for line in log.read_text().splitlines():
-        if line.strip():
-            rec = json.loads(line)
-            for key in ("t_ns", "release_ns"):
-                rec.pop(key, None)
-            out.append(rec)
+    out = read_log(log)
+    for rec in out:
+        for key in ("t_ns", "release_ns"):
+            rec.pop(key, None)
     return sorted(out, key=lambda r: (r["dir"], r["index"]))

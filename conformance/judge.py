@@ -15,7 +15,6 @@ The rules, in order:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,16 +33,9 @@ _RULES = {
 
 
 def fired_rules(channel_log: Path) -> set[int]:
-    fired: set[int] = set()
-    if not channel_log.exists():
-        return fired
-    for line in channel_log.read_text().splitlines():
-        if not line.strip():
-            continue
-        rec = json.loads(line)
-        if rec.get("rule") is not None:
-            fired.add(int(rec["rule"]))
-    return fired
+    from conformance.emulator import read_log
+
+    return {int(rec["rule"]) for rec in read_log(channel_log) if rec.get("rule") is not None}
 
 
 def judge(scn: Scenario, result: RunResult, channel_log: Path, findings: list[Finding]) -> Verdict:

@@ -14,7 +14,6 @@ sees in Wireshark.
 
 from __future__ import annotations
 
-import json
 import struct
 from collections import Counter
 from dataclasses import dataclass
@@ -74,18 +73,16 @@ def _channel_verdicts(channel_log: Path | None) -> dict[str, list[bool]]:
     did the segment fail to reach the other side? (Dropped, or corrupted
     with its UDP checksum left wrong, so the receiving kernel discards it.)
     Frames that are not segments (ARP, other traffic) carry no ``seg``."""
+    from conformance.emulator import read_log
+
     out: dict[str, list[bool]] = {"forward": [], "return": []}
-    if channel_log is None or not channel_log.exists():
-        return out
-    for line in channel_log.read_text().splitlines():
-        if line.strip():
-            rec = json.loads(line)
-            if rec.get("seg") is None:
-                continue
-            lost = rec["verdict"] == "drop" or (
-                rec["verdict"] == "corrupt" and not rec.get("fixed", False)
-            )
-            out[rec["dir"]].append(lost)
+    for rec in read_log(channel_log) if channel_log is not None else []:
+        if rec.get("seg") is None:
+            continue
+        lost = rec["verdict"] == "drop" or (
+            rec["verdict"] == "corrupt" and not rec.get("fixed", False)
+        )
+        out[rec["dir"]].append(lost)
     return out
 
 

@@ -6,7 +6,6 @@ rates and corruption are measured, not assumed."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -99,7 +98,7 @@ def test_field_keyed_drops_and_clean_teardown(tmp_path: Path) -> None:
     # both copies of the RS were dropped (each rule counts every RS, whatever
     # another rule did with it), everything else arrived.
     assert received == [payloads[0], payloads[2], payloads[5]]
-    log = [json.loads(ln) for ln in (tmp_path / "channel.jsonl").read_text().splitlines()]
+    log = emulator.read_log(tmp_path / "channel.jsonl")
     segs = [r for r in log if "seg" in r]
     assert [r["verdict"] for r in segs] == ["pass", "drop", "pass", "drop", "drop", "pass"]
     assert [r["rule"] for r in segs if r["verdict"] == "drop"] == [0, 3, 1]
@@ -151,52 +150,12 @@ def test_pyroute2_children_never_run_our_sigterm_handler(tmp_path: Path) -> None
 # The link model, measured with dtnc-traffic.
 # ---------------------------------------------------------------------------
 
-PORT = 9000
-
-
-def _traffic(
-    topo: netns.Topology,
-    *,
-    pps: float,
-    count: int,
-    size: int = 1024,
-    dst: str | None = None,
-    group: str | None = None,
-    send_args: list[str] = (),  # type: ignore[assignment]
-    recv_args: list[str] = (),  # type: ignore[assignment]
-    idle: float = 1.5,
-) -> tuple[dict[str, object], dict[str, object]]:
-    """Send ``count`` datagrams A -> B at ``pps``; (sender, receiver) summaries."""
-    exe = str(emulator.binary("dtnc-traffic"))
-    bind = f"{group or topo.ip_b}:{PORT}"
-    rargs = [exe, "recv", "--bind", bind, "--idle", str(idle), "--expect", str(count),
-             "--size", str(size), *recv_args]  # fmt: skip
-    if group:
-        rargs += ["--group", group, "--mcast-if", topo.ip_b]
-    rx = topo.spawn(topo.ns_b, rargs)
-    assert rx.stderr is not None
-    assert b"listening" in rx.stderr.readline(), "receiver did not start"
-    sargs = [exe, "send", "--dst", f"{dst or group or topo.ip_b}:{PORT}", "--pps", str(pps),
-             "--count", str(count), "--size", str(size), *send_args]  # fmt: skip
-    if group:
-        sargs += ["--mcast-if", topo.ip_a, "--ttl", "4"]
-    tx = subprocess.run(["ip", "netns", "exec", topo.ns_a, *sargs], capture_output=True,
-                        text=True, timeout=120)  # fmt: skip
-    assert tx.returncode == 0, tx.stderr
-    out, err = rx.communicate(timeout=120)
-    assert rx.returncode == 0, err
-    return json.loads(tx.stdout), json.loads(out)
-
-
-def _log(path: Path) -> list[dict[str, object]]:
-    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
-
 
 def test_delay_is_never_early_and_counts_add_up(tmp_path: Path) -> None:
     with netns.topology(static_arp=True) as topo:
         chan = _channel(topo, tmp_path, {"forward": {"link": {"delay_ms": 40}},
                                          "return": {"link": {"delay_ms": 5}}})  # fmt: skip
-        sent, got = _traffic(topo, pps=2000, count=2000)
+        sent, got = emulator.traffic(topo, pps=2000, count=2000)
         stats = chan.stop()
     assert got["received"] == got["unique"] == sent["sent"] == 2000
     assert got["lost"] == 0 and got["corrupted"] == 0
@@ -207,7 +166,7 @@ def test_delay_is_never_early_and_counts_add_up(tmp_path: Path) -> None:
     # must not add milliseconds
     assert d["mean"] - 40_000 < 1_000, d
     # besides the datagrams, IPv6 neighbour discovery crosses (kind non-ip)
-    udp = [r for r in _log(tmp_path / "channel.jsonl") if r["kind"] == "udp"]
+    udp = [r for r in emulator.read_log(tmp_path / "channel.jsonl") if r["kind"] == "udp"]
     assert len(udp) == 2000 and all(r["verdict"] == "pass" for r in udp)
     assert (
         stats["forward"]["dropped"] == {}
@@ -218,7 +177,7 @@ def test_delay_is_never_early_and_counts_add_up(tmp_path: Path) -> None:
 def test_random_loss_matches_the_setting(tmp_path: Path) -> None:
     with netns.topology(static_arp=True) as topo:
         chan = _channel(topo, tmp_path, {"forward": {"link": {"loss": 0.1}}, "seed": 5})
-        sent, got = _traffic(topo, pps=5000, count=10_000, size=200)
+        sent, got = emulator.traffic(topo, pps=5000, count=10_000, size=200)
         stats = chan.stop()
     lost = 10_000 - int(got["received"])  # type: ignore[call-overload]
     # binomial sd = sqrt(10000 * 0.1 * 0.9) = 30; 5 sd
@@ -233,14 +192,14 @@ def test_ber_with_recomputed_checksum_reaches_the_application(tmp_path: Path) ->
         chan = _channel(
             topo, tmp_path, {"forward": {"link": {"ber": ber, "checksum": "recompute"}}}
         )
-        _, got = _traffic(topo, pps=5000, count=5000, size=1000)
+        _, got = emulator.traffic(topo, pps=5000, count=5000, size=1000)
         stats = chan.stop()
     assert got["received"] == 5000, "with the checksum fixed nothing is discarded"
     bits = 5000 * 1000 * 8
     # the receiver compares every payload with the bytes sent: ~4000 bit
     # errors expected, Poisson sd ~63 (1.6 %); allow 5 sd
     assert abs(float(got["ber"]) - ber) / ber < 0.08, got  # type: ignore[arg-type]
-    log = _log(tmp_path / "channel.jsonl")
+    log = emulator.read_log(tmp_path / "channel.jsonl")
     logged_bits = sum(len(r.get("flipped", [])) for r in log)  # type: ignore[arg-type]
     assert abs(logged_bits - bits * ber) < 320
     assert stats["forward"]["corrupted"] == sum(1 for r in log if r["verdict"] == "corrupt")
@@ -249,7 +208,7 @@ def test_ber_with_recomputed_checksum_reaches_the_application(tmp_path: Path) ->
 def test_ber_with_kept_checksum_is_dropped_by_the_receiving_kernel(tmp_path: Path) -> None:
     with netns.topology(static_arp=True) as topo:
         chan = _channel(topo, tmp_path, {"forward": {"link": {"packet_error": 0.2}}, "seed": 9})
-        _, got = _traffic(topo, pps=5000, count=5000, size=500)
+        _, got = emulator.traffic(topo, pps=5000, count=5000, size=500)
         stats = chan.stop()
     corrupted = stats["forward"]["corrupted"]
     assert abs(corrupted - 1000) < 150, corrupted
@@ -263,7 +222,7 @@ def test_rate_limits_throughput_and_queue_drops_the_tail(tmp_path: Path) -> None
         chan = _channel(topo, tmp_path,
                         {"forward": {"link": {"rate_bps": rate, "queue_bytes": 200_000}}})  # fmt: skip
         # offered: 1066-byte frames at 4000/s = 34 Mb/s for 1.5 s
-        _, got = _traffic(topo, pps=4000, count=6000, size=1024)
+        _, got = emulator.traffic(topo, pps=4000, count=6000, size=1024)
         stats = chan.stop()
     measured = float(got["eth_bps"])  # type: ignore[arg-type]
     assert abs(measured - rate) / rate < 0.03, measured
@@ -274,10 +233,10 @@ def test_rate_limits_throughput_and_queue_drops_the_tail(tmp_path: Path) -> None
 def test_multicast_crosses_the_channel(tmp_path: Path) -> None:
     with netns.topology() as topo:
         chan = _channel(topo, tmp_path, {"forward": {"link": {"delay_ms": 2}}})
-        _, got = _traffic(topo, pps=500, count=300, size=300, group="239.7.7.7")
+        _, got = emulator.traffic(topo, pps=500, count=300, size=300, group="239.7.7.7")
         stats = chan.stop()
     assert got["received"] == 300, got
-    log = _log(tmp_path / "channel.jsonl")
+    log = emulator.read_log(tmp_path / "channel.jsonl")
     assert any(r["dir"] == "return" and r["kind"] == "ipv4" for r in log), "IGMP report"
     assert stats["forward"]["passed"] >= 300
 
@@ -287,10 +246,10 @@ def test_outage_window_is_compressed_by_the_time_scale(tmp_path: Path) -> None:
     ch = {"forward": {"outages": [{"start": 4, "duration": 8}]}, "time_scale": 10}
     with netns.topology(static_arp=True) as topo:
         chan = _channel(topo, tmp_path, ch)
-        _, got = _traffic(topo, pps=1000, count=1800, size=100)
+        _, got = emulator.traffic(topo, pps=1000, count=1800, size=100)
         chan.stop()
         t0 = chan.started_ns
-    log = [r for r in _log(tmp_path / "channel.jsonl") if r["kind"] == "udp"]
+    log = [r for r in emulator.read_log(tmp_path / "channel.jsonl") if r["kind"] == "udp"]
     for r in log:
         t = (int(r["t_ns"]) - t0) / 1e9  # type: ignore[call-overload]
         inside = 0.4 <= t < 1.2
@@ -311,7 +270,7 @@ def test_same_seed_same_decisions_and_replay(tmp_path: Path) -> None:
         d.mkdir()
         with netns.topology(static_arp=True) as topo:
             chan = _channel(topo, d, ch)
-            _traffic(topo, pps=4000, count=3000, size=600)
+            emulator.traffic(topo, pps=4000, count=3000, size=600)
             chan.stop()
         runs.append(emulator.decisions(d / "channel.jsonl"))
     assert runs[0] == runs[1]
@@ -322,7 +281,7 @@ def test_same_seed_same_decisions_and_replay(tmp_path: Path) -> None:
     d.mkdir()
     with netns.topology(static_arp=True) as topo:
         chan = _channel(topo, d, {**ch, "seed": 78}, replay=tmp_path / "run0" / "channel.jsonl")
-        _traffic(topo, pps=4000, count=3000, size=600)
+        emulator.traffic(topo, pps=4000, count=3000, size=600)
         stats = chan.stop()
     replayed = emulator.decisions(d / "channel.jsonl")
     strip = [{k: v for k, v in r.items() if k != "replayed"} for r in replayed]
@@ -335,10 +294,12 @@ def test_jumbo_frames_and_fragments_cross_uncounted(tmp_path: Path) -> None:
     LTP segment is fragmented, crosses, and is never classified or counted."""
     with netns.topology(mtu=9000, static_arp=True) as topo:
         chan = _channel(topo, tmp_path)
-        _, got = _traffic(topo, pps=200, count=100, size=8000)
+        _, got = emulator.traffic(topo, pps=200, count=100, size=8000)
         chan.stop()
     assert got["received"] == 100 and got["corrupted"] == 0
-    assert {r["len"] for r in _log(tmp_path / "channel.jsonl") if r["kind"] == "udp"} == {8042}
+    assert {
+        r["len"] for r in emulator.read_log(tmp_path / "channel.jsonl") if r["kind"] == "udp"
+    } == {8042}
 
     big = ltp.Segment(type_code=0, session_originator=1, session_number=2, client_service_id=1,
                       offset=0, data=bytes(4000)).encode()  # fmt: skip
@@ -355,7 +316,7 @@ def test_jumbo_frames_and_fragments_cross_uncounted(tmp_path: Path) -> None:
         out, _ = rx.communicate(timeout=10)
         stats = chan.stop()
     assert [bytes.fromhex(h) for h in out.decode().split()] == [big], "reassembled intact"
-    log = _log(d / "channel.jsonl")
+    log = emulator.read_log(d / "channel.jsonl")
     assert [r["kind"] for r in log] == ["fragment"] * 3
     assert all("seg" not in r and r["verdict"] == "pass" for r in log)
     assert stats["forward"]["segments"] == 0 and stats["rules"][0]["matched"] == 0
@@ -368,8 +329,8 @@ def test_duplication_and_bounded_reordering(tmp_path: Path) -> None:
     with netns.topology(static_arp=True) as topo:
         chan = _channel(topo, tmp_path, ch)
         csv = tmp_path / "arrivals.csv"
-        _, got = _traffic(topo, pps=2000, count=4000, size=200,
-                          recv_args=["--per-packet", str(csv)])  # fmt: skip
+        _, got = emulator.traffic(topo, pps=2000, count=4000, size=200,
+                          per_packet=csv)  # fmt: skip
         stats = chan.stop()
     assert got["unique"] == 4000 and got["lost"] == 0
     assert got["duplicates"] == stats["forward"]["duplicated"]

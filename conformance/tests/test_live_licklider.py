@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import netns
+from conformance import emulator, netns
 from conformance.runner import run_scenario
 from conformance.types import Scenario
 from suts.base import get
@@ -99,7 +99,7 @@ def test_impairment_that_never_matches_is_inconclusive(tmp_path: Path) -> None:
     out = run_scenario(scn, get("licklider"), tmp_path / "run")
     assert out.verdict.status == "inconclusive"
     assert [r.code for r in out.verdict.reasons] == ["impairment-unmet"]
-    log = [json.loads(x) for x in (tmp_path / "run" / "channel.jsonl").read_text().splitlines()]
+    log = emulator.read_log(tmp_path / "run" / "channel.jsonl")
     assert all(r["verdict"] == "pass" for r in log)
 
 
@@ -212,7 +212,7 @@ def test_block_crosses_a_delayed_link_with_a_corrupted_checkpoint(tmp_path: Path
     )  # fmt: skip
     out = run_scenario(scn, get("licklider"), tmp_path / "run")
     assert out.verdict.status == "pass", out.verdict.reasons
-    log = [json.loads(ln) for ln in (tmp_path / "run" / "channel.jsonl").read_text().splitlines()]
+    log = emulator.read_log(tmp_path / "run" / "channel.jsonl")
     corrupted = [r for r in log if r["verdict"] == "corrupt"]
     assert len(corrupted) == 1 and corrupted[0]["rule"] == 0
     assert len(corrupted[0]["flipped"]) == 3
@@ -228,8 +228,6 @@ def test_block_crosses_a_delayed_link_with_a_corrupted_checkpoint(tmp_path: Path
 def test_channel_crash_is_an_error_verdict_and_leaves_no_namespaces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from conformance import emulator
-
     real = emulator.binary()
     wrapper = tmp_path / "crashing-emu"
     # Starts the real emulator, lets it come up, then kills it mid-run.
