@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from conformance.runner import RunOutcome
 from conformance.types import (
@@ -24,6 +25,7 @@ from conformance.types import (
 from suts.base import SutAdapter
 
 RESOURCE = Path(__file__).resolve().parent / "robot" / "res_dtnconform.robot"
+COVERAGE = "coverage.json"
 
 
 @dataclass
@@ -84,6 +86,18 @@ def load_outcome(run_dir: Path) -> RunOutcome:
     return RunOutcome(result, verdict, segs, run_dir)
 
 
+def read_coverage(out: Path) -> dict[str, Any] | None:
+    """The generator's model-coverage summary (scenarios/coverage.json:
+    covered, total and uncovered actions, purposes), None when absent or
+    unreadable (the report then leaves coverage out)."""
+    path = out / "scenarios" / COVERAGE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def certify(
     protocol: str,
     sut: SutAdapter,
@@ -96,7 +110,8 @@ def certify(
 
     from reports.html import render_certification
 
-    scenarios = sorted((out / "scenarios").glob("*.json"))
+    # coverage.json beside the scenarios is the generator's summary, not a scenario.
+    scenarios = sorted(p for p in (out / "scenarios").glob("*.json") if p.name != COVERAGE)
     if only:
         scenarios = [p for p in scenarios if only in p.stem]
     sut.ensure_built()
@@ -119,5 +134,7 @@ def certify(
         name = json.loads(path.read_text())["name"]
         if (runs_dir / name / "verdict.json").exists():
             runs.append(load_outcome(runs_dir / name))
-    report = render_certification(protocol, sut, out, scenarios, runs, robot_dir / "log.html")
+    report = render_certification(
+        protocol, sut, out, scenarios, runs, robot_dir / "log.html", coverage=read_coverage(out)
+    )
     return CertifyOutcome(runs=runs, robot_log=robot_dir / "log.html", report=report)

@@ -1,29 +1,53 @@
 """The `dtnconform` command line.
 
 Every subcommand has --help; bad input ends with exit 2 and one line naming
-what is wrong; long work shows a progress bar.
+what is wrong (the file, the field, the reason); long work shows a progress
+bar. Exit status: 0 success, 1 a failing verdict or finding, 2 bad input or a
+missing tool, 130 Ctrl-C, 141 stdout closed early (``dtnconform schema | head``:
+no traceback, as if SIGPIPE had ended the command).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import errno
 import json
+import os
 import shutil
+import signal
+import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from conformance.errors import DtncError, InputError
+from conformance.errors import DtncError, InputError, ToolMissing
+from conformance.types import ExpectedOutcome
+
+if TYPE_CHECKING:
+    from conformance.types import Scenario
+    from suts.base import SutAdapter
 
 REPO = Path(__file__).resolve().parent.parent
 PROTOCOLS_READY = ("ltp",)
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err_console = Console(stderr=True, highlight=False)
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich's default exits 1 at once; raise instead so that main() ends
+        # every command the same way on a closed pipe (status 141).
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "output pipe closed")
+
+
+console = _Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err_console = _Console(stderr=True, highlight=False)
 
 STATUS_STYLE = {"pass": "green", "fail": "red", "inconclusive": "yellow", "error": "magenta"}
 
@@ -31,6 +55,11 @@ STATUS_STYLE = {"pass": "green", "fail": "red", "inconclusive": "yellow", "error
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # argparse swallows write errors; let a closed pipe reach main() (141).
+        if message:
+            (file or sys.stderr).write(message)
 
 
 def _progress() -> Progress:
@@ -43,6 +72,185 @@ def _progress() -> Progress:
         console=err_console,
         transient=True,
     )
+
+
+def version_string() -> str:
+    """``dtnconform <version> (<short git commit>[+dirty])``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ver = version("dtnconform")
+    except PackageNotFoundError:
+        import tomllib
+
+        ver = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    commit = "unknown commit"
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        git = ["git", "-C", str(REPO)]
+        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
+        status = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=10, check=True)  # fmt: skip
+        commit = head + ("+dirty" if status.stdout.strip() else "")
+    return f"dtnconform {ver} ({commit})"
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
+        print(version_string())
+        parser.exit(0)
+
+
+# ---------------------------------------------------------------------------
+# Checks of input files, output directories and tools, before any work
+# ---------------------------------------------------------------------------
+
+
+def _load_scenario_file(path: Path) -> Scenario:
+    """One scenario file, or an InputError naming the file, field and reason."""
+    from conformance.types import load_scenario
+
+    if path.is_dir():
+        raise InputError(
+            f"{path}: is a directory, not a scenario file (run takes one scenario JSON file; "
+            "`dtnconform certify` runs a generated set)"
+        )
+    if not path.exists():
+        raise InputError(f"{path}: no such scenario file")
+    try:
+        return load_scenario(path)
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a scenario file (not UTF-8 JSON text)") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the scenario file: {exc.strerror or exc}") from None
+
+
+def _writable(directory: Path) -> str | None:
+    """Why files cannot be created in an existing directory, or None. Root
+    passes every permission check, so a read-only file system is checked too."""
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return f"{directory} is not writable"
+    with contextlib.suppress(OSError):
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:
+            return f"{directory} is on a read-only file system"
+    return None
+
+
+def _check_out(path: Path, *, force: bool, what: str = "--out") -> None:
+    """An output directory must be creatable, or empty (unless --force),
+    never a file; checked before any work, nothing is created yet."""
+    if path.exists() or path.is_symlink():
+        if not path.is_dir():
+            raise InputError(f"{path}: {what}: is a file, not a directory")
+        try:
+            non_empty = any(path.iterdir())
+        except OSError as exc:
+            raise InputError(f"{path}: {what}: cannot list it: {exc.strerror or exc}") from None
+        if non_empty and not force:
+            raise InputError(
+                f"{path}: {what}: directory is not empty (--force writes into it anyway)"
+            )
+        if why := _writable(path):
+            raise InputError(f"{path}: {what}: {why}")
+        return
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputError(f"{path}: {what}: cannot create it: {parent} is a file, not a directory")
+    if why := _writable(parent):
+        raise InputError(f"{path}: {what}: cannot create it: {why}")
+
+
+def _make_dir(path: Path, what: str = "--out") -> Path:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{path}: {what}: cannot create it: {exc.strerror or exc}") from None
+    return path
+
+
+def _require_run_tools() -> None:
+    """The programs a run calls, before any namespace is built."""
+    from conformance.netns import require_tool
+    from dissectors.tshark import find_tshark
+
+    require_tool("ip", "apt-get install iproute2")
+    require_tool("tcpdump", "apt-get install tcpdump")
+    find_tshark()
+
+
+def _require_binaries(sut: SutAdapter) -> None:
+    """The channel emulator and the implementation's harness, built now if
+    absent (cargo), before any namespace is built."""
+    from conformance import emulator
+
+    emu = emulator.binary()
+    if not emu.is_file() or not os.access(emu, os.X_OK):
+        origin = "DTNC_EMU names" if os.environ.get("DTNC_EMU") else "expected"
+        raise ToolMissing(
+            f"{emu}: channel emulator dtnc-emu not found ({origin} this path); "
+            "build it with `make setup` or `cargo build --release` in conformance/emulator"
+        )
+    sut.ensure_built()
+
+
+@contextlib.contextmanager
+def _sigint_watch() -> Iterator[Callable[[], bool]]:
+    """Notice a Ctrl-C even when another handler takes it: Robot Framework
+    installs its own SIGINT handler while it runs and stops the suite
+    gracefully instead of raising KeyboardInterrupt. The signal wakeup fd
+    sees every signal whatever Python handler is installed."""
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    seen = closed = False
+
+    def interrupted() -> bool:
+        nonlocal seen
+        with contextlib.suppress(BlockingIOError):
+            while not closed and (data := os.read(r, 512)):
+                seen = seen or signal.SIGINT in data
+        return seen
+
+    try:
+        old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except ValueError:  # not the main thread: nothing to watch with
+        os.close(r)
+        os.close(w)
+        yield lambda: False
+        return
+    try:
+        yield interrupted
+    finally:
+        signal.set_wakeup_fd(old)
+        interrupted()  # what arrived so far stays known after the pipe is closed
+        closed = True
+        os.close(r)
+        os.close(w)
+
+
+def _port_spec(text: str) -> list[int]:
+    """``1113,4556,5000-5010`` -> the ports (argparse type of --port)."""
+    ports: list[int] = []
+    for part in (p.strip() for p in text.split(",")):
+        lo, sep, hi = part.partition("-")
+        try:
+            first = int(lo)
+            last = int(hi) if sep else first
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{part!r} is not a port or a range like 5000-5010"
+            ) from None
+        if not (1 <= first <= 65535 and 1 <= last <= 65535):
+            raise argparse.ArgumentTypeError(f"{part!r}: UDP ports are 1-65535")
+        if first > last:
+            raise argparse.ArgumentTypeError(f"{part!r}: the range runs backwards")
+        ports.extend(range(first, last + 1))
+    return ports
 
 
 def _protocol(name: str) -> str:
@@ -73,7 +281,12 @@ def cmd_check(args: argparse.Namespace) -> int:
             queue = getattr(p, "queue", None)
             prog.update(task, info=f"{distinct or 0:,} distinct states, queue {queue or 0:,}")
 
-        res = gen.check(args.bound, progress=on_progress)
+        # TLC's files stay in a folder of this run's own (two checks at once
+        # never share one); the log is kept there.
+        workdir = (
+            Path(args.out) if args.out else _run_dir(None, f"check-{args.protocol}-{args.bound}")
+        )
+        res = gen.check(args.bound, progress=on_progress, workdir=workdir)
     table = Table(title=f"{res.version}: specs/{args.protocol}, {args.bound} bound")
     table.add_column("figure")
     table.add_column("value", justify="right")
@@ -103,14 +316,16 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     _protocol(args.protocol)
-    report = _generate(args.protocol, Path(args.out))
+    out = Path(args.out)
+    _check_out(out, force=args.force)
+    report = _generate(args.protocol, out)
     return 0 if report.scenarios else 1
 
 
 def _generate(protocol: str, out: Path) -> object:
     from generators import ltp as gen
 
-    out.mkdir(parents=True, exist_ok=True)
+    _make_dir(out)
     with _progress() as prog:
         task = prog.add_task(f"test purposes ({protocol})", total=None, info="")
 
@@ -123,15 +338,17 @@ def _generate(protocol: str, out: Path) -> object:
     table.add_column("status")
     table.add_column("trace states", justify="right")
     table.add_column("scenario")
-    for p in report.purposes:
+    for p in report.purposes:  # type: ignore[attr-defined]
         style = "green" if p.status == "reached" else "yellow"
-        table.add_row(p.purpose, f"[{style}]{p.status}[/]", str(p.trace_length or "-"),
-                      p.scenario.name if p.scenario else p.detail)  # fmt: skip
+        where = p.scenario.name if p.scenario else p.detail
+        if p.same_as:
+            where += f" (same test as {p.same_as})"
+        table.add_row(p.purpose, f"[{style}]{p.status}[/]", str(p.trace_length or "-"), where)
     console.print(table)
-    uncovered = report.actions_uncovered
+    uncovered = report.actions_uncovered  # type: ignore[attr-defined]
     console.print(
-        f"{len(report.scenarios)} scenarios from {len(report.purposes)} test purposes "
-        f"({len(report.reached)} reached) in {report.tlc_seconds:.1f} s of TLC; "
+        f"{len(report.scenarios)} distinct scenarios from {len(report.purposes)} test purposes "  # type: ignore[attr-defined]
+        f"({len(report.reached)} reached) in {report.tlc_seconds:.1f} s of TLC; "  # type: ignore[attr-defined]
         f"model action coverage {len(report.actions_covered)}/{len(report.actions_total)} "
         f"({100 * report.coverage:.0f} %)"
         + (f"; not covered: {', '.join(uncovered)}" if uncovered else "")
@@ -150,15 +367,22 @@ def _run_dir(base: Path | None, name: str) -> Path:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from conformance.netns import require_root
     from conformance.runner import error_outcome, run_scenario
-    from conformance.types import load_scenario
     from suts.base import get
 
-    scn = load_scenario(Path(args.scenario))
+    # Input first, then tools, then root: all before any namespace exists.
+    scn = _load_scenario_file(Path(args.scenario))
     sut = get(args.sut)
     if scn.protocol != sut.protocol:
         raise InputError(f"{args.scenario}: a {scn.protocol} scenario cannot run on {sut.name}")
     run_dir = Path(args.out) if args.out else _run_dir(None, scn.name)
+    what = "--out" if args.out else "run directory"
+    _check_out(run_dir, force=args.force, what=what)
+    _require_run_tools()
+    require_root()
+    _require_binaries(sut)
+    _make_dir(run_dir, what)
     with _progress() as prog:
         task = prog.add_task(f"{scn.name} on {sut.name}", total=None, info="")
         try:
@@ -174,22 +398,29 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def print_verdicts(outcomes: list[object]) -> None:
     table = Table(title="verdicts")
-    for col in ("scenario", "expected (red/green, tx/rx)", "observed", "segs fwd/ret", "verdict"):
+    for col in ("scenario", "allowed outcomes", "observed", "segs fwd/ret", "verdict"):
         table.add_column(col)
     for o in outcomes:
         v = o.verdict  # type: ignore[attr-defined]
         r = o.result  # type: ignore[attr-defined]
         scn_file = o.run_dir / "scenario.json"  # type: ignore[attr-defined]
-        exp = json.loads(scn_file.read_text())["expect"] if scn_file.exists() else {}
-        expected = (
-            f"{exp.get('red_bytes_delivered')}/{exp.get('green_bytes_delivered')}, "
-            f"{exp.get('sender_outcome')}/{exp.get('receiver_outcome')}"
-            if exp
-            else "-"
-        )
+        allowed = "-"
+        if scn_file.exists():
+            from conformance.types import load_scenario
+
+            with contextlib.suppress(DtncError):
+                allowed = "\n".join(
+                    _outcome_cell(x) for x in load_scenario(scn_file).expect.outcomes
+                )
         observed = (
-            f"{r.receiver.red_bytes_delivered}/{r.receiver.green_bytes_delivered}, "
-            f"{r.sender.outcome}/{r.receiver.outcome}"
+            _outcome_cell(
+                ExpectedOutcome(
+                    red_bytes_delivered=r.receiver.red_bytes_delivered,
+                    green_bytes_delivered=r.receiver.green_bytes_delivered,
+                    sender_outcome=r.sender.outcome,
+                    receiver_outcome=r.receiver.outcome,
+                )
+            )
             if r
             else "-"
         )
@@ -199,7 +430,7 @@ def print_verdicts(outcomes: list[object]) -> None:
             else "-"
         )
         style = STATUS_STYLE[v.status]
-        table.add_row(v.scenario, expected, observed, segs, f"[{style}]{v.status}[/]")
+        table.add_row(v.scenario, allowed, observed, segs, f"[{style}]{v.status}[/]")
     console.print(table)
     for o in outcomes:
         v = o.verdict  # type: ignore[attr-defined]
@@ -209,6 +440,14 @@ def print_verdicts(outcomes: list[object]) -> None:
                 console.print(
                     f"  {v.scenario}: {reason.code}: {reason.message}{rule}", markup=False
                 )
+
+
+def _outcome_cell(o: ExpectedOutcome) -> str:
+    """red/green bytes, sender/receiver outcome: one allowed or observed outcome."""
+    return (
+        f"{o.red_bytes_delivered}/{o.green_bytes_delivered}, "
+        f"{o.sender_outcome}/{o.receiver_outcome}"
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -222,21 +461,33 @@ def cmd_certify(args: argparse.Namespace) -> int:
     from conformance.netns import require_root
     from suts.base import get
 
-    require_root()
     sut = get(args.sut)
     out = Path(args.out) if args.out else _run_dir(None, f"certify-{args.protocol}-{sut.name}")
-    out.mkdir(parents=True, exist_ok=True)
+    what = "--out" if args.out else "certification directory"
+    _check_out(out, force=args.force, what=what)
+    _require_run_tools()
+    require_root()
+    _require_binaries(sut)
+    _make_dir(out, what)
     _generate(args.protocol, out / "scenarios")
-    with _progress() as prog:
+    with _sigint_watch() as interrupted, _progress() as prog:
         task = prog.add_task(f"certify {args.protocol} on {sut.name}", total=None, info="")
 
         def on_test(done: int, total: int, name: str) -> None:
             prog.update(task, completed=done, total=total, info=name)
 
-        outcome = certify.certify(args.protocol, sut, out, on_test=on_test, only=args.only)
+        try:
+            outcome = certify.certify(args.protocol, sut, out, on_test=on_test, only=args.only)
+        except SystemExit:  # Robot's answer to a second Ctrl-C
+            if interrupted():
+                raise KeyboardInterrupt from None
+            raise
     print_verdicts(outcome.runs)
     console.print(f"Robot Framework log: {outcome.robot_log}")
     console.print(f"HTML report: {outcome.report}")
+    if interrupted():  # Robot stopped the suite on Ctrl-C and returned
+        err_console.print(f"interrupted; partial certification in {out}")
+        return 130
     return 0 if all(r.verdict.status == "pass" for r in outcome.runs) else 1
 
 
@@ -247,13 +498,18 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     _protocol(args.proto)
-    from dissectors.tshark import decode
+    from dissectors.tshark import CaptureTruncated, decode_capture, port_ranges
 
     cap = Path(args.capture)
+    if cap.is_dir():
+        raise InputError(f"{cap}: is a directory, not a capture file")
     if not cap.is_file():
         raise InputError(f"{cap}: no such capture file")
-    frames = decode(cap, port=args.port)
-    table = Table(title=f"{cap}: {len(frames)} LTP segments")
+    ports = sorted({p for group in args.port for p in group}) if args.port else None
+    decoded = decode_capture(cap, port=ports)
+    frames = decoded.frames
+    on_ports = f" on UDP {port_ranges(ports)}" if ports else ""
+    table = Table(title=f"{cap}: {len(frames)} LTP segments{on_ports}")
     table.add_column("frame", justify="right")
     table.add_column("segment")
     table.add_column("findings")
@@ -267,6 +523,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             table.add_row(str(f.number), f.summary, notes)
     console.print(table)
     console.print(f"{n_findings} conformance findings in {len(frames)} segments")
+    if skipped := decoded.skipped_summary():
+        console.print(f"skipped: {skipped}")
+    if decoded.truncation is not None:  # what could be decoded is shown; exit 2
+        raise CaptureTruncated(cap, decoded)
     return (
         1 if any(e.get("severity", "").lower() == "error" for f in frames for e in f.experts) else 0
     )
@@ -282,7 +542,8 @@ def cmd_install_dissectors(args: argparse.Namespace) -> int:
     dest = (
         Path(args.dest).expanduser() if args.dest else Path.home() / ".local/lib/wireshark/plugins"
     )
-    dest.mkdir(parents=True, exist_ok=True)
+    _check_out(dest, force=True, what="--dest")
+    _make_dir(dest, "--dest")
     lua = sorted((REPO / "dissectors").glob("*.lua"))
     for f in lua:
         shutil.copy2(f, dest / f.name)
@@ -300,7 +561,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
             raise InputError(f"unknown schema {name!r} (one of: {', '.join(SCHEMAS)})")
     if args.out:
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
+        _check_out(out, force=True)  # schema files are rewritten in place
+        _make_dir(out)
         for name in names:
             (out / f"{name}.schema.json").write_text(json.dumps(json_schema(name), indent=2) + "\n")
             console.print(f"wrote {out / f'{name}.schema.json'}")
@@ -387,23 +649,28 @@ def build_parser() -> argparse.ArgumentParser:
         description="Spec-driven conformance and interoperability testing for LTP, Saratoga, "
         "CFDP and NORM.",
     )
+    p.add_argument("--version", action=_VersionAction,
+                   help="print the version and git commit, then exit")  # fmt: skip
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     s = sub.add_parser("check", help="model-check a protocol's TLA+ model with TLC")
     s.add_argument("protocol", help="ltp")
     s.add_argument("--bound", choices=("ci", "deep", "bug"), default="ci",
                    help="ci: small, under a minute; deep: minutes; bug: a model that fails on purpose")  # fmt: skip
+    s.add_argument("--out", help="folder for TLC's files and log (default runs/<time>-check-...)")
     s.set_defaults(func=cmd_check)
 
     s = sub.add_parser("generate", help="derive scenario files from TLC traces of test purposes")
     s.add_argument("protocol", help="ltp")
-    s.add_argument("--out", required=True, help="directory for the scenario files")
+    s.add_argument("--out", required=True, help="directory for the scenario files (new or empty)")
+    s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
     s.set_defaults(func=cmd_generate)
 
     s = sub.add_parser("run", help="replay one scenario against a live implementation (root)")
     s.add_argument("scenario", help="scenario JSON file")
     s.add_argument("--sut", required=True, help="implementation under test: licklider")
-    s.add_argument("--out", help="run directory (default runs/<time>-<scenario>)")
+    s.add_argument("--out", help="run directory, new or empty (default runs/<time>-<scenario>)")
+    s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("certify", help="generate, run every scenario under Robot Framework, report")
@@ -411,14 +678,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--sut", default="licklider", help="implementation under test (default licklider)"
     )
-    s.add_argument("--out", help="certification directory (default runs/<time>-certify-...)")
+    s.add_argument(
+        "--out", help="certification directory, new or empty (default runs/<time>-certify-...)"
+    )
+    s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
     s.add_argument("--only", help="run only scenarios whose name contains this text")
     s.set_defaults(func=cmd_certify)
 
     s = sub.add_parser("validate", help="decode a capture with our dissector and list findings")
     s.add_argument("capture", help="pcap or pcapng file")
     s.add_argument("--proto", required=True, help="ltp")
-    s.add_argument("--port", type=int, default=None, help="UDP port (default 1113)")
+    s.add_argument("--port", type=_port_spec, action="append", metavar="PORTS",
+                   help="UDP ports decoded as LTP, e.g. 1113,4556,5000-5010; repeatable "
+                   "(default 1113)")  # fmt: skip
     s.add_argument(
         "--all", action="store_true", help="list every segment, not just those with findings"
     )
@@ -449,11 +721,30 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _stdout_gone() -> int:
+    """stdout's reader went away (``| head``): stop quietly with 141, the
+    status of a process ended by SIGPIPE; later writes go to /dev/null so
+    the interpreter's final flush cannot fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return 141
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        args = build_parser().parse_args(argv)
+        code = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        return _stdout_gone()
     except DtncError as exc:
+        try:
+            sys.stdout.flush()  # what was shown before the error (validate's table)
+        except BrokenPipeError:
+            _stdout_gone()
         print(f"dtnconform: {exc}", file=sys.stderr)  # plain: one unwrapped line
         return exc.exit_code
     except KeyboardInterrupt:

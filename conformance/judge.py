@@ -1,44 +1,142 @@
 """RunResult + channel log + dissector findings -> Verdict.
 
 The rules, in order:
-- error: an endpoint crashed, hung, or printed no result: the run says nothing
-  about conformance.
-- fail: an observed outcome differs from the model's expectation (bytes
-  delivered each colour, each side's session outcome), delivered bytes differ
-  from the bytes sent, or our dissector flagged a malformed or erroneous
-  segment (an expert info of severity error).
-- inconclusive: everything matched, but an impairment of the scenario never
-  met its segment (the implementation did not send what the model sent), so
-  the path the scenario was written for was not exercised.
+- error: our side failed: an endpoint harness crashed, hung or printed no
+  result (outcome "error"), or the channel died (the runner adds that). Only
+  then; nothing the implementation does on the wire is an error.
+- inconclusive: an impairment of the scenario never met its segment, so the
+  losses the expectation was computed for did not all happen and the path
+  the scenario was written for was not exercised. Each such impairment is
+  named with what the channel saw in its direction instead.
+- fail: the observed outcome (bytes delivered each colour, each side's last
+  notice: completed, cancelled, closed without a notice, or still open at
+  the time limit) is not one of the outcomes the model allows under the
+  scenario's losses; or the delivered bytes differ from the bytes sent; or
+  our dissector flagged a segment as an error. Each reason cites its rule.
 - pass: otherwise. Warnings from the dissector are kept as reasons on a pass.
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from conformance.types import Reason, RunResult, Scenario, Verdict, VerdictStatus
+from conformance.types import (
+    ExpectedOutcome,
+    Impairment,
+    Reason,
+    RunResult,
+    Scenario,
+    Verdict,
+    VerdictStatus,
+)
 
 if TYPE_CHECKING:
     from conformance.segments import Finding
 
-# Where each expectation comes from in RFC 5326.
-_RULES = {
-    "red_bytes_delivered": "RFC 5326 §7.3 (red-part reception)",
-    "green_bytes_delivered": "RFC 5326 §7.2 (green-segment arrival)",
-    "sender_outcome": "RFC 5326 §7.4/§7.5 (session completion / cancellation at the sender)",
-    "receiver_outcome": "RFC 5326 §7.3/§7.6 (red-part reception / cancellation at the receiver)",
+# The rule behind each part of an outcome, by the value observed (RFC 5326).
+_RULES: dict[str, dict[str, str]] = {
+    "red_bytes_delivered": {"": "RFC 5326 §6.9, §7.3 (red-part reception)"},
+    "green_bytes_delivered": {"": "RFC 5326 §6.10, §7.2 (green-part segment arrival)"},
+    "sender_outcome": {
+        "completed": "RFC 5326 §6.12, §7.4 (completion only once the whole red part is claimed)",
+        "cancelled": "RFC 5326 §6.19, §7.5 (cancellation only on a limit, a CR or a request)",
+        "timeout": "RFC 5326 §6.7, §6.16 (retransmission limits bound every sending session)",
+        "closed": "RFC 5326 §7.4, §7.5 (a sending session ends with a completion or "
+        "cancellation notice)",
+    },
+    "receiver_outcome": {
+        "completed": "RFC 5326 §6.9, §7.3 (red-part reception)",
+        "cancelled": "RFC 5326 §6.19, §7.6 (cancellation only on a limit, a CS or a request)",
+        "timeout": "RFC 5326 §6.8, §6.9 (a receiving session delivers its red part or "
+        "cancels at the report retransmission limit)",
+        "closed": "RFC 5326 §6.20, §7.3, §7.6 (a session closed with neither a red-part "
+        "reception nor a cancellation notice)",
+    },
 }
+_FIELDS = ("red_bytes_delivered", "green_bytes_delivered", "sender_outcome", "receiver_outcome")
 
 
-def fired_rules(channel_log: Path) -> set[int]:
-    from conformance.emulator import read_log
+def observed_outcome(result: RunResult) -> ExpectedOutcome:
+    return ExpectedOutcome(
+        red_bytes_delivered=result.receiver.red_bytes_delivered,
+        green_bytes_delivered=result.receiver.green_bytes_delivered,
+        sender_outcome=result.sender.outcome,
+        receiver_outcome=result.receiver.outcome,
+    )
 
-    return {int(rec["rule"]) for rec in read_log(channel_log) if rec.get("rule") is not None}
+
+def _rule(field: str, value: object) -> str:
+    table = _RULES[field]
+    return table.get(str(value), table.get("", ""))
+
+
+def outcome_reasons(scn: Scenario, seen: ExpectedOutcome) -> list[Reason]:
+    """Why an observed outcome is not in the scenario's set: one reason per
+    part that differs from the nearest allowed outcome, each with its rule."""
+    allowed = scn.expect.outcomes
+    nearest = min(
+        allowed,
+        key=lambda o: sum(getattr(o, f) != getattr(seen, f) for f in _FIELDS),
+    )
+    reasons = []
+    for f in _FIELDS:
+        have = getattr(seen, f)
+        if have == getattr(nearest, f):
+            continue
+        options = sorted({str(getattr(o, f)) for o in allowed})
+        reasons.append(
+            Reason(
+                code=f"unexpected-{f.replace('_', '-')}",
+                message=f"{f}: observed {have}; with the other parts as observed, the model "
+                f"allows {getattr(nearest, f)} (over all allowed outcomes: {', '.join(options)})",
+                rule=_rule(f, have),
+            )
+        )
+    head = Reason(
+        code="outcome-not-allowed",
+        message=f"observed outcome ({seen.describe()}) is none of the {len(allowed)} the model "
+        f"allows under the scenario's losses: {scn.expect.describe()}",
+        rule="; ".join(dict.fromkeys(r.rule for r in reasons if r.rule)),
+    )
+    return [head, *reasons]
+
+
+def channel_saw(records: list[dict[str, Any]], imp: Impairment) -> str:
+    """What the channel saw in an impairment's direction, for an unmet one:
+    how many frames and segments, how many were fragments, and how many
+    segments matched the rule's fields (against the occurrence it waited for)."""
+    frames = [r for r in records if r.get("dir") == imp.direction]
+    kinds = Counter(str(r.get("kind", "")) for r in frames)
+    segs = [r for r in frames if r.get("proto")]
+    matching = [
+        r for r in segs if all(r.get("fields", {}).get(k) == v for k, v in imp.match.items())
+    ]
+    parts = [f"{len(frames)} {imp.direction} frame{'s' * (len(frames) != 1)}"]
+    parts.append(f"{len(segs)} classified as segments")
+    if kinds.get("fragment"):
+        parts.append(
+            f"{kinds['fragment']} IP fragment{'s' * (kinds['fragment'] != 1)} (fragmented "
+            "datagrams carry no segment the rule can see: raise the MTU or lower segment_size)"
+        )
+    if kinds.get("ipv4"):
+        parts.append(f"{kinds['ipv4']} other IPv4")
+    wanted = imp.occurrence + imp.count - 1
+    parts.append(
+        f"{len(matching)} matching [{', '.join(f'{k}={v}' for k, v in imp.match.items())}] "
+        f"where the rule waited for match {imp.occurrence}"
+        + (f"..{wanted}" if imp.count > 1 else "")
+    )
+    if not segs and not kinds.get("fragment"):
+        parts.append("the implementation sent nothing this way")
+    return ", ".join(parts)
 
 
 def judge(scn: Scenario, result: RunResult, channel_log: Path, findings: list[Finding]) -> Verdict:
+    from conformance.emulator import read_log
+
     errors: list[Reason] = []
     fails: list[Reason] = []
     notes: list[Reason] = []
@@ -48,33 +146,20 @@ def judge(scn: Scenario, result: RunResult, channel_log: Path, findings: list[Fi
             errors.append(
                 Reason(
                     code=f"{end.role}-error",
-                    message=f"the {end.role} failed: {end.detail or 'no detail'} (log: {end.log})",
+                    message=f"the {end.role} harness failed: {end.detail or 'no detail'} "
+                    f"(log: {end.log})",
                 )
             )
 
-    exp = scn.expect
-    observed = {
-        "red_bytes_delivered": result.receiver.red_bytes_delivered,
-        "green_bytes_delivered": result.receiver.green_bytes_delivered,
-        "sender_outcome": result.sender.outcome,
-        "receiver_outcome": result.receiver.outcome,
-    }
-    for key, have in observed.items():
-        want = getattr(exp, key)
-        if have != want and not (key.endswith("outcome") and have == "error"):
-            fails.append(
-                Reason(
-                    code=f"unexpected-{key.replace('_', '-')}",
-                    message=f"{key}: expected {want}, observed {have}",
-                    rule=_RULES[key],
-                )
-            )
+    seen = observed_outcome(result)
+    if not errors and not scn.expect.allows(seen):
+        fails += outcome_reasons(scn, seen)
     if result.receiver.payload_ok is False:
         fails.append(
             Reason(
                 code="payload-corrupt",
                 message="delivered bytes differ from the bytes the sender sent",
-                rule="RFC 5326 §7.2/§7.3",
+                rule="RFC 5326 §7.2, §7.3",
             )
         )
 
@@ -87,23 +172,34 @@ def judge(scn: Scenario, result: RunResult, channel_log: Path, findings: list[Fi
         )
         (fails if f.severity.lower() == "error" else notes).append(reason)
 
-    fired = fired_rules(Path(channel_log))
+    records = read_log(Path(channel_log))
+    fired = {int(r["rule"]) for r in records if r.get("rule") is not None}
     unmet = [
         Reason(
             code="impairment-unmet",
-            message=f"impairment {i} never met its segment: {imp.describe()}",
+            message=f"impairment {i} ({imp.describe()}) never met its segment: the channel saw "
+            f"{channel_saw(records, imp)}",
         )
         for i, imp in enumerate(scn.impairments)
         if i not in fired
     ]
+    # The outcome set assumes every planned loss happened; with one missing,
+    # an outcome outside it says nothing, so it is reported, not judged.
+    outcome_codes = {"outcome-not-allowed"} | {f"unexpected-{f.replace('_', '-')}" for f in _FIELDS}
+    wire_fails = [r for r in fails if r.code not in outcome_codes]
 
     status: VerdictStatus
     if errors:
         status, reasons = "error", errors + fails + unmet
+    elif unmet and not wire_fails:
+        observed = Reason(
+            code="observed-outcome",
+            message=f"observed {seen.describe()}"
+            + (" (outside the set computed for the planned losses)" if fails else ""),
+        )
+        status, reasons = "inconclusive", [*unmet, observed, *notes]
     elif fails:
         status, reasons = "fail", fails + unmet + notes
-    elif unmet:
-        status, reasons = "inconclusive", unmet + notes
     else:
         status, reasons = "pass", notes
     return Verdict(scenario=scn.name, sut=result.sut, status=status, reasons=reasons)
@@ -111,7 +207,5 @@ def judge(scn: Scenario, result: RunResult, channel_log: Path, findings: list[Fi
 
 def _rule_in(message: str) -> str:
     """Pull 'RFC 5326 §x.y' out of an expert-info text, if it cites one."""
-    import re
-
     m = re.search(r"RFC\s*\d+\s*§\s*[\d.]+", message)
     return m.group(0) if m else ""

@@ -56,7 +56,7 @@ class LtpDecodeError(ValueError):
 
 
 # ---------------------------------------------------------------------------
-# SDNV (RFC 5326 §3, after RFC 6256): big-endian base-128, high bit = "more".
+# SDNV (RFC 5326 §2, RFC 6256): big-endian base-128, high bit = "more".
 # ---------------------------------------------------------------------------
 
 
@@ -69,6 +69,25 @@ def sdnv_encode(value: int) -> bytes:
         out.append(0x80 | (value & 0x7F))
         value >>= 7
     return bytes(reversed(out))
+
+
+def max_data_header_len(block_len: int, client_service_id: int, engine_id: int = 2) -> int:
+    """The longest header (and segment fields before the client data) a data
+    segment of this block can have (RFC 5326 §3.1, §3.2.1): version/type,
+    engine id, a session number and checkpoint/report serials of up to 32 bits
+    each (5-byte SDNVs), no extensions, the client service id, offset and
+    length. A conservative bound, for checking that segments fit the MTU."""
+    u32 = len(sdnv_encode(2**32 - 1))
+    return (
+        1  # version + segment type flags
+        + len(sdnv_encode(engine_id))
+        + u32  # session number
+        + 1  # header and trailer extension counts
+        + len(sdnv_encode(client_service_id))
+        + len(sdnv_encode(max(0, block_len - 1)))  # offset
+        + len(sdnv_encode(block_len))  # length
+        + 2 * u32  # checkpoint and report serial numbers
+    )
 
 
 def sdnv_decode(buf: bytes, pos: int = 0, max_bytes: int = 10) -> tuple[int, int]:

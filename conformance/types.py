@@ -12,6 +12,7 @@ here.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar
 
@@ -31,12 +32,15 @@ Direction = Literal["forward", "return"]
 # A value a classifier can match on: numbers, names of codes, flags.
 FieldValue = int | str | bool
 
-# How one side of a session ended. "completed": the protocol's own success
-# notice (LTP: transmission-session completion at the sender, RFC 5326 §7.4;
-# red-part delivery at the receiver, §7.3); "cancelled": a cancellation notice
-# (§7.5, §7.6); "timeout": the run's time limit passed before either; "error":
-# the endpoint crashed or could not be started.
-Outcome = Literal["completed", "cancelled", "timeout", "error"]
+# How one side of a session ended: its last notice. "completed": the
+# protocol's own success notice (LTP: transmission-session completion at the
+# sender, RFC 5326 §7.4; red-part delivery at the receiver, §7.3);
+# "cancelled": a cancellation notice (§7.5, §7.6), also after a delivery
+# (the delivered bytes still count); "closed": the session closed with no
+# notice at all (never allowed by the model); "timeout": the run's time limit
+# passed with the session still open; "error": the endpoint crashed or could
+# not be started (the harness's fault, never the protocol's).
+Outcome = Literal["completed", "cancelled", "closed", "timeout", "error"]
 
 VerdictStatus = Literal["pass", "fail", "inconclusive", "error"]
 
@@ -55,38 +59,91 @@ class _Strict(BaseModel):
 
 
 class LtpBlock(_Strict):
-    """Geometry of the one LTP block a scenario transfers.
+    """Geometry and knobs of the one LTP block a scenario transfers, in bytes.
 
-    The model counts data in abstract segments; a scenario fixes their size so
-    that each abstract segment is one data segment on the wire, and impairments
-    can name data segments by their byte offset (RFC 5326 §3.2.1).
+    The block is ``block_len`` bytes of client data, the first ``red_len`` of
+    them red (RFC 5326 §2.1, §6.1); the sender cuts it into data segments of at
+    most ``segment_size`` bytes of client data each, so impairments name data
+    segments by their byte offset (§3.2.1). Model-generated scenarios use one
+    abstract model segment per data segment.
     """
 
+    block_len: Annotated[int, Field(gt=0, le=1 << 30)] = Field(
+        description="client-data bytes in the block"
+    )
+    red_len: Annotated[int, Field(ge=0)] = Field(
+        description="bytes of the block that are red (the first red_len); the rest is green"
+    )
     segment_size: Annotated[int, Field(gt=0, le=65000)] = Field(
         description="client-data bytes per data segment (payload only, no header)"
     )
-    red_segments: Annotated[int, Field(ge=0)]
-    green_segments: Annotated[int, Field(ge=0)]
-    client_service_id: Annotated[int, Field(ge=0)] = 1
+    client_service_id: Annotated[int, Field(ge=0, lt=2**63)] = Field(
+        1,
+        description="destination client service in the data segments; the receiver registers "
+        "this service too unless receiver_client_service_id says otherwise",
+    )
+    receiver_client_service_id: Annotated[int, Field(ge=0, lt=2**63)] | None = Field(
+        None,
+        description="the client service the receiver registers (default: client_service_id); "
+        "a different value makes the sender name an unknown service (RFC 5326 §6.21 UNREACH)",
+    )
     retransmission_limit: Annotated[int, Field(ge=0, le=100)] = Field(
         1,
         description="checkpoint, report and cancel retransmission limit the expectation "
-        "assumes (RFC 5326 §6.7, §6.8, §6.19); the endpoints are configured with it",
+        "assumes (RFC 5326 §6.7, §6.8, §6.16); the endpoints are configured with it",
     )
 
-    @property
-    def red_len(self) -> int:
-        return self.segment_size * self.red_segments
+    model_config = ConfigDict(extra="forbid")
 
-    @property
-    def block_len(self) -> int:
-        return self.segment_size * (self.red_segments + self.green_segments)
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_segments(cls, data: object) -> object:
+        # Scenario files written before geometry in bytes counted the block
+        # in whole segments: red_segments and green_segments of segment_size.
+        if isinstance(data, dict) and ("red_segments" in data or "green_segments" in data):
+            data = dict(data)
+            size = data.get("segment_size")
+            red, green = data.pop("red_segments", 0), data.pop("green_segments", 0)
+            if isinstance(size, int) and isinstance(red, int) and isinstance(green, int):
+                data.setdefault("red_len", size * red)
+                data.setdefault("block_len", size * (red + green))
+        return data
 
     @model_validator(mode="after")
-    def _non_empty(self) -> LtpBlock:
-        if self.red_segments + self.green_segments == 0:
-            raise ValueError("a block needs at least one segment")
+    def _red_within_block(self) -> LtpBlock:
+        if self.red_len > self.block_len:
+            raise ValueError(f"red_len {self.red_len} exceeds block_len {self.block_len}")
         return self
+
+    @property
+    def green_len(self) -> int:
+        return self.block_len - self.red_len
+
+    @property
+    def service_at_receiver(self) -> int:
+        if self.receiver_client_service_id is None:
+            return self.client_service_id
+        return self.receiver_client_service_id
+
+
+class Timers(_Strict):
+    """The endpoints' timers. Left empty, they are derived from the channel
+    (``conformance.timers``): the one-way delays both ways, serialization at
+    the link rates, plus a margin, the way RFC 5326 §6.2 sizes them."""
+
+    retransmission_ms: Annotated[float, Field(gt=0, le=86_400_000)] | None = Field(
+        None,
+        description="retransmission timer of checkpoints, reports and cancels "
+        "(default: derived from the channel)",
+    )
+    linger_ms: Annotated[float, Field(ge=0, le=86_400_000)] | None = Field(
+        None,
+        description="how long each endpoint keeps serving after its session ended, so late "
+        "segments meet a running engine (default: two round trips)",
+    )
+    margin_ms: Annotated[float, Field(ge=0, le=3_600_000)] = Field(
+        250.0, description="processing and scheduling margin added to derived timers"
+    )
 
 
 class Impairment(_Strict):
@@ -228,6 +285,11 @@ class Channel(_Strict):
     )
     seed: Annotated[int, Field(ge=0, lt=2**64)] = 0
     mtu: Annotated[int, Field(ge=576, le=9000)] = 1500
+    fragment: bool = Field(
+        False,
+        description="let datagrams larger than the MTU be IP-fragmented; impairments "
+        "cannot see fragmented segments (the channel classifies whole datagrams only)",
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -248,13 +310,61 @@ class LinkProfile(_Strict):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class Expectation(_Strict):
-    """The observable outcome the model predicts for the scenario."""
+class ExpectedOutcome(_Strict):
+    """One terminal outcome: what each side noticed and what was delivered."""
 
     red_bytes_delivered: Annotated[int, Field(ge=0)]
     green_bytes_delivered: Annotated[int, Field(ge=0)]
     sender_outcome: Outcome
     receiver_outcome: Outcome
+
+    def key(self) -> tuple[int, int, str, str]:
+        return (
+            self.red_bytes_delivered,
+            self.green_bytes_delivered,
+            self.sender_outcome,
+            self.receiver_outcome,
+        )
+
+    def describe(self) -> str:
+        return (
+            f"red {self.red_bytes_delivered} B, green {self.green_bytes_delivered} B, "
+            f"sender {self.sender_outcome}, receiver {self.receiver_outcome}"
+        )
+
+
+class Expectation(_Strict):
+    """Every terminal outcome the model allows under the scenario's
+    impairments (not one interleaving's): a run passes with any of them."""
+
+    outcomes: list[ExpectedOutcome] = Field(min_length=1)
+    source: str = Field(
+        "",
+        description="how the set was computed, e.g. the TLC run that enumerated it",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_single(cls, data: object) -> object:
+        # Scenario files written before outcome sets held one flat outcome.
+        if isinstance(data, dict) and "outcomes" not in data and "sender_outcome" in data:
+            return {"outcomes": [data]}
+        return data
+
+    @model_validator(mode="after")
+    def _distinct(self) -> Expectation:
+        self.outcomes = sorted({o.key(): o for o in self.outcomes}.values(), key=_outcome_order)
+        return self
+
+    def allows(self, observed: ExpectedOutcome) -> bool:
+        return any(o.key() == observed.key() for o in self.outcomes)
+
+    def describe(self) -> str:
+        return " | ".join(o.describe() for o in self.outcomes)
+
+
+def _outcome_order(o: ExpectedOutcome) -> tuple[int, int, str, str]:
+    return (-o.red_bytes_delivered, -o.green_bytes_delivered, o.sender_outcome, o.receiver_outcome)
 
 
 class Origin(_Strict):
@@ -263,6 +373,11 @@ class Origin(_Strict):
     model: str = Field(description="path of the TLA+ module, relative to the repository")
     config: str = ""
     purpose: str = Field(description="test purpose (the trap property's name)")
+    purposes: list[str] = Field(
+        default_factory=list,
+        description="every test purpose whose trace gave this same scenario (impairments and "
+        "expected outcomes); the first is 'purpose'",
+    )
     actions: list[str] = Field(default_factory=list, description="TLA+ actions of the trace")
 
 
@@ -274,9 +389,14 @@ class Scenario(_Strict):
     ltp: LtpBlock | None = None
     impairments: list[Impairment] = Field(default_factory=list)
     channel: Channel = Field(default_factory=Channel)
+    timers: Timers = Field(default_factory=Timers)
     expect: Expectation
     origin: Origin | None = None
-    time_limit_s: Annotated[float, Field(gt=0, le=86400)] = 30.0
+    time_limit_s: Annotated[float, Field(gt=0, le=86400)] | None = Field(
+        None,
+        description="the longest a run may take before its open sides count as 'timeout' "
+        "(default: derived from the channel and the retransmission limits)",
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -286,20 +406,53 @@ class Scenario(_Strict):
 
         known = vocabulary(self.protocol)
         for i, imp in enumerate(self.impairments):
-            for key in imp.match:
+            from conformance.classifiers import validate_match
+
+            for key, value in imp.match.items():
                 if key not in known:
                     raise ValueError(
                         f"impairments[{i}].match: unknown {self.protocol.upper()} field {key!r} "
                         f"(known: {', '.join(sorted(known))})"
                     )
+                try:  # a value the classifier never gives: the rule would never fire
+                    validate_match(self.protocol, key, value)
+                except ValueError as exc:
+                    raise ValueError(f"impairments[{i}].match.{key}: {exc}") from None
         if self.protocol == "ltp":
             if self.ltp is None:
                 raise ValueError("an LTP scenario needs the 'ltp' block geometry")
-            if self.expect.red_bytes_delivered > self.ltp.red_len:
-                raise ValueError("expect.red_bytes_delivered exceeds the red part")
-            if self.expect.green_bytes_delivered > self.ltp.block_len - self.ltp.red_len:
-                raise ValueError("expect.green_bytes_delivered exceeds the green part")
+            self._ltp_fits_mtu()
+            for o in self.expect.outcomes:
+                if o.red_bytes_delivered > self.ltp.red_len:
+                    raise ValueError("expect: red_bytes_delivered exceeds the red part")
+                if o.green_bytes_delivered > self.ltp.green_len:
+                    raise ValueError("expect: green_bytes_delivered exceeds the green part")
         return self
+
+
+    # IPv4 (no options) and UDP headers around each datagram.
+    _IP_UDP = 28
+
+    def _ltp_fits_mtu(self) -> None:
+        """One data segment plus headers must fit the channel's MTU, or the
+        channel sees IP fragments instead of segments and no impairment can
+        match them (unless channel.fragment says to run it so)."""
+        from conformance.ltp import max_data_header_len
+
+        assert self.ltp is not None
+        if self.channel.fragment:
+            return
+        size = min(self.ltp.segment_size, self.ltp.block_len)
+        header = max_data_header_len(self.ltp.block_len, self.ltp.client_service_id)
+        total = size + header + self._IP_UDP
+        if total > self.channel.mtu:
+            room = self.channel.mtu - header - self._IP_UDP
+            raise ValueError(
+                f"ltp.segment_size: {size} bytes of data + up to {header} of LTP header + "
+                f"{self._IP_UDP} of IPv4/UDP is {total} bytes, over channel.mtu "
+                f"{self.channel.mtu}: use ltp.segment_size <= {room}, raise channel.mtu, or set "
+                "channel.fragment to run it fragmented (impairments cannot see fragments)"
+            )
 
 
 # ---------------------------------------------------------------------------
@@ -348,6 +501,26 @@ class SegmentCounts(_Strict):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+class Provenance(_Strict):
+    """Where a result comes from, so that a reader can reproduce it."""
+
+    date: str = Field("", description="ISO 8601 UTC")
+    tool_commit: str = Field("", description="git commit of dtnconform (+dirty if modified)")
+    sut: str = Field("", description="implementation name")
+    sut_version: str = ""
+    knobs: dict[str, FieldValue | float] = Field(
+        default_factory=dict,
+        description="every knob the endpoints ran with: timers, limits, segment size, ...",
+    )
+    tshark: str = ""
+    kernel: str = ""
+    tlc: str = ""
+    channel: dict[str, object] = Field(
+        default_factory=dict,
+        description="the channel as run: profile, each direction's delay, rate, loss, seed",
+    )
+
+
 class RunResult(_Strict):
     schema_: Literal["dtnconform/run-result/1"] = Field(RUN_RESULT_SCHEMA, alias="schema")
     scenario: str
@@ -358,13 +531,16 @@ class RunResult(_Strict):
     sender: EndpointResult
     receiver: EndpointResult
     delivered_bytes: Annotated[int, Field(ge=0)]
-    goodput_bps: float = Field(description="delivered bytes × 8 / receiver session time")
+    goodput_bps: float | None = Field(
+        description="delivered bytes × 8 / receiver session time; null when that time is 0"
+    )
     segments: SegmentCounts = Field(description="segments each way, as sent into the channel")
     dropped: SegmentCounts = Field(description="segments the channel withheld each way")
     captures: dict[str, str] = Field(
         default_factory=dict, description="capture files by side, relative to the run directory"
     )
     channel_log: str = ""
+    provenance: Provenance | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -414,8 +590,13 @@ def load_model(cls: type[M], path: Path) -> M:
         return cls.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        where = ".".join(str(p) for p in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
+        # A whole-scenario check names its field at the start of its message.
+        named = re.match(r"([A-Za-z_][\w.\[\]]*): (.*)", msg, re.S)
+        if named and not where:
+            where, msg = named.group(1), named.group(2)
+        where = where or "(top level)"
         more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
         raise InputError(f"{path}: field {where}: {msg}{more}") from None
 

@@ -26,6 +26,7 @@ columns.  For the built-in dissector it is the built-in's protocol label.
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -98,6 +99,20 @@ class TsharkError(DtncError):
     exit_code = 2
 
 
+class CaptureTruncated(TsharkError):
+    """The capture file ends inside a frame; ``decoded`` holds what came before."""
+
+    def __init__(self, pcap: Path, decoded: CaptureDecode) -> None:
+        self.pcap = pcap
+        self.decoded = decoded
+        end = decoded.truncation
+        where = end.describe() if end else "capture truncated"
+        super().__init__(
+            f"{pcap}: {where}; {decoded.frames_read} frames decoded, "
+            f"{len(decoded.frames)} of them LTP segments"
+        )
+
+
 def find_tshark() -> str:
     """Path of the tshark binary; raises :class:`TsharkError` if it is absent."""
     path = shutil.which("tshark")
@@ -150,16 +165,120 @@ class DecodedFrame:
 # ---------------------------------------------------------------------------
 
 
-def _run_pdml(args: list[str]) -> ET.Element:
+# tshark's words (stderr, non-zero exit) for a capture file that ends inside
+# a record; it still writes the packets before the cut.
+_CUT_SHORT = "appears to have been cut short"
+_NOT_A_CAPTURE = "isn't a capture file"
+
+
+def _stderr_lines(stderr: bytes) -> list[str]:
+    """tshark's stderr without the "Running as user root" warning."""
+    lines = stderr.decode(errors="replace").splitlines()
+    return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("Running as user")]
+
+
+def _tshark_pdml(args: list[str]) -> tuple[ET.Element, bool]:
+    """Run tshark with PDML output: the parsed document, and whether tshark
+    said the capture was cut short (the packets before the cut are there)."""
     cmd = [find_tshark(), "-n", "-T", "pdml", *args]
     proc = subprocess.run(cmd, capture_output=True, check=False)
-    if proc.returncode != 0:
-        err = proc.stderr.decode(errors="replace").strip()
-        raise TsharkError(f"{' '.join(cmd)} failed ({proc.returncode}): {err}")
+    errors = _stderr_lines(proc.stderr)
+    truncated = proc.returncode != 0 and any(_CUT_SHORT in ln for ln in errors)
+    if proc.returncode != 0 and not truncated:
+        if any(_NOT_A_CAPTURE in ln for ln in errors):
+            capture = args[args.index("-r") + 1] if "-r" in args else "the file"
+            raise TsharkError(f"{capture}: not a capture file in a format tshark understands")
+        raise TsharkError(f"{' '.join(cmd)} failed ({proc.returncode}): {'; '.join(errors)}")
+    if truncated and not proc.stdout.strip():
+        return ET.Element("pdml"), truncated  # cut inside the file header: no packets
     try:
-        return ET.fromstring(proc.stdout)
+        return ET.fromstring(proc.stdout), truncated
     except ET.ParseError as exc:
         raise TsharkError(f"tshark produced unreadable PDML: {exc}") from exc
+
+
+def _run_pdml(args: list[str]) -> ET.Element:
+    root, truncated = _tshark_pdml(args)
+    if truncated:
+        capture = args[args.index("-r") + 1] if "-r" in args else "the capture"
+        raise TsharkError(f"{capture}: {capture_end(Path(capture)).describe()}")
+    return root
+
+
+# ---------------------------------------------------------------------------
+# Where a truncated capture ends
+# ---------------------------------------------------------------------------
+
+_PCAP_MAGIC = {
+    b"\xd4\xc3\xb2\xa1": "<",  # microseconds, little-endian
+    b"\xa1\xb2\xc3\xd4": ">",
+    b"\x4d\x3c\xb2\xa1": "<",  # nanoseconds
+    b"\xa1\xb2\x3c\x4d": ">",
+}
+_PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
+_PCAPNG_PACKET_BLOCKS = frozenset({2, 3, 6})  # packet, simple packet, enhanced packet
+
+
+@dataclass(frozen=True)
+class CaptureEnd:
+    """How a capture file ends: ``frames`` whole frames, then (when
+    ``truncated``) part of frame ``frames + 1``, which starts at byte
+    ``frame_start``; ``size`` is the file's length in bytes."""
+
+    frames: int
+    size: int
+    truncated: bool
+    frame_start: int | None = None
+    in_header: bool = False
+
+    def describe(self) -> str:
+        if not self.truncated:
+            return f"capture complete: {self.frames} frames, {self.size} bytes"
+        if self.in_header:
+            return f"capture ends inside its file header at byte {self.size} (truncated)"
+        frame = self.frames + 1
+        start = f"; frame {frame} starts at byte {self.frame_start}" if self.frame_start else ""
+        return f"capture ends inside frame {frame} at byte {self.size} (truncated{start})"
+
+
+def capture_end(pcap: Path) -> CaptureEnd:
+    """Walk the records of a pcap or pcapng file (headers only) to find
+    where it ends: after a whole frame, or inside one. Other formats come
+    back as not truncated with 0 frames (tshark reads more formats than this)."""
+    data = pcap.read_bytes()
+    size = len(data)
+    magic = data[:4]
+    if magic in _PCAP_MAGIC:
+        order = _PCAP_MAGIC[magic]
+        if size < 24:
+            return CaptureEnd(0, size, True, in_header=True)
+        pos, frames = 24, 0
+        while pos < size:
+            if pos + 16 > size:
+                return CaptureEnd(frames, size, True, pos)
+            (incl,) = struct.unpack_from(order + "I", data, pos + 8)
+            if pos + 16 + incl > size:
+                return CaptureEnd(frames, size, True, pos)
+            pos += 16 + incl
+            frames += 1
+        return CaptureEnd(frames, size, False)
+    if magic == _PCAPNG_SHB:
+        pos, frames, order = 0, 0, "<"
+        while pos < size:
+            if pos + 12 > size:
+                return CaptureEnd(frames, size, True, pos, in_header=frames == 0 and pos == 0)
+            if data[pos : pos + 4] == _PCAPNG_SHB:
+                bom = data[pos + 8 : pos + 12]
+                order = "<" if bom == b"\x4d\x3c\x2b\x1a" else ">"
+            btype, blen = struct.unpack_from(order + "II", data, pos)
+            if blen < 12 or pos + blen > size:
+                header = frames == 0 and pos == 0
+                return CaptureEnd(frames, size, True, None if header else pos, in_header=header)
+            if btype in _PCAPNG_PACKET_BLOCKS:
+                frames += 1
+            pos += blen
+        return CaptureEnd(frames, size, False)
+    return CaptureEnd(0, size, False)
 
 
 def _int(text: str | None) -> int | None:
@@ -282,20 +401,120 @@ def _frames(
     return frames
 
 
+Ports = int | Iterable[int] | None
+
+
+def port_list(port: Ports) -> list[int] | None:
+    """``port`` (one port, several, or None) as a sorted list without repeats."""
+    if port is None:
+        return None
+    ports = sorted({port} if isinstance(port, int) else set(port))
+    for p in ports:
+        if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 65535:
+            raise ValueError(f"UDP port {p!r} is not 1-65535")
+    return ports
+
+
+def port_ranges(ports: Iterable[int]) -> str:
+    """Ports as a Wireshark range preference: ``1113,4556,5000-5010``."""
+    out: list[str] = []
+    run: list[int] = []
+    for p in sorted(set(ports)):
+        if run and p == run[-1] + 1:
+            run.append(p)
+            continue
+        if run:
+            out.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
+        run = [p]
+    if run:
+        out.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
+    return ",".join(out)
+
+
+@dataclass
+class CaptureDecode:
+    """What :func:`decode_capture` got out of one capture."""
+
+    frames: list[DecodedFrame]
+    # UDP datagrams our dissector did not decode, by destination port
+    skipped_udp: Counter[int]
+    # every frame tshark read (LTP or not)
+    frames_read: int
+    # set when the file ends inside a frame: everything before it is decoded
+    truncation: CaptureEnd | None = None
+
+    def skipped_summary(self) -> str:
+        """``12 UDP datagrams on other ports (53: 4, 5353: 8)``, or ""."""
+        n = sum(self.skipped_udp.values())
+        if not n:
+            return ""
+        ports = ", ".join(f"{p}: {c}" for p, c in sorted(self.skipped_udp.items()))
+        return f"{n} UDP datagram{'s' if n != 1 else ''} on other ports ({ports})"
+
+
+def _skipped_udp(root: ET.Element, proto: str) -> tuple[Counter[int], int]:
+    """UDP datagrams without a ``proto`` layer, by destination port (only a
+    packet's own UDP layer counts, not the copy inside an ICMP error), and
+    the number of packets read."""
+    skipped: Counter[int] = Counter()
+    read = 0
+    for packet in root.iter("packet"):
+        read += 1
+        top = packet.findall("proto")
+        udp = next((p for p in top if p.get("name") == "udp"), None)
+        if udp is None or any(p.get("name") == proto for p in packet.iter("proto")):
+            continue
+        port = next(
+            (_int(f.get("show")) for f in udp.iter("field") if f.get("name") == "udp.dstport"),
+            None,
+        )
+        skipped[port if port is not None else 0] += 1
+    return skipped, read
+
+
+def decode_capture(
+    pcap: Path, *, port: Ports = None, prefs: dict[str, str] | None = None
+) -> CaptureDecode:
+    """Decode every LTP frame of ``pcap`` with ``ltp.lua`` (one tshark run),
+    count the UDP datagrams it skipped, and say where a truncated capture
+    ends instead of failing: the frames before the cut are decoded.
+
+    ``port``: one UDP port or several (replacing the default 1113, the
+    preference dtnltp.udp_ports); ``prefs`` sets further dtnltp preferences,
+    e.g. ``{"heuristic": "TRUE"}``.
+    """
+    args = ["-X", f"lua_script:{LUA_SCRIPT}", "-r", str(pcap)]
+    ports = port_list(port)
+    if ports is not None:
+        args += ["-o", f"{PROTO}.udp_ports:{port_ranges(ports)}"]
+    for name, value in (prefs or {}).items():
+        args += ["-o", f"{PROTO}.{name}:{value}"]
+    root, truncated = _tshark_pdml(args)
+    frames = _frames(root, PROTO, OUR_REPEATED, builtin=False)
+    skipped, read = _skipped_udp(root, PROTO)
+    end = None
+    if truncated:
+        end = capture_end(pcap)
+        if not end.truncated:  # a format capture_end does not walk
+            end = CaptureEnd(read, end.size, True)
+    return CaptureDecode(frames, skipped, read, end)
+
+
 def decode(
-    pcap: Path, *, port: int | None = None, prefs: dict[str, str] | None = None
+    pcap: Path, *, port: Ports = None, prefs: dict[str, str] | None = None
 ) -> list[DecodedFrame]:
     """Decode every LTP frame of ``pcap`` with ``ltp.lua`` (one tshark run).
 
-    ``port`` replaces the default UDP port 1113 (preference dtnltp.udp_ports);
-    ``prefs`` sets further dtnltp preferences, e.g. ``{"heuristic": "TRUE"}``.
+    ``port``: one UDP port or several (an iterable), replacing the default
+    1113 (preference dtnltp.udp_ports); ``prefs`` sets further dtnltp
+    preferences, e.g. ``{"heuristic": "TRUE"}``. A truncated capture raises
+    :class:`CaptureTruncated`, which carries the frames before the cut
+    (:func:`decode_capture` returns them instead).
     """
-    args = ["-X", f"lua_script:{LUA_SCRIPT}", "-r", str(pcap)]
-    if port is not None:
-        args += ["-o", f"{PROTO}.udp_ports:{port}"]
-    for name, value in (prefs or {}).items():
-        args += ["-o", f"{PROTO}.{name}:{value}"]
-    return _frames(_run_pdml(args), PROTO, OUR_REPEATED, builtin=False)
+    result = decode_capture(pcap, port=port, prefs=prefs)
+    if result.truncation is not None:
+        raise CaptureTruncated(pcap, result)
+    return result.frames
 
 
 def decode_builtin(pcap: Path, *, port: int | None = None) -> list[DecodedFrame]:

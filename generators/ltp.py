@@ -10,7 +10,10 @@ that trace into a :class:`~conformance.types.Scenario`:
   data segments by ``kind`` and byte ``offset``, control segments by
   ``type``; ``occurrence`` counts the earlier transmissions in the same
   direction that match the same fields;
-* the expectation comes from the trace's final state.
+* the expectation is every terminal outcome the model allows with exactly
+  those losses (:mod:`generators.outcomes`), not the trace's end state;
+* purposes whose traces give the same impairments are one scenario, which
+  records every purpose that produced it.
 
 The TLA+ action names (``SenderTxCheckpoint``, ``ChannelLoseReturn``, ...) are
 the vocabulary shared with the rest of dtnconform; each trace state carries
@@ -19,9 +22,11 @@ the step that produced it in the history variable ``lastEvent``.
 
 from __future__ import annotations
 
+import json
+import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +36,7 @@ from rich.table import Table
 from conformance.errors import InputError
 from conformance.types import (
     Expectation,
+    ExpectedOutcome,
     FieldValue,
     Impairment,
     LtpBlock,
@@ -39,7 +45,15 @@ from conformance.types import (
     Scenario,
     dump_model,
 )
-from generators.tlc import REPO_ROOT, TlcProgress, TlcResult, TraceState, run_tlc
+from generators import outcomes
+from generators.tlc import (
+    REPO_ROOT,
+    TlcProgress,
+    TlcResult,
+    TraceState,
+    run_tlc,
+    terminate_all,
+)
 
 SPEC_DIR = REPO_ROOT / "specs" / "ltp"
 MODEL = SPEC_DIR / "MCLTP.tla"
@@ -59,6 +73,8 @@ GEN_CONSTANTS: dict[str, int | bool] = {
     "FaultyReceiver": False,
 }
 SEGMENT_SIZE = 1000
+# TLC processes run side by side during generation (one worker each).
+LANES = 2
 
 RED_TYPES = frozenset({"RD", "RD-CP", "RD-CP-EORP", "RD-CP-EORP-EOB"})
 GREEN_TYPES = frozenset({"GD", "GD-U5", "GD-U6", "GD-EOB"})
@@ -128,6 +144,20 @@ def purposes(n_red: int, n_green: int) -> list[Purpose]:
             0,
             "the receiver hits its report retransmission limit and cancels (RFC 5326 §6.8, §6.19)",
         ),
+        Purpose(
+            "redundant-checkpoint",
+            "redundant_checkpoint",
+            0,
+            "a report segment lost, and the sender's retransmitted checkpoint makes the "
+            "receiver resend it (RFC 5326 §6.7, §6.8 b)",
+        ),
+        Purpose(
+            "redundant-checkpoint-cancel",
+            "redundant_checkpoint_cancel",
+            0,
+            "two report segments lost, and a redundant checkpoint arriving at the report "
+            "retransmission limit cancels the session (RFC 5326 §6.8 b, §6.19)",
+        ),
     ]
     if n_red >= 3:
         out.append(
@@ -162,6 +192,7 @@ class PurposeStatus:
     scenario: Path | None = None
     trace_length: int = 0
     detail: str = ""
+    same_as: str = ""  # the purpose whose scenario this one's trace repeats
 
 
 @dataclass
@@ -195,16 +226,21 @@ class GenerateReport:
 # ---------------------------------------------------------------------------
 
 
-def check(bound: Bound, progress: Callable[[TlcProgress], None] | None = None) -> TlcResult:
+def check(
+    bound: Bound,
+    progress: Callable[[TlcProgress], None] | None = None,
+    workdir: Path | None = None,
+) -> TlcResult:
     """Model-check the LTP spec at a bound: "ci" (seconds), "deep" (minutes),
-    or "bug" (fails on purpose with a counterexample)."""
+    or "bug" (fails on purpose with a counterexample). TLC's files go to
+    ``workdir`` (default: a new folder of this run's own)."""
     cfg = SPEC_DIR / f"MCLTP_{bound}.cfg"
     if not cfg.is_file():
         raise InputError(f"unknown bound {bound!r}: {cfg} does not exist")
     # One worker for the failing model: breadth-first search then returns a
     # shortest counterexample, the same every time (two workers may not).
     workers = {"deep": None, "bug": 1}.get(bound, 2)
-    return run_tlc(MODEL, cfg, workers=workers, progress=progress)
+    return run_tlc(MODEL, cfg, workers=workers, progress=progress, workdir=workdir)
 
 
 def _tla(v: int | bool | str) -> str:
@@ -217,11 +253,13 @@ def _tla(v: int | bool | str) -> str:
 
 def trap_cfg(purpose: Purpose, constants: Mapping[str, int | bool] = GEN_CONSTANTS) -> str:
     """The text of the .cfg that traps one purpose."""
-    consts = {**constants, "PurposeKind": purpose.kind, "PurposeOff": purpose.off}
+    # AnyLoss (a definition of MCLTPOutcomes, overridden here): the channel may
+    # lose any segment, within MaxLoss.
+    consts = {**constants, "PurposeKind": purpose.kind, "PurposeOff": purpose.off, "AnyLoss": True}
     lines = [f"\\* Trap for test purpose {purpose.name}: {purpose.description}", "CONSTANTS"]
     lines += [f"    {k} = {_tla(v)}" for k, v in consts.items()]
     lines += [
-        "SPECIFICATION Spec",
+        "SPECIFICATION TrapSpec",
         "VIEW View",
         "INVARIANT Trap",
         "ACTION_CONSTRAINT NoStaleLoss",
@@ -350,10 +388,11 @@ def _outcome(v: object) -> Outcome:
     return v if v in ("completed", "cancelled") else "timeout"  # type: ignore[return-value]
 
 
-def expectation(
+def trace_outcome(
     final: Mapping[str, Any], n_red: int, segment_size: int = SEGMENT_SIZE
-) -> Expectation:
-    return Expectation(
+) -> ExpectedOutcome:
+    """The outcome at the end of one trace: one member of the scenario's set."""
+    return ExpectedOutcome(
         red_bytes_delivered=n_red * segment_size if int(final["rDeliveries"]) > 0 else 0,
         green_bytes_delivered=len(final["rGreen"]) * segment_size,
         sender_outcome=_outcome(final["sOutcome"]),
@@ -369,7 +408,9 @@ def compile_trace(
     segment_size: int = SEGMENT_SIZE,
     config: str = "",
 ) -> Scenario:
-    """Turn a TLC counterexample of a trap into a Scenario."""
+    """Turn a TLC counterexample of a trap into a Scenario. Its expectation
+    is the trace's end state only; :func:`generate` replaces it with every
+    outcome the model allows under the same losses."""
     if not trace:
         raise InputError("empty trace")
     p = purpose if isinstance(purpose, Purpose) else Purpose(purpose, purpose)
@@ -386,15 +427,39 @@ def compile_trace(
         ),
         ltp=LtpBlock(
             segment_size=segment_size,
-            red_segments=n_red,
-            green_segments=n_green,
+            red_len=n_red * segment_size,
+            block_len=(n_red + n_green) * segment_size,
             retransmission_limit=int(constants["MaxRetx"]),
         ),
         impairments=impairments(trace, segment_size),
-        expect=expectation(trace[-1].variables, n_red, segment_size),
-        origin=Origin(
-            model=str(TRAPS.relative_to(REPO_ROOT)), config=config, purpose=p.name, actions=actions
+        expect=Expectation(
+            outcomes=[trace_outcome(trace[-1].variables, n_red, segment_size)],
+            source="end state of the trap's trace",
         ),
+        origin=Origin(
+            model=str(TRAPS.relative_to(REPO_ROOT)),
+            config=config,
+            purpose=p.name,
+            purposes=[p.name],
+            actions=actions,
+        ),
+    )
+
+
+def impairment_key(scn: Scenario) -> tuple[tuple[str, ...], ...]:
+    """What a scenario asks of the channel, without notes: two scenarios with
+    the same key are one test (their expectations are computed from it)."""
+    return tuple(
+        sorted(
+            (
+                imp.direction,
+                json.dumps(imp.match, sort_keys=True),
+                str(imp.occurrence),
+                str(imp.count),
+                imp.action,
+            )
+            for imp in scn.impairments
+        )
     )
 
 
@@ -403,52 +468,122 @@ def generate(
     progress: Callable[[TlcProgress], None] | None = None,
     on_purpose: Callable[[int, int, str], None] | None = None,
 ) -> GenerateReport:
-    """Run TLC once per test purpose and write one scenario per reached purpose
-    into ``outdir`` (``ltp-<purpose>.json``). ``on_purpose(done, total, name)``
-    is called before and after each purpose."""
+    """Run TLC once per test purpose, then once per distinct scenario for its
+    outcome set, and write the distinct scenarios into ``outdir``
+    (``ltp-<purpose>.json``, named after the first purpose that gave it).
+    TLC's files (logs, trap configurations) go to ``outdir/tlc``, which no
+    other run shares. ``on_purpose(done, total, name)`` is called before and
+    after each step; ``outdir/coverage.json`` records purposes and actions."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
+    workdir = outdir / "tlc"
+    workdir.mkdir(exist_ok=True)
     statuses: list[PurposeStatus] = []
-    scenarios: list[Path] = []
+    distinct: dict[tuple[tuple[str, ...], ...], Scenario] = {}
     covered: set[str] = set()
     seconds = 0.0
-    with tempfile.TemporaryDirectory(prefix="dtnc-ltp-traps-") as tmp:
-        for done, p in enumerate(PURPOSES):
-            if on_purpose:
-                on_purpose(done, len(PURPOSES), p.name)
-            cfg = Path(tmp) / f"MCLTPTraps_{p.kind}_{p.off}.cfg"
-            cfg.write_text(trap_cfg(p), encoding="utf-8")
-            result = run_tlc(TRAPS, cfg, workers=1, progress=progress, workdir=Path(tmp))
-            seconds += result.seconds
-            if "Trap" in result.violated and result.trace:
-                consts = ", ".join(f"{k}={_tla(v)}" for k, v in GEN_CONSTANTS.items())
-                scen = compile_trace(
-                    result.trace, p, config=f'{consts}, PurposeKind="{p.kind}", PurposeOff={p.off}'
+    lanes = max(1, min(LANES, os.cpu_count() or 1))
+    done = 0
+
+    def trap(p: Purpose) -> TlcResult:
+        cfg = workdir / f"MCLTPTraps_{p.kind}_{p.off}.cfg"
+        cfg.write_text(trap_cfg(p), encoding="utf-8")
+        # One worker: breadth-first search then gives a shortest trace, the
+        # same every time; the purposes run side by side instead.
+        return run_tlc(TRAPS, cfg, workers=1, progress=progress, workdir=workdir)
+
+    if on_purpose:
+        on_purpose(0, len(PURPOSES), "traps")
+    results: list[TlcResult] = []
+    with ThreadPoolExecutor(lanes) as pool:
+        try:
+            for p, result in zip(PURPOSES, pool.map(trap, PURPOSES), strict=True):
+                done += 1
+                if on_purpose:
+                    on_purpose(done, len(PURPOSES), f"trap {p.name}")
+                results.append(result)
+        except BaseException:
+            terminate_all()  # Ctrl-C: stop the TLC runs before the pool waits for them
+            raise
+    for p, result in zip(PURPOSES, results, strict=True):
+        seconds += result.seconds
+        if "Trap" in result.violated and result.trace:
+            consts = ", ".join(f"{k}={_tla(v)}" for k, v in GEN_CONSTANTS.items())
+            scen = compile_trace(
+                result.trace, p, config=f'{consts}, PurposeKind="{p.kind}", PurposeOff={p.off}'
+            )
+            covered.update(scen.origin.actions if scen.origin else [])
+            key = impairment_key(scen)
+            first = distinct.get(key)
+            if first is None:
+                distinct[key] = scen
+                statuses.append(PurposeStatus(p.name, "reached", trace_length=len(result.trace)))
+            else:
+                assert first.origin is not None
+                first.origin.purposes.append(p.name)
+                first.description += f" Also test purpose {p.name}: {p.description}."
+                statuses.append(
+                    PurposeStatus(
+                        p.name,
+                        "reached",
+                        trace_length=len(result.trace),
+                        same_as=first.origin.purpose,
+                    )
                 )
+        elif result.ok:
+            statuses.append(
+                PurposeStatus(
+                    p.name, "unreachable", detail="TLC explored the bound without a trap hit"
+                )
+            )
+        else:
+            statuses.append(
+                PurposeStatus(p.name, "error", detail="; ".join(result.errors) or "no trace")
+            )
+    scenarios: list[Path] = []
+    paths: dict[str, Path] = {}
+
+    def outcome_set(scen: Scenario) -> Expectation:
+        assert scen.ltp is not None
+        return outcomes.expectation(
+            scen.ltp,
+            scen.impairments,
+            workdir,
+            name=scen.name.removeprefix("ltp-"),
+            must_include=scen.expect.outcomes[0],
+            progress=progress,
+        )
+
+    todo = list(distinct.values())
+    if on_purpose:
+        on_purpose(0, len(todo), "outcome sets")
+    with ThreadPoolExecutor(lanes) as pool:
+        try:
+            expects = pool.map(outcome_set, todo)
+            for n, (scen, expect) in enumerate(zip(todo, expects, strict=True)):
+                if on_purpose:
+                    on_purpose(n + 1, len(todo), f"outcomes {scen.name}")
+                scen.expect = expect
                 path = outdir / f"{scen.name}.json"
                 dump_model(scen, path)
                 scenarios.append(path)
-                covered.update(scen.origin.actions if scen.origin else [])
-                statuses.append(PurposeStatus(p.name, "reached", path, len(result.trace)))
-            elif result.ok:
-                statuses.append(
-                    PurposeStatus(
-                        p.name, "unreachable", detail="TLC explored the bound without a trap hit"
-                    )
-                )
-            else:
-                statuses.append(
-                    PurposeStatus(p.name, "error", detail="; ".join(result.errors) or "no trace")
-                )
+                assert scen.origin is not None
+                for name in scen.origin.purposes:
+                    paths[name] = path
+        except BaseException:
+            terminate_all()
+            raise
+    for st in statuses:
+        st.scenario = paths.get(st.purpose)
     if on_purpose:
-        on_purpose(len(PURPOSES), len(PURPOSES), "")
+        on_purpose(1, 1, "")
     total = model_actions()
     # Terminating is the stuttering end of every complete session; a finite
     # counterexample never shows it as a step, so it counts as covered when
     # some scenario reached the end.
     if scenarios:
         covered.add("Terminating")
-    return GenerateReport(
+    report = GenerateReport(
         scenarios=scenarios,
         purposes=statuses,
         actions_covered=[a for a in total if a in covered],
@@ -456,6 +591,22 @@ def generate(
         tlc_seconds=round(seconds, 3),
         outdir=outdir,
     )
+    coverage = {
+        "covered": report.actions_covered,
+        "total": report.actions_total,
+        "uncovered": report.actions_uncovered,
+        "purposes": {
+            st.purpose: {
+                "status": st.status,
+                "scenario": st.scenario.name if st.scenario else None,
+                "same_as": st.same_as or None,
+                "detail": st.detail,
+            }
+            for st in statuses
+        },
+    }
+    (outdir / "coverage.json").write_text(json.dumps(coverage, indent=2) + "\n")
+    return report
 
 
 # ---------------------------------------------------------------------------

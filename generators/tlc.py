@@ -29,8 +29,9 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -377,11 +378,22 @@ def parse_output(
 
 
 def tlc_command(
-    spec: Path, cfg: Path, metadir: Path, *, workers: int | None, extra_args: Sequence[str] = ()
+    spec: Path,
+    cfg: Path,
+    metadir: Path,
+    *,
+    workers: int | None,
+    extra_args: Sequence[str] = (),
+    tmpdir: Path | None = None,
 ) -> list[str]:
+    # TLC extracts its standard modules (TLC.tla, Naturals.tla, ...) into
+    # java.io.tmpdir and parses them from there; two runs sharing /tmp race on
+    # those files ("Module-Table lookup failure"), so each run gets its own.
+    tmp = [f"-Djava.io.tmpdir={tmpdir}"] if tmpdir is not None else []
     return [
         find_java(),
         "-XX:+UseParallelGC",
+        *tmp,
         "-cp",
         str(find_jar()),
         "tlc2.TLC",
@@ -397,6 +409,27 @@ def tlc_command(
     ]
 
 
+# TLC processes running now, so that an interrupt can stop every one of them
+# (they run in sessions of their own, which a terminal's Ctrl-C does not reach).
+_LIVE: set[subprocess.Popen[str]] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def terminate_all() -> None:
+    """Kill every TLC process this program started that is still running."""
+    with _LIVE_LOCK:
+        procs = list(_LIVE)
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def scratch_dir(prefix: str = "dtnconform-tlc-") -> Path:
+    """A new TLC work folder of this run's own (never shared with another
+    run), kept after the run so that its log can be read."""
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
 def run_tlc(
     spec: Path,
     cfg: Path,
@@ -405,36 +438,43 @@ def run_tlc(
     extra_args: Sequence[str] = (),
     progress: Callable[[TlcProgress], None] | None = None,
     workdir: Path | None = None,
+    extra_modules: Mapping[str, str] | None = None,
 ) -> TlcResult:
     """Model-check ``spec`` with ``cfg``; stream -tool output into a TlcResult.
 
-    TLC runs in a temporary copy of the spec's directory (with ``cfg``), and
-    its state files go there too; the copy is removed afterwards.
-    The raw output is saved to ``<workdir>/<spec>-<cfg>.tlc.log`` (workdir
-    defaults to a dtnconform directory under the system temp dir). TLC
-    exits non-zero when it finds a violation; that is a result, not an error.
-    TlcError is raised only when TLC produced no verdict at all (e.g. a
-    parse error). Ctrl-C kills the Java process.
+    TLC runs in a scratch copy of the spec's directory (with ``cfg`` and any
+    ``extra_modules``, name -> module text), inside ``workdir``; its state
+    files and the standard modules it extracts go there too, and the copy is
+    removed afterwards. The raw output is kept as
+    ``<workdir>/<spec>-<cfg>.tlc.log``; ``workdir`` defaults to a new folder
+    of this run's own under the system temporary directory, so two runs never
+    share a path. TLC exits non-zero when it finds a violation; that is a
+    result, not an error. TlcError is raised only when TLC produced no verdict
+    at all (e.g. a parse error). Ctrl-C kills the Java process.
     """
     spec, cfg = Path(spec), Path(cfg)
     for path in (spec, cfg):
         if not path.is_file():
             raise TlcError(f"{path}: no such file")
-    logdir = Path(workdir) if workdir else Path(tempfile.gettempdir()) / "dtnconform-tlc"
+    logdir = Path(workdir) if workdir else scratch_dir()
     logdir.mkdir(parents=True, exist_ok=True)
     log_path = logdir / f"{spec.stem}-{cfg.stem}.tlc.log"
     # TLC 2.18 reads the .cfg only from the spec's directory, so the run
     # happens in a scratch copy of that directory plus the .cfg.
-    scratch = Path(tempfile.mkdtemp(prefix="tlc-run-"))
+    scratch = Path(tempfile.mkdtemp(prefix="tlc-run-", dir=logdir))
     for module in spec.resolve().parent.glob("*.tla"):
         shutil.copy2(module, scratch / module.name)
+    for name, text in (extra_modules or {}).items():
+        (scratch / f"{name}.tla").write_text(text, encoding="utf-8")
     shutil.copy2(cfg, scratch / cfg.name)
+    (scratch / "java-tmp").mkdir()
     cmd = tlc_command(
         scratch / spec.name,
         scratch / cfg.name,
         scratch / "states",
         workers=workers,
         extra_args=extra_args,
+        tmpdir=scratch / "java-tmp",
     )
     start = time.monotonic()
     proc: subprocess.Popen[str] | None = None
@@ -449,6 +489,8 @@ def run_tlc(
                 bufsize=1,
                 start_new_session=True,
             )
+            with _LIVE_LOCK:
+                _LIVE.add(proc)
             assert proc.stdout is not None
 
             def lines() -> Iterable[str]:
@@ -459,9 +501,12 @@ def run_tlc(
             result = parse_output(lines(), cfg, log_path=log_path, progress=progress, start=start)
             proc.wait()
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
         shutil.rmtree(scratch, ignore_errors=True)
     result.seconds = round(time.monotonic() - start, 3)
     result.exit_code = proc.returncode if proc is not None else -1

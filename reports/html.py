@@ -1,22 +1,37 @@
 """HTML report of a certification run.
 
-One page: a verdict summary, then per scenario the test purpose, the
-impairments (by protocol field), expected vs. observed outcome, the verdict
-with its reasons and spec rules, a time-sequence graph of the segments, and
-links to both captures, the channel log and the Robot Framework log.
+One page: a verdict summary; the provenance of the runs (date, dtnconform
+commit, the implementation's version and every knob it ran with, the tshark,
+kernel and TLC versions); the model's action coverage with the actions no
+scenario covers; then per scenario the test purpose, the impairments (by
+protocol field), the channel as run, every outcome the model allows against
+the observed one, the verdict with its reasons and spec rules, a ladder
+diagram of the segments on a time axis, and links to both captures, the
+channel log and the Robot Framework log.
 """
 
 from __future__ import annotations
 
 import html
+import math
 import os
 from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 
-from conformance.types import SegmentRecord, load_scenario
+from conformance.types import (
+    ExpectedOutcome,
+    Provenance,
+    RunResult,
+    Scenario,
+    SegmentRecord,
+    load_scenario,
+)
 
 if TYPE_CHECKING:
     from conformance.runner import RunOutcome
@@ -25,52 +40,26 @@ if TYPE_CHECKING:
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def time_sequence_plot(segments: list[SegmentRecord], path: Path, title: str) -> bool:
-    """A ladder diagram: block sender on the left, block receiver on the right,
-    one arrow per segment in the order they were sent, labelled with type,
-    offset or serials and send time; a segment the channel dropped stops
-    halfway at a cross. Returns False when there is nothing to plot."""
-    if not segments:
-        return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    colors = {"red_data": "#c0392b", "green_data": "#27ae60", "report": "#2c3e50",
-              "report_ack": "#8e44ad", "cancel": "#e67e22", "cancel_ack": "#d35400"}  # fmt: skip
-    t0 = min(s.time for s in segments)
-    n = len(segments)
-    fig, ax = plt.subplots(figsize=(7.0, 0.9 + 0.32 * n), dpi=100)
-    for x, name in ((0.0, "block sender (A)"), (1.0, "block receiver (B)")):
-        ax.plot([x, x], [-0.5, n - 0.5], color="#888", lw=1)
-        ax.text(x, -0.9, name, ha="center", va="bottom", fontsize=9, weight="bold")
-    for i, s in enumerate(segments):
-        kind = str(s.fields.get("kind", "?"))
-        color = colors.get(kind, "grey")
-        x0, x1 = (0.0, 1.0) if s.direction == "forward" else (1.0, 0.0)
-        y0, y1 = i, i + 0.6
-        end_x = x1 if not s.dropped else (x0 + x1) / 2
-        end_y = y1 if not s.dropped else (y0 + y1) / 2
-        ax.annotate("", xy=(end_x, end_y), xytext=(x0, y0),
-                    arrowprops={"arrowstyle": "-|>" if not s.dropped else "-", "color": color,
-                                "lw": 1.4, "ls": "-" if not s.dropped else "--"})  # fmt: skip
-        if s.dropped:
-            ax.plot([end_x], [end_y], marker="x", color="black", ms=9, mew=2)
-        label = _segment_label(s) + f"  {1000 * (s.time - t0):.1f} ms"
-        ax.text(0.5, (y0 + y1) / 2 - 0.12, label, ha="center", va="bottom", fontsize=7.5,
-                color=color, bbox={"fc": "white", "ec": "none", "pad": 0.3})  # fmt: skip
-    ax.set_xlim(-0.15, 1.15)
-    ax.set_ylim(n + 0.2, -1.2)
-    ax.axis("off")
-    ax.set_title(title + "  (x: dropped by the channel)", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return True
+# ---------------------------------------------------------------------------
+# Segment labels
+# ---------------------------------------------------------------------------
 
 
-def _segment_label(s: SegmentRecord) -> str:
+def cancel_reason(protocol: str, code: object) -> str:
+    """A cancel segment's reason by name, its code in parentheses:
+    "RLEXC (2)" (LTP: RFC 5326 §3.2.4)."""
+    names: Mapping[int, str] = {}
+    if protocol == "ltp":
+        from conformance.ltp import CANCEL_REASONS
+
+        names = CANCEL_REASONS
+    if isinstance(code, int) and not isinstance(code, bool):
+        name = names.get(code)
+        return f"{name} ({code})" if name else f"undefined reason ({code})"
+    return str(code)
+
+
+def segment_label(s: SegmentRecord) -> str:
     f = s.fields
     parts = [str(f.get("type", "?"))]
     if "offset" in f:
@@ -79,7 +68,7 @@ def _segment_label(s: SegmentRecord) -> str:
         parts.append(f"rs={f.get('report_serial')} cp={f.get('checkpoint_serial')} "
                      f"[{f.get('lower_bound')}-{f.get('upper_bound')})")  # fmt: skip
         offs, lens = f.get("claim.offset", []), f.get("claim.length", [])
-        if isinstance(offs, list) and isinstance(lens, list):
+        if isinstance(offs, list) and isinstance(lens, list) and offs:
             parts.append(
                 "claims " + ",".join(f"{o}+{ln}" for o, ln in zip(offs, lens, strict=False))
             )
@@ -88,8 +77,376 @@ def _segment_label(s: SegmentRecord) -> str:
     elif f.get("checkpoint"):
         parts.append(f"cp={f.get('checkpoint_serial')}")
     if "reason" in f:
-        parts.append(f"reason={f['reason']}")
+        parts.append(cancel_reason(s.protocol, f["reason"]))
     return " ".join(parts)
+
+
+# ---------------------------------------------------------------------------
+# Ladder diagram (inline SVG)
+# ---------------------------------------------------------------------------
+
+# Vertical layout. y is the segment's send time: proportional, with a floor
+# between successive segments so that their labels never collide, and a cut
+# (broken axis) for an idle gap that dwarfs the rest of the run.
+FLOOR_PX = 20.0
+"""Least vertical distance between two successive segments."""
+BREAK_PX = 46.0
+"""Height of a cut gap."""
+BREAK_SHARE = 0.8
+"""A gap is cut when it is longer than this share of the remaining (uncut)
+time: longer than four times all the other gaps together."""
+TOP_PX = 52.0
+BOTTOM_PX = 40.0
+SLANT_PX = 8.0
+"""How far an arrow descends from sender to receiver (direction cue only:
+the capture gives send times, the ladder does not claim arrival times)."""
+
+# Horizontal layout: time axis | forward labels | A | arrows | B | return labels.
+AXIS_X = 76.0
+A_X = 430.0
+B_X = 650.0
+WIDTH = 1040.0
+LABEL_GAP = 10.0
+LABEL_CHARS = 50
+FONT_PX = 11
+
+COLORS = {"red_data": "#c0392b", "green_data": "#1e8449", "report": "#2c3e50",
+          "report_ack": "#8e44ad", "cancel": "#d35400", "cancel_ack": "#a04000"}  # fmt: skip
+
+
+@dataclass
+class LadderLayout:
+    """y of each event (same order as the times given), the cut gaps
+    (index i: between event i and i+1) and the scale of the uncut part."""
+
+    ys: list[float]
+    cuts: dict[int, float] = field(default_factory=dict)
+    px_per_s: float = 0.0
+    height: float = 0.0
+
+
+def ladder_layout(times: Sequence[float]) -> LadderLayout:
+    """Place events (send times, ascending) on the y axis.
+
+    Successive events are ``max(FLOOR_PX, px_per_s * gap)`` apart: in
+    proportion to time wherever that is wider than the floor. The scale
+    spreads the run over a budget of ``clamp(22 px x events, 360, 1200)``.
+    A gap longer than BREAK_SHARE of the time still uncut is cut first
+    (drawn BREAK_PX high, labelled with its length), one at a time from
+    the longest, and the scale is computed again without it; the last gap
+    is never cut."""
+    n = len(times)
+    if n == 0:
+        return LadderLayout([], height=TOP_PX + BOTTOM_PX)
+    gaps = [max(0.0, times[i + 1] - times[i]) for i in range(n - 1)]
+    cut: set[int] = set()
+    while True:
+        live = [i for i in range(len(gaps)) if i not in cut]
+        total = sum(gaps[i] for i in live)
+        if len(live) <= 1 or total <= 0:
+            break
+        longest = max(live, key=lambda i: gaps[i])
+        if gaps[longest] <= BREAK_SHARE * total:
+            break
+        cut.add(longest)
+    live_total = sum(g for i, g in enumerate(gaps) if i not in cut)
+    budget = min(1200.0, max(360.0, 22.0 * n))
+    px_per_s = budget / live_total if live_total > 0 else 0.0
+    ys = [TOP_PX]
+    cuts: dict[int, float] = {}
+    for i, gap in enumerate(gaps):
+        if i in cut:
+            cuts[i] = gap
+            ys.append(ys[-1] + BREAK_PX)
+        else:
+            ys.append(ys[-1] + max(FLOOR_PX, px_per_s * gap))
+    return LadderLayout(ys, cuts, px_per_s, ys[-1] + SLANT_PX + BOTTOM_PX)
+
+
+def _fmt_time(seconds: float) -> str:
+    if seconds < 0.01:
+        return f"{1000 * seconds:.2f} ms"
+    if seconds < 1:
+        return f"{1000 * seconds:.1f} ms"
+    if seconds < 600:
+        return f"{seconds:.3f} s"
+    m, s = divmod(round(seconds, 1), 60.0)
+    h, m = divmod(int(m), 60)
+    return f"{h} h {m:02d} min {s:04.1f} s" if h else f"{m} min {s:04.1f} s"
+
+
+def _scale_note(px_per_s: float) -> str:
+    if px_per_s <= 0:
+        return ""
+    for unit, per in (("µs", 1e-6), ("ms", 1e-3), ("s", 1.0), ("min", 60.0)):
+        if px_per_s * per >= 0.5 or unit == "min":
+            return f"{px_per_s * per:.3g} px per {unit}"
+    return ""
+
+
+def ladder_svg(segments: list[SegmentRecord], title: str = "") -> str:
+    """The ladder diagram as an SVG element: block sender (A) left, block
+    receiver (B) right, one arrow per segment at its send time; forward
+    labels left of A, return labels right of B (never across an arrow);
+    times on the axis at the far left; a dropped segment stops halfway at a
+    cross. Empty string when there are no segments."""
+    if not segments:
+        return ""
+    segs = sorted(segments, key=lambda s: s.time)
+    t0 = segs[0].time
+    lay = ladder_layout([s.time for s in segs])
+    h = lay.height
+    esc = html.escape
+    out: list[str] = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="ladder" width="{WIDTH:.0f}" '
+        f'height="{h:.0f}" viewBox="0 0 {WIDTH:.0f} {h:.0f}" '
+        f'font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="{FONT_PX}" '
+        f'data-px-per-s="{lay.px_per_s:.6g}">',
+        f"<title>{esc(title)}</title>" if title else "",
+        '<defs><marker id="ah" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
+        'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+        'fill="context-stroke"/></marker></defs>',
+    ]
+    top, bottom = TOP_PX - 14, h - BOTTOM_PX + 10
+    # Headers and the time axis.
+    out.append(
+        f'<text x="{A_X}" y="16" text-anchor="middle" font-weight="bold" '
+        f'font-family="system-ui, sans-serif" font-size="12">block sender (A)</text>'
+        f'<text x="{B_X}" y="16" text-anchor="middle" font-weight="bold" '
+        f'font-family="system-ui, sans-serif" font-size="12">block receiver (B)</text>'
+        f'<text x="{AXIS_X - 6}" y="16" text-anchor="end" fill="#555">t</text>'
+        f'<text x="{AXIS_X - 6}" y="30" text-anchor="end" fill="#888" font-size="9">'
+        f"since 1st</text>"
+    )
+    # Lifelines and axis, interrupted at the cuts.
+    spans: list[tuple[float, float]] = []
+    start = top
+    for i in sorted(lay.cuts):
+        y_a, y_b = lay.ys[i], lay.ys[i + 1]
+        spans.append((start, y_a + SLANT_PX + 6))
+        start = y_b - 8
+    spans.append((start, bottom))
+    for x, color in ((AXIS_X, "#999"), (A_X, "#666"), (B_X, "#666")):
+        for y1, y2 in spans:
+            out.append(
+                f'<line x1="{x}" y1="{y1:.1f}" x2="{x}" y2="{y2:.1f}" stroke="{color}" '
+                f'stroke-width="{1 if x == AXIS_X else 1.5}"/>'
+            )
+    for i, gap in sorted(lay.cuts.items()):
+        y_a, y_b = lay.ys[i] + SLANT_PX + 6, lay.ys[i + 1] - 8
+        mid = (y_a + y_b) / 2
+        for x in (AXIS_X, A_X, B_X):
+            out.append(
+                f'<path d="M{x - 6},{y_a + 3:.1f} l12,-6 M{x - 6},{y_b + 3:.1f} l12,-6" '
+                f'stroke="#666" stroke-width="1.2" fill="none"/>'
+            )
+        out.append(
+            f'<text class="cut" x="{(A_X + B_X) / 2}" y="{mid + 4:.1f}" text-anchor="middle" '
+            f'fill="#555" font-style="italic" data-gap-s="{gap:.6f}">'
+            f"axis cut: {esc(_fmt_time(gap))} idle</text>"
+        )
+    # One row per segment.
+    for s, y in zip(segs, lay.ys, strict=True):
+        kind = str(s.fields.get("kind", "?"))
+        color = COLORS.get(kind, "#666")
+        forward = s.direction == "forward"
+        x0, x1 = (A_X, B_X) if forward else (B_X, A_X)
+        y1 = y + SLANT_PX
+        full = segment_label(s)
+        label = full if len(full) <= LABEL_CHARS else full[: LABEL_CHARS - 1] + "…"
+        tip = f"frame {s.frame}, {s.length} B, {_fmt_time(s.time - t0)}: {full}"
+        if s.summary:
+            tip += f"\n{s.summary}"
+        if s.dropped:
+            tip += "\ndropped by the channel"
+        out.append(
+            f'<g class="seg" data-t="{s.time - t0:.6f}" data-y="{y:.2f}" '
+            f'data-direction="{s.direction}" data-kind="{esc(kind)}" '
+            f'data-dropped="{str(s.dropped).lower()}"><title>{esc(tip)}</title>'
+        )
+        out.append(
+            f'<line x1="{AXIS_X - 3}" y1="{y:.1f}" x2="{AXIS_X + 3}" y2="{y:.1f}" '
+            f'stroke="#999"/><text x="{AXIS_X - 6}" y="{y + 4:.1f}" text-anchor="end" '
+            f'fill="#555" font-size="10">{esc(_fmt_time(s.time - t0))}</text>'
+        )
+        if s.dropped:
+            mx, my = (x0 + x1) / 2, (y + y1) / 2
+            out.append(
+                f'<line x1="{x0}" y1="{y:.1f}" x2="{mx}" y2="{my:.1f}" stroke="{color}" '
+                f'stroke-width="1.6" stroke-dasharray="5 3"/>'
+                f'<path d="M{mx - 5},{my - 5:.1f} l10,10 M{mx - 5},{my + 5:.1f} l10,-10" '
+                f'stroke="#000" stroke-width="2"/>'
+            )
+        else:
+            out.append(
+                f'<line x1="{x0}" y1="{y:.1f}" x2="{x1}" y2="{y1:.1f}" stroke="{color}" '
+                f'stroke-width="1.6" marker-end="url(#ah)"/>'
+            )
+        lx, anchor = (A_X - LABEL_GAP, "end") if forward else (B_X + LABEL_GAP, "start")
+        out.append(
+            f'<text x="{lx}" y="{y + 4:.1f}" text-anchor="{anchor}" fill="{color}">{esc(label)}'
+            f"{' ✗' if s.dropped else ''}</text></g>"
+        )
+    out.append("</svg>")
+    return "".join(p for p in out if p)
+
+
+def ladder_caption(segments: list[SegmentRecord]) -> str:
+    if not segments:
+        return ""
+    lay = ladder_layout(sorted(s.time for s in segments))
+    parts = [
+        "y: send time from the sender-side capture, in proportion"
+        + (f" ({_scale_note(lay.px_per_s)})" if lay.px_per_s else ""),
+        f"at least {FLOOR_PX:.0f} px between successive segments",
+    ]
+    if lay.cuts:
+        parts.append(
+            f"{len(lay.cuts)} idle gap{'s' if len(lay.cuts) > 1 else ''} longer than four "
+            "times the rest of the run together cut from the axis (labelled with its length)"
+        )
+    parts.append("✗: dropped by the channel; hover a segment for its frame and dissector summary")
+    return "; ".join(parts) + "."
+
+
+# ---------------------------------------------------------------------------
+# Outcomes, channel, provenance
+# ---------------------------------------------------------------------------
+
+
+def observed_outcome(res: RunResult) -> ExpectedOutcome:
+    return ExpectedOutcome(
+        red_bytes_delivered=res.receiver.red_bytes_delivered,
+        green_bytes_delivered=res.receiver.green_bytes_delivered,
+        sender_outcome=res.sender.outcome,
+        receiver_outcome=res.receiver.outcome,
+    )
+
+
+def goodput_text(res: RunResult | None) -> str | None:
+    """None when there is no goodput to show (no result, no receiver
+    session time, or goodput not computed)."""
+    if res is None or res.goodput_bps is None or not res.receiver.duration_s > 0:
+        return None
+    if not math.isfinite(res.goodput_bps):
+        return None
+    return f"{_bits_per_s(res.goodput_bps)} over {_fmt_time(res.receiver.duration_s)}"
+
+
+def _bits_per_s(bps: float, digits: int = 3) -> str:
+    for unit, per in (("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
+        if bps >= per:
+            return f"{bps / per:.{digits}g} {unit}"
+    return f"{bps:.{digits}g} b/s"
+
+
+def _rate(bps: object) -> str:
+    if not isinstance(bps, int | float) or bps <= 0:
+        return "unlimited"
+    return _bits_per_s(float(bps), digits=6)
+
+
+def channel_rows(ch: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The two directions of a provenance channel, as table cells."""
+    rows = []
+    for name in ("forward", "return"):
+        d = ch.get(name)
+        if not isinstance(d, Mapping):
+            continue
+        rows.append(
+            {
+                "direction": "forward A→B" if name == "forward" else "return B→A",
+                "delay": f"{d.get('delay_ms', 0):g} ms",
+                "rate": _rate(d.get("rate_bps")),
+                "loss": f"{d.get('loss', 0):g}",
+                "ber": f"{d.get('ber', 0):g}",
+                "packet_error": f"{d.get('packet_error', 0):g}",
+                "duplicate": f"{d.get('duplicate', 0):g}",
+                "reorder": f"{d.get('reorder', 0):g}",
+                "outages": str(d.get("outages", 0)),
+                "timeline": str(d.get("timeline_events", 0)),
+            }
+        )
+    return rows
+
+
+def _scenario_channel(scn: Scenario) -> dict[str, Any]:
+    """The channel a scenario asks for, when no run recorded its provenance."""
+    from conformance import emulator, provenance
+
+    try:
+        return provenance.channel_as_run(scn, emulator.resolve(scn.channel))
+    except Exception:  # noqa: BLE001 - e.g. an unknown profile: the run says why
+        return {"profile": scn.channel.profile, "seed": scn.channel.seed}
+
+
+def summarize_provenance(provs: list[Provenance]) -> dict[str, Any] | None:
+    """What the runs share (each field's distinct values, in order), the
+    date range, and the knobs every run set alike."""
+    if not provs:
+        return None
+
+    def distinct(values: list[str]) -> list[str]:
+        return list(dict.fromkeys(v for v in values if v))
+
+    dates = sorted(p.date for p in provs if p.date)
+    common = dict(provs[0].knobs)
+    for p in provs[1:]:
+        common = {k: v for k, v in common.items() if k in p.knobs and p.knobs[k] == v}
+    return {
+        "dates": (dates[0], dates[-1]) if dates else None,
+        "tool_commit": distinct([p.tool_commit for p in provs]),
+        "sut": distinct([f"{p.sut} {p.sut_version}".strip() for p in provs]),
+        "tshark": distinct([p.tshark for p in provs]),
+        "kernel": distinct([p.kernel for p in provs]),
+        "tlc": distinct([p.tlc for p in provs]),
+        "common_knobs": common,
+        "varying_knobs": sorted({k for p in provs for k in p.knobs if k not in common}),
+        "runs": len(provs),
+    }
+
+
+def coverage_view(coverage: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Normalize the generator's coverage summary: covered/total/uncovered
+    given as lists of action names (or counts); purposes, if any, as
+    (purpose, status) pairs."""
+    if not coverage:
+        return None
+
+    def count(v: object) -> int | None:
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+        if isinstance(v, list | tuple | set):
+            return len(v)
+        return None
+
+    covered, total = coverage.get("covered"), coverage.get("total")
+    uncovered = coverage.get("uncovered")
+    if not isinstance(uncovered, list | tuple) and isinstance(total, list | tuple):
+        have = set(covered) if isinstance(covered, list | tuple) else set()
+        uncovered = [a for a in total if a not in have]
+    purposes: list[tuple[str, str]] = []
+    raw = coverage.get("purposes")
+    if isinstance(raw, Mapping):
+        for name, val in raw.items():
+            if isinstance(val, Mapping):
+                val = val.get("status", ", ".join(f"{k}: {v}" for k, v in val.items()))
+            purposes.append((str(name), str(val)))
+    elif isinstance(raw, list):
+        purposes = [(str(p), "") for p in raw]
+    n_cov, n_tot = count(covered), count(total)
+    return {
+        "covered": n_cov,
+        "total": n_tot,
+        "percent": round(100 * n_cov / n_tot) if n_cov is not None and n_tot else None,
+        "uncovered": [str(a) for a in uncovered] if isinstance(uncovered, list | tuple) else [],
+        "purposes": purposes,
+    }
+
+
+# ---------------------------------------------------------------------------
+# The page
+# ---------------------------------------------------------------------------
 
 
 def render_certification(
@@ -99,27 +456,55 @@ def render_certification(
     scenarios: list[Path],
     runs: list[RunOutcome],
     robot_log: Path,
+    coverage: Mapping[str, Any] | None = None,
 ) -> Path:
     by_name = {r.verdict.scenario: r for r in runs}
     rows = []
+    provs: list[Provenance] = []
     for path in scenarios:
         scn = load_scenario(path)
         run = by_name.get(scn.name)
-        plot = None
-        if run is not None and time_sequence_plot(
-            run.segments, run.run_dir / "sequence.png", f"{scn.name} on {sut.name}"
-        ):
-            plot = _rel(run.run_dir / "sequence.png", out)
+        res = run.result if run else None
+        prov = res.provenance if res else None
+        if prov is not None:
+            provs.append(prov)
+        svg = ""
+        if run is not None and run.segments:
+            svg = ladder_svg(run.segments, f"{scn.name} on {sut.name}")
+            (run.run_dir / "sequence.svg").write_text(svg + "\n", encoding="utf-8")
+        observed = observed_outcome(res) if res else None
+        outcomes = [
+            {"o": o, "matched": observed is not None and o.key() == observed.key()}
+            for o in scn.expect.outcomes
+        ]
         rows.append(
             {
                 "scn": scn,
                 "run": run,
+                "res": res,
+                "prov": prov,
                 "status": run.verdict.status if run else "not run",
-                "plot": plot,
+                "outcomes": outcomes,
+                "observed": observed,
+                "observed_allowed": any(o["matched"] for o in outcomes),
+                "goodput": goodput_text(res),
+                "channel": prov.channel if prov and prov.channel else _scenario_channel(scn),
+                "ladder": Markup(svg) if svg else None,
+                "ladder_caption": ladder_caption(run.segments) if run else "",
+                "ladder_file": _rel(run.run_dir / "sequence.svg", out) if svg and run else None,
                 "dir": _rel(run.run_dir, out) if run else None,
                 "files": _files(run.run_dir, out) if run else [],
             }
         )
+    summary = summarize_provenance(provs)
+    for r in rows:
+        prov = r["prov"]
+        r["knobs"] = (
+            {k: v for k, v in prov.knobs.items() if k not in summary["common_knobs"]}
+            if prov is not None and summary is not None
+            else {}
+        )
+        r["channel_rows"] = channel_rows(r["channel"])
     counts = Counter(r["status"] for r in rows)
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
     page = env.get_template("certification.html").render(
@@ -127,8 +512,10 @@ def render_certification(
         sut=f"{sut.name} {sut.version}",
         rows=rows,
         counts=counts,
+        provenance=summary,
+        coverage=coverage_view(coverage),
         robot_log=_rel(robot_log, out) if robot_log.exists() else None,
-        esc=html.escape,
+        floor_px=FLOOR_PX,
     )
     report = out / "report.html"
     report.write_text(page, encoding="utf-8")
@@ -136,8 +523,8 @@ def render_certification(
 
 
 def _files(run_dir: Path, base: Path) -> list[tuple[str, str]]:
-    names = ["a.pcap", "b.pcap", "channel.jsonl", "sender.log", "receiver.log", "result.json",
-             "verdict.json"]  # fmt: skip
+    names = ["a.pcap", "b.pcap", "channel.jsonl", "sender.log", "receiver.log", "sender.cmd",
+             "receiver.cmd", "result.json", "verdict.json", "sequence.svg"]  # fmt: skip
     return [(n, _rel(run_dir / n, base)) for n in names if (run_dir / n).exists()]
 
 

@@ -52,5 +52,9 @@ def test_certify_runs_a_robot_suite_and_reports(tmp_path: Path) -> None:
     assert "expected verdict pass, observed fail" in (failed.text or "")
     assert (tmp_path / "robot" / "log.html").exists() and out.robot_log.exists()
     html = out.report.read_text()
-    assert "green-lost-wrong" in html and "sequence.png" in html
+    assert "green-lost-wrong" in html and "sequence.svg" in html and "<svg" in html
+    # Every run records where it comes from, and the report shows it.
+    prov = out.runs[0].result.provenance if out.runs[0].result else None
+    assert prov is not None and prov.sut == "licklider" and prov.knobs and prov.tshark
+    assert prov.tool_commit in html and prov.tshark in html
     assert seen[-1][:2] == (2, 2)

@@ -15,13 +15,17 @@ GOOD = {
     "schema": "dtnconform/scenario/1",
     "name": "ltp-rs-lost",
     "protocol": "ltp",
-    "ltp": {"segment_size": 1000, "red_segments": 2, "green_segments": 1},
+    "ltp": {"block_len": 3000, "red_len": 2000, "segment_size": 1000},
     "impairments": [{"direction": "return", "match": {"type": "RS"}, "occurrence": 1}],
     "expect": {
-        "red_bytes_delivered": 2000,
-        "green_bytes_delivered": 1000,
-        "sender_outcome": "completed",
-        "receiver_outcome": "completed",
+        "outcomes": [
+            {
+                "red_bytes_delivered": 2000,
+                "green_bytes_delivered": 1000,
+                "sender_outcome": "completed",
+                "receiver_outcome": "completed",
+            }
+        ]
     },
 }
 
@@ -53,7 +57,12 @@ def test_good_scenario_loads(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("path", "value", "field", "reason"),
     [
-        (["impairments", 0, "match"], {"packet_index": 3}, "(top level)", "unknown LTP field"),
+        (
+            ["impairments", 0, "match"],
+            {"packet_index": 3},
+            "impairments[0].match",
+            "unknown LTP field",
+        ),
         (
             ["impairments", 0, "occurrence"],
             0,
@@ -66,11 +75,19 @@ def test_good_scenario_loads(tmp_path: Path) -> None:
             "impairments.0.direction",
             "'forward' or 'return'",
         ),
-        (["expect", "red_bytes_delivered"], 5000, "(top level)", "exceeds the red part"),
+        (["expect", "outcomes", 0, "red_bytes_delivered"], 5000, "expect", "exceeds the red part"),
+        (["expect", "outcomes"], [], "expect.outcomes", "at least 1 item"),
+        (["ltp", "red_len"], 4000, "ltp", "red_len 4000 exceeds block_len 3000"),
+        (["ltp", "segment_size"], 1461, "ltp.segment_size", "over channel.mtu 1500"),
         (["ltp"], KeyError, "(top level)", "needs the 'ltp' block geometry"),
         (["protocol"], "tcp", "protocol", "'ltp'"),
         (["name"], "has spaces", "name", "pattern"),
-        (["expect", "sender_outcome"], "fine", "expect.sender_outcome", "'completed'"),
+        (
+            ["expect", "outcomes", 0, "sender_outcome"],
+            "fine",
+            "expect.outcomes.0.sender_outcome",
+            "'completed'",
+        ),
         (["surprise"], 1, "surprise", "Extra inputs are not permitted"),
     ],
 )
@@ -83,6 +100,26 @@ def test_invalid_scenario_names_file_field_reason(
     msg = str(exc.value)
     assert msg.startswith(f"{p}: field {field}:"), msg
     assert reason in msg
+
+
+def test_fragmented_runs_only_when_asked(tmp_path: Path) -> None:
+    data = _with(["ltp", "segment_size"], 1461)
+    data["ltp"]["block_len"] = 5000  # type: ignore[index]
+    data["channel"] = {"fragment": True}
+    assert load_scenario(_write(tmp_path, data)).channel.fragment
+    data["channel"] = {"mtu": 1600}
+    assert load_scenario(_write(tmp_path, data)).ltp.segment_size == 1461  # type: ignore[union-attr]
+
+
+def test_files_from_before_bytes_and_outcome_sets_still_load(tmp_path: Path) -> None:
+    """Block geometry in whole segments and one flat expected outcome: the
+    format of scenario files written before geometry in bytes."""
+    old = json.loads(json.dumps(GOOD))
+    old["ltp"] = {"segment_size": 1000, "red_segments": 2, "green_segments": 1}
+    old["expect"] = old["expect"]["outcomes"][0]
+    scn = load_scenario(_write(tmp_path, old))
+    assert (scn.ltp.red_len, scn.ltp.block_len) == (2000, 3000)  # type: ignore[union-attr]
+    assert scn.expect.allows(scn.expect.outcomes[0]) and len(scn.expect.outcomes) == 1
 
 
 def test_cli_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -60,9 +60,9 @@
 (*     RS with gaps would find no session)                                 *)
 (*   - 6.9 triggers delivery on a checkpoint's arrival; here delivery is a *)
 (*     step of its own, enabled once all red data is in                    *)
-(*   - 6.8 (b) a redundant checkpoint re-sends its RS only while that RS   *)
-(*     is unacknowledged and below the limit; otherwise it is ignored and  *)
-(*     the RS timer does the cancelling                                    *)
+(*   - 6.8 (b) a redundant checkpoint re-sends its RS below the limit and *)
+(*     cancels the session (RLEXC) beyond it, acknowledged or not, as the *)
+(*     RFC's text reads                                                    *)
 (*   - 6.7/6.8/6.16 "queued more than the limit": MaxRetx is the number of *)
 (*     retransmissions allowed; one MaxRetx serves all four limits         *)
 (*   - a closed or cancelling side discards data, and green data arriving  *)
@@ -468,39 +468,58 @@ ReceiverRxRedData(s) ==
 \* queued (6.3: its timer starts).  Upper bound = the checkpoint's upper
 \* bound; lower bound = 0 for the (only) primary report, else the lower bound
 \* of the RS the checkpoint answers; claims = red data received in [lb, ub).
-\* 6.8 (b): a redundant checkpoint (serial seen before) makes the receiver
-\* queue a new copy of the RS it issued for it, if that RS is not yet
-\* acknowledged and below the retransmission limit.
+\* A checkpoint with a serial seen before is redundant: see
+\* ReceiverRxRedundantCheckpoint.
 ReceiverRxCheckpoint(s) ==
     LET red == rRed \cup {s.off}
-        known == {i \in DOMAIN rReports : rReports[i].cp = s.cp}
         n == Len(rReports) + 1
         lb == IF s.rs = 0 THEN 0 ELSE rReports[s.rs].lb
         ub == s.off + 1
         rs == ReportSeg(n, s.cp, lb, ub, {o \in red : lb <= o /\ o < ub})
-        i == CHOOSE x \in known : TRUE
-        again == known # {} /\ i \notin rAcked /\ rRsTx[i] <= MaxRetx
     IN
     /\ s \in fwd
     /\ IsCp(s)
+    /\ rState # "open" \/ ~\E i \in DOMAIN rReports : rReports[i].cp = s.cp
     /\ fwd' = fwd \ {s}
     /\ IF rState # "open"
        THEN /\ lastEvent' = Ev("receiver", "ReceiverRxCheckpoint", "", <<s>>, <<>>, <<>>)
             /\ UNCHANGED <<rRed, rReports, rRsTx, rtn>>
-       ELSE IF known = {}
-       THEN /\ rRed' = red
+       ELSE /\ rRed' = red
             /\ rReports' = Append(rReports, rs)
             /\ rRsTx' = Append(rRsTx, 1)
             /\ rtn' = rtn \cup {rs}
             /\ lastEvent' = TxRtn("ReceiverRxCheckpoint", <<s>>, <<rs>>)
-       ELSE /\ rRed' = red
-            /\ rReports' = rReports
-            /\ rRsTx' = IF again THEN [rRsTx EXCEPT ![i] = @ + 1] ELSE rRsTx
-            /\ rtn' = IF again THEN rtn \cup {rReports[i]} ELSE rtn
-            /\ lastEvent' = IF again
-                            THEN TxRtn("ReceiverRxCheckpoint", <<s>>, <<rReports[i]>>)
-                            ELSE Ev("receiver", "ReceiverRxCheckpoint", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rState, rOutcome, rGreen, rDeliveries, rAcked, rCxTx, lostLog>>
+
+\* 6.8 (b): a redundantly retransmitted checkpoint (its serial was answered
+\* before) while the session is open.  If the RS issued for it has been
+\* queued more than MaxRetx times, the session is cancelled exactly as in
+\* ReceiverCancelSession (6.19, 7.6, CR with RLEXC); otherwise a new copy of
+\* that RS is queued.  RFC 5326 applies the limit whether or not the RS was
+\* acknowledged; so does the model.
+ReceiverRxRedundantCheckpoint(s) ==
+    LET known == {i \in DOMAIN rReports : rReports[i].cp = s.cp}
+        i == CHOOSE x \in known : TRUE
+        cr == CancelSeg("CR", "RLEXC")
+    IN
+    /\ s \in fwd
+    /\ IsCp(s)
+    /\ rState = "open"
+    /\ known # {}
+    /\ fwd' = fwd \ {s}
+    /\ rRed' = rRed \cup {s.off}
+    /\ IF rRsTx[i] > MaxRetx
+       THEN /\ rtn' = rtn \cup {cr}
+            /\ rState' = "cr_sent"
+            /\ rOutcome' = "cancelled"
+            /\ rCxTx' = 1
+            /\ rRsTx' = rRsTx
+            /\ lastEvent' = TxRtn("ReceiverRxRedundantCheckpoint", <<s>>, <<cr>>)
+       ELSE /\ rtn' = rtn \cup {rReports[i]}
+            /\ rRsTx' = [rRsTx EXCEPT ![i] = @ + 1]
+            /\ UNCHANGED <<rState, rOutcome, rCxTx>>
+            /\ lastEvent' = TxRtn("ReceiverRxRedundantCheckpoint", <<s>>, <<rReports[i]>>)
+    /\ UNCHANGED <<senderVars, rGreen, rDeliveries, rReports, rAcked, lostLog>>
 
 \* 6.10, 7.2: a green segment arrives while the session is open.
 ReceiverRxGreenData(s) ==
@@ -681,6 +700,7 @@ SenderNext ==
 ReceiverNext ==
     \/ \E s \in fwd : ReceiverRxRedData(s)
     \/ \E s \in fwd : ReceiverRxCheckpoint(s)
+    \/ \E s \in fwd : ReceiverRxRedundantCheckpoint(s)
     \/ \E s \in fwd : ReceiverRxGreenData(s)
     \/ ReceiverDeliverRedPart
     \/ \E s \in fwd : ReceiverRxReportAck(s)

@@ -26,7 +26,7 @@
 (*   "sender_cancels"      the sender cancels (6.7 RLEXC, 6.19, 7.5)        *)
 (*   "receiver_cancels"    the receiver cancels (6.8 RLEXC, 6.19, 7.6)      *)
 (***************************************************************************)
-EXTENDS LTP, TLC
+EXTENDS MCLTPOutcomes
 
 CONSTANTS
     \* @type: Str;
@@ -34,7 +34,28 @@ CONSTANTS
     \* @type: Int;
     PurposeOff
 
-View == <<senderVars, receiverVars, fwd, rtn, lostLog>>
+VARIABLE
+    \* @type: Set(Str);
+    seen        \* history: "resend" / "cancel" once a redundant checkpoint did it
+
+\* What a redundant checkpoint did in the step that produced event ev.
+Seen(ev) ==
+    IF ev.action # "ReceiverRxRedundantCheckpoint" THEN {}
+    ELSE IF ev.tx # <<>> /\ ev.tx[1].type = "CR" THEN {"cancel"} ELSE {"resend"}
+
+\* The session over in-order channels (MCLTPOutcomes, with AnyLoss: any loss
+\* within MaxLoss), recording what redundant checkpoints did.
+TrapSpec ==
+    /\ OutcomeInit
+    /\ seen = {}
+    /\ [][OutcomeNext /\ seen' = seen \cup Seen(lastEvent')]_<<vars, txCount, planHit, fq, rq, seen>>
+
+\* States are told apart by the protocol's variables and the channels' order;
+\* seen only for the purposes that ask about it.
+View ==
+    <<senderVars, receiverVars, fwd, rtn, lostLog, fq, rq,
+      IF PurposeKind \in {"redundant_checkpoint", "redundant_checkpoint_cancel"}
+      THEN seen ELSE {}>>
 
 Fwd(s) == [dir |-> "forward", seg |-> s]
 Rtn(s) == [dir |-> "return", seg |-> s]
@@ -82,6 +103,11 @@ Happened ==
       [] PurposeKind = "sender_cancels" ->
             sOutcome = "cancelled" /\ rCxTx = 0
       [] PurposeKind = "receiver_cancels" -> rCxTx > 0
+      [] PurposeKind = "redundant_checkpoint" ->
+            Len(lostLog) = 1 /\ IsLostRs(lostLog[1]) /\ "resend" \in seen
+      [] PurposeKind = "redundant_checkpoint_cancel" ->
+            Len(lostLog) = 2 /\ IsLostRs(lostLog[1]) /\ IsLostRs(lostLog[2])
+            /\ "cancel" \in seen
       [] OTHER -> FALSE
 
 \* TLC checks an invariant on a successor before it prunes that successor

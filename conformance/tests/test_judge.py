@@ -1,0 +1,150 @@
+"""The judge on RunResults and channel logs of known shape: a verdict class
+for each kind of run, and reasons that name the rule and what the channel saw."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conformance.judge import judge
+from conformance.segments import Finding
+from conformance.types import EndpointResult, RunResult, Scenario, SegmentCounts
+
+ALLOWED = [(3000, 1000, "cancelled", "cancelled"), (0, 1000, "cancelled", "cancelled")]
+
+
+def _scenario(outcomes=ALLOWED, impairments=None) -> Scenario:
+    return Scenario.model_validate(
+        {
+            "name": "ltp-two-reports-lost",
+            "protocol": "ltp",
+            "ltp": {"block_len": 4000, "red_len": 3000, "segment_size": 1000},
+            "impairments": impairments
+            if impairments is not None
+            else [{"direction": "return", "match": {"type": "RS"}, "occurrence": 1, "count": 2}],
+            "expect": {
+                "outcomes": [
+                    dict(
+                        zip(
+                            ("red_bytes_delivered", "green_bytes_delivered")
+                            + ("sender_outcome", "receiver_outcome"),
+                            o,
+                            strict=True,
+                        )
+                    )
+                    for o in outcomes
+                ]
+            },
+        }
+    )
+
+
+def _result(red: int, green: int, tx: str, rx: str, rx_detail: str = "") -> RunResult:
+    return RunResult(
+        scenario="ltp-two-reports-lost",
+        protocol="ltp",
+        sut="licklider 0.1.1",
+        started_at="2026-11-22T00:00:00+00:00",
+        duration_s=1.0,
+        sender=EndpointResult(role="sender", outcome=tx),  # type: ignore[arg-type]
+        receiver=EndpointResult(
+            role="receiver",
+            outcome=rx,  # type: ignore[arg-type]
+            red_bytes_delivered=red,
+            green_bytes_delivered=green,
+            detail=rx_detail,
+        ),
+        delivered_bytes=red + green,
+        goodput_bps=None,
+        segments=SegmentCounts(),
+        dropped=SegmentCounts(),
+    )
+
+
+def _log(tmp_path: Path, records: list[dict[str, object]]) -> Path:
+    p = tmp_path / "channel.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return p
+
+
+def _rs(i: int, rule: int | None) -> dict[str, object]:
+    rec: dict[str, object] = {"dir": "return", "index": i, "kind": "udp", "proto": "ltp",
+                              "fields": {"type": "RS"}, "verdict": "pass"}  # fmt: skip
+    if rule is not None:
+        rec.update(verdict="drop", rule=rule)
+    return rec
+
+
+def test_any_allowed_outcome_passes(tmp_path: Path) -> None:
+    log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
+    for red in (3000, 0):
+        v = judge(_scenario(), _result(red, 1000, "cancelled", "cancelled"), log, [])
+        assert v.status == "pass", v.reasons
+
+
+def test_an_outcome_outside_the_set_fails_with_the_set_and_the_rule(tmp_path: Path) -> None:
+    """licklider's §6.8 deviation: it resends the RS past the limit, so both
+    sides complete where the model has both cancel."""
+    log = _log(tmp_path, [_rs(1, 0), _rs(2, 0), _rs(3, None)])
+    v = judge(_scenario(), _result(3000, 1000, "completed", "completed"), log, [])
+    assert v.status == "fail"
+    head = v.reasons[0]
+    assert head.code == "outcome-not-allowed"
+    assert "sender cancelled, receiver cancelled" in head.message  # names the allowed set
+    codes = {r.code for r in v.reasons}
+    assert {"unexpected-sender-outcome", "unexpected-receiver-outcome"} <= codes
+    assert "unexpected-red-bytes-delivered" not in codes  # 3000 is allowed with these
+    assert all(r.rule.startswith("RFC 5326 §") for r in v.reasons)
+
+
+def test_closed_without_delivery_is_a_fail_not_an_error(tmp_path: Path) -> None:
+    log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
+    v = judge(_scenario(), _result(0, 1000, "cancelled", "closed"), log, [])
+    assert v.status == "fail"
+    rx = next(r for r in v.reasons if r.code == "unexpected-receiver-outcome")
+    assert "§6.20" in rx.rule
+
+
+def test_a_timeout_the_model_does_not_allow_fails(tmp_path: Path) -> None:
+    log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
+    v = judge(_scenario(), _result(0, 1000, "timeout", "cancelled"), log, [])
+    assert v.status == "fail"
+    assert any("§6.7" in r.rule for r in v.reasons)
+
+
+def test_only_a_harness_failure_is_an_error(tmp_path: Path) -> None:
+    log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
+    v = judge(_scenario(), _result(0, 0, "error", "cancelled"), log, [])
+    assert v.status == "error" and v.reasons[0].code == "sender-error"
+
+
+def test_unmet_impairment_is_inconclusive_and_says_what_the_channel_saw(tmp_path: Path) -> None:
+    scn = _scenario(
+        outcomes=[(3000, 1000, "completed", "completed")],
+        impairments=[{"direction": "forward", "match": {"kind": "red_data", "offset": 1000}}],
+    )
+    frag = {"dir": "forward", "index": 2, "kind": "fragment", "verdict": "pass"}
+    log = _log(tmp_path, [{"dir": "forward", "index": 1, "kind": "non-ip"}, frag, frag])
+    v = judge(scn, _result(3000, 1000, "completed", "completed"), log, [])
+    assert v.status == "inconclusive"
+    msg = v.reasons[0].message
+    assert "3 forward frames" in msg and "2 IP fragments" in msg and "0 matching" in msg
+    assert "raise the MTU or lower segment_size" in msg
+
+
+def test_dissector_errors_fail_even_when_inconclusive(tmp_path: Path) -> None:
+    scn = _scenario(
+        outcomes=[(3000, 1000, "completed", "completed")],
+        impairments=[{"direction": "forward", "match": {"type": "CS"}}],
+    )
+    bad = Finding("a", 7, "dtnltp.expert.bad", "error", "malformed", "RFC 5326 §3.1 says no")
+    v = judge(scn, _result(3000, 1000, "completed", "completed"), _log(tmp_path, []), [bad])
+    assert v.status == "fail" and v.reasons[0].frames == [7] and v.reasons[0].rule
+
+
+def test_corrupt_payload_fails(tmp_path: Path) -> None:
+    log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
+    res = _result(3000, 1000, "cancelled", "cancelled")
+    res.receiver.payload_ok = False
+    v = judge(_scenario(), res, log, [])
+    assert v.status == "fail" and v.reasons[0].code == "payload-corrupt"

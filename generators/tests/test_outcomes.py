@@ -1,0 +1,124 @@
+"""Outcome sets: impairments -> planned losses -> every terminal outcome TLC
+reaches with exactly those losses (specs/ltp/MCLTPOutcomes.tla)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.errors import ToolMissing
+from conformance.types import Impairment, LtpBlock
+from generators import outcomes
+from generators.tlc import find_jar
+
+BLOCK = LtpBlock(block_len=4000, red_len=3000, segment_size=1000)
+
+
+def _drop(direction: str, occurrence: int = 1, count: int = 1, **match: object) -> Impairment:
+    return Impairment(
+        direction=direction,  # type: ignore[arg-type]
+        match=match,  # type: ignore[arg-type]
+        occurrence=occurrence,
+        count=count,
+    )
+
+
+def test_plan_names_losses_as_the_channel_does():
+    plan = outcomes.plan(
+        [
+            _drop("return", type="RS"),
+            _drop("forward", 2, 2, kind="red_data", offset=2000),
+        ],
+        BLOCK,
+    )
+    assert plan == [
+        outcomes.PlannedLoss("return", "RS", 0, 1),
+        outcomes.PlannedLoss("forward", "red_data", 2, 2),
+        outcomes.PlannedLoss("forward", "red_data", 2, 3),
+    ]
+    delayed = Impairment(direction="forward", match={"type": "RA"}, action="delay", delay_ms=9)
+    assert outcomes.plan([delayed], BLOCK) == []  # timing only: no loss to plan
+    text = outcomes.plan_module(plan, in_order=True)
+    assert 'key |-> "red_data", off |-> 2, occ |-> 3' in text and "InOrder == TRUE" in text
+
+
+@pytest.mark.parametrize(
+    ("imp", "why"),
+    [
+        (_drop("return", checkpoint=True), "not one the model names"),
+        (_drop("forward", kind="red_data", offset=500), "not at a segment boundary"),
+        (
+            Impairment(direction="return", match={"type": "RS"}, action="corrupt"),
+            "corrupt has no counterpart",
+        ),
+    ],
+)
+def test_unplannable_impairments_say_why(imp: Impairment, why: str):
+    with pytest.raises(outcomes.Unplannable, match=why):
+        outcomes.plan([imp], BLOCK)
+
+
+def test_outcome_lines_become_byte_counts():
+    block = LtpBlock(block_len=3500, red_len=2000, segment_size=1000)  # last green is 500 B
+    text = (
+        "dtnc-outcome sender=completed receiver=completed delivered=1 green={2, 3}\n"
+        "noise\n"
+        '"dtnc-outcome sender=cancelled receiver=none delivered=0 green={}"\n'
+        "dtnc-outcome sender=completed receiver=completed delivered=1 green={2, 3}\n"
+    )
+    got = {o.key() for o in outcomes.parse_outcomes(text, block)}
+    assert got == {(2000, 1500, "completed", "completed"), (0, 0, "cancelled", "timeout")}
+
+
+@pytest.fixture
+def tlc() -> None:
+    try:
+        find_jar()
+    except ToolMissing as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.integration
+def test_nominal_allows_only_completion(tlc: None, tmp_path: Path):
+    """No loss, in-order channels: both sides complete; the green EOB may meet
+    a receiver that already closed on the RA (RFC 5326 §6.14), so the green
+    bytes are 1000 or 0; nothing is cancelled."""
+    got = outcomes.outcome_set(BLOCK, [], tmp_path)
+    assert {o.key() for o in got.outcomes} == {
+        (3000, 1000, "completed", "completed"),
+        (3000, 0, "completed", "completed"),
+    }
+    assert got.log.is_file()
+
+
+@pytest.mark.integration
+def test_reordering_channels_allow_more(tlc: None, tmp_path: Path):
+    """With the set semantics (a reordering channel), a retransmitted
+    checkpoint can reach a receiver that already closed, and the sender
+    cancels without any loss: in order, that cannot happen."""
+    fifo = outcomes.outcome_set(BLOCK, [], tmp_path / "fifo")
+    sets = outcomes.outcome_set(BLOCK, [], tmp_path / "set", in_order=False)
+    assert {o.key() for o in fifo.outcomes} < {o.key() for o in sets.outcomes}
+    assert any(o.sender_outcome == "cancelled" for o in sets.outcomes)
+
+
+@pytest.mark.integration
+def test_every_checkpoint_lost_cancels_both_sides(tlc: None, tmp_path: Path):
+    """The EORP checkpoint lost twice with a limit of 1: the sender cancels
+    (6.7 RLEXC); the receiver, told by the CS, cancels too; no red part."""
+    imps = [_drop("forward", 1, 2, kind="red_data", offset=2000)]
+    got = outcomes.expectation(BLOCK, imps, tmp_path)
+    assert {
+        (o.red_bytes_delivered, o.sender_outcome, o.receiver_outcome) for o in got.outcomes
+    } == {(0, "cancelled", "cancelled")}
+    assert "MCLTPOutcomes" in got.source
+
+
+@pytest.mark.integration
+def test_a_loss_that_cannot_happen_has_no_outcome(tlc: None, tmp_path: Path):
+    """A 5th RS never exists with a limit of 1: no run has that loss."""
+    got = outcomes.outcome_set(BLOCK, [_drop("return", 5, type="RS")], tmp_path)
+    assert got.outcomes == []
+    with pytest.raises(outcomes.DtncError, match="no end"):
+        outcomes.expectation(BLOCK, [_drop("return", 5, type="RS")], tmp_path / "x")

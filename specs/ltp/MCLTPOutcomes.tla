@@ -1,0 +1,132 @@
+--------------------------- MODULE MCLTPOutcomes ---------------------------
+(***************************************************************************)
+(* One LTP session (RFC 5326) under exactly a planned set of losses, and   *)
+(* every terminal outcome it can reach.                                    *)
+(*                                                                         *)
+(* A scenario names each loss as a live channel rule does: a direction, the*)
+(* segment's wire key (kind and offset for data, type for control segments)*)
+(* and an occurrence, "the 2nd RS on the return channel". Plan is the set of*)
+(* those, as records [dir, key, off, occ] with off counted in model segments;*)
+(* generators/outcomes.py writes it into the module MCLTPPlan (the copy in *)
+(* specs/ltp/ holds the empty plan of a nominal run). The wrapper counts every*)
+(* transmission per key (txCount) and lets the channel lose a segment only *)
+(* when that transmission is a planned one not yet used (planHit). Each state*)
+(* in which the session has ended and every planned loss has happened is a *)
+(* terminal outcome; the invariant Report prints it (it never fails), so one*)
+(* exhaustive TLC run lists the whole set.                                 *)
+(*                                                                         *)
+(* A copy lost while an identical copy is in flight loses both (the model's*)
+(* channels are sets): that can only add outcomes, so a run is never failed*)
+(* for an outcome the protocol allows.                                     *)
+(***************************************************************************)
+EXTENDS LTP, TLC, MCLTPPlan
+
+\* @type: Set({dir: Str, key: Str, off: Int, occ: Int});
+Plan == ThePlan
+\* @type: Bool;
+Fifo == InOrder
+\* The channel may lose any segment, within MaxLoss (and Plan is ignored):
+\* test generation (MCLTPTraps) and scenarios whose links lose frames at
+\* random override this with TRUE.
+\* @type: Bool;
+AnyLoss == FALSE
+
+VARIABLES
+    \* @type: Seq($seg);
+    fq,         \* history: segments in flight to the receiver, in send order
+    \* @type: Seq($seg);
+    rq,         \* history: segments in flight to the sender, in send order
+    \* @type: {dir: Str, key: Str, off: Int} -> Int;
+    txCount,    \* transmissions so far per direction and wire key
+    \* @type: Set({dir: Str, key: Str, off: Int, occ: Int});
+    planHit     \* the planned losses that have happened
+
+\* The key a channel rule matches a segment on (conformance/classifiers.json):
+\* data by kind and offset, a checkpoint being red data; control by type.
+Key(s) == IF s.type \in RedTypes THEN "red_data"
+          ELSE IF s.type \in GreenTypes THEN "green_data"
+          ELSE s.type
+KeyOff(s) == IF IsData(s) THEN s.off ELSE 0
+Slot(d, s) == [dir |-> d, key |-> Key(s), off |-> KeyOff(s)]
+Slots ==
+    [dir : {"forward", "return"}, key : {"red_data", "green_data"}, off : 0 .. (NSeg - 1)]
+    \cup [dir : {"forward", "return"}, key : CtrlTypes, off : {0}]
+
+\* The direction a step's transmissions go in.
+TxDir(ev) == IF ev.actor = "sender" THEN "forward" ELSE "return"
+
+\* txCount after the transmissions of event ev.
+Counted(ev) ==
+    [x \in Slots |->
+        txCount[x] + Cardinality({i \in DOMAIN ev.tx : Slot(TxDir(ev), ev.tx[i]) = x})]
+
+\* The planned loss that event ev (a channel loss) is, if any.
+LossOf(ev) ==
+    LET s == ev.lost[1] IN
+    [dir |-> ev.dir, key |-> Key(s), off |-> KeyOff(s), occ |-> txCount[Slot(ev.dir, s)]]
+
+IsLoss(ev) == ev.action \in {"ChannelLoseForward", "ChannelLoseReturn"}
+
+\* In-order channels (Fifo, from the scenario's channel: no reordering): a
+\* side receives only the oldest segment in flight to it.  Losses may take
+\* any segment.  Copies merged in the set channel leave the queue together.
+Without(q, s) == SelectSeq(q, LAMBDA x : x # s)
+Queued(q, ev, d) == IF ev.tx # <<>> /\ TxDir(ev) = d THEN q \o ev.tx ELSE q
+\* (IF, not \/: TLC explores each disjunct of an action as a branch.)
+RxOk(q, ev) == IF ~Fifo \/ ev.rx = <<>> THEN TRUE ELSE q # <<>> /\ Head(q) = ev.rx[1]
+Dequeued(q, ev, d) ==
+    IF IsLoss(ev) /\ ev.dir = d THEN Without(q, ev.lost[1])
+    ELSE IF ev.rx # <<>> /\ (d = "forward") = (ev.actor = "receiver")
+    THEN Without(q, ev.rx[1])
+    ELSE q
+
+OutcomeInit ==
+    /\ Init
+    /\ txCount = [x \in Slots |-> 0]
+    /\ planHit = {}
+    /\ fq = <<>>
+    /\ rq = <<>>
+
+\* The FIFO history after event ev; a receipt must take the queue's head.
+Ordered(ev) ==
+    /\ RxOk(IF ev.actor = "receiver" THEN fq ELSE rq, ev)
+    /\ fq' = Queued(Dequeued(fq, ev, "forward"), ev, "forward")
+    /\ rq' = Queued(Dequeued(rq, ev, "return"), ev, "return")
+
+\* The counters after event ev: a transmission counts towards its key's
+\* occurrences; a loss must be a planned one not used yet, and uses it.
+\* With AnyLoss every loss is allowed and nothing needs counting.
+Accounted(ev) ==
+    IF AnyLoss THEN UNCHANGED <<txCount, planHit>>
+    ELSE IF IsLoss(ev)
+    THEN /\ LossOf(ev) \in Plan \ planHit
+         /\ planHit' = planHit \cup {LossOf(ev)}
+         /\ UNCHANGED txCount
+    ELSE /\ txCount' = Counted(ev)
+         /\ UNCHANGED planHit
+
+\* A protocol step, kept in order and counted.  The Terminating stutter
+\* changes nothing, so it counts nothing.
+OutcomeNext ==
+    /\ Next
+    /\ IF UNCHANGED vars
+       THEN UNCHANGED <<txCount, planHit, fq, rq>>
+       ELSE \E ev \in {lastEvent'} : Ordered(ev) /\ Accounted(ev)
+
+OutcomeSpec == OutcomeInit /\ [][OutcomeNext]_<<vars, txCount, planHit, fq, rq>>
+
+OutcomeView == <<senderVars, receiverVars, fwd, rtn, txCount, planHit, fq, rq>>
+
+\* Terminal: no step but the final stutter can follow (fairness in Spec takes
+\* every other one).  An ended session has none; an orphaned receiver has
+\* none unless its red part is complete, when it will still deliver it.
+Terminal ==
+    \/ SessionEnded
+    \/ ReceiverOrphaned /\ ~(RedSet \subseteq rRed)
+
+\* Never fails: prints each terminal outcome reached with every planned loss.
+Report ==
+    ((AnyLoss \/ planHit = Plan) /\ Terminal) =>
+        PrintT("dtnc-outcome sender=" \o sOutcome \o " receiver=" \o rOutcome
+               \o " delivered=" \o ToString(rDeliveries) \o " green=" \o ToString(rGreen))
+=============================================================================
