@@ -496,6 +496,48 @@ def cmd_certify(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------
 
 
+def cmd_expect(args: argparse.Namespace) -> int:
+    """Every outcome the model allows for a scenario's impairments and channel."""
+    from generators import outcomes
+    from generators.tlc import scratch_dir
+
+    path = Path(args.scenario)
+    scn = _load_scenario_file(path)
+    with _progress() as prog:
+        task = prog.add_task(f"TLC: outcomes of {scn.name}", total=None, info="")
+
+        def on_progress(p: object) -> None:
+            prog.update(task, info=f"{getattr(p, 'distinct_states', 0) or 0:,} distinct states")
+
+        try:
+            expect = outcomes.expectation_for(
+                scn, scratch_dir("dtnconform-expect-"), progress=on_progress
+            )
+        except outcomes.Unplannable as exc:
+            raise InputError(f"{path}: {exc}") from None
+    table = Table(title=f"{scn.name}: {len(expect.outcomes)} outcomes the model allows")
+    for col in ("red B", "green B", "sender", "receiver", "in the file now"):
+        table.add_column(col)
+    for o in expect.outcomes:
+        table.add_row(str(o.red_bytes_delivered), str(o.green_bytes_delivered),
+                      o.sender_outcome, o.receiver_outcome,
+                      "yes" if scn.expect.allows(o) else "no")  # fmt: skip
+    console.print(table)
+    console.print(expect.source, markup=False)
+    stale = [o for o in scn.expect.outcomes if not expect.allows(o)]
+    for o in stale:
+        console.print(f"in the file but not allowed by the model: {o.describe()}", markup=False)
+    if args.write:
+        from conformance.types import dump_model
+
+        scn.expect = expect
+        dump_model(scn, path)
+        console.print(f"wrote the outcome set into {path}")
+        return 0
+    same = {o.key() for o in expect.outcomes} == {o.key() for o in scn.expect.outcomes}
+    return 0 if same else 1
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     _protocol(args.proto)
     from dissectors.tshark import CaptureTruncated, decode_capture, port_ranges
@@ -665,6 +707,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, help="directory for the scenario files (new or empty)")
     s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
     s.set_defaults(func=cmd_generate)
+
+    s = sub.add_parser(
+        "expect", help="the outcomes the model allows for a scenario (TLC); --write stores them"
+    )
+    s.add_argument("scenario", help="scenario JSON file")
+    s.add_argument("--write", action="store_true", help="replace the file's expect section")
+    s.set_defaults(func=cmd_expect)
 
     s = sub.add_parser("run", help="replay one scenario against a live implementation (root)")
     s.add_argument("scenario", help="scenario JSON file")

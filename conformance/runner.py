@@ -11,19 +11,21 @@ Everything a run produces lands in its run directory as it happens:
     channel.stderr  a.pcap  b.pcap
     sender.out  sender.log  receiver.out  receiver.log
     segments.jsonl  result.json  verdict.json
+    warnings.txt (only when the scenario's explicit timers do not fit its channel)
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance import classifiers, emulator, judge, netns
+from conformance import classifiers, emulator, judge, netns, provenance, timers
 from conformance.errors import DtncError
 from conformance.segments import records_from_captures
 from conformance.types import (
@@ -40,6 +42,7 @@ from suts.base import Endpoint, SutAdapter
 
 PORTS = {p: port for p in classifiers.protocols() if (port := classifiers.default_port(p))}
 Step = Callable[[str], None]
+_log = logging.getLogger("dtnconform.runner")
 
 
 @dataclass
@@ -114,7 +117,20 @@ def run_scenario(
     started = dt.datetime.now(dt.UTC)
     t0 = time.monotonic()
     emulator.resolve(scn.channel)  # an unknown profile fails before any namespace exists
-    with netns.topology(mtu=scn.channel.mtu) as topo:
+    tm = timers.derive(scn)
+    notes = timers.warnings(scn, tm)
+    if notes:
+        # Said before any namespace exists, and kept with the run.
+        (run_dir / "warnings.txt").write_text("".join(f"warning: {w}\n" for w in notes))
+        for w in notes:
+            _log.warning("%s: warning: %s", scn.name, w)
+            say(f"warning: {w}")
+    # Static neighbour entries: no ARP crosses the channel. Resolving B's
+    # address through a delayed link would hold the first segments in A's
+    # kernel for one extra round trip after licklider started their timers
+    # (the derived timers count the link, not address resolution), so the
+    # first checkpoint would be retransmitted needlessly on every long link.
+    with netns.topology(mtu=scn.channel.mtu, static_arp=True) as topo:
         say("namespaces up")
         captures = {
             "a": _start_capture(topo, topo.ns_a, topo.if_a, run_dir / "a.pcap"),
@@ -152,9 +168,10 @@ def run_scenario(
                 say("receiver did not bind its port in 10 s")
         say("endpoints started")
 
-        # The endpoints enforce the scenario's time limit themselves; this
+        # The endpoints enforce the run's time limit (the scenario's, or
+        # derived from the channel by conformance.timers) themselves; this
         # deadline only catches a hung process.
-        deadline = time.monotonic() + scn.time_limit_s * 1.1 + 3.0
+        deadline = time.monotonic() + tm.time_limit_s * 1.1 + 3.0
         hung: list[str] = []
         for role, proc in procs.items():
             try:
@@ -208,7 +225,7 @@ def run_scenario(
         sender=ends["sender"],
         receiver=rx,
         delivered_bytes=delivered,
-        goodput_bps=round(delivered * 8 / rx.duration_s, 1) if rx.duration_s > 0 else 0.0,
+        goodput_bps=round(delivered * 8 / rx.duration_s, 1) if rx.duration_s > 0 else None,
         segments=SegmentCounts(
             forward=sum(s.direction == "forward" for s in segments),
             ret=sum(s.direction == "return" for s in segments),
@@ -219,6 +236,7 @@ def run_scenario(
         ),
         captures={"sender side": "a.pcap", "receiver side": "b.pcap"},
         channel_log="channel.jsonl",
+        provenance=provenance.collect(scn, sut, emulator.resolve(scn.channel)),
     )
     dump_model(result, run_dir / "result.json")
     verdict = judge.judge(scn, result, run_dir / "channel.jsonl", experts)

@@ -142,7 +142,11 @@ class Timers(_Strict):
         "segments meet a running engine (default: two round trips)",
     )
     margin_ms: Annotated[float, Field(ge=0, le=3_600_000)] = Field(
-        250.0, description="processing and scheduling margin added to derived timers"
+        1000.0,
+        description="processing and scheduling margin added to derived timers (RFC 5325 "
+        "§3.1.3 local and remote processing delays); generous, because a timer that fires "
+        "before its answer could arrive is a premature timeout the model excludes, and would "
+        "blame the implementation for a loaded test machine",
     )
 
 

@@ -126,11 +126,11 @@ local ERR, WARN = expert.severity.ERROR, expert.severity.WARN
 local E = {
     -- malformed: the bytes cannot be parsed as RFC 5326 §3 says
     sdnv_truncated = new_expert("sdnv_truncated",
-        "SDNV runs past the end of the datagram (RFC 5326 §3, SDNV)", MAL, ERR),
+        "SDNV runs past the end of the datagram (RFC 5326 §2, SDNV)", MAL, ERR),
     sdnv_too_long = new_expert("sdnv_too_long",
-        "SDNV longer than 10 bytes (RFC 5326 §3, SDNV; 64-bit limit)", MAL, ERR),
+        "SDNV longer than 10 bytes (RFC 5326 §2, SDNV; 64-bit limit)", MAL, ERR),
     sdnv_overflow = new_expert("sdnv_overflow",
-        "SDNV value exceeds 64 bits (RFC 5326 §3, SDNV)", MAL, ERR),
+        "SDNV value exceeds 64 bits (RFC 5326 §2, SDNV)", MAL, ERR),
     truncated = new_expert("truncated",
         "Segment ends before a mandatory field (RFC 5326 §3.1/§3.2)", MAL, ERR),
     bad_version = new_expert("bad_version",
@@ -170,8 +170,8 @@ local E = {
 }
 -- the RFC reference appended to messages of parse failures
 local CITE = {
-    [E.sdnv_truncated] = "RFC 5326 §3, SDNV", [E.sdnv_too_long] = "RFC 5326 §3, SDNV",
-    [E.sdnv_overflow] = "RFC 5326 §3, SDNV", [E.truncated] = "RFC 5326 §3.1/§3.2",
+    [E.sdnv_truncated] = "RFC 5326 §2, SDNV", [E.sdnv_too_long] = "RFC 5326 §2, SDNV",
+    [E.sdnv_overflow] = "RFC 5326 §2, SDNV", [E.truncated] = "RFC 5326 §3.1/§3.2",
     [E.ext_overrun] = "RFC 5326 §3.1.4/§3.3", [E.data_overrun] = "RFC 5326 §3.2.1",
     [E.claim_count_too_large] = "RFC 5326 §3.2.2",
 }
@@ -198,7 +198,7 @@ proto.prefs.heuristic = Pref.bool("Heuristic on other UDP ports", false,
 ---------------------------------------------------------------------------
 local ZERO = UInt64(0)
 
--- RFC 5326 §3 SDNV: big-endian base 128, high bit set on all but the last byte.
+-- SDNV (RFC 5326 §2, RFC 6256): big-endian base 128, high bit set on all but the last byte.
 local function read_sdnv(tvb, pos)
     local avail = tvb:len() - pos
     local v = UInt64(0)

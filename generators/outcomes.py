@@ -306,7 +306,7 @@ def expectation(
             )
             + (", channels in order" if shape.in_order else ", channels that may reorder")
             + f" (NRed={n_red}, NGreen={n_green}, MaxRetx={block.retransmission_limit}; "
-            f"{res.distinct_states:,} distinct states, {res.seconds:.1f} s; channel: {shape.why})"
+            f"{res.distinct_states:,} distinct states; channel: {shape.why})"
         ),
     )
 

@@ -11,8 +11,9 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
+from typing import get_args
 
-from conformance.types import EndpointResult, Scenario
+from conformance.types import EndpointResult, Outcome, Scenario
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -44,7 +45,10 @@ class SutAdapter(ABC):
     def parse_result(
         self, role: str, stdout: str, stderr: str, exit_code: int | None
     ) -> EndpointResult:
-        """Default: the role printed one JSON object as its last stdout line."""
+        """Default: the role printed one JSON object as its last stdout line,
+        whose ``outcome`` is one of :data:`~conformance.types.Outcome`
+        ("completed", "cancelled", "closed", "timeout", "error"). The exit
+        code is kept but not interpreted: the JSON line is the result."""
         lines = [ln for ln in stdout.strip().splitlines() if ln.strip().startswith("{")]
         tail = "\n".join(stderr.strip().splitlines()[-15:])
         if not lines:
@@ -55,16 +59,26 @@ class SutAdapter(ABC):
                 exit_code=exit_code,
                 detail=f"{detail}; stderr tail:\n{tail}" if tail else detail,
             )
-        data = json.loads(lines[-1])
+        try:
+            data = json.loads(lines[-1])
+        except json.JSONDecodeError:
+            data = {"outcome": "error", "detail": f"unreadable result line: {lines[-1][:200]}"}
+        outcome = data.get("outcome", "error")
+        detail = str(data.get("detail", ""))
+        if outcome not in get_args(Outcome):
+            # "error" is the harness's own failure; an outcome word we do not
+            # know is one too, and says so.
+            detail = f"unknown outcome {outcome!r} (exit {exit_code}); {detail}"
+            outcome = "error"
         return EndpointResult(
             role=role,  # type: ignore[arg-type]
-            outcome=data.get("outcome", "error"),
-            red_bytes_delivered=int(data.get("red_bytes_delivered", 0)),
-            green_bytes_delivered=int(data.get("green_bytes_delivered", 0)),
+            outcome=outcome,
+            red_bytes_delivered=int(data.get("red_bytes_delivered") or 0),
+            green_bytes_delivered=int(data.get("green_bytes_delivered") or 0),
             payload_ok=data.get("payload_ok"),
-            duration_s=float(data.get("duration_s", 0.0)),
+            duration_s=float(data.get("duration_s") or 0.0),
             exit_code=exit_code,
-            detail=str(data.get("detail", "")),
+            detail=detail,
         )
 
 

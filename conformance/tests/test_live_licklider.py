@@ -98,7 +98,9 @@ def test_impairment_that_never_matches_is_inconclusive(tmp_path: Path) -> None:
     )
     out = run_scenario(scn, get("licklider"), tmp_path / "run")
     assert out.verdict.status == "inconclusive"
-    assert [r.code for r in out.verdict.reasons] == ["impairment-unmet"]
+    assert [r.code for r in out.verdict.reasons] == ["impairment-unmet", "observed-outcome"]
+    # it says what the channel saw instead of the segment it waited for
+    assert "0 matching [type=CS]" in out.verdict.reasons[0].message
     log = emulator.read_log(tmp_path / "run" / "channel.jsonl")
     assert all(r["verdict"] == "pass" for r in log)
 
@@ -133,7 +135,7 @@ def test_crashing_or_hanging_sut_gives_error_with_logs(tmp_path: Path, mode: str
     out = run_scenario(scn, _CrashingReceiver(mode), tmp_path / "run")  # type: ignore[arg-type]
     assert out.verdict.status == "error"
     msg = " ".join(r.message for r in out.verdict.reasons)
-    assert "receiver failed" in msg and "receiver.log" in msg
+    assert "receiver harness failed" in msg and "receiver.log" in msg
     if mode == "crash":
         assert "segfault in decode" in msg
     else:
@@ -239,6 +241,7 @@ def test_channel_crash_is_an_error_verdict_and_leaves_no_namespaces(
     before = set(netns.ours())
     scn = _scenario("live-channel-crash", [], red=2000, green=1000)
     scn.time_limit_s = 6
+    scn.timers.linger_ms = 2000  # the endpoints are still up when the channel dies
     out = run_scenario(scn, get("licklider"), tmp_path / "run")
     assert out.verdict.status == "error"
     assert out.verdict.reasons[0].code == "channel-crash"

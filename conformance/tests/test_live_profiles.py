@@ -11,13 +11,15 @@ waits for its own.
 
 - Profiles whose longest one-way delay is at most 5 s run by default; the
   Earth-Mars ones (minutes one way, hours per run) only with DTNC_DEEP=1.
-- Profiles with random impairments (loss, bit or packet errors): LTP
-  recovers red data by retransmission, so the scenario allows 20
-  retransmissions, and its expectation is honest about what the model
-  allows under random loss: completion with any green bytes (green data is
-  never retransmitted), or a cancellation (RLEXC) on both sides with or
-  without the red part. The test asserts the verdict 'pass' *and* that
-  both sides completed with the whole red part.
+- Every scenario's expectation is the outcome set TLC computes for it
+  (generators.outcomes.expectation_for): on a lossless in-order link, both
+  sides complete; on a link with random impairments (loss, bit or packet
+  errors) the set allows random losses too (generators.outcomes
+  RANDOM_LOSS_BOUND of them): LTP recovers red data by retransmission, so
+  the scenario allows 20 retransmissions, and completion with fewer green
+  bytes (green data is never retransmitted) is allowed. The test asserts
+  the verdict 'pass' *and* that both sides completed with the whole red
+  part. The sets are computed once in this process, before the pool forks.
 - Profiles with outages (NMSU link cuts, Lamar 30 min and 8 h, the LEO
   pass's loss of signal): the run is made to end before the first outage
   starts (the nominal exchange takes a few round trips, the outages start
@@ -41,6 +43,8 @@ import pytest
 
 from conformance import emulator, profiles, timers
 from conformance.types import DirectionChannel, Scenario
+from generators import outcomes
+from generators.tlc import scratch_dir
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 
@@ -53,6 +57,8 @@ RANDOM_LOSS_RTX_LIMIT = 20
 JOBS = int(os.environ.get("DTNC_LIVE_JOBS", "10"))
 # Real seconds kept between the end of a run's time limit and the first outage.
 OUTAGE_GUARD_S = 3.0
+# TLC's files for the outcome sets (a folder of this test run's own).
+TLC_DIR = scratch_dir("dtnconform-live-profiles-")
 
 
 def _max_delay_ms(prof_name: str) -> float:
@@ -98,13 +104,8 @@ def nominal(prof_name: str) -> Scenario:
     fwd, ret, k = emulator.resolve(_bare(prof_name).channel)
     red, green = BLOCK["red_len"], BLOCK["block_len"] - BLOCK["red_len"]
     ltp = dict(BLOCK)
-    outcomes = [_outcome(red, green, "completed", "completed")]
-    lossy = _random(fwd) or _random(ret)
-    if lossy:
+    if _random(fwd) or _random(ret):
         ltp["retransmission_limit"] = RANDOM_LOSS_RTX_LIMIT
-        greens = range(0, green + 1, SEGMENT)
-        outcomes = [_outcome(red, g, "completed", "completed") for g in greens]
-        outcomes += [_outcome(r, g, "cancelled", "cancelled") for r in (0, red) for g in greens]
     scn = Scenario.model_validate(
         {
             "name": f"nominal-{prof_name}",
@@ -112,12 +113,11 @@ def nominal(prof_name: str) -> Scenario:
             "description": f"nominal block on link profile {prof_name}",
             "ltp": ltp,
             "channel": {"profile": prof_name},
-            "expect": {
-                "outcomes": outcomes,
-                "source": "random loss allows completion or RLEXC" if lossy else "nominal",
-            },
+            # replaced below by every outcome the model allows
+            "expect": {"outcomes": [_outcome(red, green, "completed", "completed")]},
         }
     )
+    scn.expect = outcomes.expectation_for(scn, TLC_DIR)
     starts = [o.start / k for o in (*fwd.outages, *ret.outages)]
     if starts:
         limit = timers.derive(scn).time_limit_s
@@ -185,6 +185,8 @@ class _Sweep:
 
     def get(self, name: str) -> dict[str, Any]:
         if self.pool is None:
+            for n in self.names:  # outcome sets (TLC) once, here, before the fork
+                nominal(n)
             self.pool = ProcessPoolExecutor(
                 max_workers=max(1, min(JOBS, len(self.names))),
                 mp_context=multiprocessing.get_context("fork"),

@@ -1,4 +1,4 @@
-"""LTP codec: SDNVs (RFC 6256 as RFC 5326 §3 uses them) and segments (RFC 5326 §3)."""
+"""LTP codec: SDNVs (RFC 6256, as RFC 5326 §2 uses them) and segments (RFC 5326 §3)."""
 
 from __future__ import annotations
 

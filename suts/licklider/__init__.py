@@ -3,10 +3,13 @@ our harness in suts/licklider/harness (see suts/licklider/README.md)."""
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
 
+from conformance import timers
+from conformance.classifiers import default_port
 from conformance.errors import DtncError, ToolMissing
 from conformance.types import Scenario
 from suts.base import REPO, Endpoint, SutAdapter
@@ -14,16 +17,21 @@ from suts.base import REPO, Endpoint, SutAdapter
 HARNESS = REPO / "suts" / "licklider" / "harness"
 BINARY = HARNESS / "target" / "release" / "dtnc-licklider"
 
-# licklider has one retransmission timer for checkpoints, reports and cancels
-# (owlt out + remote delay + owlt in + local delay, RFC 5325 §3.1.3); sized for
-# a namespace link (sub-millisecond RTT) with headroom for a loaded CI machine,
-# as RFC 5326 §6.2 asks for timers above the round-trip time.
-RTX_TIMEOUT_MS = 300
-# The receiver keeps answering for this long after its session closes (a
-# resent checkpoint, a lost RA), and waits at most CLOSE_WAIT_MS for the close
-# (licklider never closes a session whose green EOB segment was lost).
-LINGER_MS = 500
-CLOSE_WAIT_MS = 2000
+# Engine IDs: the block sender runs in namespace A, the receiver in B.
+ENGINES = {"sender": (1, 2), "receiver": (2, 1)}
+
+# Knobs whose values conformance.timers derives from the channel unless the
+# scenario gives them, by harness flag.
+_TIMER_FLAGS = {
+    "rtx-timeout-ms": "retransmission_ms",
+    "linger-ms": "linger_ms",
+    "close-wait-ms": "close_wait_ms",
+    "time-limit-ms": "time_limit_s",
+}
+
+
+def _ms(value: float) -> int:
+    return math.ceil(value)
 
 
 class Licklider(SutAdapter):
@@ -48,36 +56,81 @@ class Licklider(SutAdapter):
         if proc.returncode != 0 or not BINARY.exists():
             raise DtncError(f"building the licklider harness failed:\n{proc.stderr[-2000:]}")
 
-    def _common(self, scn: Scenario, ep: Endpoint, engine: int, peer_engine: int) -> list[str]:
+    def flags(self, scn: Scenario, role: str) -> dict[str, int]:
+        """Every behaviour knob one role is started with, by harness flag
+        (addresses aside). One source for the command line and for
+        :meth:`knobs`."""
         assert scn.ltp is not None
-        return [
-            "--engine", str(engine),
-            "--peer-engine", str(peer_engine),
-            "--listen", f"{ep.ip}:{ep.port}",
-            "--peer", f"{ep.peer_ip}:{ep.port}",
-            "--segment-size", str(scn.ltp.segment_size),
-            "--rtx-timeout-ms", str(RTX_TIMEOUT_MS),
+        b = scn.ltp
+        t = timers.derive(scn)
+        engine, peer_engine = ENGINES[role]
+        out = {
+            "engine": engine,
+            "peer-engine": peer_engine,
+            "block-len": b.block_len,
+            "red-len": b.red_len,
+            "segment-size": b.segment_size,
+            # The sender names the service in its data segments; the receiver
+            # registers its own (another one makes the sender's unreachable,
+            # RFC 5326 §6.21).
+            "client-service-id": b.client_service_id if role == "sender" else b.service_at_receiver,
+            # licklider has one timer for checkpoints, reports and cancels
+            # (RFC 5326 §6.2, §6.3, §6.15), sized from the channel.
+            "rtx-timeout-ms": _ms(t.retransmission_ms),
             # The expectation assumes the model's retransmission limit.
-            "--max-retransmissions", str(scn.ltp.retransmission_limit),
-            "--cancel-rtx-limit", str(scn.ltp.retransmission_limit),
-            "--time-limit-ms", str(int(scn.time_limit_s * 1000)),
-            "--block-len", str(scn.ltp.block_len),
-            "--red-len", str(scn.ltp.red_len),
-        ]  # fmt: skip
+            "max-retransmissions": b.retransmission_limit,
+            "cancel-rtx-limit": b.retransmission_limit,
+            # Keep serving after the session ended, so late segments (a resent
+            # checkpoint, report or cancel) meet a running engine.
+            "linger-ms": _ms(t.linger_ms),
+            "time-limit-ms": _ms(t.time_limit_s * 1000),
+        }
+        if role == "receiver":
+            # licklider never closes a session whose green EOB was lost: once
+            # nothing of its own is outstanding, the receiver waits this long.
+            out["close-wait-ms"] = _ms(t.close_wait_ms)
+        return out
+
+    def _argv(self, scn: Scenario, ep: Endpoint, role: str) -> list[str]:
+        cmd = "send" if role == "sender" else "recv"
+        argv = [
+            str(BINARY),
+            cmd,
+            "--listen",
+            f"{ep.ip}:{ep.port}",
+            "--peer",
+            f"{ep.peer_ip}:{ep.port}",
+        ]
+        for flag, value in self.flags(scn, role).items():
+            argv += [f"--{flag}", str(value)]
+        return argv
 
     def sender_argv(self, scn: Scenario, ep: Endpoint) -> list[str]:
-        assert scn.ltp is not None
-        return [
-            str(BINARY), "send", *self._common(scn, ep, 1, 2),
-            "--client-service-id", str(scn.ltp.client_service_id),
-            "--linger-ms", str(LINGER_MS),
-        ]  # fmt: skip
+        return self._argv(scn, ep, "sender")
 
     def receiver_argv(self, scn: Scenario, ep: Endpoint) -> list[str]:
-        return [
-            str(BINARY), "recv", *self._common(scn, ep, 2, 1),
-            "--linger-ms", str(LINGER_MS), "--close-wait-ms", str(CLOSE_WAIT_MS),
-        ]  # fmt: skip
+        return self._argv(scn, ep, "receiver")
+
+    def knobs(self, scn: Scenario) -> dict[str, int | str]:
+        """Every knob both roles are started with: a flag both give one
+        value is named once, else ``sender.FLAG`` and ``receiver.FLAG``;
+        ``FLAG.source`` says whether a timer was derived from the channel or
+        set by the scenario; ``udp-port`` is the port both bind."""
+        snd, rcv = self.flags(scn, "sender"), self.flags(scn, "receiver")
+        out: dict[str, int | str] = {}
+        for key in [*snd, *(k for k in rcv if k not in snd)]:
+            if key in snd and key in rcv and snd[key] == rcv[key]:
+                out[key] = snd[key]
+                continue
+            if key in snd:
+                out[f"sender.{key}"] = snd[key]
+            if key in rcv:
+                out[f"receiver.{key}"] = rcv[key]
+        t = timers.derive(scn)
+        for flag, name in _TIMER_FLAGS.items():
+            out[f"{flag}.source"] = "explicit" if name in t.explicit else "derived"
+        out["udp-port"] = default_port("ltp") or 1113
+        return out
 
 
 __all__ = ["BINARY", "Licklider"]

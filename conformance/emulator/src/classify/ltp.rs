@@ -49,7 +49,7 @@ fn kind(type_code: u8) -> &'static str {
     }
 }
 
-/// Skip `count` extensions (RFC 5326 §3.1.5 header extensions, §3.3
+/// Skip `count` extensions (RFC 5326 §3.1.4 header extensions, §3.3
 /// trailer extensions): each is a one-octet tag, an SDNV length and that
 /// many octets of value.
 fn skip_extensions(buf: &[u8], pos: &mut usize, count: u8) -> Option<()> {

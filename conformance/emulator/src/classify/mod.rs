@@ -87,7 +87,7 @@ pub fn vocabulary(p: Protocol) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Read a self-delimiting numeric value (SDNV, RFC 6256 / RFC 5326 §3) at
+/// Read a self-delimiting numeric value (SDNV, RFC 6256 / RFC 5326 §2) at
 /// `*pos`; advance `*pos`. `None` on truncation or a value over 64 bits.
 pub fn sdnv(buf: &[u8], pos: &mut usize) -> Option<u64> {
     let mut v: u64 = 0;

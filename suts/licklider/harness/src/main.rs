@@ -31,6 +31,7 @@ const EXIT_CANCELLED: u8 = 1;
 const EXIT_BAD_ARGS: u8 = 2;
 const EXIT_TIMEOUT: u8 = 3;
 const EXIT_ERROR: u8 = 4;
+const EXIT_CLOSED: u8 = 5;
 
 /// dtnconform harness for licklider 0.1.1 (LTP, RFC 5326) over UDP.
 ///
@@ -43,7 +44,7 @@ const EXIT_ERROR: u8 = 4;
 /// owlt_in + local_delay; --rtx-timeout-ms sets that sum directly.
 ///
 /// Exit codes: 0 completed, 1 cancelled, 2 bad arguments, 3 time limit,
-/// 4 other error.
+/// 4 harness error (socket, engine set-up), 5 session closed with no notice.
 #[derive(Parser, Debug)]
 #[command(name = "dtnc-licklider", version)]
 struct Cli {
@@ -77,15 +78,18 @@ struct SendArgs {
 struct RecvArgs {
     #[command(flatten)]
     common: Common,
-    /// Keep running this long after the reception session has closed
-    /// (licklider closes it once the red part is delivered, the EOB has
-    /// arrived and RAs covering the whole red part were received), e.g. to
-    /// answer a retransmitted CS with CAS.
+    /// Keep running this long after the reception session has ended, however
+    /// it ended: closed (red part delivered, EOB arrived, RAs covering the
+    /// whole red part received), cancelled either way, or closed silently.
+    /// Late segments (a retransmitted checkpoint or CS) then meet a running
+    /// engine, as in a long-running node, instead of an ICMP port unreachable.
     #[arg(long, value_name = "MS", default_value_t = 500)]
     linger_ms: u64,
-    /// After red-part delivery, wait at most this long for the session to
-    /// close (RA / green EOB still outstanding) before exiting with outcome
-    /// "completed" anyway [default: no cap, i.e. until --time-limit-ms]
+    /// After red-part delivery, once licklider has no timer armed (every RS
+    /// acknowledged, no cancel under way) but the session is still open (a
+    /// lost green EOB: licklider never closes such a session), wait at most
+    /// this long for it to close before exiting with outcome "completed"
+    /// anyway [default: no cap, i.e. until --time-limit-ms]
     #[arg(long, value_name = "MS")]
     close_wait_ms: Option<u64>,
 }
@@ -248,7 +252,11 @@ impl Role {
 enum Outcome {
     Completed,
     Cancelled,
+    /// The session closed with no notice at all (neither §7.3/§7.4 nor
+    /// §7.5/§7.6).
+    Closed,
     Timeout,
+    /// The harness failed (socket, engine set-up), never the protocol.
     Error,
 }
 
@@ -257,6 +265,7 @@ impl Outcome {
         match self {
             Outcome::Completed => "completed",
             Outcome::Cancelled => "cancelled",
+            Outcome::Closed => "closed",
             Outcome::Timeout => "timeout",
             Outcome::Error => "error",
         }
@@ -266,6 +275,7 @@ impl Outcome {
         match self {
             Outcome::Completed => EXIT_COMPLETED,
             Outcome::Cancelled => EXIT_CANCELLED,
+            Outcome::Closed => EXIT_CLOSED,
             Outcome::Timeout => EXIT_TIMEOUT,
             Outcome::Error => EXIT_ERROR,
         }
@@ -871,13 +881,15 @@ impl Client for SenderState {
             }
             Notice::TransmissionSessionCancelled { reason, .. } => {
                 link.log(&format!("§7.5 transmission-session cancellation: {reason}"));
-                if self.outcome.is_none() {
-                    self.outcome = Some((
-                        Outcome::Cancelled,
-                        format!("transmission session cancelled: {reason}"),
-                        now,
-                    ));
-                }
+                // The last notice is the outcome; an earlier completion stays
+                // in the detail (and in `notices`).
+                let detail = match &self.outcome {
+                    Some((Outcome::Completed, d, _)) => {
+                        format!("{d}; then transmission session cancelled: {reason}")
+                    }
+                    _ => format!("transmission session cancelled: {reason}"),
+                };
+                self.outcome = Some((Outcome::Cancelled, detail, now));
             }
             Notice::InitialTransmissionCompleted { .. } => {
                 link.log("§7.7 initial-transmission completion");
@@ -972,6 +984,9 @@ struct ReceiverState {
     problems: Vec<String>,
     outcome: Option<(Outcome, String, Instant)>,
     closed_at: Option<Instant>,
+    /// Since when the red part is delivered, the session still open and
+    /// licklider has no timer armed (nothing of ours outstanding).
+    idle_since: Option<Instant>,
     notices: Vec<String>,
 }
 
@@ -990,6 +1005,7 @@ impl ReceiverState {
             problems: Vec::new(),
             outcome: None,
             closed_at: None,
+            idle_since: None,
             notices: Vec::new(),
         }
     }
@@ -1089,25 +1105,34 @@ impl Client for ReceiverState {
             }
             Notice::ReceptionSessionCancelled { reason, .. } => {
                 link.log(&format!("§7.6 reception-session cancellation: {reason}"));
-                match &mut self.outcome {
-                    None => {
-                        self.outcome = Some((
-                            Outcome::Cancelled,
-                            format!("reception session cancelled: {reason}"),
-                            now,
-                        ));
+                // The last notice is the outcome; a red part delivered before
+                // the cancellation still counts (red_bytes_delivered) and
+                // stays in the detail.
+                let detail = match &self.outcome {
+                    Some((Outcome::Completed, d, _)) => {
+                        format!("{d}; then reception session cancelled: {reason}")
                     }
-                    Some((_, detail, _)) => {
-                        detail.push_str(&format!("; later cancelled: {reason}"));
-                    }
-                }
+                    _ => format!("reception session cancelled: {reason}"),
+                };
+                self.outcome = Some((Outcome::Cancelled, detail, now));
             }
             other => link.log(&format!("notice {}", notice_name(&other))),
         }
     }
 
     fn on_tick(&mut self, link: &Link, now: Instant) {
-        if self.sid.is_none() || self.closed_at.is_some() || link.engine.session_count().1 != 0 {
+        if self.sid.is_none() || self.closed_at.is_some() {
+            return;
+        }
+        if link.engine.session_count().1 != 0 {
+            // Still open. Idle: red part delivered and no timer armed (every
+            // RS acknowledged), e.g. waiting for a green EOB that was lost.
+            let delivered = matches!(self.outcome, Some((Outcome::Completed, _, _)));
+            if delivered && link.engine.next_timeout().is_none() {
+                self.idle_since.get_or_insert(now);
+            } else {
+                self.idle_since = None;
+            }
             return;
         }
         self.closed_at = Some(now);
@@ -1123,9 +1148,10 @@ impl Client for ReceiverState {
                 )
             } else {
                 (
-                    Outcome::Error,
+                    Outcome::Closed,
                     format!(
-                        "reception session closed without red-part delivery (expected {} red B)",
+                        "reception session closed with no notice and no red-part delivery \
+                         (expected {} red B)",
                         self.red_len
                     ),
                     now,
@@ -1135,14 +1161,17 @@ impl Client for ReceiverState {
     }
 
     fn exit_at(&self) -> Option<Instant> {
+        // However the session ended (closed, cancelled either way, closed
+        // silently), keep serving for the linger time.
         if let Some(t) = self.closed_at {
             return Some(t + self.linger);
         }
-        match (&self.outcome, self.close_wait) {
-            // Red part delivered but RA / EOB still outstanding.
-            (Some((Outcome::Completed, _, t)), Some(w)) => Some(*t + w),
-            // Otherwise wait for licklider to close the session (RA, or the
-            // CR/CAR exchange after a cancel), bounded by the time limit.
+        // Red part delivered, nothing of ours outstanding, session still
+        // open: licklider will never close it if the green EOB was lost.
+        // Otherwise wait for licklider to close the session (RA, or the
+        // CR/CAR exchange after a cancel), bounded by the time limit.
+        match (self.idle_since, self.close_wait) {
+            (Some(t), Some(w)) => Some(t + w),
             _ => None,
         }
     }

@@ -301,3 +301,97 @@ fn bad_arguments_exit_2_with_json() {
     assert_eq!(v["role"], "sender");
     assert_eq!(v["outcome"], "error");
 }
+
+#[test]
+fn registered_client_service_is_the_one_given() {
+    // Both sides name service 7: the receiver must have registered 7 (not
+    // the default 1), or the sender would be cancelled with UNREACH.
+    let mut both = BLOCK.to_vec();
+    both.extend(["--client-service-id", "7"]);
+    let (s, r, _) = transfer(&both, &both, None);
+    assert_completed(&s, &r);
+}
+
+#[test]
+fn unknown_client_service_at_receiver_is_unreach() {
+    // The receiver registers 9; the sender's data segments name 7 (RFC 5326
+    // §6.21: the receiver cancels the session with UNREACH).
+    let mut send = BLOCK.to_vec();
+    send.extend(["--client-service-id", "7"]);
+    let mut recv = BLOCK.to_vec();
+    recv.extend(["--client-service-id", "9", "--time-limit-ms", "1000"]);
+    let (s, r, relay) = transfer(&recv, &send, Some((0xff, 0)));
+    assert_eq!(s.1["outcome"], "cancelled", "{}\n{}", s.1, s.2);
+    assert!(
+        s.1["detail"].as_str().unwrap().contains("UNREACH"),
+        "{}",
+        s.1
+    );
+    // licklider answers with CR (type 14) and creates no session (no §7.6
+    // notice): the receiver has no outcome before its time limit.
+    let types = relay.unwrap().forwarded_types.lock().unwrap().clone();
+    assert!(types.contains(&14), "a CR crossed: {types:?}");
+    assert_eq!(r.1["outcome"], "timeout", "{}", r.1);
+    assert_eq!(r.1["red_bytes_delivered"], 0, "{}", r.1);
+}
+
+#[test]
+fn cancel_after_red_delivery_reports_both_and_lingers() {
+    // Every RS is lost: the receiver delivers the red part, the sender runs
+    // out of checkpoint retransmissions and cancels (RLEXC); its CS reaches
+    // the receiver, whose outcome is then "cancelled" with the red bytes
+    // kept. licklider purges the CAS for the first CS (see the README), so
+    // the sender resends its CS one timer later; the receiver, lingering,
+    // must still be there to acknowledge it.
+    let mut send = BLOCK.to_vec();
+    send.extend(["--max-retransmissions", "1"]);
+    let mut recv = BLOCK.to_vec();
+    recv.extend(["--linger-ms", "1500"]);
+    let (s, r, relay) = transfer(&recv, &send, Some((8, 1000)));
+    let ctx = format!("sender {}\n{}\nreceiver {}\n{}", s.1, s.2, r.1, r.2);
+    assert_eq!(s.1["outcome"], "cancelled", "{ctx}");
+    assert_eq!(r.1["outcome"], "cancelled", "{ctx}");
+    assert_eq!(r.0, 1, "{ctx}");
+    assert_eq!(r.1["red_bytes_delivered"], 3000, "{ctx}");
+    let detail = r.1["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("red part delivered") && detail.contains("RLEXC"),
+        "{ctx}"
+    );
+    let notices: Vec<&str> = r.1["notices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(notices.contains(&"RedPartReceived"), "{ctx}");
+    assert_eq!(notices.last(), Some(&"ReceptionSessionCancelled"), "{ctx}");
+    let types = relay.unwrap().forwarded_types.lock().unwrap().clone();
+    assert!(
+        types.iter().filter(|&&t| t == 12).count() >= 2,
+        "CS resent: {types:?}"
+    );
+    assert!(
+        types.contains(&13),
+        "the lingering receiver sent a CAS: {types:?}"
+    );
+}
+
+#[test]
+fn session_closed_without_red_delivery_is_closed() {
+    // One red segment (the checkpoint), always lost; both green segments
+    // arrive: licklider closes the reception session on the green EOB with
+    // no notice at all. That is outcome "closed", exit 5 (not "error").
+    let mut send = BLOCK.to_vec();
+    send.extend(["--red-len", "1000", "--max-retransmissions", "1"]);
+    let mut recv = BLOCK.to_vec();
+    recv.extend(["--red-len", "1000"]);
+    let (s, r, _) = transfer(&recv, &send, Some((2, 1000)));
+    let ctx = format!("sender {}\n{}\nreceiver {}\n{}", s.1, s.2, r.1, r.2);
+    assert_eq!(r.1["outcome"], "closed", "{ctx}");
+    assert_eq!(r.0, 5, "{ctx}");
+    assert_eq!(r.1["red_bytes_delivered"], 0, "{ctx}");
+    assert_eq!(r.1["green_bytes_delivered"], 4000, "{ctx}");
+    assert_eq!(r.1["session_closed"], true, "{ctx}");
+    assert_eq!(s.1["outcome"], "cancelled", "{ctx}");
+}

@@ -1,0 +1,71 @@
+"""Every finding's scenario still shows its finding: each file under
+reports/findings/scenarios/ is run against the implementation it was found
+in, and its check asserts the deviation the finding describes (a verdict, the
+reasons, and the segment trace where the deviation only shows there)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conformance.runner import RunOutcome, run_scenario
+from conformance.types import SegmentRecord, load_scenario
+from suts.base import get
+
+pytestmark = [pytest.mark.netns, pytest.mark.integration]
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "reports" / "findings" / "scenarios"
+
+
+def _types(segs: list[SegmentRecord], direction: str) -> list[str]:
+    return [str(s.fields.get("type")) for s in segs if s.direction == direction]
+
+
+def redundant_checkpoint_ignores_report_limit(out: RunOutcome) -> None:
+    """licklider-0.1.1-redundant-checkpoint-ignores-report-limit: after the
+    RS was queued twice (the limit is 1), the redundant checkpoint makes the
+    receiver queue it a third time instead of cancelling (RFC 5326 §6.8 b),
+    and both sides complete where the model has both cancel."""
+    assert out.verdict.status == "fail", out.verdict.reasons
+    codes = {r.code for r in out.verdict.reasons}
+    assert {"outcome-not-allowed", "unexpected-receiver-outcome"} <= codes
+    assert out.result is not None
+    assert (out.result.sender.outcome, out.result.receiver.outcome) == ("completed", "completed")
+    ret = _types(out.segments, "return")
+    assert ret.count("RS") == 3 and "CR" not in ret, ret
+    # The third RS answers the delayed, redundant checkpoint: it follows it.
+    fwd_cps = [s for s in out.segments if s.direction == "forward" and s.fields.get("checkpoint")]
+    rs3 = [s for s in out.segments if s.direction == "return" and s.fields.get("type") == "RS"][2]
+    assert len(fwd_cps) >= 2 and rs3.time > fwd_cps[1].time
+
+
+def first_cs_not_acknowledged(out: RunOutcome) -> None:
+    """licklider-0.1.1-first-cs-not-acknowledged: the outcome is allowed (both
+    sides cancel), but the first CS, which arrived, gets no CAS; the CAS
+    answers only the retransmitted CS (RFC 5326 §6.17)."""
+    assert out.verdict.status == "pass", out.verdict.reasons
+    cs = [s for s in out.segments if s.direction == "forward" and s.fields.get("type") == "CS"]
+    cas = [s for s in out.segments if s.direction == "return" and s.fields.get("type") == "CAS"]
+    assert len(cs) >= 2 and not cs[0].dropped, cs
+    assert cas, "no CAS at all"
+    assert cas[0].time > cs[1].time, "the first CS was acknowledged: the finding no longer holds"
+
+
+CHECKS: dict[str, tuple[str, Callable[[RunOutcome], None]]] = {
+    "ltp-two-reports-lost.json": ("licklider", redundant_checkpoint_ignores_report_limit),
+    "ltp-sender-rlexc-cancel.json": ("licklider", first_cs_not_acknowledged),
+}
+
+
+def test_every_finding_scenario_has_a_check() -> None:
+    assert sorted(p.name for p in SCENARIOS.glob("*.json")) == sorted(CHECKS)
+
+
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_finding_still_shows(name: str, tmp_path: Path) -> None:
+    sut, check = CHECKS[name]
+    scn = load_scenario(SCENARIOS / name)
+    out = run_scenario(scn, get(sut), tmp_path / "run")
+    check(out)
