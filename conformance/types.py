@@ -433,7 +433,6 @@ class Scenario(_Strict):
                     raise ValueError("expect: green_bytes_delivered exceeds the green part")
         return self
 
-
     # IPv4 (no options) and UDP headers around each datagram.
     _IP_UDP = 28
 

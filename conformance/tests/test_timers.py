@@ -73,9 +73,7 @@ def test_grc_1mbps_250ms_figures() -> None:
     assert t.linger_ms == 2 * 1520  # two timer periods: more than two round trips + margin
     assert t.close_wait_ms == t.retransmission_ms
     # (limit 1 + 2) × 2 timers + block + linger + 5 s slack, rounded up
-    assert t.time_limit_s == math.ceil(
-        (3 * 2 * 1520 + t.block_serialization_ms + 3040) / 1000 + 5
-    )
+    assert t.time_limit_s == math.ceil((3 * 2 * 1520 + t.block_serialization_ms + 3040) / 1000 + 5)
 
 
 def test_asymmetric_link_uses_each_direction_rate() -> None:
