@@ -412,18 +412,7 @@ def print_verdicts(outcomes: list[object]) -> None:
                 allowed = "\n".join(
                     _outcome_cell(x) for x in load_scenario(scn_file).expect.outcomes
                 )
-        observed = (
-            _outcome_cell(
-                ExpectedOutcome(
-                    red_bytes_delivered=r.receiver.red_bytes_delivered,
-                    green_bytes_delivered=r.receiver.green_bytes_delivered,
-                    sender_outcome=r.sender.outcome,
-                    receiver_outcome=r.receiver.outcome,
-                )
-            )
-            if r
-            else "-"
-        )
+        observed = _outcome_cell(r.outcome()) if r else "-"
         segs = (
             f"{r.segments.forward}/{r.segments.ret} ({r.dropped.forward}/{r.dropped.ret} dropped)"
             if r

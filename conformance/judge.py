@@ -59,15 +59,6 @@ _RULES: dict[str, dict[str, str]] = {
 _FIELDS = ("red_bytes_delivered", "green_bytes_delivered", "sender_outcome", "receiver_outcome")
 
 
-def observed_outcome(result: RunResult) -> ExpectedOutcome:
-    return ExpectedOutcome(
-        red_bytes_delivered=result.receiver.red_bytes_delivered,
-        green_bytes_delivered=result.receiver.green_bytes_delivered,
-        sender_outcome=result.sender.outcome,
-        receiver_outcome=result.receiver.outcome,
-    )
-
-
 def _rule(field: str, value: object) -> str:
     table = _RULES[field]
     return table.get(str(value), table.get("", ""))
@@ -151,7 +142,7 @@ def judge(scn: Scenario, result: RunResult, channel_log: Path, findings: list[Fi
                 )
             )
 
-    seen = observed_outcome(result)
+    seen = result.outcome()
     if not errors and not scn.expect.allows(seen):
         fails += outcome_reasons(scn, seen)
     if result.receiver.payload_ok is False:

@@ -270,4 +270,9 @@ def warnings(scn: Scenario, timers: DerivedTimers | None = None) -> list[str]:
             f"the derived time limit was cut to {TIME_LIMIT_CAP_S:g} s; the worst path the "
             f"retransmission limits allow may take longer"
         )
+    if scn.channel.fragment and scn.impairments:
+        out.append(
+            "channel.fragment: datagrams over the MTU cross as IP fragments, which the channel "
+            "does not classify; impairments cannot see those segments"
+        )
     return out

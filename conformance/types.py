@@ -547,6 +547,15 @@ class RunResult(_Strict):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
+    def outcome(self) -> ExpectedOutcome:
+        """What the run observed, in the terms of the scenario's expectation."""
+        return ExpectedOutcome(
+            red_bytes_delivered=self.receiver.red_bytes_delivered,
+            green_bytes_delivered=self.receiver.green_bytes_delivered,
+            sender_outcome=self.sender.outcome,
+            receiver_outcome=self.receiver.outcome,
+        )
+
 
 class Reason(_Strict):
     """One reason behind a verdict: a code, a sentence, and the rule if any."""

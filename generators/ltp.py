@@ -51,8 +51,10 @@ from generators.tlc import (
     TlcProgress,
     TlcResult,
     TraceState,
+    cfg_text,
     run_tlc,
     terminate_all,
+    tla_value,
 )
 
 SPEC_DIR = REPO_ROOT / "specs" / "ltp"
@@ -243,29 +245,19 @@ def check(
     return run_tlc(MODEL, cfg, workers=workers, progress=progress, workdir=workdir)
 
 
-def _tla(v: int | bool | str) -> str:
-    if isinstance(v, bool):
-        return "TRUE" if v else "FALSE"
-    if isinstance(v, int):
-        return str(v)
-    return '"' + v + '"'
-
-
 def trap_cfg(purpose: Purpose, constants: Mapping[str, int | bool] = GEN_CONSTANTS) -> str:
     """The text of the .cfg that traps one purpose."""
     # AnyLoss (a definition of MCLTPOutcomes, overridden here): the channel may
     # lose any segment, within MaxLoss.
     consts = {**constants, "PurposeKind": purpose.kind, "PurposeOff": purpose.off, "AnyLoss": True}
-    lines = [f"\\* Trap for test purpose {purpose.name}: {purpose.description}", "CONSTANTS"]
-    lines += [f"    {k} = {_tla(v)}" for k, v in consts.items()]
-    lines += [
-        "SPECIFICATION TrapSpec",
-        "VIEW View",
-        "INVARIANT Trap",
-        "ACTION_CONSTRAINT NoStaleLoss",
-        "",
-    ]
-    return "\n".join(lines)
+    return cfg_text(
+        f"Trap for test purpose {purpose.name}: {purpose.description}",
+        consts,
+        spec="TrapSpec",
+        view="View",
+        invariants=["Trap"],
+        action_constraint="NoStaleLoss",
+    )
 
 
 def model_actions(spec: Path = SPEC) -> list[str]:
@@ -508,7 +500,7 @@ def generate(
     for p, result in zip(PURPOSES, results, strict=True):
         seconds += result.seconds
         if "Trap" in result.violated and result.trace:
-            consts = ", ".join(f"{k}={_tla(v)}" for k, v in GEN_CONSTANTS.items())
+            consts = ", ".join(f"{k}={tla_value(v)}" for k, v in GEN_CONSTANTS.items())
             scen = compile_trace(
                 result.trace, p, config=f'{consts}, PurposeKind="{p.kind}", PurposeOff={p.off}'
             )

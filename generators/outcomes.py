@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +32,7 @@ from conformance.types import (
     Outcome,
     Scenario,
 )
-from generators.tlc import REPO_ROOT, TlcProgress, run_tlc
+from generators.tlc import REPO_ROOT, TlcProgress, cfg_text, run_tlc
 
 SPEC_DIR = REPO_ROOT / "specs" / "ltp"
 MODULE = SPEC_DIR / "MCLTPOutcomes.tla"
@@ -193,22 +193,6 @@ def channel_shape(scn: Scenario) -> ChannelShape:
     return ChannelShape(not reasons_order, bool(reasons_loss), why)
 
 
-def cfg_text(constants: Mapping[str, int | bool], max_loss: int) -> str:
-    def tla(v: int | bool) -> str:
-        return ("TRUE" if v else "FALSE") if isinstance(v, bool) else str(v)
-
-    consts = {**constants, "MaxLoss": max_loss}
-    lines = ["\\* Every terminal outcome under a planned set of losses.", "CONSTANTS"]
-    lines += [f"    {k} = {tla(v)}" for k, v in consts.items()]
-    lines += [
-        "SPECIFICATION OutcomeSpec",
-        "VIEW OutcomeView",
-        "INVARIANTS TypeOK Safety Report",
-        "",
-    ]
-    return "\n".join(lines)
-
-
 def outcome_set(
     block: LtpBlock,
     impairments: Sequence[Impairment],
@@ -243,7 +227,16 @@ def outcome_set(
         # Any segment may be lost, the planned ones among them (the planned
         # ones are then not required: a set that is wider, never narrower).
         constants["AnyLoss"] = True
-    cfg.write_text(cfg_text(constants, len(losses) + random_losses), encoding="utf-8")
+    cfg.write_text(
+        cfg_text(
+            "Every terminal outcome under a planned set of losses.",
+            {**constants, "MaxLoss": len(losses) + random_losses},
+            spec="OutcomeSpec",
+            view="OutcomeView",
+            invariants=["TypeOK", "Safety", "Report"],
+        ),
+        encoding="utf-8",
+    )
     res = run_tlc(
         MODULE,
         cfg,

@@ -424,6 +424,33 @@ def terminate_all() -> None:
             proc.kill()
 
 
+def tla_value(v: int | bool | str) -> str:
+    """A Python constant as TLA+ text."""
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, int):
+        return str(v)
+    return '"' + v + '"'
+
+
+def cfg_text(
+    comment: str,
+    constants: Mapping[str, int | bool | str],
+    *,
+    spec: str,
+    view: str,
+    invariants: Sequence[str],
+    action_constraint: str | None = None,
+) -> str:
+    """The text of a TLC .cfg: constants, specification, view, invariants."""
+    lines = [f"\\* {comment}", "CONSTANTS"]
+    lines += [f"    {k} = {tla_value(v)}" for k, v in constants.items()]
+    lines += [f"SPECIFICATION {spec}", f"VIEW {view}", f"INVARIANTS {' '.join(invariants)}"]
+    if action_constraint:
+        lines.append(f"ACTION_CONSTRAINT {action_constraint}")
+    return "\n".join([*lines, ""])
+
+
 def scratch_dir(prefix: str = "dtnconform-tlc-") -> Path:
     """A new TLC work folder of this run's own (never shared with another
     run), kept after the run so that its log can be read."""

@@ -25,7 +25,6 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from conformance.types import (
-    ExpectedOutcome,
     Provenance,
     RunResult,
     Scenario,
@@ -314,15 +313,6 @@ def ladder_caption(segments: list[SegmentRecord]) -> str:
 # ---------------------------------------------------------------------------
 
 
-def observed_outcome(res: RunResult) -> ExpectedOutcome:
-    return ExpectedOutcome(
-        red_bytes_delivered=res.receiver.red_bytes_delivered,
-        green_bytes_delivered=res.receiver.green_bytes_delivered,
-        sender_outcome=res.sender.outcome,
-        receiver_outcome=res.receiver.outcome,
-    )
-
-
 def goodput_text(res: RunResult | None) -> str | None:
     """None when there is no goodput to show (no result, no receiver
     session time, or goodput not computed)."""
@@ -472,7 +462,7 @@ def render_certification(
         if run is not None and run.segments:
             svg = ladder_svg(run.segments, f"{scn.name} on {sut.name}")
             (run.run_dir / "sequence.svg").write_text(svg + "\n", encoding="utf-8")
-        observed = observed_outcome(res) if res else None
+        observed = res.outcome() if res else None
         outcomes = [
             {"o": o, "matched": observed is not None and o.key() == observed.key()}
             for o in scn.expect.outcomes

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from conformance import profiles, timers
-from conformance.types import Scenario
+from conformance.types import Impairment, Scenario
 from suts.licklider import Licklider
 
 BLOCK = {"block_len": 2000, "red_len": 1000, "segment_size": 500}
@@ -195,3 +195,9 @@ def test_licklider_adapter_passes_the_derived_knobs() -> None:
     assert knobs["rtx-timeout-ms"] == 1520 and knobs["rtx-timeout-ms.source"] == "derived"
     assert knobs["sender.engine"] == 1 and knobs["receiver.engine"] == 2
     assert knobs["udp-port"] == 1113
+
+
+def test_fragmented_run_is_announced() -> None:
+    scn = _scn({"fragment": True})
+    scn.impairments = [Impairment(direction="return", match={"type": "RS"})]
+    assert any("impairments cannot see" in w for w in timers.warnings(scn))

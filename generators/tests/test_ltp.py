@@ -98,7 +98,7 @@ def test_trace_table_has_one_row_per_step():
 def test_trap_cfg_names_the_purpose():
     text = ltp.trap_cfg(ltp.Purpose("x", "data_lost", 1))
     assert 'PurposeKind = "data_lost"' in text and "PurposeOff = 1" in text
-    assert "INVARIANT Trap" in text
+    assert "INVARIANTS Trap" in text and "SPECIFICATION TrapSpec" in text
 
 
 @pytest.mark.integration
