@@ -36,32 +36,47 @@ from conformance.types import (
 if TYPE_CHECKING:
     from conformance.segments import Finding
 
-# The rule behind each part of an outcome, by the value observed (RFC 5326).
+# The rule that makes the model's outcome what it is, by part and by the value
+# the model allows (RFC 5326): a deviation breaks the rule of what should have
+# happened. "closed" is cited by what was observed: no rule allows it.
 _RULES: dict[str, dict[str, str]] = {
-    "red_bytes_delivered": {"": "RFC 5326 §6.9, §7.3 (red-part reception)"},
-    "green_bytes_delivered": {"": "RFC 5326 §6.10, §7.2 (green-part segment arrival)"},
+    "red_bytes_delivered": {
+        "": "RFC 5326 §6.9, §7.3 (the red part is delivered once all of it has arrived, "
+        "and only then)"
+    },
+    "green_bytes_delivered": {
+        "": "RFC 5326 §6.10, §7.2 (each green segment that arrives is delivered; none is "
+        "retransmitted)"
+    },
     "sender_outcome": {
-        "completed": "RFC 5326 §6.12, §7.4 (completion only once the whole red part is claimed)",
-        "cancelled": "RFC 5326 §6.19, §7.5 (cancellation only on a limit, a CR or a request)",
-        "timeout": "RFC 5326 §6.7, §6.16 (retransmission limits bound every sending session)",
-        "closed": "RFC 5326 §7.4, §7.5 (a sending session ends with a completion or "
-        "cancellation notice)",
+        "completed": "RFC 5326 §6.12, §7.4 (the session completes once reports claim the "
+        "whole red part)",
+        "cancelled": "RFC 5326 §6.7, §6.17, §6.19, §7.5 (the checkpoint retransmission limit, "
+        "or a CR, cancels the sending session)",
+        "timeout": "RFC 5326 §6 (no procedure ends this sending session)",
     },
     "receiver_outcome": {
-        "completed": "RFC 5326 §6.9, §7.3 (red-part reception)",
-        "cancelled": "RFC 5326 §6.19, §7.6 (cancellation only on a limit, a CS or a request)",
-        "timeout": "RFC 5326 §6.8, §6.9 (a receiving session delivers its red part or "
-        "cancels at the report retransmission limit)",
-        "closed": "RFC 5326 §6.20, §7.3, §7.6 (a session closed with neither a red-part "
-        "reception nor a cancellation notice)",
+        "completed": "RFC 5326 §6.9, §7.3 (the red part is delivered once all of it has arrived)",
+        "cancelled": "RFC 5326 §6.8, §6.17, §6.19, §7.6 (the report retransmission limit, "
+        "on an RS timer or a redundant checkpoint, or a CS, cancels the receiving session)",
+        "timeout": "RFC 5326 §6 (no procedure ends a receiving session that got no "
+        "checkpoint and no cancel)",
     },
 }
+_CLOSED = (
+    "RFC 5326 §6.20, §7.3, §7.6 (a session closed with neither a red-part reception nor a "
+    "cancellation notice)"
+)
 _FIELDS = ("red_bytes_delivered", "green_bytes_delivered", "sender_outcome", "receiver_outcome")
 
 
-def _rule(field: str, value: object) -> str:
+def _rule(field: str, allowed: object, observed: object) -> str:
+    """The rule a part of an outcome breaks: the one behind the value the
+    model allows, or, for a session that closed with no notice, that."""
+    if observed == "closed":
+        return _CLOSED
     table = _RULES[field]
-    return table.get(str(value), table.get("", ""))
+    return table.get(str(allowed), table.get("", ""))
 
 
 def outcome_reasons(scn: Scenario, seen: ExpectedOutcome) -> list[Reason]:
@@ -83,7 +98,7 @@ def outcome_reasons(scn: Scenario, seen: ExpectedOutcome) -> list[Reason]:
                 code=f"unexpected-{f.replace('_', '-')}",
                 message=f"{f}: observed {have}; with the other parts as observed, the model "
                 f"allows {getattr(nearest, f)} (over all allowed outcomes: {', '.join(options)})",
-                rule=_rule(f, have),
+                rule=_rule(f, getattr(nearest, f), have),
             )
         )
     head = Reason(

@@ -95,6 +95,10 @@ def test_an_outcome_outside_the_set_fails_with_the_set_and_the_rule(tmp_path: Pa
     assert {"unexpected-sender-outcome", "unexpected-receiver-outcome"} <= codes
     assert "unexpected-red-bytes-delivered" not in codes  # 3000 is allowed with these
     assert all(r.rule.startswith("RFC 5326 §") for r in v.reasons)
+    # the rule broken is the one behind what should have happened: the report
+    # retransmission limit cancels the receiving session
+    rx = next(r for r in v.reasons if r.code == "unexpected-receiver-outcome")
+    assert "§6.8" in rx.rule and "§7.6" in rx.rule
 
 
 def test_closed_without_delivery_is_a_fail_not_an_error(tmp_path: Path) -> None:
