@@ -162,9 +162,10 @@ def test_delay_is_never_early_and_counts_add_up(tmp_path: Path) -> None:
     d = got["delay_us"]
     assert isinstance(d, dict)
     assert d["min"] >= 40_000, "a frame left before its delay was up"
-    # the path outside the emulator adds tens of microseconds; scheduling
-    # must not add milliseconds
-    assert d["mean"] - 40_000 < 1_000, d
+    # the path outside the emulator adds tens of microseconds; a loaded test
+    # machine adds about a millisecond; more than a few would be the
+    # emulator's fault (its accuracy is measured by `dtnconform bench emulator`)
+    assert d["mean"] - 40_000 < 5_000, d
     # besides the datagrams, IPv6 neighbour discovery crosses (kind non-ip)
     udp = [r for r in emulator.read_log(tmp_path / "channel.jsonl") if r["kind"] == "udp"]
     assert len(udp) == 2000 and all(r["verdict"] == "pass" for r in udp)

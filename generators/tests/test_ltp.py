@@ -141,7 +141,18 @@ def test_two_generate_runs_at_once_both_succeed(tmp_path):
     assert [(i.direction, i.match, i.occurrence) for i in rs.impairments] == [
         ("return", {"type": "RS"}, 1)
     ]
-    assert all(o.red_bytes_delivered == 3000 for o in rs.expect.outcomes)
+    # One RS lost: recovered, so both sides may complete. With a limit of 1,
+    # the RS timer's resend and then the sender's redundant checkpoint make
+    # the queue count exceed the limit, and RFC 5326 §6.8(b) cancels: the
+    # model allows that too. A receiver that completes has the whole red part.
+    rs_set = {o.key() for o in rs.expect.outcomes}
+    assert (3000, 1000, "completed", "completed") in rs_set
+    assert any(o.receiver_outcome == "cancelled" for o in rs.expect.outcomes)
+    assert all(
+        o.red_bytes_delivered == 3000
+        for o in rs.expect.outcomes
+        if o.receiver_outcome == "completed"
+    )
     # Two RSs lost: the receiver cancels at its report limit (6.8); whether the
     # red part was delivered first (6.9) depends on the interleaving, so both
     # are in the set, and nothing else is.
