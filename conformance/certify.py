@@ -1,7 +1,7 @@
 """Certification run: scenarios -> a generated Robot Framework suite -> report.
 
 The suite has one test case per scenario (Test Template ``Scenario Should
-Pass``), tagged with the protocol and the test purpose. Robot's log.html,
+Pass``), tagged with the protocol and every test purpose it stands for. Robot's log.html,
 report.html and output.xml stay in the certification directory beside every
 run directory and the HTML report.
 """
@@ -48,9 +48,10 @@ def write_suite(protocol: str, scenarios: list[Path], suite: Path) -> None:
     ]
     for path in scenarios:
         scn = load_scenario(path)
-        purpose = scn.origin.purpose if scn.origin else "hand-written"
+        # every purpose the scenario stands for, so `--include purpose:X` finds it
+        purposes = (scn.origin.purposes or [scn.origin.purpose]) if scn.origin else ["hand-written"]
         lines.append(f"{scn.name}    {path.resolve()}")
-        lines.append(f"    [Tags]    purpose:{purpose}")
+        lines.append("    [Tags]    " + "    ".join(f"purpose:{p}" for p in purposes))
     suite.write_text("\n".join(lines) + "\n")
 
 

@@ -420,7 +420,14 @@ def coverage_view(coverage: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if isinstance(raw, Mapping):
         for name, val in raw.items():
             if isinstance(val, Mapping):
-                val = val.get("status", ", ".join(f"{k}: {v}" for k, v in val.items()))
+                text = str(val.get("status", ""))
+                if val.get("same_as"):
+                    text += f" (same test as {val['same_as']})"
+                elif val.get("scenario"):
+                    text += f" ({str(val['scenario']).removesuffix('.json')})"
+                if val.get("detail") and val.get("status") != "reached":
+                    text += f": {val['detail']}"
+                val = text
             purposes.append((str(name), str(val)))
     elif isinstance(raw, list):
         purposes = [(str(p), "") for p in raw]
