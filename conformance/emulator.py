@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -153,12 +154,17 @@ class Running:
     def stop(self, timeout: float = 5.0) -> dict[str, Any]:
         """SIGTERM (the log is flushed, stats written), SIGKILL if need be."""
         if self.proc.poll() is None:
+            # SIGTERM to the whole process group while the process is not
+            # reaped (so the group id is still ours): nothing it started, a
+            # wrapper's child, is left running.
             self.stopped = True
-            self.proc.terminate()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
             try:
                 self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         with contextlib.suppress(OSError, ValueError):
             self.stats = json.loads(self.stats_path.read_text())

@@ -244,7 +244,12 @@ def _remove(topo: Topology) -> None:
 
 
 def _kill_group(proc: subprocess.Popen[bytes], grace: float = 2.0) -> None:
-    if proc.poll() is not None:
+    """Stop a spawned process and everything in its process group (a child
+    the leader started in the background, a wrapper script's, is in it too,
+    and outlives the leader). Only while the leader is not yet reaped: until
+    then its pid, which is the group's id, cannot have been given to another
+    process (pids wrap around quickly here)."""
+    if proc.returncode is not None:
         return
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)

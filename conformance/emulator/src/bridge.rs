@@ -703,6 +703,17 @@ impl Emulator {
             }
             if r > 0 {
                 for (k, d) in [Dir::Forward, Dir::Return].into_iter().enumerate() {
+                    // An error condition without data to read: the interface
+                    // went away (its namespace was deleted, or it went down).
+                    // poll() would report it at once forever, so stop here
+                    // instead of spinning.
+                    let bad = libc::POLLERR | libc::POLLHUP | libc::POLLNVAL;
+                    if fds[k].revents & bad != 0 && fds[k].revents & libc::POLLIN == 0 {
+                        return Err(io::Error::new(
+                            io::ErrorKind::BrokenPipe,
+                            format!("{d:?} interface unusable: {}", socket_error(fds[k].fd)),
+                        ));
+                    }
                     if fds[k].revents & libc::POLLIN != 0 {
                         self.drain_rx(d, &mut batch)?;
                     }
@@ -747,5 +758,26 @@ impl Drop for Emulator {
             // SAFETY: closing descriptors we opened.
             unsafe { libc::close(*fd) };
         }
+    }
+}
+
+/// The pending error of a socket (SO_ERROR), for a message.
+fn socket_error(fd: libc::c_int) -> io::Error {
+    let mut err: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: err and len are valid for the call.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut err as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r < 0 {
+        io::Error::last_os_error()
+    } else {
+        io::Error::from_raw_os_error(err)
     }
 }
