@@ -362,8 +362,19 @@ def _generate(protocol: str, out: Path) -> object:
 
 
 def _run_dir(base: Path | None, name: str) -> Path:
+    """A default run folder no other run has: runs/<time>-<name>, with -2, -3,
+    ... when two runs start within the same second. The path is returned
+    unmade (the caller checks and creates it), so the suffix is chosen by
+    what exists; a run started in the same instant elsewhere is told apart
+    by its own checks."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    return (base or REPO / "runs") / f"{stamp}-{name}"
+    root = base or REPO / "runs"
+    path = root / f"{stamp}-{name}"
+    n = 2
+    while path.exists():
+        path = root / f"{stamp}-{name}-{n}"
+        n += 1
+    return path
 
 
 def cmd_run(args: argparse.Namespace) -> int:

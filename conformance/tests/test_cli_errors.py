@@ -643,3 +643,14 @@ def test_validate_reports_skipped_udp(tmp_path: Path) -> None:
 def test_bad_port_spec(spec: str, reason: str) -> None:
     proc = cli("validate", str(LICKLIDER_PCAP), "--proto", "ltp", "--port", spec)
     one_line_error(proc, "--port", reason)
+
+
+def test_default_run_folders_never_collide(tmp_path: Path) -> None:
+    """Two runs of one scenario started within the same second get two folders."""
+    from conformance.cli import _run_dir
+
+    first = _run_dir(tmp_path, "ltp-nominal")
+    first.mkdir()
+    (first / "verdict.json").write_text("{}")
+    second = _run_dir(tmp_path, "ltp-nominal")
+    assert second != first and not second.exists()
