@@ -346,6 +346,13 @@ class Expectation(_Strict):
         "",
         description="how the set was computed, e.g. the TLC run that enumerated it",
     )
+    in_order: bool | None = Field(
+        None,
+        description="the set assumes channels that keep order (None: not computed by the model)",
+    )
+    random_losses: Annotated[int, Field(ge=0)] = Field(
+        0, description="how many losses beyond the planned ones the set allows for"
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -167,6 +167,21 @@ class ChannelShape:
     why: str
 
 
+def stale(scn: Scenario) -> str:
+    """Why a scenario's stored expectation does not fit its channel ('' if
+    it does): it was computed for in-order channels or planned losses only,
+    and the channel now reorders or loses frames at random."""
+    exp = scn.expect
+    if exp.in_order is None:
+        return ""
+    shape = channel_shape(scn)
+    if exp.in_order and not shape.in_order:
+        return f"the outcome set assumes channels in order, but {shape.why}"
+    if exp.random_losses == 0 and shape.random_loss:
+        return f"the outcome set assumes only the planned losses, but {shape.why}"
+    return ""
+
+
 def channel_shape(scn: Scenario) -> ChannelShape:
     from conformance.emulator import resolve
 
@@ -290,6 +305,8 @@ def expectation(
     n_red, n_green = _segments(block)
     return Expectation(
         outcomes=res.outcomes,
+        in_order=shape.in_order,
+        random_losses=extra,
         source=(
             "TLC, specs/ltp/MCLTPOutcomes.tla: every terminal state with "
             + (

@@ -152,3 +152,20 @@ def test_corrupt_payload_fails(tmp_path: Path) -> None:
     res.receiver.payload_ok = False
     v = judge(_scenario(), res, log, [])
     assert v.status == "fail" and v.reasons[0].code == "payload-corrupt"
+
+
+def test_a_set_computed_for_another_channel_is_not_judged(tmp_path: Path) -> None:
+    """An outcome outside a set computed for in-order channels, on a channel
+    that now reorders: the model may allow it there, so no fail."""
+    scn = _scenario()
+    scn.expect.in_order = True
+    scn.channel = scn.channel.model_validate(
+        {"forward": {"link": {"reorder": {"probability": 0.5}}}}
+    )
+    log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
+    v = judge(scn, _result(3000, 1000, "completed", "completed"), log, [])
+    assert v.status == "inconclusive"
+    stale = next(r for r in v.reasons if r.code == "expectation-stale")
+    assert "channels in order" in stale.message and "dtnconform expect" in stale.message
+    scn.channel = scn.channel.model_validate({})  # back in order: judged, and it fails
+    assert judge(scn, _result(3000, 1000, "completed", "completed"), log, []).status == "fail"
