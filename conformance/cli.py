@@ -361,6 +361,22 @@ def _generate(protocol: str, out: Path) -> object:
 # ---------------------------------------------------------------------------
 
 
+def _live_dir(args: argparse.Namespace, sut: Any, name: str, what: str) -> Path:
+    """The folder of a live run (``--out`` or a new default), checked, and the
+    tools, root and binaries it needs, all before any namespace exists; then
+    the folder is made."""
+    from conformance.netns import require_root
+
+    path = Path(args.out) if args.out else _run_dir(None, name)
+    what = "--out" if args.out else what
+    _check_out(path, force=args.force, what=what)
+    _require_run_tools()
+    require_root()
+    _require_binaries(sut)
+    _make_dir(path, what)
+    return path
+
+
 def _run_dir(base: Path | None, name: str) -> Path:
     """A default run folder no other run has: runs/<time>-<name>, with -2, -3,
     ... when two runs start within the same second. The path is returned
@@ -378,7 +394,6 @@ def _run_dir(base: Path | None, name: str) -> Path:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from conformance.netns import require_root
     from conformance.runner import error_outcome, run_scenario
     from suts.base import get
 
@@ -387,13 +402,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     sut = get(args.sut)
     if scn.protocol != sut.protocol:
         raise InputError(f"{args.scenario}: a {scn.protocol} scenario cannot run on {sut.name}")
-    run_dir = Path(args.out) if args.out else _run_dir(None, scn.name)
-    what = "--out" if args.out else "run directory"
-    _check_out(run_dir, force=args.force, what=what)
-    _require_run_tools()
-    require_root()
-    _require_binaries(sut)
-    _make_dir(run_dir, what)
+    run_dir = _live_dir(args, sut, scn.name, "run directory")
     with _progress() as prog:
         task = prog.add_task(f"{scn.name} on {sut.name}", total=None, info="")
         try:
@@ -458,17 +467,10 @@ def _outcome_cell(o: ExpectedOutcome) -> str:
 def cmd_certify(args: argparse.Namespace) -> int:
     _protocol(args.protocol)
     from conformance import certify
-    from conformance.netns import require_root
     from suts.base import get
 
     sut = get(args.sut)
-    out = Path(args.out) if args.out else _run_dir(None, f"certify-{args.protocol}-{sut.name}")
-    what = "--out" if args.out else "certification directory"
-    _check_out(out, force=args.force, what=what)
-    _require_run_tools()
-    require_root()
-    _require_binaries(sut)
-    _make_dir(out, what)
+    out = _live_dir(args, sut, f"certify-{args.protocol}-{sut.name}", "certification directory")
     _generate(args.protocol, out / "scenarios")
     with _sigint_watch() as interrupted, _progress() as prog:
         task = prog.add_task(f"certify {args.protocol} on {sut.name}", total=None, info="")
