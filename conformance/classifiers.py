@@ -1,48 +1,57 @@
-"""The channel emulator's field vocabulary, read from ``classifiers.json``.
+"""The channel emulator's field vocabulary: ``fields`` and ``values`` of each
+``specs/<proto>/wire.json``.
 
-The same file is compiled into the Rust emulator, so a scenario validated
-here names only fields the emulator's classifiers produce.
+The same files are compiled into the Rust emulator, so a scenario validated
+here names only fields the emulator's classifiers produce. ``values`` says
+what each field can equal, so that a scenario naming a value the classifier
+never produces is rejected before it runs: "uint" (0 .. 2^64-1), "bool",
+{"min", "max"}, {"one_of": [...]}, {"names": [...]} or {"table": T} (one of
+the names of code table T), the last two optionally with "code": a companion
+integer field that a rule's number matches (LTP ``type`` and ``type_code``).
 """
 
 from __future__ import annotations
 
-import functools
-import json
-from pathlib import Path
 from typing import Any
 
-PATH = Path(__file__).with_name("classifiers.json")
-
-
-@functools.cache
-def _data() -> dict[str, Any]:
-    return json.loads(PATH.read_text(encoding="utf-8"))
+from conformance import wire
 
 
 def protocols() -> list[str]:
-    return sorted(_data()["protocols"])
+    return list(wire.protocols())
 
 
 def vocabulary(protocol: str) -> dict[str, str]:
     """Field name -> description, for one protocol ({} if it has no classifier)."""
-    entry = _data()["protocols"].get(protocol)
-    return dict(entry["fields"]) if entry else {}
+    if protocol not in wire.protocols():
+        return {}
+    return dict(wire.load(protocol).get("fields", {}))
 
 
 def default_port(protocol: str) -> int | None:
-    entry = _data()["protocols"].get(protocol)
-    return entry.get("udp_port") if entry else None
+    if protocol not in wire.protocols():
+        return None
+    port = wire.load(protocol).get("udp_port")
+    return int(port) if port is not None else None
 
 
 UINT_MAX = 2**64 - 1
 
 
 def value_spec(protocol: str, key: str) -> str | dict[str, Any] | None:
-    """What ``key`` of ``protocol`` can equal (``values`` in classifiers.json):
-    "uint", "bool", {"min", "max"}, {"one_of"} or {"names"[, "code"]}; None
-    when the field or the protocol is unknown."""
-    entry = _data()["protocols"].get(protocol)
-    return entry.get("values", {}).get(key) if entry else None
+    """What ``key`` of ``protocol`` can equal (``values`` in its wire.json):
+    "uint", "bool", {"min", "max"}, {"one_of"} or {"names"[, "code"]} (a
+    {"table"} reference is resolved to the table's names); None when the
+    field or the protocol is unknown."""
+    if protocol not in wire.protocols():
+        return None
+    spec = wire.load(protocol).get("values", {}).get(key)
+    if isinstance(spec, dict) and "table" in spec:
+        ref = spec["table"]
+        data = wire.load(protocol)[ref]
+        listed = [e["name"] for e in data["entries"]] if "entries" in data else list(data)
+        spec = {"names": listed, **{k: v for k, v in spec.items() if k != "table"}}
+    return spec
 
 
 def _kind(value: object) -> str:

@@ -157,7 +157,7 @@ class Impairment(_Strict):
     counts those whose decoded fields equal every entry of ``match``; it acts on
     matches number ``occurrence`` .. ``occurrence + count - 1`` (1-based).
     Field names are the emulator classifier's, declared per protocol in
-    ``conformance/classifiers.json`` (for LTP: ``conformance.ltp.MATCH_FIELDS``).
+    ``specs/<proto>/wire.json`` (``fields``).
     Every rule counts every segment it matches, whatever other rules decide.
     """
 

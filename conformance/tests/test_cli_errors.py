@@ -198,7 +198,7 @@ def _rust_samples(path: Path) -> list[bytes]:
 @pytest.mark.skipif(not EMU.exists(), reason="dtnc-emu is not built")
 @pytest.mark.parametrize("protocol", ["ltp", "cfdp", "norm", "saratoga"])
 def test_classifier_output_passes_validate_match(protocol: str) -> None:
-    """The value types in classifiers.json admit every value the Rust
+    """The value types in the wire.json files admit every value the Rust
     classifier really produces on its own test vectors."""
     from conformance import emulator
 

@@ -2,8 +2,8 @@
 //! impairment rules match on.
 //!
 //! The field names of every protocol are declared once, in
-//! `conformance/classifiers.json` (read here at compile time and by the
-//! Python side when it validates a scenario). A classifier must only emit
+//! `specs/<proto>/wire.json` (compiled in here, and read by the Python side
+//! when it validates a scenario). A classifier must only emit
 //! names declared there; `tests::vocabulary_*` checks that.
 
 pub mod cfdp;
@@ -74,14 +74,20 @@ impl Protocol {
     }
 }
 
-/// The shared field vocabulary (conformance/classifiers.json).
-pub const VOCABULARY_JSON: &str = include_str!("../../../classifiers.json");
+/// Each protocol's wire facts (`specs/<proto>/wire.json`), compiled in.
+pub fn wire_json(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Ltp => include_str!("../../../../specs/ltp/wire.json"),
+        Protocol::Cfdp => include_str!("../../../../specs/cfdp/wire.json"),
+        Protocol::Norm => include_str!("../../../../specs/norm/wire.json"),
+        Protocol::Saratoga => include_str!("../../../../specs/saratoga/wire.json"),
+    }
+}
 
-/// Declared field names of one protocol.
+/// Declared field names of one protocol (`fields` of its wire.json).
 pub fn vocabulary(p: Protocol) -> Vec<String> {
-    let v: serde_json::Value =
-        serde_json::from_str(VOCABULARY_JSON).expect("classifiers.json is valid JSON");
-    v["protocols"][p.name()]["fields"]
+    let v: serde_json::Value = serde_json::from_str(wire_json(p)).expect("wire.json is valid JSON");
+    v["fields"]
         .as_object()
         .map(|m| m.keys().cloned().collect())
         .unwrap_or_default()
@@ -194,7 +200,7 @@ mod tests {
             for (name, _) in fields {
                 assert!(
                     declared.iter().any(|d| d == name),
-                    "{}: field {name} is not declared in classifiers.json",
+                    "{}: field {name} is not declared in its wire.json",
                     p.name()
                 );
             }
