@@ -18,21 +18,21 @@ from conformance.errors import InputError
 
 
 def bench_codec(out: Console) -> dict[str, float]:
-    """LTP codec: parse and encode rate of a mixed segment stream, and the cost
-    of classify() relative to parse() (what a Python channel would pay per segment)."""
-    from conformance import ltp
+    """LTP Scapy layer: strict parse, build and classify rate of a mixed segment
+    stream, and the cost of classify() relative to parse()."""
+    from dissectors.ltp.layer import LTP, classify, parse
 
     segs = [
-        ltp.Segment(type_code=0, session_originator=1, session_number=99, client_service_id=1,
-                    offset=i * 1000, data=bytes(1000))
+        LTP(type=0, session_originator=1, session_number=99, client_service_id=1,
+            offset=i * 1000, data=bytes(1000))
         for i in range(8)
     ] + [
-        ltp.Segment(type_code=8, session_originator=1, session_number=99, report_serial=7,
-                    checkpoint_serial=3, upper_bound=8000, lower_bound=0,
-                    claims=[(0, 3000), (4000, 4000)]),
-        ltp.Segment(type_code=9, session_originator=1, session_number=99, report_serial=7),
+        LTP(type=8, session_originator=1, session_number=99, report_serial=7,
+            checkpoint_serial=3, upper_bound=8000, lower_bound=0,
+            claims=[(0, 3000), (4000, 4000)]),
+        LTP(type=9, session_originator=1, session_number=99, report_serial=7),
     ]  # fmt: skip
-    wire = [s.encode() for s in segs]
+    wire = [bytes(s) for s in segs]
     n = 20000
 
     def rate(fn: Callable[[], None]) -> float:
@@ -41,16 +41,16 @@ def bench_codec(out: Console) -> dict[str, float]:
             fn()
         return n / (time.perf_counter() - t0)
 
-    parse_rate = rate(lambda: [ltp.parse(w) for w in wire] and None)
-    encode_rate = rate(lambda: [s.encode() for s in segs] and None)
-    parsed = [ltp.parse(w) for w in wire]
-    classify_rate = rate(lambda: [ltp.classify(p) for p in parsed] and None)
+    parse_rate = rate(lambda: [parse(w) for w in wire] and None)
+    build_rate = rate(lambda: [bytes(s) for s in segs] and None)
+    parsed = [parse(w) for w in wire]
+    classify_rate = rate(lambda: [classify(p) for p in parsed] and None)
     out.print(f"parse    {parse_rate:12,.0f} segments/s")
-    out.print(f"encode   {encode_rate:12,.0f} segments/s")
+    out.print(f"build    {build_rate:12,.0f} segments/s")
     out.print(f"classify {classify_rate:12,.0f} segments/s")
     return {
         "parse_per_s": round(parse_rate),
-        "encode_per_s": round(encode_rate),
+        "build_per_s": round(build_rate),
         "classify_per_s": round(classify_rate),
         "classify_over_parse_time": round(parse_rate / classify_rate, 3),
     }

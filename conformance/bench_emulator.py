@@ -34,8 +34,8 @@ Four parts, all in one run (the machine's noise is shared by what is compared):
    run (other work on it) weighs on each set-up alike.
 
    CPU placement: on a machine with at least two CPUs the endpoints (sender
-   and receiver) run on CPU 0 and the channel on CPU 1, for every set-up
-   alike, as a testbed gives its channel emulator a machine of its own. The
+   and receiver) run on CPU 0 and the channel (every thread of dtnc-emu) on
+   CPU 1, for every set-up alike, as a testbed gives its channel emulator a machine of its own. The
    kernel bridge forwards inside the sender's system calls, so it runs on
    CPU 0 with the endpoints; dtnc-emu gets CPU 1. ``DTNC_BENCH_NOPIN=1``
    turns placement off (everything competes for every CPU).
@@ -105,10 +105,18 @@ def _cpus() -> tuple[int, int] | None:
 
 
 def _pin(pid: int, which: int) -> None:
+    """Every thread of process ``pid`` (dtnc-emu's decision log writer is a
+    thread of its own) to its CPU, when placement is on."""
     cpus = _cpus()
-    if cpus is not None:
-        with contextlib.suppress(OSError):  # the process may be gone already
-            os.sched_setaffinity(pid, {cpus[which]})
+    if cpus is None:
+        return
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        tids = [pid]
+    for tid in tids:
+        with contextlib.suppress(OSError):  # the thread may be gone already
+            os.sched_setaffinity(tid, {cpus[which]})
 
 
 PAYLOAD = 1024

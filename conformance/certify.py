@@ -1,22 +1,26 @@
 """Certification run: scenarios -> a generated Robot Framework suite -> report.
 
 The suite has one test case per scenario (Test Template ``Scenario Should
-Pass``), tagged with the protocol and every test purpose it stands for. Robot's log.html,
-report.html and output.xml stay in the certification directory beside every
-run directory and the HTML report.
+Pass``), tagged with the protocol, every test purpose it stands for, the
+TLA+ actions of its trace and the spec sections it exercises (``RFC5326-6.8``).
+Robot's log.html, report.html and output.xml stay in the certification
+directory beside every run directory and the HTML report.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from conformance import protocols
 from conformance.runner import RunOutcome
 from conformance.types import (
     RunResult,
+    Scenario,
     SegmentRecord,
     Verdict,
     load_model,
@@ -48,11 +52,24 @@ def write_suite(protocol: str, scenarios: list[Path], suite: Path) -> None:
     ]
     for path in scenarios:
         scn = load_scenario(path)
-        # every purpose the scenario stands for, so `--include purpose:X` finds it
-        purposes = (scn.origin.purposes or [scn.origin.purpose]) if scn.origin else ["hand-written"]
         lines.append(f"{scn.name}    {path.resolve()}")
-        lines.append("    [Tags]    " + "    ".join(f"purpose:{p}" for p in purposes))
+        lines.append("    [Tags]    " + "    ".join(scenario_tags(scn)))
     suite.write_text("\n".join(lines) + "\n")
+
+
+def scenario_tags(scn: Scenario) -> list[str]:
+    """A scenario's Robot tags: every purpose it stands for (``purpose:X``),
+    the TLA+ actions of its trace, and the spec sections its description
+    cites (``RFC5326-6.8``), so that ``--include`` finds tests by any of them."""
+    purposes = (scn.origin.purposes or [scn.origin.purpose]) if scn.origin else ["hand-written"]
+    tags = [f"purpose:{p}" for p in purposes]
+    tags += list(dict.fromkeys(scn.origin.actions if scn.origin else []))
+    spec = protocols.get(scn.protocol).spec.replace(" ", "")
+    for cited in re.findall(r"§\s*(\d+(?:\.\d+)*)", scn.description):
+        tag = f"{spec}-{cited}"
+        if tag not in tags:
+            tags.append(tag)
+    return tags
 
 
 class _Progress:

@@ -31,11 +31,11 @@ from conformance.errors import DtncError, InputError, ToolMissing
 from conformance.types import ExpectedOutcome
 
 if TYPE_CHECKING:
+    from conformance.protocols import ProtocolSpec
     from conformance.types import Scenario
     from suts.base import SutAdapter
 
 REPO = Path(__file__).resolve().parent.parent
-PROTOCOLS_READY = ("ltp",)
 
 
 class _Console(Console):
@@ -253,15 +253,17 @@ def _port_spec(text: str) -> list[int]:
     return ports
 
 
-def _protocol(name: str) -> str:
-    if name not in PROTOCOLS_READY:
-        known = ("ltp", "cfdp", "norm", "saratoga")
-        if name in known:
-            raise InputError(
-                f"protocol {name!r} has no model yet (ready: {', '.join(PROTOCOLS_READY)})"
-            )
-        raise InputError(f"unknown protocol {name!r} (one of: {', '.join(known)})")
-    return name
+def _protocol(name: str) -> ProtocolSpec:
+    """The registered protocol ``name`` (InputError naming the registered ones)."""
+    from conformance import protocols
+
+    return protocols.get(name)
+
+
+def _registered() -> str:
+    from conformance import protocols
+
+    return ", ".join(protocols.names())
 
 
 # ---------------------------------------------------------------------------
@@ -270,8 +272,7 @@ def _protocol(name: str) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    _protocol(args.protocol)
-    from generators import ltp as gen
+    gen = _protocol(args.protocol).generator_module()
 
     with _progress() as prog:
         task = prog.add_task(f"TLC {args.protocol} ({args.bound})", total=None, info="starting")
@@ -323,7 +324,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _generate(protocol: str, out: Path) -> object:
-    from generators import ltp as gen
+    gen = _protocol(protocol).generator_module()
 
     _make_dir(out)
     with _progress() as prog:
@@ -452,11 +453,8 @@ def print_verdicts(outcomes: list[object]) -> None:
 
 
 def _outcome_cell(o: ExpectedOutcome) -> str:
-    """red/green bytes, sender/receiver outcome: one allowed or observed outcome."""
-    return (
-        f"{o.red_bytes_delivered}/{o.green_bytes_delivered}, "
-        f"{o.sender_outcome}/{o.receiver_outcome}"
-    )
+    """Delivered counters, sender/receiver outcome: one allowed or observed outcome."""
+    return f"{o.delivered.cell()}, {o.sender_outcome}/{o.receiver_outcome}"
 
 
 # ---------------------------------------------------------------------------
@@ -500,11 +498,11 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
 def cmd_expect(args: argparse.Namespace) -> int:
     """Every outcome the model allows for a scenario's impairments and channel."""
-    from generators import outcomes
     from generators.tlc import scratch_dir
 
     path = Path(args.scenario)
     scn = _load_scenario_file(path)
+    outcomes = _protocol(scn.protocol).generator_module()
     with _progress() as prog:
         task = prog.add_task(f"TLC: outcomes of {scn.name}", total=None, info="")
 
@@ -518,10 +516,11 @@ def cmd_expect(args: argparse.Namespace) -> int:
         except outcomes.Unplannable as exc:
             raise InputError(f"{path}: {exc}") from None
     table = Table(title=f"{scn.name}: {len(expect.outcomes)} outcomes the model allows")
-    for col in ("red B", "green B", "sender", "receiver", "in the file now"):
+    delivery = _protocol(scn.protocol).delivery
+    for col in (*delivery.labels().values(), "sender", "receiver", "in the file now"):
         table.add_column(col)
     for o in expect.outcomes:
-        table.add_row(str(o.red_bytes_delivered), str(o.green_bytes_delivered),
+        table.add_row(*(str(v) for v in o.delivered.parts().values()),
                       o.sender_outcome, o.receiver_outcome,
                       "yes" if scn.expect.allows(o) else "no")  # fmt: skip
     console.print(table)
@@ -541,7 +540,7 @@ def cmd_expect(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    _protocol(args.proto)
+    spec = _protocol(args.proto)
     from dissectors.tshark import CaptureTruncated, decode_capture, port_ranges
 
     cap = Path(args.capture)
@@ -550,12 +549,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not cap.is_file():
         raise InputError(f"{cap}: no such capture file")
     ports = sorted({p for group in args.port for p in group}) if args.port else None
-    decoded = decode_capture(cap, port=ports)
+    decoded = decode_capture(cap, port=ports, protocol=spec.name)
     frames = decoded.frames
     on_ports = f" on UDP {port_ranges(ports)}" if ports else ""
-    table = Table(title=f"{cap}: {len(frames)} LTP segments{on_ports}")
+    unit = f"{spec.name.upper()} {spec.unit}s"
+    table = Table(title=f"{cap}: {len(frames)} {unit}{on_ports}")
     table.add_column("frame", justify="right")
-    table.add_column("segment")
+    table.add_column(spec.unit)
     table.add_column("findings")
     n_findings = 0
     for f in frames:
@@ -566,7 +566,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if f.experts or args.all:
             table.add_row(str(f.number), f.summary, notes)
     console.print(table)
-    console.print(f"{n_findings} conformance findings in {len(frames)} segments")
+    console.print(f"{n_findings} conformance findings in {len(frames)} {spec.unit}s")
     if skipped := decoded.skipped_summary():
         console.print(f"skipped: {skipped}")
     if decoded.truncation is not None:  # what could be decoded is shown; exit 2
@@ -588,7 +588,7 @@ def cmd_install_dissectors(args: argparse.Namespace) -> int:
     )
     _check_out(dest, force=True, what="--dest")
     _make_dir(dest, "--dest")
-    lua = sorted((REPO / "dissectors").glob("*.lua"))
+    lua = sorted((REPO / "dissectors").glob("*/*.lua"))
     for f in lua:
         shutil.copy2(f, dest / f.name)
         console.print(f"installed {f.name} -> {dest / f.name}")
@@ -697,15 +697,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the version and git commit, then exit")  # fmt: skip
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
+    protos = f"protocol: {_registered()}"
     s = sub.add_parser("check", help="model-check a protocol's TLA+ model with TLC")
-    s.add_argument("protocol", help="ltp")
+    s.add_argument("protocol", help=protos)
     s.add_argument("--bound", choices=("ci", "deep", "bug"), default="ci",
                    help="ci: small, under a minute; deep: minutes; bug: a model that fails on purpose")  # fmt: skip
     s.add_argument("--out", help="folder for TLC's files and log (default runs/<time>-check-...)")
     s.set_defaults(func=cmd_check)
 
     s = sub.add_parser("generate", help="derive scenario files from TLC traces of test purposes")
-    s.add_argument("protocol", help="ltp")
+    s.add_argument("protocol", help=protos)
     s.add_argument("--out", required=True, help="directory for the scenario files (new or empty)")
     s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
     s.set_defaults(func=cmd_generate)
@@ -725,7 +726,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("certify", help="generate, run every scenario under Robot Framework, report")
-    s.add_argument("protocol", help="ltp")
+    s.add_argument("protocol", help=protos)
     s.add_argument(
         "--sut", default="licklider", help="implementation under test (default licklider)"
     )
@@ -738,10 +739,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("validate", help="decode a capture with our dissector and list findings")
     s.add_argument("capture", help="pcap or pcapng file")
-    s.add_argument("--proto", required=True, help="ltp")
+    s.add_argument("--proto", required=True, help=protos)
     s.add_argument("--port", type=_port_spec, action="append", metavar="PORTS",
-                   help="UDP ports decoded as LTP, e.g. 1113,4556,5000-5010; repeatable "
-                   "(default 1113)")  # fmt: skip
+                   help="UDP ports decoded as --proto, e.g. 1113,4556,5000-5010; repeatable "
+                   "(default: the protocol's own port, LTP 1113)")  # fmt: skip
     s.add_argument(
         "--all", action="store_true", help="list every segment, not just those with findings"
     )
@@ -763,7 +764,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_profiles)
 
     s = sub.add_parser("schema", help="print or write the JSON schemas of our file types")
-    s.add_argument("name", nargs="?", help="scenario, segment-record, run-result or verdict")
+    s.add_argument("name", nargs="?", help="scenario, link-profile, segment-record, run-result, "
+                   "verdict or channel-record (default: all)")  # fmt: skip
     s.add_argument("--out", help="write <name>.schema.json files into this directory")
     s.set_defaults(func=cmd_schema)
 

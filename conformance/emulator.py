@@ -2,7 +2,7 @@
 
     Scenario.channel --(profile merged in)--> emulator config (JSON)
     --> dtnc-emu run in namespace M, between veths am and bm
-    --> channel.jsonl (one decision per frame) + channel-stats.json
+    --> channel.jsonl (one decision per frame, read as ChannelRecord) + channel-stats.json
 
 The emulator validates its config again (exit 2 naming the field); this side
 validates first, with the scenario's pydantic types, so a user sees the error
@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from conformance import classifiers, netns, profiles
 from conformance.errors import DtncError, InputError, ToolMissing
-from conformance.types import Channel, DirectionChannel, Impairment, Protocol
+from conformance.types import Channel, ChannelRecord, DirectionChannel, Impairment, Protocol
 
 CRATE = Path(__file__).with_name("emulator")
 CONFIG_SCHEMA = "dtnconform/emulator/1"
@@ -314,18 +316,36 @@ def classify(protocol: str, payloads: list[bytes]) -> list[dict[str, Any] | None
     return [json.loads(line) for line in lines]
 
 
-def read_log(log: Path) -> list[dict[str, Any]]:
-    """A decision log's records, in file order ([] if there is no log)."""
+def read_log(log: Path) -> list[ChannelRecord]:
+    """A decision log's records, in file order ([] if there is no log). The
+    only reader of ``channel.jsonl``: every line is validated as a
+    ChannelRecord. A last line cut short (the emulator was killed while
+    writing it) is left out."""
     if not log.exists():
         return []
-    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    lines = log.read_text().split("\n")
+    # A whole log ends with a newline; what follows the last one is "" or a
+    # line cut short by a kill.
+    tail = lines.pop()
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(ChannelRecord.model_validate_json(line))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "(line)"
+            raise DtncError(f"{log}:{n}: {where}: {err['msg']}") from None
+    with contextlib.suppress(ValidationError):
+        if tail.strip():
+            out.append(ChannelRecord.model_validate_json(tail))
+    return out
 
 
-def decisions(log: Path) -> list[dict[str, Any]]:
-    """A decision log's records without their clock readings: what two runs
-    with one seed and the same traffic must agree on."""
-    out = read_log(log)
-    for rec in out:
-        for key in ("t_ns", "release_ns"):
-            rec.pop(key, None)
-    return sorted(out, key=lambda r: (r["dir"], r["index"]))
+def decisions(log: Path) -> list[ChannelRecord]:
+    """A decision log's records without their clock readings (``t_ns`` 0,
+    no ``release_ns``), in (direction, index) order: what two runs with one
+    seed and the same traffic must agree on."""
+    out = [r.model_copy(update={"t_ns": 0, "release_ns": None}) for r in read_log(log)]
+    return sorted(out, key=lambda r: (r.dir, r.index))

@@ -23,6 +23,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from conformance import protocols
+from conformance.protocols import Rule
 from conformance.types import (
     ExpectedOutcome,
     Impairment,
@@ -35,70 +37,51 @@ from conformance.types import (
 
 if TYPE_CHECKING:
     from conformance.segments import Finding
-
-# The rule that makes the model's outcome what it is, by part and by the value
-# the model allows (RFC 5326): a deviation breaks the rule of what should have
-# happened. "closed" is cited by what was observed: no rule allows it.
-_RULES: dict[str, dict[str, str]] = {
-    "red_bytes_delivered": {
-        "": "RFC 5326 §6.9, §7.3 (the red part is delivered once all of it has arrived, "
-        "and only then)"
-    },
-    "green_bytes_delivered": {
-        "": "RFC 5326 §6.10, §7.2 (each green segment that arrives is delivered; none is "
-        "retransmitted)"
-    },
-    "sender_outcome": {
-        "completed": "RFC 5326 §6.12, §7.4 (the session completes once reports claim the "
-        "whole red part)",
-        "cancelled": "RFC 5326 §6.7, §6.17, §6.19, §7.5 (the checkpoint retransmission limit, "
-        "or a CR, cancels the sending session)",
-        "timeout": "RFC 5326 §6 (no procedure ends this sending session)",
-    },
-    "receiver_outcome": {
-        "completed": "RFC 5326 §6.9, §7.3 (the red part is delivered once all of it has arrived)",
-        "cancelled": "RFC 5326 §6.8, §6.17, §6.19, §7.6 (the report retransmission limit, "
-        "on an RS timer or a redundant checkpoint, or a CS, cancels the receiving session)",
-        "timeout": "RFC 5326 §6 (no procedure ends a receiving session that got no "
-        "checkpoint and no cancel)",
-    },
-}
-_CLOSED = (
-    "RFC 5326 §6.20, §7.3, §7.6 (a session closed with neither a red-part reception nor a "
-    "cancellation notice)"
-)
-_FIELDS = ("red_bytes_delivered", "green_bytes_delivered", "sender_outcome", "receiver_outcome")
+    from conformance.types import ChannelRecord
 
 
-def _rule(field: str, allowed: object, observed: object) -> str:
+def _rule(scn: Scenario, part: str, allowed: object, observed: object) -> Rule | None:
     """The rule a part of an outcome breaks: the one behind the value the
-    model allows, or, for a session that closed with no notice, that."""
+    model allows (the protocol's rule table), or, for a session that closed
+    with no notice, that."""
+    spec = protocols.get(scn.protocol)
     if observed == "closed":
-        return _CLOSED
-    table = _RULES[field]
-    return table.get(str(allowed), table.get("", ""))
+        return spec.closed_rule
+    table = spec.rules.get(part, {})
+    return table.get(str(allowed), table.get(""))
+
+
+def _cited(scn: Scenario, rule: Rule | None, **kw: Any) -> dict[str, Any]:
+    """Reason fields for a rule: its citation, TLA+ actions and tags."""
+    if rule is None:
+        return kw
+    spec = protocols.get(scn.protocol).spec
+    return {**kw, "rule": rule.cite(spec), "actions": list(rule.actions), "tags": rule.tags(spec)}
 
 
 def outcome_reasons(scn: Scenario, seen: ExpectedOutcome) -> list[Reason]:
     """Why an observed outcome is not in the scenario's set: one reason per
     part that differs from the nearest allowed outcome, each with its rule."""
     allowed = scn.expect.outcomes
+    have = seen.parts()
     nearest = min(
         allowed,
-        key=lambda o: sum(getattr(o, f) != getattr(seen, f) for f in _FIELDS),
-    )
+        key=lambda o: sum(v != have[f] for f, v in o.parts().items()),
+    ).parts()
     reasons = []
-    for f in _FIELDS:
-        have = getattr(seen, f)
-        if have == getattr(nearest, f):
+    for f, value in have.items():
+        if value == nearest[f]:
             continue
-        options = sorted({str(getattr(o, f)) for o in allowed})
+        options = sorted({str(o.parts()[f]) for o in allowed})
         reasons.append(
             Reason(
-                code=f"unexpected-{f.replace('_', '-')}",
-                message=f"{f}: observed {have}; with the other parts as observed, the model "
-                f"allows {getattr(nearest, f)} (over all allowed outcomes: {', '.join(options)})",
-                rule=_rule(f, getattr(nearest, f), have),
+                **_cited(
+                    scn,
+                    _rule(scn, f, nearest[f], value),
+                    code=outcome_code(f),
+                    message=f"{f}: observed {value}; with the other parts as observed, the "
+                    f"model allows {nearest[f]} (over all allowed outcomes: {', '.join(options)})",
+                )
             )
         )
     head = Reason(
@@ -106,20 +89,24 @@ def outcome_reasons(scn: Scenario, seen: ExpectedOutcome) -> list[Reason]:
         message=f"observed outcome ({seen.describe()}) is none of the {len(allowed)} the model "
         f"allows under the scenario's losses: {scn.expect.describe()}",
         rule="; ".join(dict.fromkeys(r.rule for r in reasons if r.rule)),
+        actions=list(dict.fromkeys(a for r in reasons for a in r.actions)),
+        tags=list(dict.fromkeys(t for r in reasons for t in r.tags)),
     )
     return [head, *reasons]
 
 
-def channel_saw(records: list[dict[str, Any]], imp: Impairment) -> str:
+def outcome_code(part: str) -> str:
+    return f"unexpected-{part.replace('_', '-')}"
+
+
+def channel_saw(records: list[ChannelRecord], imp: Impairment) -> str:
     """What the channel saw in an impairment's direction, for an unmet one:
     how many frames and segments, how many were fragments, and how many
     segments matched the rule's fields (against the occurrence it waited for)."""
-    frames = [r for r in records if r.get("dir") == imp.direction]
-    kinds = Counter(str(r.get("kind", "")) for r in frames)
-    segs = [r for r in frames if r.get("proto")]
-    matching = [
-        r for r in segs if all(r.get("fields", {}).get(k) == v for k, v in imp.match.items())
-    ]
+    frames = [r for r in records if r.dir == imp.direction]
+    kinds = Counter(r.kind for r in frames)
+    segs = [r for r in frames if r.proto]
+    matching = [r for r in segs if all(r.fields.get(k) == v for k, v in imp.match.items())]
     parts = [f"{len(frames)} {imp.direction} frame{'s' * (len(frames) != 1)}"]
     parts.append(f"{len(segs)} classified as segments")
     if kinds.get("fragment"):
@@ -160,17 +147,19 @@ def judge(scn: Scenario, result: RunResult, channel_log: Path, findings: list[Fi
     seen = result.outcome()
     stale = ""
     if not errors and not scn.expect.allows(seen):
-        from generators.outcomes import stale as stale_reason
-
-        stale = stale_reason(scn)
+        spec = protocols.get(scn.protocol)
+        stale = spec.generator_module().stale(scn) if spec.generator else ""
         if not stale:
             fails += outcome_reasons(scn, seen)
     if result.receiver.payload_ok is False:
         fails.append(
             Reason(
-                code="payload-corrupt",
-                message="delivered bytes differ from the bytes the sender sent",
-                rule="RFC 5326 §7.2, §7.3",
+                **_cited(
+                    scn,
+                    protocols.get(scn.protocol).payload_rule,
+                    code="payload-corrupt",
+                    message="delivered bytes differ from the bytes the sender sent",
+                )
             )
         )
 
@@ -184,7 +173,7 @@ def judge(scn: Scenario, result: RunResult, channel_log: Path, findings: list[Fi
         (fails if f.severity.lower() == "error" else notes).append(reason)
 
     records = read_log(Path(channel_log))
-    fired = {int(r["rule"]) for r in records if r.get("rule") is not None}
+    fired = {r.rule for r in records if r.rule is not None}
     unmet = [
         Reason(
             code="impairment-unmet",
@@ -196,7 +185,7 @@ def judge(scn: Scenario, result: RunResult, channel_log: Path, findings: list[Fi
     ]
     # The outcome set assumes every planned loss happened; with one missing,
     # an outcome outside it says nothing, so it is reported, not judged.
-    outcome_codes = {"outcome-not-allowed"} | {f"unexpected-{f.replace('_', '-')}" for f in _FIELDS}
+    outcome_codes = {"outcome-not-allowed"} | {outcome_code(f) for f in seen.parts()}
     wire_fails = [r for r in fails if r.code not in outcome_codes]
 
     if stale:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conformance import classifiers, emulator, judge, netns, provenance, timers
-from conformance.errors import DtncError
+from conformance.errors import DtncError, InputError
 from conformance.segments import records_from_captures
 from conformance.types import (
     EndpointResult,
@@ -113,7 +113,9 @@ def run_scenario(
     dump_model(scn, run_dir / "scenario.json")
     netns.require_root()
     sut.ensure_built()
-    port = PORTS[scn.protocol]
+    port = PORTS.get(scn.protocol)
+    if port is None:
+        raise InputError(f"{scn.name}: protocol {scn.protocol} has no default UDP port")
     started = dt.datetime.now(dt.UTC)
     t0 = time.monotonic()
     emulator.resolve(scn.channel)  # an unknown profile fails before any namespace exists
@@ -215,7 +217,7 @@ def run_scenario(
             fh.write(rec.model_dump_json() + "\n")
 
     rx = ends["receiver"]
-    delivered = rx.red_bytes_delivered + rx.green_bytes_delivered
+    delivered = rx.delivered.total() if rx.delivered is not None else 0
     result = RunResult(
         scenario=scn.name,
         protocol=scn.protocol,

@@ -77,12 +77,9 @@ def _channel_verdicts(channel_log: Path | None) -> dict[str, list[bool]]:
 
     out: dict[str, list[bool]] = {"forward": [], "return": []}
     for rec in read_log(channel_log) if channel_log is not None else []:
-        if rec.get("seg") is None:
+        if rec.seg is None:
             continue
-        lost = rec["verdict"] == "drop" or (
-            rec["verdict"] == "corrupt" and not rec.get("fixed", False)
-        )
-        out[rec["dir"]].append(lost)
+        out[rec.dir].append(rec.lost)
     return out
 
 
@@ -112,7 +109,7 @@ def records_from_captures(
         sent = sum((src == ip_a) == sender_ip_is_a for src, _ in raw[side].values())
         logged = decisions[direction] if len(decisions[direction]) == sent else None
         k = 0
-        for frame in decode(pcap, port=port):
+        for frame in decode(pcap, protocol=protocol, port=port):
             src_payload = raw[side].get(frame.number)
             if src_payload is None or (src_payload[0] == ip_a) != sender_ip_is_a:
                 continue  # received here, recorded from the other side's capture

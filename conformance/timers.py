@@ -47,11 +47,6 @@ from dataclasses import dataclass, field
 
 from conformance.types import DirectionChannel, Scenario
 
-# Ethernet header (14, no FCS: the emulator serializes the frames as it reads
-# them from AF_PACKET), IPv4 (20, no options) and UDP (8) headers.
-FRAME_OVERHEAD = 14 + 20 + 8
-# An SDNV of a 64-bit value (RFC 6256) is at most 10 bytes.
-SDNV_MAX = 10
 # The slack on top of the worst session path: start-up of the endpoints and
 # scheduling on a loaded machine.
 SLACK_S = 5.0
@@ -149,37 +144,10 @@ def path_figures(scn: Scenario) -> PathFigures:
     return PathFigures(fwd_delay_ms=fd, ret_delay_ms=rd, fwd_rate_bps=fr, ret_rate_bps=rr)
 
 
-def _sdnv_len(value: int) -> int:
-    return max(1, math.ceil(value.bit_length() / 7))
-
-
 def queued_bytes(scn: Scenario) -> tuple[int, int]:
     """(forward, return) frame bytes one transfer may have queued ahead of
-    an acknowledged segment: the whole block's data segments forward, one
-    report segment back.
-
-    LTP (RFC 5326 §3): a data segment is a control byte, the session ID (two
-    SDNVs), the extension counts, then client service ID, offset, length and,
-    on a checkpoint, checkpoint and report serial numbers (SDNVs, §3.2.1); the
-    sender never lets a segment straddle the red/green boundary. A report
-    segment (§3.2.2) is the header, report serial, checkpoint serial, upper
-    and lower bounds, the claim count and an (offset, length) pair per claim,
-    at most one claim per red data segment. Unknown SDNVs (engine IDs, session
-    numbers, serials) count 10 bytes."""
-    if scn.ltp is None:
-        # No block geometry: one full frame each way.
-        return scn.channel.mtu + 14, scn.channel.mtu + 14
-    b = scn.ltp
-    red_segs = math.ceil(b.red_len / b.segment_size)
-    green_segs = math.ceil(b.green_len / b.segment_size)
-    header = 1 + 2 * SDNV_MAX + 1
-    ds_fields = _sdnv_len(b.client_service_id) + 2 * _sdnv_len(b.block_len) + 2 * SDNV_MAX
-    forward = b.block_len + (red_segs + green_segs) * (header + ds_fields + FRAME_OVERHEAD)
-    claims = max(1, red_segs)
-    report = (
-        header + 2 * SDNV_MAX + 3 * _sdnv_len(b.block_len) + claims * 2 * _sdnv_len(b.block_len)
-    )
-    return forward, report + FRAME_OVERHEAD
+    an acknowledged unit (the protocol's parameters know their sizes)."""
+    return scn.params.queued_bytes(scn.channel.mtu)
 
 
 def _ser_ms(nbytes: int, rate_bps: float) -> float:
@@ -187,7 +155,7 @@ def _ser_ms(nbytes: int, rate_bps: float) -> float:
 
 
 def _retransmission_limit(scn: Scenario) -> int:
-    return scn.ltp.retransmission_limit if scn.ltp is not None else 1
+    return scn.params.retx_limit()
 
 
 def derive(scn: Scenario) -> DerivedTimers:

@@ -14,15 +14,34 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    model_validator,
+)
 
 from conformance.errors import InputError
+from conformance.protocols.base import Delivery, ProtocolParams, Strict
 
 M = TypeVar("M", bound=BaseModel)
 
-Protocol = Literal["ltp", "cfdp", "norm", "saratoga"]
+
+def _registered(name: str) -> str:
+    from conformance import protocols
+
+    if name not in protocols.names():
+        raise ValueError(f"unknown protocol {name!r} (registered: {', '.join(protocols.names())})")
+    return name
+
+
+# A protocol registered in conformance/protocols/ (the registry lists them).
+Protocol = Annotated[str, AfterValidator(_registered)]
 
 # The two directions of a point-to-point channel. "forward" runs from endpoint A
 # (the side that starts the transfer: the LTP block sender) to endpoint B;
@@ -49,8 +68,7 @@ RUN_RESULT_SCHEMA = "dtnconform/run-result/1"
 VERDICT_SCHEMA = "dtnconform/verdict/1"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=False)
+_Strict = Strict
 
 
 # ---------------------------------------------------------------------------
@@ -58,72 +76,26 @@ class _Strict(BaseModel):
 # ---------------------------------------------------------------------------
 
 
-class LtpBlock(_Strict):
-    """Geometry and knobs of the one LTP block a scenario transfers, in bytes.
+def _union(members: list[type[BaseModel]]) -> object:
+    if len(members) == 1:
+        return members[0]
+    return Annotated[Union[tuple(members)], Field(discriminator="protocol")]  # noqa: UP007
 
-    The block is ``block_len`` bytes of client data, the first ``red_len`` of
-    them red (RFC 5326 §2.1, §6.1); the sender cuts it into data segments of at
-    most ``segment_size`` bytes of client data each, so impairments name data
-    segments by their byte offset (§3.2.1). Model-generated scenarios use one
-    abstract model segment per data segment.
-    """
 
-    block_len: Annotated[int, Field(gt=0, le=1 << 30)] = Field(
-        description="client-data bytes in the block"
-    )
-    red_len: Annotated[int, Field(ge=0)] = Field(
-        description="bytes of the block that are red (the first red_len); the rest is green"
-    )
-    segment_size: Annotated[int, Field(gt=0, le=65000)] = Field(
-        description="client-data bytes per data segment (payload only, no header)"
-    )
-    client_service_id: Annotated[int, Field(ge=0, lt=2**63)] = Field(
-        1,
-        description="destination client service in the data segments; the receiver registers "
-        "this service too unless receiver_client_service_id says otherwise",
-    )
-    receiver_client_service_id: Annotated[int, Field(ge=0, lt=2**63)] | None = Field(
-        None,
-        description="the client service the receiver registers (default: client_service_id); "
-        "a different value makes the sender name an unknown service (RFC 5326 §6.21 UNREACH)",
-    )
-    retransmission_limit: Annotated[int, Field(ge=0, le=100)] = Field(
-        1,
-        description="checkpoint, report and cancel retransmission limit the expectation "
-        "assumes (RFC 5326 §6.7, §6.8, §6.16); the endpoints are configured with it",
-    )
+# The registered protocols' parameter and delivery types, told apart by
+# "protocol" (filled in by rebuild(), from conformance/protocols/).
+AnyParams: object = ProtocolParams
+AnyDelivery: object = Delivery
 
-    model_config = ConfigDict(extra="forbid")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _legacy_segments(cls, data: object) -> object:
-        # Scenario files written before geometry in bytes counted the block
-        # in whole segments: red_segments and green_segments of segment_size.
-        if isinstance(data, dict) and ("red_segments" in data or "green_segments" in data):
-            data = dict(data)
-            size = data.get("segment_size")
-            red, green = data.pop("red_segments", 0), data.pop("green_segments", 0)
-            if isinstance(size, int) and isinstance(red, int) and isinstance(green, int):
-                data.setdefault("red_len", size * red)
-                data.setdefault("block_len", size * (red + green))
-        return data
+def _inject_protocol(data: object, protocol: object) -> object:
+    """``data`` with "protocol" set, when it is a dict without one."""
+    if isinstance(data, dict) and "protocol" not in data and isinstance(protocol, str):
+        return {**data, "protocol": protocol}
+    return data
 
-    @model_validator(mode="after")
-    def _red_within_block(self) -> LtpBlock:
-        if self.red_len > self.block_len:
-            raise ValueError(f"red_len {self.red_len} exceeds block_len {self.block_len}")
-        return self
 
-    @property
-    def green_len(self) -> int:
-        return self.block_len - self.red_len
-
-    @property
-    def service_at_receiver(self) -> int:
-        if self.receiver_client_service_id is None:
-            return self.client_service_id
-        return self.receiver_client_service_id
+_GENERIC_OUTCOME_KEYS = {"sender_outcome", "receiver_outcome", "delivered", "protocol"}
 
 
 class Timers(_Strict):
@@ -233,23 +205,25 @@ class LinkSettings(_Strict):
     )
 
 
-class LinkPatch(_Strict):
-    """What a timeline event changes: any subset of LinkSettings."""
+def _patch_of(model: type[BaseModel], name: str, doc: str) -> type[BaseModel]:
+    """A model with every field of ``model``, each optional and unset by
+    default, with the same constraints: a partial update of it."""
+    fields: dict[str, Any] = {}
+    for key, f in model.model_fields.items():
+        kind: Any = Annotated[f.annotation, *f.metadata] if f.metadata else f.annotation
+        fields[key] = (kind | None, Field(None, description=f.description))
+    return create_model(name, __base__=_Strict, __doc__=doc, **fields)
 
-    delay_ms: Annotated[float, Field(ge=0, le=86_400_000)] | None = None
-    rate_bps: Annotated[float, Field(ge=0, le=100e9)] | None = None
-    queue_bytes: Annotated[int, Field(ge=64)] | None = None
-    loss: Probability | None = None
-    ber: Annotated[float, Field(ge=0, le=0.5)] | None = None
-    packet_error: Probability | None = None
-    duplicate: Probability | None = None
-    reorder: Reorder | None = None
-    checksum: Checksum | None = None
+
+# What a timeline event changes: any subset of LinkSettings, validated as it.
+LinkPatch = _patch_of(
+    LinkSettings, "LinkPatch", "What a timeline event changes: any subset of LinkSettings."
+)
 
 
 class LinkEvent(_Strict):
     t: Annotated[float, Field(ge=0)] = Field(description="scenario time, seconds")
-    set: LinkPatch
+    set: LinkPatch  # type: ignore[valid-type]
 
 
 class Outage(_Strict):
@@ -317,23 +291,39 @@ class LinkProfile(_Strict):
 class ExpectedOutcome(_Strict):
     """One terminal outcome: what each side noticed and what was delivered."""
 
-    red_bytes_delivered: Annotated[int, Field(ge=0)]
-    green_bytes_delivered: Annotated[int, Field(ge=0)]
     sender_outcome: Outcome
     receiver_outcome: Outcome
+    delivered: AnyDelivery  # type: ignore[valid-type]
 
-    def key(self) -> tuple[int, int, str, str]:
-        return (
-            self.red_bytes_delivered,
-            self.green_bytes_delivered,
-            self.sender_outcome,
-            self.receiver_outcome,
-        )
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_flat(cls, data: object) -> object:
+        # Files written before the protocol seam held the delivery counters
+        # beside the outcomes (LTP's red_bytes_delivered, ...).
+        if isinstance(data, dict) and "delivered" not in data:
+            extra = {k: v for k, v in data.items() if k not in _GENERIC_OUTCOME_KEYS}
+            data = {k: v for k, v in data.items() if k in _GENERIC_OUTCOME_KEYS}
+            data["delivered"] = _inject_protocol(extra, data.pop("protocol", None))
+        elif isinstance(data, dict) and "protocol" in data:
+            data = dict(data)
+            data["delivered"] = _inject_protocol(data["delivered"], data.pop("protocol"))
+        return data
+
+    def parts(self) -> dict[str, int | str]:
+        """Every part the judge compares, delivered counters first."""
+        return {
+            **self.delivered.parts(),
+            "sender_outcome": self.sender_outcome,
+            "receiver_outcome": self.receiver_outcome,
+        }
+
+    def key(self) -> tuple[int | str, ...]:
+        return tuple(self.parts().values())
 
     def describe(self) -> str:
         return (
-            f"red {self.red_bytes_delivered} B, green {self.green_bytes_delivered} B, "
-            f"sender {self.sender_outcome}, receiver {self.receiver_outcome}"
+            f"{self.delivered.describe()}, sender {self.sender_outcome}, "
+            f"receiver {self.receiver_outcome}"
         )
 
 
@@ -374,8 +364,9 @@ class Expectation(_Strict):
         return " | ".join(o.describe() for o in self.outcomes)
 
 
-def _outcome_order(o: ExpectedOutcome) -> tuple[int, int, str, str]:
-    return (-o.red_bytes_delivered, -o.green_bytes_delivered, o.sender_outcome, o.receiver_outcome)
+def _outcome_order(o: ExpectedOutcome) -> tuple[object, ...]:
+    counts = tuple(-v for v in o.delivered.parts().values())
+    return (*counts, o.sender_outcome, o.receiver_outcome)
 
 
 class Origin(_Strict):
@@ -397,7 +388,9 @@ class Scenario(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=120)
     protocol: Protocol
     description: str = ""
-    ltp: LtpBlock | None = None
+    params: AnyParams = Field(  # type: ignore[valid-type]
+        description="the protocol's parameters (conformance/protocols/<protocol>.py)"
+    )
     impairments: list[Impairment] = Field(default_factory=list)
     channel: Channel = Field(default_factory=Channel)
     timers: Timers = Field(default_factory=Timers)
@@ -410,6 +403,24 @@ class Scenario(_Strict):
     )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _protocol_parts(cls, data: object) -> object:
+        # The protocol names its parts: params (legacy files kept them under
+        # the protocol's own name, e.g. "ltp") and every delivered counter.
+        if not isinstance(data, dict) or not isinstance(data.get("protocol"), str):
+            return data
+        proto = data["protocol"]
+        data = dict(data)
+        if "params" not in data and isinstance(data.get(proto), dict):
+            data["params"] = data.pop(proto)
+        if "params" in data:
+            data["params"] = _inject_protocol(data["params"], proto)
+        expect = data.get("expect")
+        if isinstance(expect, dict):
+            data["expect"] = _expect_with_protocol(expect, proto)
+        return data
 
     @model_validator(mode="after")
     def _protocol_params(self) -> Scenario:
@@ -429,40 +440,34 @@ class Scenario(_Strict):
                     validate_match(self.protocol, key, value)
                 except ValueError as exc:
                     raise ValueError(f"impairments[{i}].match.{key}: {exc}") from None
-        if self.protocol == "ltp":
-            if self.ltp is None:
-                raise ValueError("an LTP scenario needs the 'ltp' block geometry")
-            self._ltp_fits_mtu()
-            for o in self.expect.outcomes:
-                if o.red_bytes_delivered > self.ltp.red_len:
-                    raise ValueError("expect: red_bytes_delivered exceeds the red part")
-                if o.green_bytes_delivered > self.ltp.green_len:
-                    raise ValueError("expect: green_bytes_delivered exceeds the green part")
+        if self.params.protocol != self.protocol:
+            raise ValueError(
+                f"params: parameters of {self.params.protocol!r} in a {self.protocol!r} scenario"
+            )
+        for o in self.expect.outcomes:
+            if o.delivered.protocol != self.protocol:
+                raise ValueError(f"expect: delivery counters of {o.delivered.protocol!r}")
+        self.params.check(self)
         return self
 
-    # IPv4 (no options) and UDP headers around each datagram.
-    _IP_UDP = 28
 
-    def _ltp_fits_mtu(self) -> None:
-        """One data segment plus headers must fit the channel's MTU, or the
-        channel sees IP fragments instead of segments and no impairment can
-        match them (unless channel.fragment says to run it so)."""
-        from conformance.ltp import max_data_header_len
+def _expect_with_protocol(expect: dict[str, object], proto: str) -> dict[str, object]:
+    """An expectation whose outcomes name ``proto`` (legacy flat ones too)."""
+    outcomes = expect.get("outcomes")
+    if "outcomes" not in expect and "sender_outcome" in expect:
+        outcomes = [{k: v for k, v in expect.items()}]
+        expect = {}
+    if isinstance(outcomes, list):
+        expect = {**expect, "outcomes": [_outcome_with_protocol(o, proto) for o in outcomes]}
+    return expect
 
-        assert self.ltp is not None
-        if self.channel.fragment:
-            return
-        size = min(self.ltp.segment_size, self.ltp.block_len)
-        header = max_data_header_len(self.ltp.block_len, self.ltp.client_service_id)
-        total = size + header + self._IP_UDP
-        if total > self.channel.mtu:
-            room = self.channel.mtu - header - self._IP_UDP
-            raise ValueError(
-                f"ltp.segment_size: {size} bytes of data + up to {header} of LTP header + "
-                f"{self._IP_UDP} of IPv4/UDP is {total} bytes, over channel.mtu "
-                f"{self.channel.mtu}: use ltp.segment_size <= {room}, raise channel.mtu, or set "
-                "channel.fragment to run it fragmented (impairments cannot see fragments)"
-            )
+
+def _outcome_with_protocol(o: object, proto: str) -> object:
+    if not isinstance(o, dict):
+        return o
+    if "delivered" in o:
+        return {**o, "delivered": _inject_protocol(o["delivered"], proto)}
+    return _inject_protocol(o, proto)
 
 
 # ---------------------------------------------------------------------------
@@ -493,8 +498,9 @@ class SegmentRecord(_Strict):
 class EndpointResult(_Strict):
     role: Literal["sender", "receiver"]
     outcome: Outcome
-    red_bytes_delivered: Annotated[int, Field(ge=0)] = 0
-    green_bytes_delivered: Annotated[int, Field(ge=0)] = 0
+    delivered: AnyDelivery | None = Field(  # type: ignore[valid-type]
+        None, description="what the receiver delivered (its protocol's counters)"
+    )
     payload_ok: bool | None = Field(
         None, description="delivered bytes equal the bytes sent (receiver only)"
     )
@@ -502,6 +508,23 @@ class EndpointResult(_Strict):
     exit_code: int | None = None
     detail: str = ""
     log: str = Field("", description="path of the endpoint's log, relative to the run directory")
+
+
+_GENERIC_ENDPOINT_KEYS = {
+    "role", "outcome", "delivered", "payload_ok", "duration_s", "exit_code", "detail", "log",
+}  # fmt: skip
+
+
+def _endpoint_with_protocol(end: dict[str, object], proto: str) -> dict[str, object]:
+    """An endpoint result whose delivery counters name ``proto``; legacy
+    results held them beside the outcome."""
+    extra = {k: v for k, v in end.items() if k not in _GENERIC_ENDPOINT_KEYS}
+    out = {k: v for k, v in end.items() if k in _GENERIC_ENDPOINT_KEYS}
+    if extra and "delivered" not in out:
+        out["delivered"] = extra
+    if isinstance(out.get("delivered"), dict):
+        out["delivered"] = _inject_protocol(out["delivered"], proto)
+    return out
 
 
 class SegmentCounts(_Strict):
@@ -554,11 +577,27 @@ class RunResult(_Strict):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _protocol_parts(cls, data: object) -> object:
+        if not isinstance(data, dict) or not isinstance(data.get("protocol"), str):
+            return data
+        data = dict(data)
+        for role in ("sender", "receiver"):
+            end = data.get(role)
+            if isinstance(end, dict):
+                data[role] = _endpoint_with_protocol(end, data["protocol"])
+        return data
+
     def outcome(self) -> ExpectedOutcome:
         """What the run observed, in the terms of the scenario's expectation."""
+        from conformance import protocols
+
+        delivered = self.receiver.delivered
+        if delivered is None:
+            delivered = protocols.get(self.protocol).delivery(protocol=self.protocol)
         return ExpectedOutcome(
-            red_bytes_delivered=self.receiver.red_bytes_delivered,
-            green_bytes_delivered=self.receiver.green_bytes_delivered,
+            delivered=delivered,
             sender_outcome=self.sender.outcome,
             receiver_outcome=self.receiver.outcome,
         )
@@ -570,6 +609,12 @@ class Reason(_Strict):
     code: str
     message: str
     rule: str = Field("", description="spec section, e.g. 'RFC 5326 §6.2'")
+    actions: list[str] = Field(
+        default_factory=list, description="the TLA+ actions of the model behind the rule"
+    )
+    tags: list[str] = Field(
+        default_factory=list, description="the rule's sections as tags, e.g. 'RFC5326-6.8'"
+    )
     frames: list[int] = Field(default_factory=list)
 
 
@@ -616,6 +661,11 @@ def load_model(cls: type[M], path: Path) -> M:
         if named and not where:
             where, msg = named.group(1), named.group(2)
         where = where or "(top level)"
+        # A file that keeps its parameters under the protocol's name (as
+        # files written before "params" do) is told about that key.
+        proto = raw.get("protocol") if isinstance(raw, dict) else None
+        if isinstance(proto, str) and "params" not in raw and proto in raw:
+            where = re.sub(r"^params\b", proto, where)
         more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
         raise InputError(f"{path}: field {where}: {msg}{more}") from None
 
@@ -639,3 +689,89 @@ def json_schema(name: str) -> dict[str, object]:
 def _ordinal(n: int) -> str:
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
+
+
+def rebuild() -> None:
+    """Make params and delivery counters the union of the registered
+    protocols' types (at import, and when the registry changes)."""
+    from conformance import protocols
+
+    specs = protocols.all_specs()
+    g = globals()
+    g["AnyParams"] = _union([sp.params for sp in specs])
+    g["AnyDelivery"] = _union([sp.delivery for sp in specs])
+    # A field's type is fixed when its class is made; set it anew, then
+    # rebuild every model that holds one of these (inner ones first).
+    ExpectedOutcome.model_fields["delivered"].annotation = g["AnyDelivery"]  # type: ignore[assignment]
+    EndpointResult.model_fields["delivered"].annotation = g["AnyDelivery"] | None  # type: ignore[assignment,operator]
+    Scenario.model_fields["params"].annotation = g["AnyParams"]  # type: ignore[assignment]
+    for model in (ExpectedOutcome, Expectation, Scenario, EndpointResult, RunResult):
+        model.model_rebuild(force=True)
+
+
+rebuild()
+
+
+class ChannelRecord(_Strict):
+    """One line of ``channel.jsonl``, the channel emulator's decision log:
+    what dtnc-emu did with one frame it read (written by
+    ``conformance/emulator/core/src/log.rs``, read through
+    ``conformance.emulator.read_log``). Keys that do not apply to a frame
+    are absent from its line; here they take their defaults."""
+
+    t_ns: Annotated[int, Field(ge=0)] = Field(
+        description="arrival time, ns since the Unix epoch (comparable with the captures)"
+    )
+    dir: Direction
+    index: Annotated[int, Field(ge=1)] = Field(description="1-based frame number in this direction")
+    len: Annotated[int, Field(ge=0)] = Field(description="frame bytes, Ethernet header included")
+    kind: Literal["udp", "ipv4", "fragment", "non-ip"] = Field(
+        description="unfragmented IPv4/UDP, other IPv4, an IPv4 fragment, or not IPv4 (ARP, IPv6)"
+    )
+    proto: Protocol | None = Field(None, description="the protocol the frame classified as")
+    seg: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="1-based number of the segment in this direction (classified frames)"
+    )
+    fields: dict[str, FieldValue] = Field(
+        default_factory=dict, description="the classifier's fields (classified frames)"
+    )
+    decision: Literal["pass", "corrupt", "drop"] = Field(
+        description="forwarded unchanged, forwarded with bits flipped, or not forwarded"
+    )
+    cause: (
+        Literal["rule", "outage", "loss", "ber", "packet_error", "queue", "memory", "oversize"]
+        | None
+    ) = Field(
+        None,
+        description="why the frame was dropped, corrupted or (by a rule) delayed: a rule, an "
+        "outage, random loss, bit errors, the single bit of packet_error, a full queue (tail "
+        "drop), the in-flight memory guard, or a frame larger than the bridge receives whole",
+    )
+    rule: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="index of the impairment rule that acted"
+    )
+    release_ns: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="when the frame left the channel, ns since the epoch (not dropped)"
+    )
+    flipped: list[Annotated[int, Field(ge=0)]] = Field(
+        default_factory=list, description="flipped bit positions, bit 0 = first bit of the frame"
+    )
+    fixed: bool = Field(False, description="the UDP checksum was recomputed after the flips")
+    copies: Annotated[int, Field(ge=1, le=2)] = Field(1, description="2 when duplicated")
+    hold: Annotated[int, Field(ge=0)] = Field(
+        0, description="reordering: the frame left after this many later frames"
+    )
+    extra_delay_ns: Annotated[int, Field(ge=0)] = Field(0, description="a rule's extra delay")
+    replayed: bool = Field(False, description="the decision came from a replayed log")
+    mismatch: bool = Field(
+        False, description="under replay, the logged frame had another length or kind"
+    )
+
+    @property
+    def lost(self) -> bool:
+        """The frame did not reach the other side: dropped, or corrupted with
+        its UDP checksum left wrong (the receiving kernel discards it)."""
+        return self.decision == "drop" or (self.decision == "corrupt" and not self.fixed)
+
+
+SCHEMAS["channel-record"] = ChannelRecord

@@ -1,5 +1,7 @@
-"""Run tshark over a capture with our LTP dissector (``ltp.lua``) or with
-Wireshark's built-in ``ltp`` dissector, and compare the two.
+"""Run tshark over a capture with one of our Lua dissectors and read what it
+decoded. Protocol-free: the dissector of each protocol (its Lua file, Proto
+name, tree label and field types) comes from the protocol registry
+(``conformance/protocols/<proto>.py``).
 
 One tshark process per capture: tshark writes PDML (its XML packet-details
 format, ``-T pdml``), which carries every field with its value *and* the
@@ -7,20 +9,18 @@ expert infos nested where they were raised, and this module turns it into
 :class:`DecodedFrame` records.
 
 Field vocabulary: ``DecodedFrame.fields`` is keyed by the leaf name of the
-field, i.e. ``dtnltp.session_number`` → ``session_number``.  These are the
-keys of :func:`conformance.ltp.classify`, except that ``type`` is the numeric
-code here (the dissector's ``dtnltp.type``) and ``type_name`` is the name;
-:meth:`DecodedFrame.match_fields` gives the exact ``classify()`` dictionary.
+field (``dtnltp.session_number`` → ``session_number``);
+:meth:`DecodedFrame.match_fields` renames and filters them into the emulator
+classifier's vocabulary (``fields`` of specs/<proto>/wire.json).
 
-Values: integers (SDNVs, codes, counts) as ``int``, booleans as ``bool``,
-strings as ``str``, byte strings (``data``, ``ext.value``) as lowercase hex
-``str``.  Fields that may repeat (``claim.*``, ``ext.*``) are always lists; any
-other field that unexpectedly occurs twice becomes a list too.
+Values: integers as ``int``, booleans as ``bool``, strings as ``str``, byte
+strings as lowercase hex ``str`` (by the dissector's declared field types).
+Fields that may repeat are always lists; any other field that unexpectedly
+occurs twice becomes a list too.
 
-``summary`` is the one-line summary ``ltp.lua`` writes to the Info column; it
-is read from the protocol item (``"... (dtnconform), <summary>"``) because
-tshark 4.0 has no output format that carries both the packet tree and the
-columns.  For the built-in dissector it is the built-in's protocol label.
+``summary`` is the one-line summary the dissector writes to the Info column;
+it is read from the protocol item (``"<label>, <summary>"``) because tshark
+4.0 has no output format that carries both the packet tree and the columns.
 """
 
 from __future__ import annotations
@@ -35,37 +35,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.errors import DtncError
-
-LUA_SCRIPT = Path(__file__).with_name("ltp.lua")
-PROTO = "dtnltp"
-BUILTIN_PROTO = "ltp"
-ROOT_LABEL = "Licklider Transmission Protocol (dtnconform)"
+from conformance.protocols.base import Dissector, FieldTypes
 
 FieldValue = int | str | bool | list[int | str | bool]
 
-# Types of our fields (the ProtoFields registered in ltp.lua).
-_BOOL_FIELDS = frozenset({"red", "checkpoint", "eorp", "eob"})
-_STR_FIELDS = frozenset({"type_name", "kind"})
-_BYTES_FIELDS = frozenset({"data", "ext.value"})
-OUR_FIELDS: tuple[str, ...] = (
-    "version", "type", "type_name", "kind", "red", "checkpoint", "eorp", "eob",
-    "session_originator", "session_number", "hdr_ext_count", "trl_ext_count",
-    "ext.tag", "ext.length", "ext.value", "client_service_id", "offset", "length",
-    "checkpoint_serial", "report_serial", "upper_bound", "lower_bound", "claim_count",
-    "claim.offset", "claim.length", "reason", "data",
-)  # fmt: skip
-OUR_REPEATED = frozenset({"ext.tag", "ext.length", "ext.value", "claim.offset", "claim.length"})
 
-# Built-in dissector (Wireshark 4.0 packet-ltp.c).
-_BUILTIN_BYTES = frozenset({"hdr.extn.val", "trl.extn.val"})
-_BUILTIN_STR = frozenset({"partial_packet", "cancel_ack"})
-BUILTIN_REPEATED = frozenset(
-    {
-        "hdr.extn.tag", "hdr.extn.len", "hdr.extn.val",
-        "trl.extn.tag", "trl.extn.len", "trl.extn.val",
-        "rpt.clm.off", "rpt.clm.len", "fragment",
-    }
-)  # fmt: skip
+def dissector(protocol: str) -> Dissector:
+    """Our dissector of a registered protocol (conformance/protocols/)."""
+    from conformance import protocols
+
+    return protocols.get(protocol).dissector
+
 
 # epan/proto.h PI_* values as PDML shows them (_ws.expert.severity / .group).
 SEVERITIES = {
@@ -109,7 +89,7 @@ class CaptureTruncated(TsharkError):
         where = end.describe() if end else "capture truncated"
         super().__init__(
             f"{pcap}: {where}; {decoded.frames_read} frames decoded, "
-            f"{len(decoded.frames)} of them LTP segments"
+            f"{len(decoded.frames)} of them {decoded.units()}"
         )
 
 
@@ -126,7 +106,7 @@ def find_tshark() -> str:
 
 @dataclass
 class DecodedFrame:
-    """One captured frame that carried an LTP segment."""
+    """One captured frame that carried a unit (segment, PDU) of the protocol."""
 
     number: int
     time_epoch: float
@@ -138,25 +118,27 @@ class DecodedFrame:
     fields: dict[str, FieldValue]
     summary: str
     experts: list[dict[str, str]] = field(default_factory=list)
-    # one field dict per LTP protocol layer in the frame; ``fields`` is layers[0]
+    # one field dict per protocol layer in the frame; ``fields`` is layers[0]
     layers: list[dict[str, FieldValue]] = field(default_factory=list)
+    protocol: str = ""
 
     @property
     def expert_names(self) -> list[str]:
         return [e["name"] for e in self.experts]
 
     def match_fields(self) -> dict[str, int | str | bool]:
-        """The fields in :func:`conformance.ltp.classify` vocabulary
-        (``type`` = name, ``type_code`` = code; no header-only extras)."""
-        from conformance.ltp import MATCH_FIELDS
+        """The fields in the emulator classifier's vocabulary (``fields`` of
+        specs/<proto>/wire.json), under the classifier's names (the
+        dissector's ``match_renames``); no display-only extras."""
+        from conformance.classifiers import vocabulary
 
+        known = vocabulary(self.protocol)
+        renames = dissector(self.protocol).match_renames
         out: dict[str, int | str | bool] = {}
         for key, value in self.fields.items():
-            if key in MATCH_FIELDS and not isinstance(value, list):
-                out[key] = value
-        if "type" in self.fields:
-            out["type_code"] = self.fields["type"]  # type: ignore[assignment]
-            out["type"] = self.fields.get("type_name", "")  # type: ignore[assignment]
+            name = renames.get(key, key)
+            if name in known and not isinstance(value, list):
+                out[name] = value
         return out
 
 
@@ -197,7 +179,7 @@ def _tshark_pdml(args: list[str]) -> tuple[ET.Element, bool]:
         raise TsharkError(f"tshark produced unreadable PDML: {exc}") from exc
 
 
-def _run_pdml(args: list[str]) -> ET.Element:
+def run_pdml(args: list[str]) -> ET.Element:
     root, truncated = _tshark_pdml(args)
     if truncated:
         capture = args[args.index("-r") + 1] if "-r" in args else "the capture"
@@ -300,35 +282,27 @@ def _first(packet: ET.Element, name: str, attr: str = "show") -> str | None:
     return None
 
 
-def _convert(leaf: str, el: ET.Element, *, builtin: bool) -> int | str | bool:
+def _convert(leaf: str, el: ET.Element, types: FieldTypes) -> int | str | bool:
     show = el.get("show", "")
-    if builtin:
-        if leaf in _BUILTIN_BYTES:
-            return el.get("value", "").lower()
-        if leaf in _BUILTIN_STR:
-            return show
-    else:
-        if leaf in _BYTES_FIELDS:
-            return el.get("value", "").lower()
-        if leaf in _STR_FIELDS:
-            return show
-        if leaf in _BOOL_FIELDS:
-            return show in ("1", "True", "true")
+    if leaf in types.bytes_fields:
+        return el.get("value", "").lower()
+    if leaf in types.str_fields:
+        return show
+    if leaf in types.bool_fields:
+        return show in ("1", "True", "true")
     number = _int(show)
     return number if number is not None else show
 
 
-def _collect_fields(
-    proto_el: ET.Element, prefix: str, repeated: frozenset[str], *, builtin: bool
-) -> dict[str, FieldValue]:
+def _collect_fields(proto_el: ET.Element, prefix: str, types: FieldTypes) -> dict[str, FieldValue]:
     out: dict[str, FieldValue] = {}
     for el in proto_el.iter("field"):
         name = el.get("name", "")
         if not name.startswith(prefix + ".") or name.startswith(prefix + ".expert."):
             continue
         leaf = name[len(prefix) + 1 :]
-        value = _convert(leaf, el, builtin=builtin)
-        if leaf in repeated:
+        value = _convert(leaf, el, types)
+        if leaf in types.repeated:
             out.setdefault(leaf, [])
             out[leaf].append(value)  # type: ignore[union-attr]
         elif leaf in out:
@@ -367,21 +341,24 @@ def _collect_experts(proto_el: ET.Element) -> list[dict[str, str]]:
     return experts
 
 
-def _frames(
-    root: ET.Element, proto: str, repeated: frozenset[str], *, builtin: bool
+def frames_of(
+    root: ET.Element, proto: str, types: FieldTypes, *, label: str = "", protocol: str = ""
 ) -> list[DecodedFrame]:
+    """Every packet of a PDML document with a ``proto`` layer. ``label``: the
+    dissector's tree label, which its summary follows (``label, summary``);
+    empty: the whole label is the summary."""
     frames = []
     for packet in root.iter("packet"):
         protos = [p for p in packet.iter("proto") if p.get("name") == proto]
         if not protos:
-            continue  # ARP, other UDP, ...: not LTP
-        layers = [_collect_fields(p, proto, repeated, builtin=builtin) for p in protos]
+            continue  # ARP, other UDP, ...: not this protocol
+        layers = [_collect_fields(p, proto, types) for p in protos]
         experts = [e for p in protos for e in _collect_experts(p)]
-        label = protos[0].get("showname", "")
-        if builtin:
-            summary = label
+        head = protos[0].get("showname", "")
+        if not label:
+            summary = head
         else:
-            summary = label[len(ROOT_LABEL) + 2 :] if label.startswith(ROOT_LABEL + ", ") else ""
+            summary = head[len(label) + 2 :] if head.startswith(label + ", ") else ""
         udp_length = _int(_first(packet, "udp.length"))
         frames.append(
             DecodedFrame(
@@ -396,6 +373,7 @@ def _frames(
                 summary=summary,
                 experts=experts,
                 layers=layers,
+                protocol=protocol,
             )
         )
     return frames
@@ -438,10 +416,17 @@ class CaptureDecode:
     frames: list[DecodedFrame]
     # UDP datagrams our dissector did not decode, by destination port
     skipped_udp: Counter[int]
-    # every frame tshark read (LTP or not)
+    # every frame tshark read (the protocol's or not)
     frames_read: int
     # set when the file ends inside a frame: everything before it is decoded
     truncation: CaptureEnd | None = None
+    protocol: str = ""
+
+    def units(self) -> str:
+        """``LTP segments``: what the frames carried."""
+        from conformance import protocols
+
+        return f"{self.protocol.upper()} {protocols.get(self.protocol).unit}s"
 
     def skipped_summary(self) -> str:
         """``12 UDP datagrams on other ports (53: 4, 5353: 8)``, or ""."""
@@ -473,245 +458,44 @@ def _skipped_udp(root: ET.Element, proto: str) -> tuple[Counter[int], int]:
 
 
 def decode_capture(
-    pcap: Path, *, port: Ports = None, prefs: dict[str, str] | None = None
+    pcap: Path, *, protocol: str, port: Ports = None, prefs: dict[str, str] | None = None
 ) -> CaptureDecode:
-    """Decode every LTP frame of ``pcap`` with ``ltp.lua`` (one tshark run),
-    count the UDP datagrams it skipped, and say where a truncated capture
-    ends instead of failing: the frames before the cut are decoded.
+    """Decode every frame of ``protocol`` in ``pcap`` with our Lua dissector
+    (one tshark run), count the UDP datagrams it skipped, and say where a
+    truncated capture ends instead of failing: the frames before the cut are
+    decoded.
 
-    ``port``: one UDP port or several (replacing the default 1113, the
-    preference dtnltp.udp_ports); ``prefs`` sets further dtnltp preferences,
-    e.g. ``{"heuristic": "TRUE"}``.
+    ``port``: one UDP port or several (replacing the protocol's default, the
+    preference <proto>.udp_ports); ``prefs`` sets further preferences of the
+    dissector, e.g. ``{"heuristic": "TRUE"}``.
     """
-    args = ["-X", f"lua_script:{LUA_SCRIPT}", "-r", str(pcap)]
+    d = dissector(protocol)
+    args = ["-X", f"lua_script:{d.lua}", "-r", str(pcap)]
     ports = port_list(port)
     if ports is not None:
-        args += ["-o", f"{PROTO}.udp_ports:{port_ranges(ports)}"]
+        args += ["-o", f"{d.proto}.udp_ports:{port_ranges(ports)}"]
     for name, value in (prefs or {}).items():
-        args += ["-o", f"{PROTO}.{name}:{value}"]
+        args += ["-o", f"{d.proto}.{name}:{value}"]
     root, truncated = _tshark_pdml(args)
-    frames = _frames(root, PROTO, OUR_REPEATED, builtin=False)
-    skipped, read = _skipped_udp(root, PROTO)
+    frames = frames_of(root, d.proto, d.fields, label=d.label, protocol=protocol)
+    skipped, read = _skipped_udp(root, d.proto)
     end = None
     if truncated:
         end = capture_end(pcap)
         if not end.truncated:  # a format capture_end does not walk
             end = CaptureEnd(read, end.size, True)
-    return CaptureDecode(frames, skipped, read, end)
+    return CaptureDecode(frames, skipped, read, end, protocol)
 
 
 def decode(
-    pcap: Path, *, port: Ports = None, prefs: dict[str, str] | None = None
+    pcap: Path, *, protocol: str, port: Ports = None, prefs: dict[str, str] | None = None
 ) -> list[DecodedFrame]:
-    """Decode every LTP frame of ``pcap`` with ``ltp.lua`` (one tshark run).
-
-    ``port``: one UDP port or several (an iterable), replacing the default
-    1113 (preference dtnltp.udp_ports); ``prefs`` sets further dtnltp
-    preferences, e.g. ``{"heuristic": "TRUE"}``. A truncated capture raises
-    :class:`CaptureTruncated`, which carries the frames before the cut
-    (:func:`decode_capture` returns them instead).
+    """Decode every frame of ``protocol`` in ``pcap`` with our Lua dissector
+    (one tshark run); ``port`` and ``prefs`` as for :func:`decode_capture`.
+    A truncated capture raises :class:`CaptureTruncated`, which carries the
+    frames before the cut (:func:`decode_capture` returns them instead).
     """
-    result = decode_capture(pcap, port=port, prefs=prefs)
+    result = decode_capture(pcap, protocol=protocol, port=port, prefs=prefs)
     if result.truncation is not None:
         raise CaptureTruncated(pcap, result)
     return result.frames
-
-
-def decode_builtin(pcap: Path, *, port: int | None = None) -> list[DecodedFrame]:
-    """Decode every LTP frame of ``pcap`` with Wireshark's built-in ``ltp``
-    dissector (no plugin); fields keyed by leaf name (``ltp.rpt.ub`` → ``rpt.ub``)."""
-    args = ["-r", str(pcap)]
-    if port is not None:
-        args += ["-d", f"udp.port=={port},{BUILTIN_PROTO}"]
-    return _frames(_run_pdml(args), BUILTIN_PROTO, BUILTIN_REPEATED, builtin=True)
-
-
-# ---------------------------------------------------------------------------
-# Comparison with the built-in dissector
-# ---------------------------------------------------------------------------
-
-ALL_TYPES = frozenset(range(16))
-DATA_TYPES = frozenset(range(8))
-CHECKPOINT_TYPES = frozenset({1, 2, 3})
-
-
-@dataclass(frozen=True)
-class Mapping:
-    ours: str  # leaf name in DecodedFrame.fields, or hdr_ext.* / trl_ext.* (see below)
-    theirs: str  # leaf name of the built-in field (without "ltp.")
-    types: frozenset[int]  # segment type codes the pair applies to
-    note: str = ""
-
-
-# How each of our fields corresponds to a built-in one (Wireshark 4.0 packet-ltp.c).
-# The built-in uses one field per (segment kind, role) where we use one per role,
-# so report_serial / checkpoint_serial map to different built-in fields per type.
-# hdr_ext.* and trl_ext.* are our ext.* lists split by hdr_ext_count: we use one
-# ext.* field set in two subtrees, the built-in has separate hdr/trl fields.
-MAPPINGS: tuple[Mapping, ...] = (
-    Mapping("version", "version", ALL_TYPES),
-    Mapping("type", "type", ALL_TYPES, "built-in shows it BASE_HEX; compared as integers"),
-    Mapping("session_originator", "session.orig", ALL_TYPES),
-    Mapping("session_number", "session.number", ALL_TYPES),
-    Mapping("hdr_ext_count", "hdr.extn.cnt", ALL_TYPES),
-    Mapping("trl_ext_count", "trl.extn.cnt", ALL_TYPES),
-    Mapping("hdr_ext.tag", "hdr.extn.tag", ALL_TYPES),
-    Mapping("hdr_ext.length", "hdr.extn.len", ALL_TYPES),
-    Mapping("hdr_ext.value", "hdr.extn.val", ALL_TYPES, "hex strings"),
-    Mapping("trl_ext.tag", "trl.extn.tag", ALL_TYPES),
-    Mapping("trl_ext.length", "trl.extn.len", ALL_TYPES),
-    Mapping("trl_ext.value", "trl.extn.val", ALL_TYPES, "hex strings"),
-    Mapping("client_service_id", "data.client.id", DATA_TYPES),
-    Mapping("offset", "data.offset", DATA_TYPES),
-    Mapping("length", "data.length", DATA_TYPES),
-    Mapping("checkpoint_serial", "data.chkp", CHECKPOINT_TYPES),
-    Mapping("report_serial", "data.rpt", CHECKPOINT_TYPES),
-    Mapping("report_serial", "rpt.sno", frozenset({8})),
-    Mapping("checkpoint_serial", "rpt.chkp", frozenset({8})),
-    Mapping("upper_bound", "rpt.ub", frozenset({8})),
-    Mapping("lower_bound", "rpt.lb", frozenset({8})),
-    Mapping("claim_count", "rpt.clm.cnt", frozenset({8})),
-    Mapping("claim.offset", "rpt.clm.off", frozenset({8}), "both relative to the lower bound"),
-    Mapping("claim.length", "rpt.clm.len", frozenset({8})),
-    Mapping("report_serial", "rpt.ack.sno", frozenset({9})),
-    Mapping("reason", "cancel.code", frozenset({12, 14})),
-)
-
-# Our fields without a built-in counterpart: derived from the type code
-# (type_name, kind, red, checkpoint, eorp, eob) or not exposed by the built-in,
-# which hands block data to the bundle dissector / reassembler (data).
-OURS_UNMAPPED = frozenset({"type_name", "kind", "red", "checkpoint", "eorp", "eob", "data"})
-
-
-@dataclass(frozen=True)
-class Disagreement:
-    frame: int
-    field: str
-    builtin_field: str
-    ours: int | str | bool
-    theirs: int | str | bool
-
-
-@dataclass(frozen=True)
-class OneSided:
-    frame: int
-    field: str  # ours for side == "ours", built-in leaf name for side == "builtin"
-    side: str
-    value: int | str | bool
-
-
-@dataclass
-class ComparisonReport:
-    frames_compared: int = 0
-    compared: int = 0
-    agreed: int = 0
-    disagreements: list[Disagreement] = field(default_factory=list)
-    only_ours: list[OneSided] = field(default_factory=list)
-    only_builtin: list[OneSided] = field(default_factory=list)
-    frames_only_ours: list[int] = field(default_factory=list)
-    frames_only_builtin: list[int] = field(default_factory=list)
-    frames_builtin_duplicated: list[int] = field(default_factory=list)
-    unmapped_ours: Counter[str] = field(default_factory=Counter)
-    unmapped_builtin: Counter[str] = field(default_factory=Counter)
-
-    @property
-    def disagreed(self) -> int:
-        return len(self.disagreements)
-
-    def summary(self) -> str:
-        lines = [
-            f"frames compared {self.frames_compared}; fields compared {self.compared}, "
-            f"agreed {self.agreed}, disagreed {self.disagreed}",
-            f"mapped fields only ours {len(self.only_ours)}, only built-in "
-            f"{len(self.only_builtin)}",
-            f"frames LTP only for us {self.frames_only_ours}, only for built-in "
-            f"{self.frames_only_builtin}, built-in layer duplicated "
-            f"{self.frames_builtin_duplicated}",
-        ]
-        lines += [
-            f"  frame {d.frame}: {d.field}={d.ours!r} vs ltp.{d.builtin_field}={d.theirs!r}"
-            for d in self.disagreements
-        ]
-        lines += [f"  frame {o.frame}: only ours {o.field}={o.value!r}" for o in self.only_ours]
-        lines += [
-            f"  frame {o.frame}: only built-in ltp.{o.field}={o.value!r}" for o in self.only_builtin
-        ]
-        return "\n".join(lines)
-
-
-def _as_list(value: FieldValue | None) -> list[int | str | bool]:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, list) else [value]
-
-
-def _our_view(fields: dict[str, FieldValue]) -> dict[str, FieldValue]:
-    """Our fields plus hdr_ext.* / trl_ext.* (ext.* split by hdr_ext_count)."""
-    view = dict(fields)
-    hcount = fields.get("hdr_ext_count")
-    h = hcount if isinstance(hcount, int) and not isinstance(hcount, bool) else 0
-    for part in ("tag", "length", "value"):
-        values = _as_list(fields.get(f"ext.{part}"))
-        if values[:h]:
-            view[f"hdr_ext.{part}"] = values[:h]
-        if values[h:]:
-            view[f"trl_ext.{part}"] = values[h:]
-    return view
-
-
-def _compare_frame(ours: DecodedFrame, theirs: DecodedFrame, report: ComparisonReport) -> None:
-    mine = _our_view(ours.fields)
-    other = theirs.fields
-    seg_type = mine.get("type", other.get("type"))
-    used_theirs: set[str] = set()
-    for m in MAPPINGS:
-        if not isinstance(seg_type, int) or seg_type not in m.types:
-            continue
-        used_theirs.add(m.theirs)
-        a, b = _as_list(mine.get(m.ours)), _as_list(other.get(m.theirs))
-        for i in range(max(len(a), len(b))):
-            if i < len(a) and i < len(b):
-                report.compared += 1
-                if a[i] == b[i]:
-                    report.agreed += 1
-                else:
-                    report.disagreements.append(
-                        Disagreement(ours.number, m.ours, m.theirs, a[i], b[i])
-                    )
-            elif i < len(a):
-                report.only_ours.append(OneSided(ours.number, m.ours, "ours", a[i]))
-            else:
-                report.only_builtin.append(OneSided(ours.number, m.theirs, "builtin", b[i]))
-    for key in ours.fields:
-        if key in OURS_UNMAPPED:
-            report.unmapped_ours[key] += 1
-    mapped_theirs = {m.theirs for m in MAPPINGS}
-    for key in other:
-        if key not in mapped_theirs:
-            report.unmapped_builtin[key] += 1
-
-
-def compare_frames(
-    ours: Iterable[DecodedFrame], builtin: Iterable[DecodedFrame]
-) -> ComparisonReport:
-    """Compare two decodes of the same capture field by field (see MAPPINGS)."""
-    report = ComparisonReport()
-    theirs_by_number = {f.number: f for f in builtin}
-    ours_numbers = set()
-    for frame in ours:
-        ours_numbers.add(frame.number)
-        other = theirs_by_number.get(frame.number)
-        if other is None:
-            report.frames_only_ours.append(frame.number)
-            continue
-        report.frames_compared += 1
-        if len(other.layers) > 1:
-            report.frames_builtin_duplicated.append(frame.number)
-        _compare_frame(frame, other, report)
-    report.frames_only_builtin = sorted(set(theirs_by_number) - ours_numbers)
-    return report
-
-
-def compare_with_builtin(pcap: Path, *, port: int | None = None) -> ComparisonReport:
-    """Decode ``pcap`` with ours and with the built-in dissector and compare."""
-    return compare_frames(decode(pcap, port=port), decode_builtin(pcap, port=port))

@@ -1,4 +1,5 @@
-"""LTP test generation from the TLA+ model (specs/ltp/).
+"""LTP test generation from the TLA+ model (specs/ltp/); the loop itself is
+protocol-free, in :mod:`generators.traps`.
 
 Each test purpose (see :data:`PURPOSES` and specs/ltp/MCLTPTraps.tla) is a
 trap invariant ``~(Happened /\\ Done)``. TLC refutes it with a shortest
@@ -6,7 +7,7 @@ complete session in which the purpose happened; :func:`compile_trace` turns
 that trace into a :class:`~conformance.types.Scenario`:
 
 * every channel loss becomes an :class:`~conformance.types.Impairment` keyed
-  on wire fields (``conformance.ltp.MATCH_FIELDS``), never a packet index:
+  on wire fields (``fields`` of specs/ltp/wire.json), never a packet index:
   data segments by ``kind`` and byte ``offset``, control segments by
   ``type``; ``occurrence`` counts the earlier transmissions in the same
   direction that match the same fields;
@@ -22,11 +23,8 @@ the step that produced it in the history variable ``lastEvent``.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -34,18 +32,24 @@ from typing import Any, Literal
 from rich.table import Table
 
 from conformance.errors import InputError
+from conformance.protocols.ltp import LtpBlock, LtpDelivery
 from conformance.types import (
     Expectation,
     ExpectedOutcome,
     FieldValue,
     Impairment,
-    LtpBlock,
     Origin,
     Outcome,
     Scenario,
-    dump_model,
 )
-from generators import outcomes
+from generators import outcomes, traps
+
+# What the protocol registry needs from a generator module (conformance/
+# protocols/base.py ProtocolSpec.generator): check, generate, trace_table and
+# these three.
+from generators.outcomes import Unplannable as Unplannable  # noqa: E402
+from generators.outcomes import expectation_for as expectation_for  # noqa: E402
+from generators.outcomes import stale as stale  # noqa: E402
 from generators.tlc import (
     REPO_ROOT,
     TlcProgress,
@@ -53,9 +57,10 @@ from generators.tlc import (
     TraceState,
     cfg_text,
     run_tlc,
-    terminate_all,
     tla_value,
 )
+from generators.traps import GenerateReport, Purpose, TrapModel
+from generators.traps import impairment_key as impairment_key
 
 SPEC_DIR = REPO_ROOT / "specs" / "ltp"
 MODEL = SPEC_DIR / "MCLTP.tla"
@@ -80,16 +85,6 @@ LANES = 2
 
 RED_TYPES = frozenset({"RD", "RD-CP", "RD-CP-EORP", "RD-CP-EORP-EOB"})
 GREEN_TYPES = frozenset({"GD", "GD-U5", "GD-U6", "GD-EOB"})
-
-
-@dataclass(frozen=True)
-class Purpose:
-    """A test purpose: MCLTPTraps' PurposeKind (and PurposeOff), and a sentence."""
-
-    name: str
-    kind: str
-    off: int = 0
-    description: str = ""
 
 
 def purposes(n_red: int, n_green: int) -> list[Purpose]:
@@ -187,42 +182,6 @@ def purposes(n_red: int, n_green: int) -> list[Purpose]:
 PURPOSES = purposes(int(GEN_CONSTANTS["NRed"]), int(GEN_CONSTANTS["NGreen"]))
 
 
-@dataclass
-class PurposeStatus:
-    purpose: str
-    status: Literal["reached", "unreachable", "error"]
-    scenario: Path | None = None
-    trace_length: int = 0
-    detail: str = ""
-    same_as: str = ""  # the purpose whose scenario this one's trace repeats
-
-
-@dataclass
-class GenerateReport:
-    scenarios: list[Path]
-    purposes: list[PurposeStatus]
-    actions_covered: list[str]
-    actions_total: list[str]
-    tlc_seconds: float
-    outdir: Path
-
-    @property
-    def coverage(self) -> float:
-        return len(self.actions_covered) / len(self.actions_total) if self.actions_total else 0.0
-
-    @property
-    def actions_uncovered(self) -> list[str]:
-        return [a for a in self.actions_total if a not in self.actions_covered]
-
-    @property
-    def reached(self) -> list[str]:
-        return [p.purpose for p in self.purposes if p.status == "reached"]
-
-    @property
-    def unreachable(self) -> list[str]:
-        return [p.purpose for p in self.purposes if p.status != "reached"]
-
-
 # ---------------------------------------------------------------------------
 # Model checking
 # ---------------------------------------------------------------------------
@@ -261,19 +220,8 @@ def trap_cfg(purpose: Purpose, constants: Mapping[str, int | bool] = GEN_CONSTAN
 
 
 def model_actions(spec: Path = SPEC) -> list[str]:
-    """The actions of the model: every disjunct of SenderNext, ReceiverNext,
-    ChannelNext and Next, read from the spec text."""
-    text = spec.read_text(encoding="utf-8")
-    names: list[str] = []
-    for block in ("SenderNext", "ReceiverNext", "ChannelNext", "Next"):
-        m = re.search(rf"^{block} ==\n((?:    .*\n)+)", text, re.MULTILINE)
-        if not m:
-            continue
-        for line in m.group(1).splitlines():
-            d = re.match(r"\s*\\/\s*(?:\\E [^:]+:\s*)?([A-Z][A-Za-z0-9_]*)", line)
-            if d and d.group(1) not in ("SenderNext", "ReceiverNext", "ChannelNext"):
-                names.append(d.group(1))
-    return names
+    """The actions of the LTP model (the disjuncts of its next-state relation)."""
+    return traps.model_actions(spec, ("SenderNext", "ReceiverNext", "ChannelNext", "Next"))
 
 
 # ---------------------------------------------------------------------------
@@ -385,8 +333,10 @@ def trace_outcome(
 ) -> ExpectedOutcome:
     """The outcome at the end of one trace: one member of the scenario's set."""
     return ExpectedOutcome(
-        red_bytes_delivered=n_red * segment_size if int(final["rDeliveries"]) > 0 else 0,
-        green_bytes_delivered=len(final["rGreen"]) * segment_size,
+        delivered=LtpDelivery(
+            red_bytes_delivered=n_red * segment_size if int(final["rDeliveries"]) > 0 else 0,
+            green_bytes_delivered=len(final["rGreen"]) * segment_size,
+        ),
         sender_outcome=_outcome(final["sOutcome"]),
         receiver_outcome=_outcome(final["rOutcome"]),
     )
@@ -417,7 +367,7 @@ def compile_trace(
             "the endpoints' checkpoint, report and cancel retransmission limits "
             f"must be {constants['MaxRetx']} for the expected outcome."
         ),
-        ltp=LtpBlock(
+        params=LtpBlock(
             segment_size=segment_size,
             red_len=n_red * segment_size,
             block_len=(n_red + n_green) * segment_size,
@@ -438,21 +388,35 @@ def compile_trace(
     )
 
 
-def impairment_key(scn: Scenario) -> tuple[tuple[str, ...], ...]:
-    """What a scenario asks of the channel, without notes: two scenarios with
-    the same key are one test (their expectations are computed from it)."""
-    return tuple(
-        sorted(
-            (
-                imp.direction,
-                json.dumps(imp.match, sort_keys=True),
-                str(imp.occurrence),
-                str(imp.count),
-                imp.action,
-            )
-            for imp in scn.impairments
-        )
+def _compile(trace: Sequence[TraceState], p: Purpose) -> Scenario:
+    consts = ", ".join(f"{k}={tla_value(v)}" for k, v in GEN_CONSTANTS.items())
+    return compile_trace(trace, p, config=f'{consts}, PurposeKind="{p.kind}", PurposeOff={p.off}')
+
+
+def _outcome_set(
+    scen: Scenario, workdir: Path, progress: Callable[[TlcProgress], None] | None
+) -> Expectation:
+    assert isinstance(scen.params, LtpBlock)
+    return outcomes.expectation(
+        scen.params,
+        scen.impairments,
+        workdir,
+        name=scen.name.removeprefix("ltp-"),
+        must_include=scen.expect.outcomes[0],
+        progress=progress,
     )
+
+
+TRAP_MODEL = TrapModel(
+    purposes=PURPOSES,
+    traps=TRAPS,
+    trap_cfg=trap_cfg,
+    compile=_compile,
+    outcome_set=_outcome_set,
+    actions=model_actions,
+    terminal_action="Terminating",
+    lanes=LANES,
+)
 
 
 def generate(
@@ -460,150 +424,8 @@ def generate(
     progress: Callable[[TlcProgress], None] | None = None,
     on_purpose: Callable[[int, int, str], None] | None = None,
 ) -> GenerateReport:
-    """Run TLC once per test purpose, then once per distinct scenario for its
-    outcome set, and write the distinct scenarios into ``outdir``
-    (``ltp-<purpose>.json``, named after the first purpose that gave it).
-    TLC's files (logs, trap configurations) go to ``outdir/tlc``, which no
-    other run shares. ``on_purpose(done, total, name)`` is called before and
-    after each step; ``outdir/coverage.json`` records purposes and actions."""
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    workdir = outdir / "tlc"
-    workdir.mkdir(exist_ok=True)
-    statuses: list[PurposeStatus] = []
-    distinct: dict[tuple[tuple[str, ...], ...], Scenario] = {}
-    covered: set[str] = set()
-    seconds = 0.0
-    lanes = max(1, min(LANES, os.cpu_count() or 1))
-    done = 0
-
-    def trap(p: Purpose) -> TlcResult:
-        cfg = workdir / f"MCLTPTraps_{p.kind}_{p.off}.cfg"
-        cfg.write_text(trap_cfg(p), encoding="utf-8")
-        # One worker: breadth-first search then gives a shortest trace, the
-        # same every time; the purposes run side by side instead.
-        return run_tlc(TRAPS, cfg, workers=1, progress=progress, workdir=workdir)
-
-    if on_purpose:
-        on_purpose(0, len(PURPOSES), "traps")
-    results: list[TlcResult] = []
-    with ThreadPoolExecutor(lanes) as pool:
-        try:
-            for p, result in zip(PURPOSES, pool.map(trap, PURPOSES), strict=True):
-                done += 1
-                if on_purpose:
-                    on_purpose(done, len(PURPOSES), f"trap {p.name}")
-                results.append(result)
-        except BaseException:
-            terminate_all()  # Ctrl-C: stop the TLC runs before the pool waits for them
-            raise
-    for p, result in zip(PURPOSES, results, strict=True):
-        seconds += result.seconds
-        if "Trap" in result.violated and result.trace:
-            consts = ", ".join(f"{k}={tla_value(v)}" for k, v in GEN_CONSTANTS.items())
-            scen = compile_trace(
-                result.trace, p, config=f'{consts}, PurposeKind="{p.kind}", PurposeOff={p.off}'
-            )
-            covered.update(scen.origin.actions if scen.origin else [])
-            key = impairment_key(scen)
-            first = distinct.get(key)
-            if first is None:
-                distinct[key] = scen
-                statuses.append(PurposeStatus(p.name, "reached", trace_length=len(result.trace)))
-            else:
-                assert first.origin is not None
-                first.origin.purposes.append(p.name)
-                first.description += f" Also test purpose {p.name}: {p.description}."
-                statuses.append(
-                    PurposeStatus(
-                        p.name,
-                        "reached",
-                        trace_length=len(result.trace),
-                        same_as=first.origin.purpose,
-                    )
-                )
-        elif result.ok:
-            statuses.append(
-                PurposeStatus(
-                    p.name, "unreachable", detail="TLC explored the bound without a trap hit"
-                )
-            )
-        else:
-            statuses.append(
-                PurposeStatus(p.name, "error", detail="; ".join(result.errors) or "no trace")
-            )
-    scenarios: list[Path] = []
-    paths: dict[str, Path] = {}
-
-    def outcome_set(scen: Scenario) -> Expectation:
-        assert scen.ltp is not None
-        return outcomes.expectation(
-            scen.ltp,
-            scen.impairments,
-            workdir,
-            name=scen.name.removeprefix("ltp-"),
-            must_include=scen.expect.outcomes[0],
-            progress=progress,
-        )
-
-    todo = list(distinct.values())
-    if on_purpose:
-        on_purpose(0, len(todo), "outcome sets")
-    with ThreadPoolExecutor(lanes) as pool:
-        try:
-            expects = pool.map(outcome_set, todo)
-            for n, (scen, expect) in enumerate(zip(todo, expects, strict=True)):
-                if on_purpose:
-                    on_purpose(n + 1, len(todo), f"outcomes {scen.name}")
-                scen.expect = expect
-                path = outdir / f"{scen.name}.json"
-                dump_model(scen, path)
-                scenarios.append(path)
-                assert scen.origin is not None
-                for name in scen.origin.purposes:
-                    paths[name] = path
-        except BaseException:
-            terminate_all()
-            raise
-    for st in statuses:
-        st.scenario = paths.get(st.purpose)
-    if on_purpose:
-        on_purpose(1, 1, "")
-    total = model_actions()
-    # Terminating is the stuttering end of every complete session; a finite
-    # counterexample never shows it as a step, so it counts as covered when
-    # some scenario reached the end.
-    if scenarios:
-        covered.add("Terminating")
-    report = GenerateReport(
-        scenarios=scenarios,
-        purposes=statuses,
-        actions_covered=[a for a in total if a in covered],
-        actions_total=total,
-        tlc_seconds=round(seconds, 3),
-        outdir=outdir,
-    )
-    coverage = {
-        "covered": report.actions_covered,
-        "total": report.actions_total,
-        "uncovered": report.actions_uncovered,
-        "purposes": {
-            st.purpose: {
-                "status": st.status,
-                "scenario": st.scenario.name if st.scenario else None,
-                "same_as": st.same_as or None,
-                "detail": st.detail,
-            }
-            for st in statuses
-        },
-    }
-    (outdir / "coverage.json").write_text(json.dumps(coverage, indent=2) + "\n")
-    return report
-
-
-# ---------------------------------------------------------------------------
-# Rendering
-# ---------------------------------------------------------------------------
+    """Every LTP test purpose's scenario into ``outdir`` (:func:`traps.generate`)."""
+    return traps.generate(TRAP_MODEL, outdir, progress, on_purpose)
 
 
 def describe_segment(seg: Mapping[str, Any]) -> str:

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conformance.errors import DtncError
+from conformance.protocols.ltp import LtpBlock, LtpDelivery
 from conformance.types import (
     Expectation,
     ExpectedOutcome,
     Impairment,
-    LtpBlock,
     Outcome,
     Scenario,
 )
@@ -130,13 +130,15 @@ def green_bytes(offsets: Sequence[int], block: LtpBlock) -> int:
 
 
 def parse_outcomes(text: str, block: LtpBlock) -> list[ExpectedOutcome]:
-    seen: dict[tuple[int, int, str, str], ExpectedOutcome] = {}
+    seen: dict[tuple[int | str, ...], ExpectedOutcome] = {}
     for m in _LINE.finditer(text):
         sender, receiver, delivered, green = m.groups()
         offs = [int(x) for x in green.replace(" ", "").split(",") if x]
         o = ExpectedOutcome(
-            red_bytes_delivered=block.red_len if int(delivered) > 0 else 0,
-            green_bytes_delivered=green_bytes(offs, block),
+            delivered=LtpDelivery(
+                red_bytes_delivered=block.red_len if int(delivered) > 0 else 0,
+                green_bytes_delivered=green_bytes(offs, block),
+            ),
             sender_outcome=_outcome(sender),
             receiver_outcome=_outcome(receiver),
         )
@@ -329,14 +331,15 @@ def expectation_for(
 ) -> Expectation:
     """A scenario's expectation from its geometry, impairments and channel:
     ``dtnconform expect`` writes it into hand-written scenarios."""
-    if scn.protocol != "ltp" or scn.ltp is None:
-        raise Unplannable(f"{scn.name}: outcome sets exist for LTP scenarios only")
+    if not isinstance(scn.params, LtpBlock):
+        raise Unplannable(f"{scn.name}: this outcome set is for LTP scenarios only")
+    block = scn.params
     shape = channel_shape(scn)
     # The set depends on the geometry, the impairments and the channel's
     # shape only: scenarios that differ in link figures share one TLC run.
     key = json.dumps(
         [
-            scn.ltp.model_dump(mode="json"),
+            block.model_dump(mode="json"),
             [i.model_dump(mode="json", exclude={"note"}) for i in scn.impairments],
             shape.in_order,
             shape.random_loss,
@@ -347,7 +350,7 @@ def expectation_for(
         hit = _CACHE.get(key)
     if hit is None:
         hit = expectation(
-            scn.ltp,
+            block,
             scn.impairments,
             workdir,
             name=scn.name,

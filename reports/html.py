@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
+from conformance import protocols
 from conformance.types import (
     Provenance,
     RunResult,
@@ -44,40 +45,11 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 # ---------------------------------------------------------------------------
 
 
-def cancel_reason(protocol: str, code: object) -> str:
-    """A cancel segment's reason by name, its code in parentheses:
-    "RLEXC (2)" (LTP: RFC 5326 §3.2.4)."""
-    names: Mapping[int, str] = {}
-    if protocol == "ltp":
-        from conformance.ltp import CANCEL_REASONS
-
-        names = CANCEL_REASONS
-    if isinstance(code, int) and not isinstance(code, bool):
-        name = names.get(code)
-        return f"{name} ({code})" if name else f"undefined reason ({code})"
-    return str(code)
-
-
 def segment_label(s: SegmentRecord) -> str:
-    f = s.fields
-    parts = [str(f.get("type", "?"))]
-    if "offset" in f:
-        parts.append(f"off={f['offset']} len={f.get('length')}")
-    if f.get("type") == "RS":
-        parts.append(f"rs={f.get('report_serial')} cp={f.get('checkpoint_serial')} "
-                     f"[{f.get('lower_bound')}-{f.get('upper_bound')})")  # fmt: skip
-        offs, lens = f.get("claim.offset", []), f.get("claim.length", [])
-        if isinstance(offs, list) and isinstance(lens, list) and offs:
-            parts.append(
-                "claims " + ",".join(f"{o}+{ln}" for o, ln in zip(offs, lens, strict=False))
-            )
-    elif f.get("type") == "RA":
-        parts.append(f"rs={f.get('report_serial')}")
-    elif f.get("checkpoint"):
-        parts.append(f"cp={f.get('checkpoint_serial')}")
-    if "reason" in f:
-        parts.append(cancel_reason(s.protocol, f["reason"]))
-    return " ".join(parts)
+    """One line for a unit on the ladder (the protocol's own label)."""
+    from conformance import protocols
+
+    return protocols.get(s.protocol).label(s.fields)
 
 
 # ---------------------------------------------------------------------------
@@ -504,8 +476,11 @@ def render_certification(
         r["channel_rows"] = channel_rows(r["channel"])
     counts = Counter(r["status"] for r in rows)
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
+    spec = protocols.get(protocol)
     page = env.get_template("certification.html").render(
         protocol=protocol.upper(),
+        delivery_labels=spec.delivery.labels(),
+        dissector_proto=spec.dissector.proto,
         sut=f"{sut.name} {sut.version}",
         rows=rows,
         counts=counts,

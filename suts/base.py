@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args
 
+from pydantic import ValidationError
+
+from conformance import protocols
 from conformance.types import EndpointResult, Outcome, Scenario
 
 REPO = Path(__file__).resolve().parent.parent
@@ -63,6 +66,11 @@ class SutAdapter(ABC):
             data = json.loads(lines[-1])
         except json.JSONDecodeError:
             data = {"outcome": "error", "detail": f"unreadable result line: {lines[-1][:200]}"}
+        if not isinstance(data, dict):
+            data = {
+                "outcome": "error",
+                "detail": f"result line is not an object: {lines[-1][:200]}",
+            }
         outcome = data.get("outcome", "error")
         detail = str(data.get("detail", ""))
         if outcome not in get_args(Outcome):
@@ -70,11 +78,18 @@ class SutAdapter(ABC):
             # know is one too, and says so.
             detail = f"unknown outcome {outcome!r} (exit {exit_code}); {detail}"
             outcome = "error"
+        # Every other key is one of the protocol's delivery counters.
+        delivery = protocols.get(self.protocol).delivery
+        counters = {k: v for k, v in data.items() if k in delivery.model_fields and k != "protocol"}
+        try:
+            delivered = delivery(protocol=self.protocol, **counters)
+        except ValidationError as exc:
+            detail = f"bad delivery counters {counters} ({exc.errors()[0]['msg']}); {detail}"
+            outcome, delivered = "error", delivery(protocol=self.protocol)
         return EndpointResult(
             role=role,  # type: ignore[arg-type]
             outcome=outcome,
-            red_bytes_delivered=int(data.get("red_bytes_delivered") or 0),
-            green_bytes_delivered=int(data.get("green_bytes_delivered") or 0),
+            delivered=delivered,
             payload_ok=data.get("payload_ok"),
             duration_s=float(data.get("duration_s") or 0.0),
             exit_code=exit_code,
@@ -82,14 +97,27 @@ class SutAdapter(ABC):
         )
 
 
+# The registered implementations: name -> "module:class" (one line each).
+REGISTRY: dict[str, str] = {
+    "licklider": "suts.licklider:Licklider",
+}
+KNOWN = tuple(REGISTRY)
+
+
 def get(name: str) -> SutAdapter:
+    """The adapter of a registered implementation (InputError naming them)."""
+    import importlib
+
     from conformance.errors import InputError
 
-    if name == "licklider":
-        from suts.licklider import Licklider
+    if name not in REGISTRY:
+        raise InputError(f"unknown SUT {name!r} (known: {', '.join(REGISTRY)})")
+    module, cls = REGISTRY[name].split(":")
+    adapter = getattr(importlib.import_module(module), cls)()
+    assert isinstance(adapter, SutAdapter)
+    return adapter
 
-        return Licklider()
-    raise InputError(f"unknown SUT {name!r} (known: licklider)")
 
-
-KNOWN = ("licklider",)
+def for_protocol(protocol: str) -> list[str]:
+    """The registered implementations of one protocol."""
+    return [n for n in REGISTRY if get(n).protocol == protocol]

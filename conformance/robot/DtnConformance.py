@@ -57,14 +57,23 @@ class DtnConformance:
                 f"[run directory {self.last.run_dir}]"
             )
 
-    @keyword("Delivered Bytes Should Be")
-    def delivered_bytes_should_be(self, red: int, green: int) -> None:
-        """Fail unless the receiver delivered ``red`` red and ``green`` green bytes."""
+    @keyword("Delivered Should Be")
+    def delivered_should_be(self, **counters: str) -> None:
+        """Fail unless the receiver delivered what the named counters say,
+        e.g. ``red_bytes_delivered=3000    green_bytes_delivered=1000`` (the
+        protocol's delivery counters)."""
         if self.last is None or self.last.result is None:
             raise VerdictMismatch("the last run produced no result")
         rx = self.last.result.receiver
-        if (rx.red_bytes_delivered, rx.green_bytes_delivered) != (int(red), int(green)):
+        have = rx.delivered.parts() if rx.delivered is not None else {}
+        unknown = sorted(set(counters) - set(have))
+        if unknown:
             raise VerdictMismatch(
-                f"{self.last.verdict.scenario}: expected {red}/{green} red/green bytes, "
-                f"observed {rx.red_bytes_delivered}/{rx.green_bytes_delivered}"
+                f"no delivery counter {', '.join(unknown)} (have: {sorted(have)})"
+            )
+        wrong = {k: (int(v), have[k]) for k, v in counters.items() if have[k] != int(v)}
+        if wrong:
+            raise VerdictMismatch(
+                f"{self.last.verdict.scenario}: "
+                + ", ".join(f"{k} expected {w}, observed {h}" for k, (w, h) in wrong.items())
             )

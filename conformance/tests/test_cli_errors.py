@@ -40,13 +40,15 @@ from dissectors.tshark import (
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / ".venv" / "bin" / "dtnconform"
 CLI = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "conformance.cli"]
-SCENARIO = ROOT / "reports" / "findings" / "scenarios" / "ltp-two-reports-lost.json"
-CAPTURES = ROOT / "reports" / "findings" / "captures"
-LICKLIDER_PCAP = CAPTURES / "licklider-0.1.1-first-cs-not-acknowledged-sender-side.pcap"
-NORM_PCAP = CAPTURES / "nrl-norm-1.5.9-repair-flag-never-set.pcap"
+SCENARIO = ROOT / "reports" / "findings" / "ltp" / "scenarios" / "ltp-two-reports-lost.json"
+FINDINGS = ROOT / "reports" / "findings"
+LICKLIDER_PCAP = (
+    FINDINGS / "ltp/captures/licklider-0.1.1-first-cs-not-acknowledged-sender-side.pcap"
+)
+NORM_PCAP = FINDINGS / "norm/captures/nrl-norm-1.5.9-repair-flag-never-set.pcap"
 EMU = ROOT / "conformance" / "emulator" / "target" / "release" / "dtnc-emu"
 HARNESS = ROOT / "suts" / "licklider" / "harness" / "target" / "release" / "dtnc-licklider"
-CLASSIFY_SRC = ROOT / "conformance" / "emulator" / "src" / "classify"
+CLASSIFY_SRC = ROOT / "conformance" / "emulator" / "core" / "src" / "classify"
 
 IS_ROOT = os.geteuid() == 0
 needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
@@ -389,16 +391,16 @@ def test_truncated_capture(tmp_path: Path) -> None:
     )  # fmt: skip
     assert "LTP segments" in line
     # what came before the cut is listed: the LTP frames among the whole ones
-    whole = decode(LICKLIDER_PCAP)
+    whole = decode(LICKLIDER_PCAP, protocol="ltp")
     before = [f.number for f in whole if f.number < n]
     assert before, "the capture has LTP segments before its last frame"
     for k in before:
         assert re.search(rf"^\S*\s*{k}\s", proc.stdout, re.MULTILINE), (k, proc.stdout)
     # the library: decode() raises with the frames, decode_capture() returns them
     with pytest.raises(CaptureTruncated) as exc:
-        decode(pcap)
+        decode(pcap, protocol="ltp")
     assert [f.number for f in exc.value.decoded.frames] == before
-    result = decode_capture(pcap)
+    result = decode_capture(pcap, protocol="ltp")
     assert [f.number for f in result.frames] == before
     assert result.truncation is not None and result.truncation.frames == n - 1
 
@@ -608,14 +610,14 @@ def test_validate_several_ports() -> None:
     proc = cli("validate", str(LICKLIDER_PCAP), "--proto", "ltp", "--port", "4556,5000-5010",
                "--port", "1113", "--all")  # fmt: skip
     assert proc.returncode in (0, 1), proc.stderr
-    n = len(decode(LICKLIDER_PCAP))
+    n = len(decode(LICKLIDER_PCAP, protocol="ltp"))
     assert f"{n} LTP segments on UDP 1113,4556,5000-5010" in " ".join(proc.stdout.split())
     assert "skipped" not in proc.stdout  # only LTP uses UDP in this capture
     # the library takes an int (segments.py) or any iterable of ports
-    assert [f.number for f in decode(LICKLIDER_PCAP, port=1113)] == [
-        f.number for f in decode(LICKLIDER_PCAP, port=range(1110, 1120))
+    assert [f.number for f in decode(LICKLIDER_PCAP, protocol="ltp", port=1113)] == [
+        f.number for f in decode(LICKLIDER_PCAP, protocol="ltp", port=range(1110, 1120))
     ]
-    assert decode(LICKLIDER_PCAP, port=[4556, 5000]) == []
+    assert decode(LICKLIDER_PCAP, protocol="ltp", port=[4556, 5000]) == []
 
 
 @needs_tshark
@@ -629,10 +631,10 @@ def test_validate_reports_skipped_udp(tmp_path: Path) -> None:
             ["mergecap", "-F", "pcap", "-w", str(merged), str(LICKLIDER_PCAP), str(NORM_PCAP)],
             check=True,
         )
-        result = decode_capture(merged)
-        assert len(result.frames) == len(decode(LICKLIDER_PCAP))
+        result = decode_capture(merged, protocol="ltp")
+        assert len(result.frames) == len(decode(LICKLIDER_PCAP, protocol="ltp"))
         assert dict(result.skipped_udp) == {6003: 12}
-        assert decode_capture(merged, port=[1113, 6003]).skipped_udp == {}
+        assert decode_capture(merged, protocol="ltp", port=[1113, 6003]).skipped_udp == {}
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,10 @@
 
 ``dtnc-emu classify PROTOCOL`` reads hex UDP payloads, one per line, and
 prints each one's fields as a JSON object (``null`` when it does not
-classify). Here its LTP output is compared with the Python codec
-(:func:`conformance.ltp.classify` of :func:`conformance.ltp.parse`) on every
-captured LTP segment, and its CFDP output with tshark's cfdp dissector.
+classify). Here its LTP output is compared with the Scapy layer's strict
+decoder (:func:`dissectors.ltp.layer.classify` of
+:func:`dissectors.ltp.layer.parse`) on every captured LTP segment, and its
+CFDP output with tshark's cfdp dissector.
 
 Build the binary first: ``cd conformance/emulator && cargo build --release``.
 """
@@ -20,11 +21,12 @@ from typing import Any
 
 import pytest
 
-from conformance import emulator, ltp
+from conformance import emulator
+from dissectors.ltp.layer import LtpDecodeError, classify, parse
 
 ROOT = Path(__file__).resolve().parents[2]
 EMU = ROOT / "conformance" / "emulator" / "target" / "release" / "dtnc-emu"
-CAPTURES = ROOT / "reports" / "findings" / "captures"
+FINDINGS = ROOT / "reports" / "findings"
 LTP_PORT = 1113
 
 pytestmark = pytest.mark.skipif(
@@ -42,15 +44,12 @@ def typed(fields: dict[str, Any] | None) -> list[tuple[str, str, Any]] | None:
 
 
 def python_ltp(payload: bytes) -> dict[str, Any] | None:
+    """The layer's fields, None where its strict parse rejects the payload
+    (same acceptance as the emulator: SDNVs of at most 64 bits included)."""
     try:
-        fields = ltp.classify(ltp.parse(payload))
-    except ltp.LtpDecodeError:
+        return classify(parse(payload))
+    except LtpDecodeError:
         return None
-    # The one deliberate difference: SDNV values over 64 bits (which
-    # ltp.sdnv_decode accepts up to 70 bits) do not classify in the emulator.
-    if any(isinstance(v, int) and v >= 2**64 for v in fields.values()):
-        return None
-    return fields
 
 
 def udp_payloads(pattern: str, port: int) -> list[tuple[str, bytes]]:
@@ -60,7 +59,7 @@ def udp_payloads(pattern: str, port: int) -> list[tuple[str, bytes]]:
     from scapy.utils import PcapReader
 
     out = []
-    for pcap in sorted(CAPTURES.glob(pattern)):
+    for pcap in sorted(FINDINGS.glob(f"*/captures/{pattern}")):
         with PcapReader(str(pcap)) as reader:
             for number, pkt in enumerate(reader, start=1):
                 if UDP in pkt and port in (pkt[UDP].sport, pkt[UDP].dport):
@@ -109,7 +108,7 @@ def test_ltp_truncated_and_mutated_segments_agree_with_python_codec() -> None:
 # CFDP against tshark
 # ---------------------------------------------------------------------------
 
-CFDP_RS = ROOT / "conformance" / "emulator" / "src" / "classify" / "cfdp.rs"
+CFDP_RS = ROOT / "conformance" / "emulator" / "core" / "src" / "classify" / "cfdp.rs"
 
 
 def rust_hex_consts(path: Path) -> dict[str, str]:
@@ -126,7 +125,7 @@ def rust_hex_consts(path: Path) -> dict[str, str]:
     return out
 
 
-# The PDUs embedded in conformance/emulator/src/classify/cfdp.rs, built with
+# The PDUs embedded in conformance/emulator/core/src/classify/cfdp.rs, built with
 # the PDU classes of spacepackets 0.32.0 (pip install cfdp-py==0.7.0
 # fastcrc==0.3.6), plus three hand-built Finished PDUs with the condition
 # codes 9-11.

@@ -4,7 +4,7 @@ independent decoders.
 NORM: ``dtnc-emu classify norm`` is compared with tshark 4.0's ``norm``
 dissector on every message of ``data/norm-nrl-1.5.9.pcap`` (real NRL NORM
 1.5.9 traffic, see below) and on the sample table of
-``emulator/src/classify/norm.rs`` written into a pcap with scapy. tshark 4.0
+``emulator/core/src/classify/norm.rs`` written into a pcap with scapy. tshark 4.0
 cannot decode the FEC Payload ID of fec_id 5 and misreads that of fec_id 2
 (as a 32-bit block number and a 32-bit symbol ID, the pre-RFC 5510 layout),
 so for those two the block and symbol numbers are checked against the
@@ -43,7 +43,7 @@ from conformance import emulator
 
 ROOT = Path(__file__).resolve().parents[2]
 EMU = ROOT / "conformance" / "emulator" / "target" / "release" / "dtnc-emu"
-CLASSIFY = ROOT / "conformance" / "emulator" / "src" / "classify"
+CLASSIFY = ROOT / "conformance" / "emulator" / "core" / "src" / "classify"
 NORM_PCAP = Path(__file__).resolve().parent / "data" / "norm-nrl-1.5.9.pcap"
 NORM_PORTS = "6003-6007"
 

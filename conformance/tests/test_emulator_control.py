@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance import emulator, profiles
-from conformance.types import Channel
+from conformance import emulator, netns, profiles
+from conformance.types import Channel, ChannelRecord, Impairment
 
 DTNC = [sys.executable, "-m", "conformance.cli"]
 
@@ -126,3 +127,57 @@ def test_emulator_not_root_says_so(tmp_path: Path) -> None:
     shutil.rmtree(shared)
     assert out.returncode == 2, out.stderr
     assert "run dtnc-emu as root" in out.stderr
+
+
+def test_channel_record_declares_every_key_the_emulator_writes() -> None:
+    """ChannelRecord (Python) and the decision log's writer (Rust, whose own
+    test checks that the keys it writes are its KEYS) list the same keys in
+    the same order."""
+    src = (emulator.CRATE / "core" / "src" / "log.rs").read_text()
+    m = re.search(r"pub const KEYS: \[&str; \d+\] = \[(.*?)\];", src, re.S)
+    assert m, "KEYS not found in log.rs"
+    assert re.findall(r'"(\w+)"', m.group(1)) == list(ChannelRecord.model_fields)
+
+
+# An LTP report-acknowledgment segment (RFC 5326 §3.2.3): control byte 0x09,
+# session originator 1, session number 77, no extensions, report serial 3.
+RA_HEX = "09014d0003"
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+def test_real_log_lines_validate_as_channel_records(tmp_path: Path) -> None:
+    """Every line a real dtnc-emu run writes validates as a ChannelRecord,
+    and the run exercises most of the optional keys."""
+    ch = Channel.model_validate({
+        "forward": {"link": {"delay_ms": 1, "loss": 0.02, "ber": 1e-4, "checksum": "recompute",
+                             "duplicate": 0.05, "reorder": {"probability": 0.05}}},
+        "seed": 4,
+    })  # fmt: skip
+    rule = Impairment.model_validate({"direction": "forward", "match": {"type": "RA"},
+                                      "occurrence": 2})  # fmt: skip
+    with netns.topology(static_arp=True) as topo:
+        cfg = emulator.config(ch, if_a=topo.if_ma, if_b=topo.if_mb, protocol="ltp", port=1113,
+                              impairments=[rule])  # fmt: skip
+        run = emulator.start(topo, cfg, tmp_path)
+        code = (
+            "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            f"for _ in range(3): s.sendto(bytes.fromhex({RA_HEX!r}), ({topo.ip_b!r}, 1113))"
+        )
+        subprocess.run(["ip", "netns", "exec", topo.ns_a, sys.executable, "-c", code], check=True)
+        emulator.traffic(topo, pps=2000, count=2000, size=300)
+        run.stop()
+    lines = (tmp_path / "channel.jsonl").read_text().splitlines()
+    records = [ChannelRecord.model_validate_json(line) for line in lines]
+    assert records == emulator.read_log(tmp_path / "channel.jsonl")
+    seen = set().union(*(json.loads(line).keys() for line in lines))
+    assert seen <= set(ChannelRecord.model_fields)
+    expected = set(ChannelRecord.model_fields) - {"extra_delay_ns", "replayed", "mismatch"}
+    assert seen == expected, sorted(expected - seen)
+    ras = [r for r in records if r.proto == "ltp"]
+    assert [(r.seg, r.fields["type"], r.decision, r.rule) for r in ras] == [
+        (1, "RA", ras[0].decision, None),
+        (2, "RA", "drop", 0),
+        (3, "RA", ras[2].decision, None),
+    ]
+    assert ras[1].cause == "rule" and ras[1].release_ns is None

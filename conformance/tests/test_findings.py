@@ -1,5 +1,5 @@
 """Every finding's scenario still shows its finding: each file under
-reports/findings/scenarios/ is run against the implementation it was found
+reports/findings/<proto>/scenarios/ is run against the implementation it was found
 in, and its check asserts the deviation the finding describes (a verdict, the
 reasons, and the segment trace where the deviation only shows there)."""
 
@@ -16,7 +16,7 @@ from suts.base import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "reports" / "findings" / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[2] / "reports" / "findings" / "ltp" / "scenarios"
 
 
 def _types(segs: list[SegmentRecord], direction: str) -> list[str]:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from conformance.judge import judge
+from conformance.protocols.ltp import LtpDelivery
 from conformance.segments import Finding
 from conformance.types import EndpointResult, RunResult, Scenario, SegmentCounts
 
@@ -50,8 +51,7 @@ def _result(red: int, green: int, tx: str, rx: str, rx_detail: str = "") -> RunR
         receiver=EndpointResult(
             role="receiver",
             outcome=rx,  # type: ignore[arg-type]
-            red_bytes_delivered=red,
-            green_bytes_delivered=green,
+            delivered=LtpDelivery(red_bytes_delivered=red, green_bytes_delivered=green),
             detail=rx_detail,
         ),
         delivered_bytes=red + green,
@@ -68,10 +68,12 @@ def _log(tmp_path: Path, records: list[dict[str, object]]) -> Path:
 
 
 def _rs(i: int, rule: int | None) -> dict[str, object]:
-    rec: dict[str, object] = {"dir": "return", "index": i, "kind": "udp", "proto": "ltp",
-                              "fields": {"type": "RS"}, "verdict": "pass"}  # fmt: skip
+    rec: dict[str, object] = {"t_ns": i, "dir": "return", "index": i, "len": 60, "kind": "udp",
+                              "proto": "ltp", "seg": i, "fields": {"type": "RS"},
+                              "decision": "pass", "release_ns": i}  # fmt: skip
     if rule is not None:
-        rec.update(verdict="drop", rule=rule)
+        rec.update(decision="drop", cause="rule", rule=rule)
+        del rec["release_ns"]
     return rec
 
 
@@ -127,8 +129,11 @@ def test_unmet_impairment_is_inconclusive_and_says_what_the_channel_saw(tmp_path
         outcomes=[(3000, 1000, "completed", "completed")],
         impairments=[{"direction": "forward", "match": {"kind": "red_data", "offset": 1000}}],
     )
-    frag = {"dir": "forward", "index": 2, "kind": "fragment", "verdict": "pass"}
-    log = _log(tmp_path, [{"dir": "forward", "index": 1, "kind": "non-ip"}, frag, frag])
+    frag = {"t_ns": 2, "dir": "forward", "index": 2, "len": 1514, "kind": "fragment",
+            "decision": "pass", "release_ns": 2}  # fmt: skip
+    arp = {"t_ns": 1, "dir": "forward", "index": 1, "len": 42, "kind": "non-ip",
+           "decision": "pass", "release_ns": 1}  # fmt: skip
+    log = _log(tmp_path, [arp, frag, frag])
     v = judge(scn, _result(3000, 1000, "completed", "completed"), log, [])
     assert v.status == "inconclusive"
     msg = v.reasons[0].message

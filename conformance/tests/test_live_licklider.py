@@ -51,8 +51,8 @@ def test_lost_red_segment_and_report_are_recovered(tmp_path: Path) -> None:
         red=2000,
         green=1000,
     )
-    assert scn.ltp is not None
-    scn.ltp.retransmission_limit = 2
+    assert scn.params is not None
+    scn.params.retransmission_limit = 2
     scn.expect = outcomes.expectation_for(scn, tmp_path / "tlc")
     out = run_scenario(scn, get("licklider"), tmp_path / "run")
     assert out.verdict.status == "pass", out.verdict.reasons
@@ -73,7 +73,7 @@ def test_lost_red_segment_and_report_are_recovered(tmp_path: Path) -> None:
     assert resent and resent[0].fields["checkpoint"] is True
     # Our dissector and Wireshark's built-in one agree on every mapped field of
     # the captured licklider traffic, on both sides.
-    from dissectors.tshark import compare_with_builtin
+    from dissectors.ltp.builtin import compare_with_builtin
 
     for cap in ("a.pcap", "b.pcap"):
         report = compare_with_builtin(tmp_path / "run" / cap)
@@ -96,7 +96,7 @@ def test_wrong_expectation_fails_with_reasons(tmp_path: Path) -> None:
     assert out.verdict.status == "fail"
     codes = {r.code for r in out.verdict.reasons}
     assert "unexpected-green-bytes-delivered" in codes
-    assert out.result is not None and out.result.receiver.green_bytes_delivered == 0
+    assert out.result is not None and out.result.receiver.delivered.green_bytes_delivered == 0
 
 
 def test_impairment_that_never_matches_is_inconclusive(tmp_path: Path) -> None:
@@ -112,7 +112,7 @@ def test_impairment_that_never_matches_is_inconclusive(tmp_path: Path) -> None:
     # it says what the channel saw instead of the segment it waited for
     assert "0 matching [type=CS]" in out.verdict.reasons[0].message
     log = emulator.read_log(tmp_path / "run" / "channel.jsonl")
-    assert all(r["verdict"] == "pass" for r in log)
+    assert all(r.decision == "pass" for r in log)
 
 
 class _CrashingReceiver:
@@ -182,8 +182,8 @@ def test_ctrl_c_leaves_no_namespaces_or_processes(tmp_path: Path) -> None:
         red=0,
         green=0,
     )
-    assert scn.ltp is not None
-    scn.ltp.retransmission_limit = 10
+    assert scn.params is not None
+    scn.params.retransmission_limit = 10
     path = tmp_path / "scn.json"
     path.write_text(scn.model_dump_json(by_alias=True))
     run_dir = tmp_path / "run"
@@ -225,16 +225,16 @@ def test_block_crosses_a_delayed_link_with_a_corrupted_checkpoint(tmp_path: Path
     out = run_scenario(scn, get("licklider"), tmp_path / "run")
     assert out.verdict.status == "pass", out.verdict.reasons
     log = emulator.read_log(tmp_path / "run" / "channel.jsonl")
-    corrupted = [r for r in log if r["verdict"] == "corrupt"]
-    assert len(corrupted) == 1 and corrupted[0]["rule"] == 0
-    assert len(corrupted[0]["flipped"]) == 3
+    corrupted = [r for r in log if r.decision == "corrupt"]
+    assert len(corrupted) == 1 and corrupted[0].rule == 0
+    assert len(corrupted[0].flipped) == 3
     # a checkpoint was sent again after the corrupted one
-    cps = [r for r in log if r.get("fields", {}).get("type") == "RD-CP-EORP"]
+    cps = [r for r in log if r.fields.get("type") == "RD-CP-EORP"]
     assert len(cps) >= 2
     # the link delay held for every segment that crossed
     for r in log:
-        if r["verdict"] != "drop" and r["dir"] == "forward":
-            assert r["release_ns"] - r["t_ns"] >= 30_000_000
+        if r.decision != "drop" and r.dir == "forward":
+            assert r.release_ns is not None and r.release_ns - r.t_ns >= 30_000_000
 
 
 def test_channel_crash_is_an_error_verdict_and_leaves_no_namespaces(

@@ -147,8 +147,8 @@ def _run_profile(prof_name: str, run_dir: str) -> dict[str, Any]:
         "observed": None
         if r is None
         else {
-            "red": r.receiver.red_bytes_delivered,
-            "green": r.receiver.green_bytes_delivered,
+            "red": r.receiver.delivered.red_bytes_delivered,
+            "green": r.receiver.delivered.green_bytes_delivered,
             "sender": r.sender.outcome,
             "receiver": r.receiver.outcome,
             "sender_detail": r.sender.detail,
@@ -234,5 +234,5 @@ def test_nominal_block_passes_on_profile(profile: str, sweep: _Sweep) -> None:
     assert obs is not None
     assert (obs["sender"], obs["receiver"]) == ("completed", "completed"), ctx
     assert obs["red"] == BLOCK["red_len"], ctx
-    if nominal(profile).ltp.retransmission_limit != RANDOM_LOSS_RTX_LIMIT:  # type: ignore[union-attr]
+    if nominal(profile).params.retransmission_limit != RANDOM_LOSS_RTX_LIMIT:  # type: ignore[union-attr]
         assert obs["green"] == BLOCK["block_len"] - BLOCK["red_len"], ctx

@@ -15,6 +15,7 @@ import pytest
 
 from conformance import provenance
 from conformance.certify import load_outcome, read_coverage
+from conformance.protocols.ltp import LtpDelivery, cancel_reason
 from conformance.types import (
     EndpointResult,
     Provenance,
@@ -28,7 +29,6 @@ from conformance.types import (
 from reports.html import (
     BREAK_PX,
     FLOOR_PX,
-    cancel_reason,
     ladder_layout,
     render_certification,
     segment_label,
@@ -61,7 +61,7 @@ class FakeSut(SutAdapter):
 
 class KnobbedSut(FakeSut):
     def knobs(self, scn: Scenario) -> dict[str, object]:
-        return {"rtx_timeout_ms": 300, "segment_size": scn.ltp.segment_size if scn.ltp else 0}
+        return {"rtx_timeout_ms": 300, "segment_size": scn.params.segment_size if scn.params else 0}
 
 
 def _scenario(name: str, outcomes: list[dict[str, Any]], **extra: Any) -> Scenario:
@@ -225,8 +225,7 @@ def _run_dir(
         receiver=EndpointResult(
             role="receiver",
             outcome=rcv,  # type: ignore[arg-type]
-            red_bytes_delivered=red,
-            green_bytes_delivered=green,
+            delivered=LtpDelivery(red_bytes_delivered=red, green_bytes_delivered=green),
             duration_s=rx_duration,
         ),
         delivered_bytes=delivered,
@@ -313,9 +312,9 @@ def test_report_shows_channel_as_run(report: str) -> None:
 def test_cancel_reason_by_name(report: str) -> None:
     assert "RLEXC" in report
     assert "reason=2" not in report
-    assert cancel_reason("ltp", 2) == "RLEXC (2)"
-    assert cancel_reason("ltp", 5) == "RXMTCYCEXC (5)"
-    assert cancel_reason("ltp", 9) == "undefined reason (9)"
+    assert cancel_reason(2) == "RLEXC (2)"
+    assert cancel_reason(5) == "RXMTCYCEXC (5)"
+    assert cancel_reason(9) == "undefined reason (9)"
     cs = SegmentRecord(protocol="ltp", direction="return", time=0.0, frame=1, length=5,
                        fields={"type": "CR", "kind": "cancel", "reason": 3})  # fmt: skip
     assert segment_label(cs) == "CR MISCOLORED (3)"

@@ -50,7 +50,7 @@ def _with(path: list[str | int], value: object) -> dict[str, object]:
 
 def test_good_scenario_loads(tmp_path: Path) -> None:
     scn = load_scenario(_write(tmp_path, GOOD))
-    assert scn.ltp is not None and scn.ltp.red_len == 2000 and scn.ltp.block_len == 3000
+    assert scn.params is not None and scn.params.red_len == 2000 and scn.params.block_len == 3000
     assert scn.impairments[0].describe() == "drop 1st return segment [type=RS]"
 
 
@@ -79,8 +79,8 @@ def test_good_scenario_loads(tmp_path: Path) -> None:
         (["expect", "outcomes"], [], "expect.outcomes", "at least 1 item"),
         (["ltp", "red_len"], 4000, "ltp", "red_len 4000 exceeds block_len 3000"),
         (["ltp", "segment_size"], 1461, "ltp.segment_size", "over channel.mtu 1500"),
-        (["ltp"], KeyError, "(top level)", "needs the 'ltp' block geometry"),
-        (["protocol"], "tcp", "protocol", "'ltp'"),
+        (["ltp"], KeyError, "params", "Field required"),
+        (["protocol"], "tcp", "protocol", "unknown protocol 'tcp' (registered: ltp"),
         (["name"], "has spaces", "name", "pattern"),
         (
             ["expect", "outcomes", 0, "sender_outcome"],
@@ -108,7 +108,7 @@ def test_fragmented_runs_only_when_asked(tmp_path: Path) -> None:
     data["channel"] = {"fragment": True}
     assert load_scenario(_write(tmp_path, data)).channel.fragment
     data["channel"] = {"mtu": 1600}
-    assert load_scenario(_write(tmp_path, data)).ltp.segment_size == 1461  # type: ignore[union-attr]
+    assert load_scenario(_write(tmp_path, data)).params.segment_size == 1461  # type: ignore[union-attr]
 
 
 def test_files_from_before_bytes_and_outcome_sets_still_load(tmp_path: Path) -> None:
@@ -118,7 +118,7 @@ def test_files_from_before_bytes_and_outcome_sets_still_load(tmp_path: Path) -> 
     old["ltp"] = {"segment_size": 1000, "red_segments": 2, "green_segments": 1}
     old["expect"] = old["expect"]["outcomes"][0]
     scn = load_scenario(_write(tmp_path, old))
-    assert (scn.ltp.red_len, scn.ltp.block_len) == (2000, 3000)  # type: ignore[union-attr]
+    assert (scn.params.red_len, scn.params.block_len) == (2000, 3000)  # type: ignore[union-attr]
     assert scn.expect.allows(scn.expect.outcomes[0]) and len(scn.expect.outcomes) == 1
 
 

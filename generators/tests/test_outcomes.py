@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from conformance.errors import ToolMissing
-from conformance.types import Impairment, LtpBlock
+from conformance.protocols.ltp import LtpBlock
+from conformance.types import Impairment
 from generators import outcomes
 from generators.tlc import find_jar
 
@@ -110,7 +111,8 @@ def test_every_checkpoint_lost_cancels_both_sides(tlc: None, tmp_path: Path):
     imps = [_drop("forward", 1, 2, kind="red_data", offset=2000)]
     got = outcomes.expectation(BLOCK, imps, tmp_path)
     assert {
-        (o.red_bytes_delivered, o.sender_outcome, o.receiver_outcome) for o in got.outcomes
+        (o.delivered.red_bytes_delivered, o.sender_outcome, o.receiver_outcome)
+        for o in got.outcomes
     } == {(0, "cancelled", "cancelled")}
     assert "MCLTPOutcomes" in got.source
 

@@ -116,6 +116,7 @@ def test_tlc_matches_manifest(bound):
     if expected["result"] == "ok":
         assert r.ok
         assert r.distinct_states == expected["distinct_states"]
+        assert r.states_generated == expected["states_generated"]
         assert r.depth == expected["depth"]
         assert r.seconds < 60
     else:
@@ -136,6 +137,7 @@ def test_other_bounds_match_manifest(cfg, tmp_path):
     assert r.log_path.is_file()
     if expected["result"] == "ok":
         assert r.ok and r.distinct_states == expected["distinct_states"]
+        assert (r.states_generated, r.depth) == (expected["states_generated"], expected["depth"])
     else:
         assert r.violated == [expected["violated"]]
         assert len(r.trace) == expected["trace_length"]

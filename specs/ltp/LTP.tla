@@ -5,9 +5,9 @@
 (* each direction.                                                         *)
 (*                                                                         *)
 (* Modelled (RFC 5326 sections):                                           *)
-(*   3.1      segment types RD, RD-CP, RD-CP-EORP, RD-CP-EORP-EOB, GD,      *)
+(*   3.1      segment types RD, RD-CP, RD-CP-EORP, RD-CP-EORP-EOB, GD,     *)
 (*            GD-EOB, RS, RA, CS, CAS, CR, CAR (the names are those of     *)
-(*            conformance/ltp.py SEGMENT_TYPES)                            *)
+(*            segment_types in specs/ltp/wire.json)                        *)
 (*   3.2.1    data segments: offset, checkpoint serial, report serial      *)
 (*   3.2.2    report segments: report serial, checkpoint serial, lower and *)
 (*            upper bound, reception claims                                *)
@@ -16,7 +16,7 @@
 (*   6.1      initial transmission: red part first, the last red segment   *)
 (*            a checkpoint with EORP (and EOB if there is no green part),  *)
 (*            the last green segment GD-EOB                                *)
-(*   6.2/6.3  checkpoint and RS timers (expiry is a nondeterministic      *)
+(*   6.2/6.3  checkpoint and RS timers (expiry is a nondeterministic       *)
 (*            event, see PrematureTimeouts)                                *)
 (*   6.7      checkpoint retransmission, RLEXC cancellation at the limit   *)
 (*   6.8      RS retransmission on RS-timer expiry and on a redundant      *)
@@ -39,40 +39,50 @@
 (*   - SDNV encoding, byte-level offsets and lengths: data is counted in   *)
 (*     abstract segments 0..NRed+NGreen-1 (red first), one segment per     *)
 (*     datagram; claims are sets of segment offsets, not byte ranges       *)
-(*   - multiple sessions, session numbers, engine ids, client services,   *)
+(*   - multiple sessions, session numbers, engine ids, client services,    *)
 (*     extensions (3.1.4), the link-state cues and timer suspension of     *)
 (*     6.5/6.6, the retransmission-cycle limit (RXMTCYCEXC; cycles are     *)
-(*     bounded here by the loss budget), miscoloured segments (6.21),     *)
+(*     bounded here by the loss budget), miscoloured segments (6.21),      *)
 (*     user cancellation (4.2), discretionary checkpoints (only the EORP   *)
 (*     checkpoint and the checkpoints closing a retransmission cycle)      *)
-(*   - timing: a timer may expire at any time, except that (unless        *)
+(*   - timing: a timer may expire at any time, except that (unless         *)
 (*     PrematureTimeouts) it never expires while the segment it guards or  *)
 (*     the awaited reply is still in a channel (timers are sized above the *)
 (*     round-trip time, 6.2)                                               *)
 (*   - the channels are sets: two identical copies in flight at once are   *)
 (*     one element                                                         *)
-(*   - one outstanding checkpoint timer at the sender (the protocol as    *)
+(*   - one outstanding checkpoint timer at the sender (the protocol as     *)
 (*     modelled never has two)                                             *)
 (*                                                                         *)
 (* Where RFC 5326 leaves latitude, this model chooses:                     *)
-(*   - 6.14 closes the receiver once no RS timer runs; here it closes only  *)
+(*   - 6.14 closes the receiver once no RS timer runs; here it closes only *)
 (*     once the red part is also delivered (else data retransmitted for an *)
 (*     RS with gaps would find no session)                                 *)
 (*   - 6.9 triggers delivery on a checkpoint's arrival; here delivery is a *)
 (*     step of its own, enabled once all red data is in                    *)
-(*   - 6.8 (b) a redundant checkpoint re-sends its RS below the limit and *)
-(*     cancels the session (RLEXC) beyond it, acknowledged or not, as the *)
+(*   - 6.8 (b) a redundant checkpoint re-sends its RS below the limit and  *)
+(*     cancels the session (RLEXC) beyond it, acknowledged or not, as the  *)
 (*     RFC's text reads                                                    *)
 (*   - 6.7/6.8/6.16 "queued more than the limit": MaxRetx is the number of *)
 (*     retransmissions allowed; one MaxRetx serves all four limits         *)
-(*   - a closed or cancelling side discards data, and green data arriving  *)
-(*     after the receiver closed is not delivered                          *)
+(*   - a closed or cancelling receiver discards data, and green data       *)
+(*     arriving after the receiver closed is not delivered                 *)
+(*     (ReceiverDiscard... actions); a cancelling sender treats every RS   *)
+(*     as redundant (SenderRxRedundantReport)                              *)
 (*   - rOutcome is the receiver's last notice: a CS after delivery turns   *)
 (*     "completed" into "cancelled" (rDeliveries still records 7.3)        *)
 (*                                                                         *)
+(* Actions are named role + verb + object.  Where RFC 5326's response to   *)
+(* an event has branches (session open or not, a limit reached or not),    *)
+(* each branch is an action of its own, so that coverage tells them apart: *)
+(* Rx... is the procedure for a segment reaching an open session;          *)
+(* RxRedundant... a segment already processed (a report or cancel also     *)
+(* when it meets a session that is no longer open); Discard... data        *)
+(* reaching a receiver that is no longer open; Cancel... a limit exceeded. *)
+(*                                                                         *)
 (* History variables: lostLog (which segments the channel lost; it is part *)
 (* of the state because test purposes ask about it) and lastEvent (what    *)
-(* the last step did; MCLTP excludes it with a VIEW).                      *)
+(* the last step did; every VIEW of the MC modules leaves it out).         *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
@@ -309,28 +319,42 @@ SenderTxGreenData ==
     /\ UNCHANGED <<sState, sOutcome, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
                    sCxTx, receiverVars, rtn, lostLog>>
 
-\* 6.13: an RS arrives.  An RA with its report serial is always queued, even
-\* when the session is closed or cancelling ("the indicated session is
-\* unknown, e.g. the RS is received after the session has been completed or
-\* canceled").  A redundant RS (serial seen before) or a closed session ends
-\* there.  Otherwise the RS's checkpoint timer is deleted, its claims are
-\* recorded, and the red data in [lb, ub) it does not claim is queued for
-\* retransmission (sent by SenderRetxRedData / SenderRetxCheckpoint).
+\* 6.13: a fresh RS arrives (the session is open and the report serial is
+\* new).  An RA with its report serial is queued, the timer of the RS's
+\* checkpoint is deleted, its claims are recorded, and the red data in
+\* [lb, ub) it does not claim is queued for retransmission (sent by
+\* SenderRetxRedData / SenderRetxCheckpoint).  The 6.13 limit on
+\* transmission problems is not modelled (see the header).
 SenderRxReport(s) ==
-    LET fresh == sState = "open" /\ s.rs \notin sRsSeen
-        missing == {o \in RedSet : s.lb <= o /\ o < s.ub} \ s.claims
-    IN
+    LET missing == {o \in RedSet : s.lb <= o /\ o < s.ub} \ s.claims IN
     /\ s \in rtn
     /\ s.type = "RS"
+    /\ sState = "open"
+    /\ s.rs \notin sRsSeen
     /\ rtn' = rtn \ {s}
     /\ fwd' = fwd \cup {AckSeg(s.rs)}
-    /\ sRsSeen' = IF fresh THEN sRsSeen \cup {s.rs} ELSE sRsSeen
-    /\ sClaimed' = IF fresh THEN sClaimed \cup s.claims ELSE sClaimed
-    /\ sCp' = IF fresh /\ s.cp = sCp.cp THEN NoSeg ELSE sCp
-    /\ sRetx' = IF fresh THEN sRetx \cup missing ELSE sRetx
-    /\ sRetxRs' = IF fresh /\ missing # {} THEN s.rs ELSE sRetxRs
+    /\ sRsSeen' = sRsSeen \cup {s.rs}
+    /\ sClaimed' = sClaimed \cup s.claims
+    /\ sCp' = IF s.cp = sCp.cp THEN NoSeg ELSE sCp
+    /\ sRetx' = sRetx \cup missing
+    /\ sRetxRs' = IF missing # {} THEN s.rs ELSE sRetxRs
     /\ lastEvent' = TxFwd("SenderRxReport", <<s>>, <<AckSeg(s.rs)>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sCpSerial, sCpTx, sCxTx, receiverVars, lostLog>>
+
+\* 6.13, 8.1: a redundant RS -- its report serial was received before, or the
+\* session is closed ("received after the session has been completed or
+\* canceled") -- is acknowledged with an RA and nothing more.  A cancelling
+\* session (6.19: its retransmission buffers can be released) treats every
+\* RS the same way, the model's choice.
+SenderRxRedundantReport(s) ==
+    /\ s \in rtn
+    /\ s.type = "RS"
+    /\ ~(sState = "open" /\ s.rs \notin sRsSeen)
+    /\ rtn' = rtn \ {s}
+    /\ fwd' = fwd \cup {AckSeg(s.rs)}
+    /\ lastEvent' = TxFwd("SenderRxRedundantReport", <<s>>, <<AckSeg(s.rs)>>)
+    /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx,
+                   sRetxRs, sCxTx, receiverVars, lostLog>>
 
 \* 6.13: retransmission of a missing red segment other than the last one.
 SenderRetxRedData ==
@@ -405,20 +429,40 @@ SenderSignalCompletion ==
     /\ UNCHANGED <<sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, sCxTx, receiverVars,
                    fwd, rtn, lostLog>>
 
-\* 6.17, 6.19, 7.5: a CR arrives: a CAR is always queued; an open session is
-\* cancelled, a cancelling one closes (6.20).
+\* 6.17, 6.19, 7.5, 6.20: a CR arrives while the session is open: a CAR is
+\* queued, the session is cancelled (transmission-session cancellation
+\* notice) and closed.
 SenderRxCancel(s) ==
     /\ s \in rtn
     /\ s.type = "CR"
+    /\ sState = "open"
     /\ rtn' = rtn \ {s}
     /\ fwd' = fwd \cup {CancelSeg("CAR", "")}
     /\ sState' = "closed"
-    /\ sOutcome' = IF sState = "open" THEN "cancelled" ELSE sOutcome
+    /\ sOutcome' = "cancelled"
     /\ sCp' = NoSeg
     /\ sRetx' = {}
     /\ lastEvent' = TxFwd("SenderRxCancel", <<s>>, <<CancelSeg("CAR", "")>>)
     /\ UNCHANGED <<sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, sCxTx, receiverVars,
                    lostLog>>
+
+\* 6.17, 8.1: a CR arrives while the session is not open: a CAR is queued all
+\* the same.  A closed session keeps no record (6.20; "retransmits the
+\* acknowledging CAR segment and stays in the CLOSED state"); a cancelling one
+\* (the CR crossed its CS) closes (6.20) without a second notice, its 7.5
+\* notice was given when it cancelled.
+SenderRxRedundantCancel(s) ==
+    /\ s \in rtn
+    /\ s.type = "CR"
+    /\ sState # "open"
+    /\ rtn' = rtn \ {s}
+    /\ fwd' = fwd \cup {CancelSeg("CAR", "")}
+    /\ sState' = "closed"
+    /\ sCp' = NoSeg
+    /\ sRetx' = {}
+    /\ lastEvent' = TxFwd("SenderRxRedundantCancel", <<s>>, <<CancelSeg("CAR", "")>>)
+    /\ UNCHANGED <<sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, sCxTx,
+                   receiverVars, lostLog>>
 
 \* 6.18: a CAS arrives: the cancel timer stops and the session closes.
 SenderRxCancelAck(s) ==
@@ -453,23 +497,41 @@ SenderAbandonCancel ==
 
 (* ----------------------------- receiver -------------------------------- *)
 
-\* Red data that is not a checkpoint: recorded while the session is open,
-\* discarded otherwise (6.20: a closed session keeps no state).
+\* The reports issued for checkpoint serial c (at most one: a checkpoint
+\* seen before gets no new report).
+ReportsFor(c) == {i \in DOMAIN rReports : rReports[i].cp = c}
+
+\* 3.2.1, 8.2: red data that is not a checkpoint arrives while the session is
+\* open: its offset is recorded (for the reports of 6.11 and the delivery of
+\* 6.9).
 ReceiverRxRedData(s) ==
     /\ s \in fwd
     /\ s.type = "RD"
+    /\ rState = "open"
     /\ fwd' = fwd \ {s}
-    /\ rRed' = IF rState = "open" THEN rRed \cup {s.off} ELSE rRed
+    /\ rRed' = rRed \cup {s.off}
     /\ lastEvent' = Ev("receiver", "ReceiverRxRedData", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rState, rOutcome, rGreen, rDeliveries, rReports, rRsTx, rAcked,
                    rCxTx, rtn, lostLog>>
 
-\* 6.11: a checkpoint with a new serial: the data is recorded and an RS is
-\* queued (6.3: its timer starts).  Upper bound = the checkpoint's upper
-\* bound; lower bound = 0 for the (only) primary report, else the lower bound
-\* of the RS the checkpoint answers; claims = red data received in [lb, ub).
-\* A checkpoint with a serial seen before is redundant: see
-\* ReceiverRxRedundantCheckpoint.
+\* Red data that is not a checkpoint arrives while the session is cancelling
+\* (6.19) or closed (6.20: no record is left): discarded.  RFC 5326 has no
+\* rule for it (8.2 would start a new session at a closed receiver); with one
+\* session modelled, discarding is the model's choice (see the header).
+ReceiverDiscardRedData(s) ==
+    /\ s \in fwd
+    /\ s.type = "RD"
+    /\ rState # "open"
+    /\ fwd' = fwd \ {s}
+    /\ lastEvent' = Ev("receiver", "ReceiverDiscardRedData", "", <<s>>, <<>>, <<>>)
+    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
+
+\* 6.11 (a), 6.3: a checkpoint with a new serial arrives while the session is
+\* open: its data is recorded and an RS is queued (its timer starts).  Upper
+\* bound = the checkpoint's upper bound; lower bound = 0 for the (only)
+\* primary report, else the lower bound of the RS the checkpoint answers;
+\* claims = red data received in [lb, ub).  The 6.11 limit on reception
+\* problems is not modelled.
 ReceiverRxCheckpoint(s) ==
     LET red == rRed \cup {s.off}
         n == Len(rReports) + 1
@@ -479,57 +541,90 @@ ReceiverRxCheckpoint(s) ==
     IN
     /\ s \in fwd
     /\ IsCp(s)
-    /\ rState # "open" \/ ~\E i \in DOMAIN rReports : rReports[i].cp = s.cp
+    /\ rState = "open"
+    /\ ReportsFor(s.cp) = {}
     /\ fwd' = fwd \ {s}
-    /\ IF rState # "open"
-       THEN /\ lastEvent' = Ev("receiver", "ReceiverRxCheckpoint", "", <<s>>, <<>>, <<>>)
-            /\ UNCHANGED <<rRed, rReports, rRsTx, rtn>>
-       ELSE /\ rRed' = red
-            /\ rReports' = Append(rReports, rs)
-            /\ rRsTx' = Append(rRsTx, 1)
-            /\ rtn' = rtn \cup {rs}
-            /\ lastEvent' = TxRtn("ReceiverRxCheckpoint", <<s>>, <<rs>>)
+    /\ rRed' = red
+    /\ rReports' = Append(rReports, rs)
+    /\ rRsTx' = Append(rRsTx, 1)
+    /\ rtn' = rtn \cup {rs}
+    /\ lastEvent' = TxRtn("ReceiverRxCheckpoint", <<s>>, <<rs>>)
     /\ UNCHANGED <<senderVars, rState, rOutcome, rGreen, rDeliveries, rAcked, rCxTx, lostLog>>
 
+\* A checkpoint (new or not) arrives while the session is cancelling or
+\* closed: discarded, no RS, like any data then (ReceiverDiscardRedData).
+ReceiverDiscardCheckpoint(s) ==
+    /\ s \in fwd
+    /\ IsCp(s)
+    /\ rState # "open"
+    /\ fwd' = fwd \ {s}
+    /\ lastEvent' = Ev("receiver", "ReceiverDiscardCheckpoint", "", <<s>>, <<>>, <<>>)
+    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
+
 \* 6.8 (b): a redundantly retransmitted checkpoint (its serial was answered
-\* before) while the session is open.  If the RS issued for it has been
-\* queued more than MaxRetx times, the session is cancelled exactly as in
-\* ReceiverCancelSession (6.19, 7.6, CR with RLEXC); otherwise a new copy of
-\* that RS is queued.  RFC 5326 applies the limit whether or not the RS was
-\* acknowledged; so does the model.
+\* before) arrives while the session is open, and the RS issued for it has
+\* been queued at most MaxRetx times: its data is recorded and a new copy of
+\* that RS is queued.
 ReceiverRxRedundantCheckpoint(s) ==
-    LET known == {i \in DOMAIN rReports : rReports[i].cp = s.cp}
-        i == CHOOSE x \in known : TRUE
+    LET i == CHOOSE x \in ReportsFor(s.cp) : TRUE IN
+    /\ s \in fwd
+    /\ IsCp(s)
+    /\ rState = "open"
+    /\ ReportsFor(s.cp) # {}
+    /\ rRsTx[i] <= MaxRetx
+    /\ fwd' = fwd \ {s}
+    /\ rRed' = rRed \cup {s.off}
+    /\ rtn' = rtn \cup {rReports[i]}
+    /\ rRsTx' = [rRsTx EXCEPT ![i] = @ + 1]
+    /\ lastEvent' = TxRtn("ReceiverRxRedundantCheckpoint", <<s>>, <<rReports[i]>>)
+    /\ UNCHANGED <<senderVars, rState, rOutcome, rGreen, rDeliveries, rReports, rAcked, rCxTx,
+                   lostLog>>
+
+\* 6.8 (b), 6.19, 7.6: a redundantly retransmitted checkpoint arrives while
+\* the session is open, and the RS issued for it has been queued more than
+\* MaxRetx times: its data is recorded, then the session is cancelled exactly
+\* as in ReceiverCancelSession (a CR with reason RLEXC is queued, 6.15: the
+\* cancel timer starts).  RFC 5326 applies the limit whether or not the RS
+\* was acknowledged; so does the model.
+ReceiverCancelOnRedundantCheckpoint(s) ==
+    LET i == CHOOSE x \in ReportsFor(s.cp) : TRUE
         cr == CancelSeg("CR", "RLEXC")
     IN
     /\ s \in fwd
     /\ IsCp(s)
     /\ rState = "open"
-    /\ known # {}
+    /\ ReportsFor(s.cp) # {}
+    /\ rRsTx[i] > MaxRetx
     /\ fwd' = fwd \ {s}
     /\ rRed' = rRed \cup {s.off}
-    /\ IF rRsTx[i] > MaxRetx
-       THEN /\ rtn' = rtn \cup {cr}
-            /\ rState' = "cr_sent"
-            /\ rOutcome' = "cancelled"
-            /\ rCxTx' = 1
-            /\ rRsTx' = rRsTx
-            /\ lastEvent' = TxRtn("ReceiverRxRedundantCheckpoint", <<s>>, <<cr>>)
-       ELSE /\ rtn' = rtn \cup {rReports[i]}
-            /\ rRsTx' = [rRsTx EXCEPT ![i] = @ + 1]
-            /\ UNCHANGED <<rState, rOutcome, rCxTx>>
-            /\ lastEvent' = TxRtn("ReceiverRxRedundantCheckpoint", <<s>>, <<rReports[i]>>)
-    /\ UNCHANGED <<senderVars, rGreen, rDeliveries, rReports, rAcked, lostLog>>
+    /\ rtn' = rtn \cup {cr}
+    /\ rState' = "cr_sent"
+    /\ rOutcome' = "cancelled"
+    /\ rCxTx' = 1
+    /\ lastEvent' = TxRtn("ReceiverCancelOnRedundantCheckpoint", <<s>>, <<cr>>)
+    /\ UNCHANGED <<senderVars, rGreen, rDeliveries, rReports, rRsTx, rAcked, lostLog>>
 
-\* 6.10, 7.2: a green segment arrives while the session is open.
+\* 6.10, 7.2: a green segment arrives while the session is open: one
+\* green-part segment arrival notice.
 ReceiverRxGreenData(s) ==
     /\ s \in fwd
     /\ s.type \in GreenTypes
+    /\ rState = "open"
     /\ fwd' = fwd \ {s}
-    /\ rGreen' = IF rState = "open" THEN rGreen \cup {s.off} ELSE rGreen
+    /\ rGreen' = rGreen \cup {s.off}
     /\ lastEvent' = Ev("receiver", "ReceiverRxGreenData", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rDeliveries, rReports, rRsTx, rAcked,
                    rCxTx, rtn, lostLog>>
+
+\* A green segment arrives while the session is cancelling or closed:
+\* discarded without a notice, like red data then (ReceiverDiscardRedData).
+ReceiverDiscardGreenData(s) ==
+    /\ s \in fwd
+    /\ s.type \in GreenTypes
+    /\ rState # "open"
+    /\ fwd' = fwd \ {s}
+    /\ lastEvent' = Ev("receiver", "ReceiverDiscardGreenData", "", <<s>>, <<>>, <<>>)
+    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
 
 \* 6.9, 7.3: the whole red part has arrived: one red-part reception notice.
 \* (FaultyReceiver: delivers as soon as the EORP segment is in.)
@@ -592,18 +687,35 @@ ReceiverCloseSession ==
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
                    rCxTx, fwd, rtn, lostLog>>
 
-\* 6.17, 6.19, 7.6: a CS arrives: a CAS is always queued; an open session is
-\* cancelled, a cancelling one closes.
+\* 6.17, 6.19, 7.6, 6.20: a CS arrives while the session is open: a CAS is
+\* queued, the session is cancelled (reception-session cancellation notice,
+\* also after a red-part reception notice) and closed.
 ReceiverRxCancel(s) ==
     /\ s \in fwd
     /\ s.type = "CS"
+    /\ rState = "open"
     /\ fwd' = fwd \ {s}
     /\ rtn' = rtn \cup {CancelSeg("CAS", "")}
     /\ rState' = "closed"
-    /\ rOutcome' = IF rState = "open" THEN "cancelled" ELSE rOutcome
+    /\ rOutcome' = "cancelled"
     /\ lastEvent' = TxRtn("ReceiverRxCancel", <<s>>, <<CancelSeg("CAS", "")>>)
     /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, rCxTx,
                    lostLog>>
+
+\* 6.17, 8.2: a CS arrives while the session is not open: a CAS is queued all
+\* the same.  A closed session keeps no record (6.20; "the CAS is scheduled
+\* for retransmission"); a cancelling one (the CS crossed its CR) closes
+\* (6.20) without a second notice, its 7.6 notice was given when it cancelled.
+ReceiverRxRedundantCancel(s) ==
+    /\ s \in fwd
+    /\ s.type = "CS"
+    /\ rState # "open"
+    /\ fwd' = fwd \ {s}
+    /\ rtn' = rtn \cup {CancelSeg("CAS", "")}
+    /\ rState' = "closed"
+    /\ lastEvent' = TxRtn("ReceiverRxRedundantCancel", <<s>>, <<CancelSeg("CAS", "")>>)
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
+                   rCxTx, lostLog>>
 
 \* 6.18: a CAR arrives: the cancel timer stops and the session closes.
 ReceiverRxCancelAck(s) ==
@@ -682,32 +794,42 @@ Terminating ==
     /\ SessionEnded \/ ReceiverOrphaned
     /\ UNCHANGED vars
 
+\* One line per event; a segment's arrival lists its alternatives (the
+\* session open or not, the limit reached or not) under one \E, so that TLC
+\* explores the successors of a state in one fixed order.
 SenderNext ==
     \/ SenderTxRedData
     \/ SenderTxCheckpoint
     \/ SenderTxGreenData
     \/ \E s \in rtn : SenderRxReport(s)
+                      \/ SenderRxRedundantReport(s)
     \/ SenderRetxRedData
     \/ SenderRetxCheckpoint
     \/ SenderExpireCheckpointTimer
     \/ SenderCancelSession
     \/ SenderSignalCompletion
     \/ \E s \in rtn : SenderRxCancel(s)
+                      \/ SenderRxRedundantCancel(s)
     \/ \E s \in rtn : SenderRxCancelAck(s)
     \/ SenderExpireCancelTimer
     \/ SenderAbandonCancel
 
 ReceiverNext ==
     \/ \E s \in fwd : ReceiverRxRedData(s)
+                      \/ ReceiverDiscardRedData(s)
     \/ \E s \in fwd : ReceiverRxCheckpoint(s)
+                      \/ ReceiverDiscardCheckpoint(s)
     \/ \E s \in fwd : ReceiverRxRedundantCheckpoint(s)
+                      \/ ReceiverCancelOnRedundantCheckpoint(s)
     \/ \E s \in fwd : ReceiverRxGreenData(s)
+                      \/ ReceiverDiscardGreenData(s)
     \/ ReceiverDeliverRedPart
     \/ \E s \in fwd : ReceiverRxReportAck(s)
     \/ \E i \in DOMAIN rReports : ReceiverExpireReportTimer(i)
     \/ \E i \in DOMAIN rReports : ReceiverCancelSession(i)
     \/ ReceiverCloseSession
     \/ \E s \in fwd : ReceiverRxCancel(s)
+                      \/ ReceiverRxRedundantCancel(s)
     \/ \E s \in fwd : ReceiverRxCancelAck(s)
     \/ ReceiverExpireCancelTimer
     \/ ReceiverAbandonCancel

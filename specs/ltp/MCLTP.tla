@@ -1,21 +1,30 @@
 ------------------------------- MODULE MCLTP -------------------------------
 (***************************************************************************)
-(* Model-checking wrapper for LTP (RFC 5326, one session).  The .cfg files *)
-(* fix the constants:                                                      *)
-(*   MCLTP_ci.cfg    CI bound: small block, one loss budget, checked in    *)
-(*                   seconds, safety + liveness                            *)
-(*   MCLTP_deep.cfg  a bigger block and loss budget (minutes)              *)
-(*   MCLTP_bug.cfg   FaultyReceiver = TRUE: fails on purpose with a        *)
-(*                   counterexample to RedDeliveredOnlyWhenComplete        *)
-(* The VIEW drops the lastEvent history variable, so that it does not      *)
-(* multiply the state space; the ALIAS prints each trace state as a        *)
-(* JSON-friendly record.                                                   *)
+(* Model-checking wrapper for LTP (RFC 5326, one session), and the base of *)
+(* the other wrappers (MCLTPOutcomes extends it, MCLTPTraps extends that). *)
+(* The .cfg files fix the constants (manifest.json records each result):   *)
+(*   MCLTP_ci.cfg     CI bound: small block, two losses, checked in        *)
+(*                    seconds, safety + liveness                           *)
+(*   MCLTP_early.cfg  timers that may expire while the reply is in flight  *)
+(*   MCLTP_deep.cfg   a bigger block and loss budget (minutes)             *)
+(*   MCLTP_bug.cfg    FaultyReceiver = TRUE: fails on purpose with a       *)
+(*                    counterexample to RedDeliveredOnlyWhenComplete       *)
+(*   MCLTP_orphan.cfg fails on purpose: a cancelled sender can orphan the  *)
+(*                    receiver (EventuallyBothEnded)                       *)
+(* Their VIEW, CheckView, drops the lastEvent history variable, so that it *)
+(* does not multiply the state space; the ALIAS Alias prints each trace    *)
+(* state as a JSON-friendly record.                                        *)
 (***************************************************************************)
 EXTENDS LTP, TLC
 
+\* The protocol's state: both sides and both channels, without the history
+\* variables lostLog and lastEvent.  Every VIEW of the LTP models is built
+\* on it (CheckView here, OutcomeView in MCLTPOutcomes, View in MCLTPTraps).
+ProtocolState == <<senderVars, receiverVars, fwd, rtn>>
+
 \* States are told apart by everything except the description of the step
 \* that produced them.
-View == <<senderVars, receiverVars, fwd, rtn, lostLog>>
+CheckView == <<ProtocolState, lostLog>>
 
 \* One trace state as a flat record (channels, both sides, the last step).
 Alias ==

@@ -19,7 +19,7 @@
 (* channels are sets): that can only add outcomes, so a run is never failed*)
 (* for an outcome the protocol allows.                                     *)
 (***************************************************************************)
-EXTENDS LTP, TLC, MCLTPPlan
+EXTENDS MCLTP, MCLTPPlan
 
 \* @type: Set({dir: Str, key: Str, off: Int, occ: Int});
 Plan == ThePlan
@@ -41,7 +41,10 @@ VARIABLES
     \* @type: Set({dir: Str, key: Str, off: Int, occ: Int});
     planHit     \* the planned losses that have happened
 
-\* The key a channel rule matches a segment on (conformance/classifiers.json):
+\* The variables this wrapper adds to LTP's.
+wrapperVars == <<txCount, planHit, fq, rq>>
+
+\* The key a channel rule matches a segment on (specs/ltp/wire.json):
 \* data by kind and offset, a checkpoint being red data; control by type.
 Key(s) == IF s.type \in RedTypes THEN "red_data"
           ELSE IF s.type \in GreenTypes THEN "green_data"
@@ -110,12 +113,15 @@ Accounted(ev) ==
 OutcomeNext ==
     /\ Next
     /\ IF UNCHANGED vars
-       THEN UNCHANGED <<txCount, planHit, fq, rq>>
+       THEN UNCHANGED wrapperVars
        ELSE \E ev \in {lastEvent'} : Ordered(ev) /\ Accounted(ev)
 
-OutcomeSpec == OutcomeInit /\ [][OutcomeNext]_<<vars, txCount, planHit, fq, rq>>
+OutcomeSpec == OutcomeInit /\ [][OutcomeNext]_<<vars, wrapperVars>>
 
-OutcomeView == <<senderVars, receiverVars, fwd, rtn, txCount, planHit, fq, rq>>
+\* States are told apart by the protocol's state (MCLTP), the counters and the
+\* channels' order; not by lostLog (planHit says which planned losses happened)
+\* nor lastEvent.
+OutcomeView == <<ProtocolState, wrapperVars>>
 
 \* Terminal: no step but the final stutter can follow (fairness in Spec takes
 \* every other one).  An ended session has none; an orphaned receiver has

@@ -1,30 +1,35 @@
 ---------------------------- MODULE MCLTPTraps ----------------------------
 (***************************************************************************)
-(* Test purposes for LTP (RFC 5326, one session) as TLC trap properties.  *)
+(* Test purposes for LTP (RFC 5326, one session) as TLC trap properties.   *)
 (*                                                                         *)
 (* A test purpose P says which segments the channel loses in a session     *)
 (* (exactly those, in that order) or how the session ends.  The trap       *)
-(*     Trap == ~(Happened /\ Done)                                          *)
+(*     Trap == ~(Happened /\ Done)                                         *)
 (* is an invariant that TLC refutes with a behaviour in which P happened   *)
 (* and the session then ran to its end; breadth-first search makes it a    *)
 (* shortest one.  generators/ltp.py writes one .cfg per purpose, choosing  *)
 (* it with the constants PurposeKind and PurposeOff:                       *)
 (*                                                                         *)
-(*   "nominal"             no loss                                          *)
+(*   "nominal"             no loss                                         *)
 (*   "data_lost"           the data segment at PurposeOff (not the EORP    *)
 (*                         checkpoint) lost once                           *)
 (*   "two_data_lost"       data segments PurposeOff and PurposeOff+1 lost  *)
 (*                         (one retransmission of two segments, 6.13)      *)
 (*   "checkpoint_lost"     the EORP checkpoint (serial 1) lost once (6.7)  *)
-(*   "checkpoint_lost_twice" it and its retransmitted copy lost (6.7)       *)
+(*   "checkpoint_lost_twice" it and its retransmitted copy lost (6.7)      *)
 (*   "retx_checkpoint_lost" data segment PurposeOff lost, then the         *)
 (*                         checkpoint closing the retransmission cycle     *)
 (*                         (serial 2) lost (6.13, 6.7)                     *)
-(*   "report_lost"         one RS lost (6.8)                                *)
-(*   "two_reports_lost"    two RS losses (6.8)                              *)
-(*   "report_ack_lost"     one RA lost (6.8, 6.13 after close)              *)
-(*   "sender_cancels"      the sender cancels (6.7 RLEXC, 6.19, 7.5)        *)
-(*   "receiver_cancels"    the receiver cancels (6.8 RLEXC, 6.19, 7.6)      *)
+(*   "report_lost"         one RS lost (6.8)                               *)
+(*   "two_reports_lost"    two RS losses (6.8)                             *)
+(*   "report_ack_lost"     one RA lost (6.8, 6.13 after close)             *)
+(*   "sender_cancels"      the sender cancels (6.7 RLEXC, 6.19, 7.5)       *)
+(*   "receiver_cancels"    the receiver cancels (6.8 RLEXC, 6.19, 7.6)     *)
+(*   "redundant_checkpoint" one RS lost, and a redundant checkpoint makes  *)
+(*                         the receiver resend it (6.8 b)                  *)
+(*   "redundant_checkpoint_cancel" two RSs lost, and a redundant           *)
+(*                         checkpoint makes the receiver cancel (6.8 b,    *)
+(*                         6.19, 7.6)                                      *)
 (***************************************************************************)
 EXTENDS MCLTPOutcomes
 
@@ -38,22 +43,25 @@ VARIABLE
     \* @type: Set(Str);
     seen        \* history: "resend" / "cancel" once a redundant checkpoint did it
 
-\* What a redundant checkpoint did in the step that produced event ev.
+\* What a redundant checkpoint did in the step that produced event ev: its RS
+\* resent (6.8 b, below the limit) or the session cancelled (beyond it).
 Seen(ev) ==
-    IF ev.action # "ReceiverRxRedundantCheckpoint" THEN {}
-    ELSE IF ev.tx # <<>> /\ ev.tx[1].type = "CR" THEN {"cancel"} ELSE {"resend"}
+    CASE ev.action = "ReceiverRxRedundantCheckpoint" -> {"resend"}
+      [] ev.action = "ReceiverCancelOnRedundantCheckpoint" -> {"cancel"}
+      [] OTHER -> {}
 
 \* The session over in-order channels (MCLTPOutcomes, with AnyLoss: any loss
 \* within MaxLoss), recording what redundant checkpoints did.
 TrapSpec ==
     /\ OutcomeInit
     /\ seen = {}
-    /\ [][OutcomeNext /\ seen' = seen \cup Seen(lastEvent')]_<<vars, txCount, planHit, fq, rq, seen>>
+    /\ [][OutcomeNext /\ seen' = seen \cup Seen(lastEvent')]_<<vars, wrapperVars, seen>>
 
-\* States are told apart by the protocol's variables and the channels' order;
-\* seen only for the purposes that ask about it.
+\* States are told apart as in MCLTPOutcomes (txCount and planHit never change
+\* with AnyLoss), by the losses so far, and by seen for the purposes that ask
+\* about it.
 View ==
-    <<senderVars, receiverVars, fwd, rtn, lostLog, fq, rq,
+    <<OutcomeView, lostLog,
       IF PurposeKind \in {"redundant_checkpoint", "redundant_checkpoint_cancel"}
       THEN seen ELSE {}>>
 

@@ -11,6 +11,7 @@ import subprocess
 from conformance import timers
 from conformance.classifiers import default_port
 from conformance.errors import DtncError, ToolMissing
+from conformance.protocols.ltp import LtpBlock
 from conformance.types import Scenario
 from suts.base import REPO, Endpoint, SutAdapter
 
@@ -60,8 +61,8 @@ class Licklider(SutAdapter):
         """Every behaviour knob one role is started with, by harness flag
         (addresses aside). One source for the command line and for
         :meth:`knobs`."""
-        assert scn.ltp is not None
-        b = scn.ltp
+        b = scn.params
+        assert isinstance(b, LtpBlock)
         t = timers.derive(scn)
         engine, peer_engine = ENGINES[role]
         out = {

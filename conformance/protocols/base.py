@@ -1,0 +1,155 @@
+"""The parts every protocol fills in: its parameter and delivery types and
+its :class:`ProtocolSpec` (registered in :mod:`conformance.protocols`).
+
+This module imports nothing of conformance but errors, so that protocol
+modules and :mod:`conformance.types` can both build on it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+from conformance.errors import InputError
+
+if TYPE_CHECKING:
+    from conformance.types import Scenario
+
+
+# The bytes an Ethernet frame (no FCS: the emulator serializes frames as it
+# reads them from AF_PACKET) adds to a UDP datagram: Ethernet 14, IPv4 20 (no
+# options), UDP 8.
+FRAME_OVERHEAD = 14 + 20 + 8
+
+
+class Strict(BaseModel):
+    """A model that rejects unknown keys (every file type of dtnconform)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class ProtocolParams(Strict):
+    """Base of a protocol's scenario parameters (what one scenario transfers
+    and how the endpoints are configured). Each protocol subclasses it in
+    ``conformance/protocols/<proto>.py`` with ``protocol: Literal["<proto>"]``;
+    a scenario's ``params`` is the union of the registered ones, told apart by
+    ``protocol``."""
+
+    protocol: str
+
+    def retx_limit(self) -> int:
+        """The retransmission limit the expectation assumes (1 if none)."""
+        return 1
+
+    def queued_bytes(self, mtu: int) -> tuple[int, int]:
+        """(forward, return) frame bytes one transfer may queue ahead of an
+        acknowledged unit; for timers. Default: one full frame each way."""
+        return mtu + 14, mtu + 14
+
+    def check(self, scn: Scenario) -> None:
+        """Raise ValueError (starting "field: ") when the scenario cannot
+        run with these parameters."""
+
+
+class Delivery(Strict):
+    """Base of what a protocol's receiver delivered (bytes, by part). Each
+    protocol subclasses it with ``protocol: Literal["<proto>"]`` and its
+    counters; the judge compares their ``parts()``."""
+
+    protocol: str
+
+    def parts(self) -> dict[str, int]:
+        """Counter name -> value, in display order."""
+        return {k: v for k, v in self.model_dump().items() if k != "protocol"}
+
+    def total(self) -> int:
+        return sum(self.parts().values())
+
+    def describe(self) -> str:
+        return ", ".join(f"{k} {v}" for k, v in self.parts().items())
+
+    def cell(self) -> str:
+        """The counters in a table cell: "3000/1000"."""
+        return "/".join(str(v) for v in self.parts().values())
+
+    @classmethod
+    def labels(cls) -> dict[str, str]:
+        """Counter name -> column heading (CLI tables, the report)."""
+        return {k: k.replace("_", " ") for k in cls.model_fields if k != "protocol"}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule the judge cites: the spec section and the TLA+ actions behind it."""
+
+    section: str
+    text: str
+    actions: tuple[str, ...] = ()
+
+    def sections(self) -> list[str]:
+        return [s.strip().lstrip("§") for s in self.section.split(",") if s.strip()]
+
+    def cite(self, spec: str) -> str:
+        """ "RFC 5326 §6.9, §7.3 (the red part is delivered ...)"."""
+        return f"{spec} " + ", ".join(f"§{s}" for s in self.sections()) + f" ({self.text})"
+
+    def tags(self, spec: str) -> list[str]:
+        """Robot/report tags: ``RFC5326-6.8`` per section."""
+        head = spec.replace(" ", "")
+        return [f"{head}-{s}" for s in self.sections()]
+
+
+@dataclass(frozen=True)
+class FieldTypes:
+    """How to read a dissector's fields from PDML (by leaf name): anything
+    not listed is an integer when it parses as one, else its shown text."""
+
+    bool_fields: frozenset[str] = frozenset()
+    str_fields: frozenset[str] = frozenset()
+    bytes_fields: frozenset[str] = frozenset()  # read as lowercase hex
+    repeated: frozenset[str] = frozenset()  # always a list
+
+
+@dataclass(frozen=True)
+class Dissector:
+    """Our Wireshark dissector for the protocol, as tshark loads it."""
+
+    lua: Path
+    proto: str  # the Lua Proto's name, the prefix of its fields
+    label: str  # the protocol item's text before ", <summary>"
+    fields: FieldTypes = FieldTypes()
+    # dissector field -> classifier field, where the names differ
+    match_renames: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProtocolSpec:
+    """Everything generic code needs to know about one protocol."""
+
+    name: str
+    title: str
+    spec: str  # "RFC 5326", "CCSDS 727.0-B-5"
+    params: type[ProtocolParams]
+    delivery: type[Delivery]
+    dissector: Dissector
+    # one line for a unit's fields on the report's ladder diagram
+    label: Callable[[Mapping[str, object]], str] = lambda fields: str(fields.get("type", "?"))
+    generator: str = ""  # module with check/generate/expectation_for/stale, if any
+    unit: str = "segment"  # what one datagram carries: segment, PDU, message
+    # The judge's rule table: outcome part -> value the model allows -> rule.
+    # Part "" of each is the default; "closed" names the rule a session that
+    # closed with no notice breaks.
+    rules: dict[str, dict[str, Rule]] = field(default_factory=dict)
+    closed_rule: Rule | None = None
+    payload_rule: Rule | None = None
+
+    def generator_module(self) -> ModuleType:
+        if not self.generator:
+            raise InputError(f"protocol {self.name!r} has no model or generator yet")
+        return importlib.import_module(self.generator)

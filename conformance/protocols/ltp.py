@@ -1,0 +1,294 @@
+"""LTP (RFC 5326) in the protocol registry: its scenario parameters (one
+block), what its receiver delivers (red and green bytes), the judge's rules,
+its dissector and its generator.
+
+The TLA+ action names in the rules are those of specs/ltp/LTP.tla.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import ConfigDict, Field, model_validator
+
+from conformance import wire
+from conformance.protocols.base import (
+    FRAME_OVERHEAD,
+    Delivery,
+    Dissector,
+    FieldTypes,
+    ProtocolParams,
+    ProtocolSpec,
+    Rule,
+)
+
+if TYPE_CHECKING:
+    from conformance.types import Scenario
+
+# IPv4 (no options) and UDP headers around each datagram.
+IP_UDP = 28
+# The longest SDNV we accept (specs/ltp/wire.json).
+SDNV_MAX: int = wire.load("ltp")["sdnv"]["max_bytes"]
+
+
+def _sdnv_len(value: int) -> int:
+    return max(1, math.ceil(value.bit_length() / 7))
+
+
+class LtpBlock(ProtocolParams):
+    """Geometry and knobs of the one LTP block a scenario transfers, in bytes.
+
+    The block is ``block_len`` bytes of client data, the first ``red_len`` of
+    them red (RFC 5326 §2.1, §6.1); the sender cuts it into data segments of at
+    most ``segment_size`` bytes of client data each, so impairments name data
+    segments by their byte offset (§3.2.1). Model-generated scenarios use one
+    abstract model segment per data segment.
+    """
+
+    block_len: Annotated[int, Field(gt=0, le=1 << 30)] = Field(
+        description="client-data bytes in the block"
+    )
+    red_len: Annotated[int, Field(ge=0)] = Field(
+        description="bytes of the block that are red (the first red_len); the rest is green"
+    )
+    segment_size: Annotated[int, Field(gt=0, le=65000)] = Field(
+        description="client-data bytes per data segment (payload only, no header)"
+    )
+    client_service_id: Annotated[int, Field(ge=0, lt=2**63)] = Field(
+        1,
+        description="destination client service in the data segments; the receiver registers "
+        "this service too unless receiver_client_service_id says otherwise",
+    )
+    receiver_client_service_id: Annotated[int, Field(ge=0, lt=2**63)] | None = Field(
+        None,
+        description="the client service the receiver registers (default: client_service_id); "
+        "a different value makes the sender name an unknown service (RFC 5326 §6.21 UNREACH)",
+    )
+    retransmission_limit: Annotated[int, Field(ge=0, le=100)] = Field(
+        1,
+        description="checkpoint, report and cancel retransmission limit the expectation "
+        "assumes (RFC 5326 §6.7, §6.8, §6.16); the endpoints are configured with it",
+    )
+
+    protocol: Literal["ltp"] = "ltp"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_segments(cls, data: object) -> object:
+        # Scenario files written before geometry in bytes counted the block
+        # in whole segments: red_segments and green_segments of segment_size.
+        if isinstance(data, dict) and ("red_segments" in data or "green_segments" in data):
+            data = dict(data)
+            size = data.get("segment_size")
+            red, green = data.pop("red_segments", 0), data.pop("green_segments", 0)
+            if isinstance(size, int) and isinstance(red, int) and isinstance(green, int):
+                data.setdefault("red_len", size * red)
+                data.setdefault("block_len", size * (red + green))
+        return data
+
+    @model_validator(mode="after")
+    def _red_within_block(self) -> LtpBlock:
+        if self.red_len > self.block_len:
+            raise ValueError(f"red_len {self.red_len} exceeds block_len {self.block_len}")
+        return self
+
+    @property
+    def green_len(self) -> int:
+        return self.block_len - self.red_len
+
+    @property
+    def service_at_receiver(self) -> int:
+        if self.receiver_client_service_id is None:
+            return self.client_service_id
+        return self.receiver_client_service_id
+
+    def retx_limit(self) -> int:
+        return self.retransmission_limit
+
+    def check(self, scn: Scenario) -> None:
+        for o in scn.expect.outcomes:
+            d = o.delivered
+            assert isinstance(d, LtpDelivery)
+            if d.red_bytes_delivered > self.red_len:
+                raise ValueError("expect: red_bytes_delivered exceeds the red part")
+            if d.green_bytes_delivered > self.green_len:
+                raise ValueError("expect: green_bytes_delivered exceeds the green part")
+        self._fits_mtu(scn.channel.mtu, scn.channel.fragment)
+
+    def _fits_mtu(self, mtu: int, fragment: bool) -> None:
+        """One data segment plus headers must fit the channel's MTU, or the
+        channel sees IP fragments instead of segments and no impairment can
+        match them (unless channel.fragment says to run it so)."""
+        from dissectors.ltp.layer import max_data_header_len
+
+        if fragment:
+            return
+        size = min(self.segment_size, self.block_len)
+        header = max_data_header_len(self.block_len, self.client_service_id)
+        total = size + header + IP_UDP
+        if total > mtu:
+            room = mtu - header - IP_UDP
+            raise ValueError(
+                f"params.segment_size: {size} bytes of data + up to {header} of LTP header + "
+                f"{IP_UDP} of IPv4/UDP is {total} bytes, over channel.mtu "
+                f"{mtu}: use params.segment_size <= {room}, raise channel.mtu, or set "
+                "channel.fragment to run it fragmented (impairments cannot see fragments)"
+            )
+
+    def queued_bytes(self, mtu: int) -> tuple[int, int]:
+        """(forward, return) frame bytes one transfer may have queued ahead
+        of an acknowledged segment: the whole block's data segments forward,
+        one report segment back.
+
+        RFC 5326 §3: a data segment is a control byte, the session ID (two
+        SDNVs), the extension counts, then client service ID, offset, length
+        and, on a checkpoint, checkpoint and report serial numbers (SDNVs,
+        §3.2.1); the sender never lets a segment straddle the red/green
+        boundary. A report segment (§3.2.2) is the header, report serial,
+        checkpoint serial, upper and lower bounds, the claim count and an
+        (offset, length) pair per claim, at most one claim per red data
+        segment. Unknown SDNVs (engine IDs, session numbers, serials) count
+        their longest encoding."""
+        red_segs = math.ceil(self.red_len / self.segment_size)
+        green_segs = math.ceil(self.green_len / self.segment_size)
+        header = 1 + 2 * SDNV_MAX + 1
+        ds_fields = _sdnv_len(self.client_service_id) + 2 * _sdnv_len(self.block_len) + 2 * SDNV_MAX
+        forward = self.block_len + (red_segs + green_segs) * (header + ds_fields + FRAME_OVERHEAD)
+        claims = max(1, red_segs)
+        report = (
+            header + 2 * SDNV_MAX + 3 * _sdnv_len(self.block_len)
+            + claims * 2 * _sdnv_len(self.block_len)
+        )  # fmt: skip
+        return forward, report + FRAME_OVERHEAD
+
+
+class LtpDelivery(Delivery):
+    """What an LTP receiver delivered: red-part bytes (RFC 5326 §7.3) and
+    green-part bytes (§7.2)."""
+
+    protocol: Literal["ltp"] = "ltp"
+    red_bytes_delivered: Annotated[int, Field(ge=0)] = 0
+    green_bytes_delivered: Annotated[int, Field(ge=0)] = 0
+
+    model_config = ConfigDict(extra="forbid")
+
+    def describe(self) -> str:
+        return f"red {self.red_bytes_delivered} B, green {self.green_bytes_delivered} B"
+
+    @classmethod
+    def labels(cls) -> dict[str, str]:
+        return {"red_bytes_delivered": "red B", "green_bytes_delivered": "green B"}
+
+
+def cancel_reason(code: object) -> str:
+    """A cancel segment's reason by name, its code in parentheses: "RLEXC
+    (2)" (RFC 5326 §3.2.4)."""
+    if isinstance(code, int) and not isinstance(code, bool):
+        name = wire.names("ltp", "cancel_reasons").get(code)
+        return f"{name} ({code})" if name else f"undefined reason ({code})"
+    return str(code)
+
+
+def segment_label(f: Mapping[str, object]) -> str:
+    """One line for a segment on the ladder: type, offsets, serials, claims."""
+    parts = [str(f.get("type", "?"))]
+    if "offset" in f:
+        parts.append(f"off={f['offset']} len={f.get('length')}")
+    if f.get("type") == "RS":
+        parts.append(f"rs={f.get('report_serial')} cp={f.get('checkpoint_serial')} "
+                     f"[{f.get('lower_bound')}-{f.get('upper_bound')})")  # fmt: skip
+        offs, lens = f.get("claim.offset", []), f.get("claim.length", [])
+        if isinstance(offs, list) and isinstance(lens, list) and offs:
+            parts.append(
+                "claims " + ",".join(f"{o}+{ln}" for o, ln in zip(offs, lens, strict=False))
+            )
+    elif f.get("type") == "RA":
+        parts.append(f"rs={f.get('report_serial')}")
+    elif f.get("checkpoint"):
+        parts.append(f"cp={f.get('checkpoint_serial')}")
+    if "reason" in f:
+        parts.append(cancel_reason(f["reason"]))
+    return " ".join(parts)
+
+
+SPEC = ProtocolSpec(
+    name="ltp",
+    title="Licklider Transmission Protocol",
+    spec="RFC 5326",
+    params=LtpBlock,
+    delivery=LtpDelivery,
+    dissector=Dissector(
+        lua=wire.SPECS.parent / "dissectors" / "ltp" / "ltp.lua",
+        proto="dtnltp",
+        label="Licklider Transmission Protocol (dtnconform)",
+        fields=FieldTypes(
+            bool_fields=frozenset({"red", "checkpoint", "eorp", "eob"}),
+            str_fields=frozenset({"type_name", "kind"}),
+            bytes_fields=frozenset({"data", "ext.value"}),
+            repeated=frozenset(
+                {"ext.tag", "ext.length", "ext.value", "claim.offset", "claim.length"}
+            ),
+        ),  # fmt: skip
+        # dtnltp.type is the code (names as its value_string), type_name the name
+        match_renames={"type": "type_code", "type_name": "type"},
+    ),
+    label=segment_label,
+    generator="generators.ltp",
+    unit="segment",
+    rules={
+        "red_bytes_delivered": {
+            "": Rule(
+                "6.9, 7.3",
+                "the red part is delivered once all of it has arrived, and only then",
+                ("ReceiverDeliverRedPart",),
+            ),
+        },
+        "green_bytes_delivered": {
+            "": Rule(
+                "6.10, 7.2",
+                "each green segment that arrives is delivered; none is retransmitted",
+                ("ReceiverRxGreenData",),
+            ),
+        },
+        "sender_outcome": {
+            "completed": Rule(
+                "6.12, 7.4",
+                "the session completes once reports claim the whole red part",
+                ("SenderRxReport", "SenderSignalCompletion"),
+            ),
+            "cancelled": Rule(
+                "6.7, 6.17, 6.19, 7.5",
+                "the checkpoint retransmission limit, or a CR, cancels the sending session",
+                ("SenderCancelSession", "SenderRxCancel"),
+            ),
+            "timeout": Rule("6", "no procedure ends this sending session"),
+        },
+        "receiver_outcome": {
+            "completed": Rule(
+                "6.9, 7.3",
+                "the red part is delivered once all of it has arrived",
+                ("ReceiverDeliverRedPart",),
+            ),
+            "cancelled": Rule(
+                "6.8, 6.17, 6.19, 7.6",
+                "the report retransmission limit, on an RS timer or a redundant checkpoint, "
+                "or a CS, cancels the receiving session",
+                (
+                    "ReceiverCancelSession",
+                    "ReceiverCancelOnRedundantCheckpoint",
+                    "ReceiverRxCancel",
+                ),
+            ),
+            "timeout": Rule(
+                "6", "no procedure ends a receiving session that got no checkpoint and no cancel"
+            ),
+        },
+    },
+    closed_rule=Rule(
+        "6.20, 7.3, 7.6",
+        "a session closed with neither a red-part reception nor a cancellation notice",
+    ),
+    payload_rule=Rule("7.2, 7.3", "delivered data is the data the sender sent"),
+)
