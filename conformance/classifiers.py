@@ -5,8 +5,9 @@ The same files are compiled into the Rust emulator, so a scenario validated
 here names only fields the emulator's classifiers produce. ``values`` says
 what each field can equal, so that a scenario naming a value the classifier
 never produces is rejected before it runs: "uint" (0 .. 2^64-1), "bool",
-{"min", "max"}, {"one_of": [...]}, {"names": [...]} or {"table": T} (one of
-the names of code table T), the last two optionally with "code": a companion
+{"min", "max"}, {"one_of": [...]}, {"codes_of": T} (one of the codes of code
+table T), {"names": [...]} or {"table": T} (one of the names of code table
+T), the last two optionally with "code": a companion
 integer field that a rule's number matches (LTP ``type`` and ``type_code``).
 """
 
@@ -46,6 +47,9 @@ def value_spec(protocol: str, key: str) -> str | dict[str, Any] | None:
     if protocol not in wire.protocols():
         return None
     spec = wire.load(protocol).get("values", {}).get(key)
+    if isinstance(spec, dict) and "codes_of" in spec:
+        entries = wire.load(protocol)[spec["codes_of"]]["entries"]
+        return {"one_of": [int(e["code"]) for e in entries]}
     if isinstance(spec, dict) and "table" in spec:
         ref = spec["table"]
         data = wire.load(protocol)[ref]

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from conformance import emulator
+from conformance import emulator, wire
 from dissectors.ltp.layer import LtpDecodeError, classify, parse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,33 +137,10 @@ CFDP_PDUS: dict[str, str] = {
 }
 assert len(CFDP_PDUS) >= 27, "the CFDP vectors were not found in cfdp.rs"
 
-CONDITIONS = [
-    "no_error",
-    "positive_ack_limit_reached",
-    "keep_alive_limit_reached",
-    "invalid_transmission_mode",
-    "filestore_rejection",
-    "file_checksum_failure",
-    "file_size_error",
-    "nak_limit_reached",
-    "inactivity_detected",
-    "invalid_file_structure",
-    "check_limit_reached",
-    "unsupported_checksum_type",
-    "reserved_12",
-    "reserved_13",
-    "suspend_request_received",
-    "cancel_request_received",
-]
-DIRECTIVES = {
-    "eof": 4,
-    "finished": 5,
-    "ack": 6,
-    "metadata": 7,
-    "nak": 8,
-    "prompt": 9,
-    "keep_alive": 12,
-}
+# Condition codes (Table 5-5) in code order, and file directives by name
+# (Table 5-4): the facts of specs/cfdp/wire.json.
+CONDITIONS = [name for _, name in sorted(wire.names("cfdp", "condition_codes").items())]
+DIRECTIVES = {name: code for code, name in wire.names("cfdp", "directives").items()}
 CFDP_PORT = 5222  # any: tshark is told to decode it as CFDP
 
 # emulator field -> (tshark field, emulator value -> tshark's -T fields text)

@@ -36,6 +36,26 @@ fn setsockopt<T>(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: &T) -> io::
     }
 }
 
+/// Map the `len` bytes of the ring the kernel just allocated for `fd`.
+fn map_ring(fd: RawFd, len: usize) -> io::Result<*mut u8> {
+    // SAFETY: a fresh shared mapping of fd's ring; nothing else maps it.
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_POPULATE,
+            fd,
+            0,
+        )
+    };
+    if map == libc::MAP_FAILED {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(map.cast())
+    }
+}
+
 fn setsockopt_int(
     fd: RawFd,
     level: libc::c_int,
@@ -190,23 +210,10 @@ impl RxRing {
         };
         setsockopt(fd.0, libc::SOL_PACKET, libc::PACKET_RX_RING, &req)?;
         let len = BLOCK_SIZE * BLOCK_NR;
-        // SAFETY: mapping the ring the kernel just allocated for fd.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                fd.0,
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        let map = map_ring(fd.0, len)?;
         let ring = RxRing {
             fd,
-            map: map.cast(),
+            map,
             len,
             next: 0,
         };
@@ -492,23 +499,10 @@ impl TxRing {
         };
         setsockopt(fd.0, libc::SOL_PACKET, libc::PACKET_TX_RING, &req)?;
         let len = block * TX_BLOCK_NR;
-        // SAFETY: mapping the ring the kernel just allocated for fd.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                fd.0,
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        let map = map_ring(fd.0, len)?;
         let ring = TxRing {
             fd,
-            map: map.cast(),
+            map,
             len,
             slot,
             slots: per_block * TX_BLOCK_NR,

@@ -26,40 +26,34 @@
 //! bad CRC does not make the PDU unclassifiable: the emulator still has to
 //! be able to match (and, say, count) a corrupted PDU.
 
-use super::{be, Fields, Value};
+use std::sync::OnceLock;
 
-/// Condition codes (§5.2.2-§5.2.4, Table 5-5), indexed by the 4-bit code.
-const CONDITIONS: [&str; 16] = [
-    "no_error",                   // 0000
-    "positive_ack_limit_reached", // 0001
-    "keep_alive_limit_reached",   // 0010
-    "invalid_transmission_mode",  // 0011
-    "filestore_rejection",        // 0100
-    "file_checksum_failure",      // 0101
-    "file_size_error",            // 0110
-    "nak_limit_reached",          // 0111
-    "inactivity_detected",        // 1000
-    "invalid_file_structure",     // 1001
-    "check_limit_reached",        // 1010
-    "unsupported_checksum_type",  // 1011
-    "reserved_12",                // 1100 (reserved)
-    "reserved_13",                // 1101 (reserved)
-    "suspend_request_received",   // 1110
-    "cancel_request_received",    // 1111
-];
+use super::{be, code_names, Fields, Protocol, Value};
 
-/// File directive codes (§5.2, Table 5-4); the others are reserved.
+/// Condition codes (§5.2.2-§5.2.4, Table 5-5) by 4-bit code, and file
+/// directive codes (§5.2, Table 5-4; the others are reserved): the
+/// `condition_codes` and `directives` tables of specs/cfdp/wire.json, parsed
+/// on first use.
+fn table(
+    which: &'static str,
+    cell: &'static OnceLock<Vec<Option<String>>>,
+) -> &'static [Option<String>] {
+    cell.get_or_init(|| code_names(Protocol::named("cfdp"), which))
+}
+
+fn condition_name(code: u8) -> &'static str {
+    static CONDITIONS: OnceLock<Vec<Option<String>>> = OnceLock::new();
+    table("condition_codes", &CONDITIONS)
+        .get(usize::from(code))
+        .and_then(|n| n.as_deref())
+        .expect("specs/cfdp/wire.json lists all 16 condition codes")
+}
+
 fn directive_name(code: u8) -> Option<&'static str> {
-    Some(match code {
-        0x04 => "eof",
-        0x05 => "finished",
-        0x06 => "ack",
-        0x07 => "metadata",
-        0x08 => "nak",
-        0x09 => "prompt",
-        0x0c => "keep_alive",
-        _ => return None,
-    })
+    static DIRECTIVES: OnceLock<Vec<Option<String>>> = OnceLock::new();
+    table("directives", &DIRECTIVES)
+        .get(usize::from(code))?
+        .as_deref()
 }
 
 /// TLV types (§5.4): filestore request, filestore response, message to
@@ -259,7 +253,7 @@ fn directive_fields(data: &[u8], fss: usize, f: &mut Fields) -> Option<()> {
     let p = &data[1..];
     f.push(("directive", Value::Str(name)));
     f.push(("directive_code", Value::Int(u64::from(code))));
-    let condition = |b: u8| Value::Str(CONDITIONS[usize::from(b >> 4)]);
+    let condition = |b: u8| Value::Str(condition_name(b >> 4));
     match code {
         // §5.2.2 EOF (Table 5-6): condition code (4 bits), spare (4),
         // file checksum (32 bits), file size (FSS), fault location (entity
@@ -1018,25 +1012,15 @@ pub mod tests {
 
     #[test]
     fn condition_codes_table_5_5() {
-        // Finished PDUs (hand-built) with every condition code.
-        let names = [
-            "no_error",
-            "positive_ack_limit_reached",
-            "keep_alive_limit_reached",
-            "invalid_transmission_mode",
-            "filestore_rejection",
-            "file_checksum_failure",
-            "file_size_error",
-            "nak_limit_reached",
-            "inactivity_detected",
-            "invalid_file_structure",
-            "check_limit_reached",
-            "unsupported_checksum_type",
-            "reserved_12",
-            "reserved_13",
-            "suspend_request_received",
-            "cancel_request_received",
-        ];
+        // Finished PDUs (hand-built) with every condition code of wire.json.
+        let names: Vec<&'static str> = crate::classify::code_names(
+            crate::classify::Protocol::named("cfdp"),
+            "condition_codes",
+        )
+        .into_iter()
+        .map(|n| &*Box::leak(n.expect("16 codes").into_boxed_str()))
+        .collect();
+        assert_eq!(names.len(), 16);
         for (code, name) in names.iter().enumerate() {
             let pdu = [
                 0x28,

@@ -114,6 +114,27 @@ pub fn wire_json(p: Protocol) -> &'static str {
     p.entry().wire
 }
 
+/// Code table `table` of a protocol's wire.json (its `entries`, each with a
+/// `code` and a `name`) as a name per code, `None` for codes it does not
+/// list. Parse it once (a `OnceLock`), not per frame.
+pub fn code_names(p: Protocol, table: &str) -> Vec<Option<String>> {
+    let v: serde_json::Value = serde_json::from_str(wire_json(p)).expect("wire.json is valid JSON");
+    let entries = v[table]["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("specs/{}/wire.json: {table}.entries is a list", p.name()));
+    let mut out: Vec<Option<String>> = Vec::new();
+    for e in entries {
+        let code = e["code"].as_u64().expect("entries[].code: a number") as usize;
+        let name = e["name"].as_str().expect("entries[].name: a string");
+        if out.len() <= code {
+            out.resize(code + 1, None);
+        }
+        assert!(out[code].is_none(), "{table}: code {code} listed twice");
+        out[code] = Some(name.to_string());
+    }
+    out
+}
+
 /// Declared field names of one protocol (`fields` of its wire.json).
 pub fn vocabulary(p: Protocol) -> Vec<String> {
     let v: serde_json::Value = serde_json::from_str(wire_json(p)).expect("wire.json is valid JSON");
