@@ -22,6 +22,7 @@ help:
 	@echo "make test-deep  the default suite plus deep model checking (DTNC_DEEP=1)"
 	@echo "make setup      only the set-up: apt packages, venv, TLC jar, Rust builds"
 	@echo "make lint       ruff, cargo clippy"
+	@echo "make lua        regenerate the Lua dissectors' tables from specs/<proto>/wire.json"
 
 setup: apt venv tlc rust
 	@echo "setup complete"
