@@ -39,7 +39,7 @@ from typing import Any
 
 import pytest
 
-from conformance import emulator
+from conformance import emulator, wire
 
 ROOT = Path(__file__).resolve().parents[2]
 EMU = ROOT / "conformance" / "emulator" / "target" / "release" / "dtnc-emu"
@@ -55,16 +55,9 @@ needs_tshark = pytest.mark.skipif(
     shutil.which("tshark") is None, reason="tshark (Wireshark 4.0, norm dissector) is not installed"
 )
 
-NORM_TYPES = {"info": 1, "data": 2, "cmd": 3, "nack": 4, "ack": 5, "report": 6}
-NORM_FLAVORS = {
-    "flush": 1,
-    "eot": 2,
-    "squelch": 3,
-    "cc": 4,
-    "repair_adv": 5,
-    "ack_req": 6,
-    "application": 7,
-}
+# Code tables of specs/norm/wire.json, by name.
+NORM_TYPES = {name: code for code, name in wire.names("norm", "message_types").items()}
+NORM_FLAVORS = {name: code for code, name in wire.names("norm", "cmd_flavors").items()}
 NORM_FLAGS = {
     "repair": 0x01,
     "explicit": 0x02,
@@ -73,7 +66,7 @@ NORM_FLAGS = {
     "file": 0x10,
     "stream": 0x20,
 }
-NACK_FORMS = {"items": 1, "ranges": 2, "erasures": 3}
+NACK_FORMS = {name: code for code, name in wire.names("norm", "nack_forms").items()}
 
 # tshark fields read for every NORM message (first occurrence of each).
 TSHARK_FIELDS = [
@@ -310,7 +303,7 @@ def test_norm_prefixes_shorter_than_the_header_do_not_classify() -> None:
 # ---------------------------------------------------------------------------
 # Saratoga
 
-SARATOGA_TYPES = ["beacon", "request", "metadata", "data", "status"]
+SARATOGA_TYPES = [name for _, name in sorted(wire.names("saratoga", "packet_types").items())]
 
 
 def saratoga_reference(frame: bytes) -> dict[str, Any]:

@@ -28,32 +28,21 @@
 
 use std::sync::OnceLock;
 
-use super::{be, code_names, Fields, Protocol, Value};
+use super::{be, code_name, Fields, Value};
 
-/// Condition codes (§5.2.2-§5.2.4, Table 5-5) by 4-bit code, and file
-/// directive codes (§5.2, Table 5-4; the others are reserved): the
-/// `condition_codes` and `directives` tables of specs/cfdp/wire.json, parsed
-/// on first use.
-fn table(
-    which: &'static str,
-    cell: &'static OnceLock<Vec<Option<String>>>,
-) -> &'static [Option<String>] {
-    cell.get_or_init(|| code_names(Protocol::named("cfdp"), which))
-}
-
+/// Condition codes (§5.2.2-§5.2.4, Table 5-5) by 4-bit code: the
+/// `condition_codes` table of specs/cfdp/wire.json.
 fn condition_name(code: u8) -> &'static str {
     static CONDITIONS: OnceLock<Vec<Option<String>>> = OnceLock::new();
-    table("condition_codes", &CONDITIONS)
-        .get(usize::from(code))
-        .and_then(|n| n.as_deref())
+    code_name(&CONDITIONS, "cfdp", "condition_codes", usize::from(code))
         .expect("specs/cfdp/wire.json lists all 16 condition codes")
 }
 
+/// File directive codes (§5.2, Table 5-4; the others are reserved): the
+/// `directives` table of specs/cfdp/wire.json.
 fn directive_name(code: u8) -> Option<&'static str> {
     static DIRECTIVES: OnceLock<Vec<Option<String>>> = OnceLock::new();
-    table("directives", &DIRECTIVES)
-        .get(usize::from(code))?
-        .as_deref()
+    code_name(&DIRECTIVES, "cfdp", "directives", usize::from(code))
 }
 
 /// TLV types (§5.4): filestore request, filestore response, message to

@@ -135,6 +135,20 @@ pub fn code_names(p: Protocol, table: &str) -> Vec<Option<String>> {
     out
 }
 
+/// The name of `code` in code table `table` of protocol `proto`'s
+/// wire.json, parsed into `cell` on first use (declare one `static`
+/// `OnceLock` per table); `None` for a code the table does not list.
+pub fn code_name(
+    cell: &'static std::sync::OnceLock<Vec<Option<String>>>,
+    proto: &str,
+    table: &str,
+    code: usize,
+) -> Option<&'static str> {
+    cell.get_or_init(|| code_names(Protocol::named(proto), table))
+        .get(code)?
+        .as_deref()
+}
+
 /// Declared field names of one protocol (`fields` of its wire.json).
 pub fn vocabulary(p: Protocol) -> Vec<String> {
     let v: serde_json::Value = serde_json::from_str(wire_json(p)).expect("wire.json is valid JSON");

@@ -38,7 +38,9 @@
 //! the payload ID for fec_id 129, from EXT_FTI plus the RFC 5052 §9.1 block
 //! partitioning for fec_id 2 and 5.
 
-use super::{be, Fields, Value};
+use std::sync::OnceLock;
+
+use super::{be, code_name, Fields, Value};
 
 /// Protocol version of RFC 5740 (§4.1 `version` field).
 const NORM_VERSION: u8 = 1;
@@ -230,15 +232,9 @@ pub fn classify(p: &[u8]) -> Option<Fields> {
     if version != NORM_VERSION || hdr_len < 8 || hdr_len > p.len() {
         return None;
     }
-    let name = match msg_type {
-        1 => "info",
-        2 => "data",
-        3 => "cmd",
-        4 => "nack",
-        5 => "ack",
-        6 => "report",
-        _ => return None,
-    };
+    // §4.1 message types (specs/norm/wire.json message_types).
+    static TYPES: OnceLock<Vec<Option<String>>> = OnceLock::new();
+    let name = code_name(&TYPES, "norm", "message_types", usize::from(msg_type))?;
     let mut f: Fields = vec![
         ("type", Value::Str(name)),
         ("version", Value::Int(u64::from(version))),
@@ -318,16 +314,9 @@ fn cmd(p: &[u8], hdr_len: usize, f: &mut Fields) -> Option<()> {
     }
     f.push(("instance_id", Value::Int(be(p, 8, 2)?)));
     let flavor = p[12];
-    let name = match flavor {
-        1 => "flush",
-        2 => "eot",
-        3 => "squelch",
-        4 => "cc",
-        5 => "repair_adv",
-        6 => "ack_req",
-        7 => "application",
-        _ => return None,
-    };
+    // §4.2.3 flavors (specs/norm/wire.json cmd_flavors).
+    static FLAVORS: OnceLock<Vec<Option<String>>> = OnceLock::new();
+    let name = code_name(&FLAVORS, "norm", "cmd_flavors", usize::from(flavor))?;
     f.push(("flavor", Value::Str(name)));
     let base = match flavor {
         // §4.2.3.1 FLUSH, §4.2.3.3 SQUELCH:
@@ -398,12 +387,9 @@ fn nack(p: &[u8], hdr_len: usize, f: &mut Fields) -> Option<()> {
         if items + len > p.len() {
             return None;
         }
-        let form_name = match form {
-            1 => "items",
-            2 => "ranges",
-            3 => "erasures",
-            _ => return None,
-        };
+        // §4.3.1 forms (specs/norm/wire.json nack_forms).
+        static FORMS: OnceLock<Vec<Option<String>>> = OnceLock::new();
+        let form_name = code_name(&FORMS, "norm", "nack_forms", usize::from(form))?;
         if first {
             first = false;
             f.push(("nack_form", Value::Str(form_name)));

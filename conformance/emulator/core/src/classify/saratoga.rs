@@ -18,7 +18,9 @@
 //! REQUEST (§4.1). 128-bit descriptor values above 2^64-1 are reported as
 //! 2^64-1 (fields are 64-bit).
 
-use super::{be, Fields, Value};
+use std::sync::OnceLock;
+
+use super::{be, code_name, Fields, Value};
 
 /// Version 1 (`001`), the version this draft specifies (§4).
 const SARATOGA_VERSION: u64 = 1;
@@ -81,14 +83,9 @@ pub fn classify(p: &[u8]) -> Option<Fields> {
     if version != SARATOGA_VERSION {
         return None;
     }
-    let name = match ptype {
-        0 => "beacon",
-        1 => "request",
-        2 => "metadata",
-        3 => "data",
-        4 => "status",
-        _ => return None,
-    };
+    // §4 packet types (specs/saratoga/wire.json packet_types).
+    static TYPES: OnceLock<Vec<Option<String>>> = OnceLock::new();
+    let name = code_name(&TYPES, "saratoga", "packet_types", ptype as usize)?;
     let desc_code = bits2(word, 8);
     let mut f: Fields = vec![
         ("type", Value::Str(name)),
