@@ -18,8 +18,12 @@ import struct
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from conformance.types import Protocol, SegmentRecord
+
+if TYPE_CHECKING:
+    from dissectors.tshark import DecodedFrame
 
 
 def udp_payload(frame: bytes) -> tuple[int, int, bytes] | None:
@@ -148,11 +152,13 @@ def records_from_captures(
     return records, findings
 
 
-def _record_fields(frame: object) -> dict[str, object]:
-    """The classify() vocabulary (what impairments match on), plus the claims."""
-    fields: dict[str, object] = dict(frame.match_fields())  # type: ignore[attr-defined]
-    raw = frame.fields  # type: ignore[attr-defined]
-    for key in ("claim.offset", "claim.length"):
-        if key in raw:
-            fields[key] = raw[key]
+def _record_fields(frame: DecodedFrame) -> dict[str, object]:
+    """The classifier's vocabulary (what impairments match on), plus the
+    dissector fields the protocol keeps on its records (LTP: the claims)."""
+    from conformance import protocols
+
+    fields: dict[str, object] = dict(frame.match_fields())
+    for key in protocols.get(frame.protocol).dissector.record_extras:
+        if key in frame.fields:
+            fields[key] = frame.fields[key]
     return fields

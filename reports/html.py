@@ -81,9 +81,6 @@ LABEL_GAP = 10.0
 LABEL_CHARS = 50
 FONT_PX = 11
 
-COLORS = {"red_data": "#c0392b", "green_data": "#1e8449", "report": "#2c3e50",
-          "report_ack": "#8e44ad", "cancel": "#d35400", "cancel_ack": "#a04000"}  # fmt: skip
-
 
 @dataclass
 class LadderLayout:
@@ -219,7 +216,7 @@ def ladder_svg(segments: list[SegmentRecord], title: str = "") -> str:
     # One row per segment.
     for s, y in zip(segs, lay.ys, strict=True):
         kind = str(s.fields.get("kind", "?"))
-        color = COLORS.get(kind, "#666")
+        color = protocols.get(s.protocol).colors.get(kind, "#666")
         forward = s.direction == "forward"
         x0, x1 = (A_X, B_X) if forward else (B_X, A_X)
         y1 = y + SLANT_PX

@@ -126,6 +126,8 @@ class Dissector:
     fields: FieldTypes = FieldTypes()
     # dissector field -> classifier field, where the names differ
     match_renames: dict[str, str] = field(default_factory=dict)
+    # dissector fields kept on each SegmentRecord beside the classifier's
+    record_extras: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -138,8 +140,10 @@ class ProtocolSpec:
     params: type[ProtocolParams]
     delivery: type[Delivery]
     dissector: Dissector
-    # one line for a unit's fields on the report's ladder diagram
+    # one line for a unit's fields on the report's ladder diagram, and its
+    # arrow's colour by the unit's "kind" field
     label: Callable[[Mapping[str, object]], str] = lambda fields: str(fields.get("type", "?"))
+    colors: dict[str, str] = field(default_factory=dict)
     generator: str = ""  # module with check/generate/expectation_for/stale, if any
     unit: str = "segment"  # what one datagram carries: segment, PDU, message
     # The judge's rule table: outcome part -> value the model allows -> rule.

@@ -233,8 +233,18 @@ SPEC = ProtocolSpec(
         ),  # fmt: skip
         # dtnltp.type is the code (names as its value_string), type_name the name
         match_renames={"type": "type_code", "type_name": "type"},
+        # the reception claims of an RS, for the report's ladder
+        record_extras=("claim.offset", "claim.length"),
     ),
     label=segment_label,
+    colors={
+        "red_data": "#c0392b",
+        "green_data": "#1e8449",
+        "report": "#2c3e50",
+        "report_ack": "#8e44ad",
+        "cancel": "#d35400",
+        "cancel_ack": "#a04000",
+    },  # fmt: skip
     generator="generators.ltp",
     unit="segment",
     rules={
