@@ -17,9 +17,10 @@
     udplso/udplsi and licklider-udp send), no hand-off of block data to the
     bundle dissector.
 
-  Field leaf names are the keys of conformance/ltp.py classify() (the shared
-  field vocabulary), except that dtnltp.type is the numeric code (with the
-  names as value_string) and dtnltp.type_name carries the name.
+  Field leaf names are the emulator classifier's field names ("fields" of
+  specs/ltp/wire.json, the shared field vocabulary) and those of the Scapy
+  layer (dissectors/ltp/layer.py), except that dtnltp.type is the numeric
+  code (with the names as value_string) and dtnltp.type_name carries the name.
 
   Anomalies are ProtoExperts named dtnltp.expert.<slug>; MALFORMED (bytes that
   cannot be parsed) is kept apart from PROTOCOL (well-formed but violating an

@@ -274,8 +274,9 @@ pub mod tests {
     }
 
     /// Expected fields, from an independent decoder: computed with the
-    /// Python LTP codec from each segment's bytes, not derived from this
-    /// file's code.
+    /// Python codec of the time (now dissectors/ltp/layer.py, whose tests
+    /// check these same values) from each segment's bytes, not derived from
+    /// this file's code.
     fn expected() -> Vec<(&'static str, Fields)> {
         vec![
             (
