@@ -20,4 +20,5 @@ def test_deep_bound_matches_manifest() -> None:
     r = ltp.check("deep")
     assert r.ok, r.properties
     assert r.distinct_states == expected["distinct_states"]
+    assert r.states_generated == expected["states_generated"]
     assert r.depth == expected["depth"]
