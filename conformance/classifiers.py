@@ -54,6 +54,8 @@ def value_spec(protocol: str, key: str) -> str | dict[str, Any] | None:
         ref = spec["table"]
         data = wire.load(protocol)[ref]
         listed = [e["name"] for e in data["entries"]] if "entries" in data else list(data)
+        if "other" in data:  # the name of every code the table does not list
+            listed.append(data["other"])
         spec = {"names": listed, **{k: v for k, v in spec.items() if k != "table"}}
     return spec
 

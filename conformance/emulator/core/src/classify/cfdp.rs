@@ -45,6 +45,18 @@ fn directive_name(code: u8) -> Option<&'static str> {
     code_name(&DIRECTIVES, "cfdp", "directives", usize::from(code))
 }
 
+/// Finished file status (§5.2.3, 2 bits; wire.json file_statuses).
+fn file_status_name(code: u8) -> &'static str {
+    static T: OnceLock<Vec<Option<String>>> = OnceLock::new();
+    code_name(&T, "cfdp", "file_statuses", usize::from(code)).expect("2-bit file status")
+}
+
+/// ACK transaction status (§5.2.4, 2 bits; wire.json transaction_statuses).
+fn transaction_status_name(code: u8) -> &'static str {
+    static T: OnceLock<Vec<Option<String>>> = OnceLock::new();
+    code_name(&T, "cfdp", "transaction_statuses", usize::from(code)).expect("2-bit status")
+}
+
 /// TLV types (§5.4): filestore request, filestore response, message to
 /// user, fault handler override, flow label, entity ID.
 const TLV_FILESTORE_REQUEST: u8 = 0x00;
@@ -278,15 +290,7 @@ fn directive_fields(data: &[u8], fss: usize, f: &mut Fields) -> Option<()> {
                     "data_complete"
                 }),
             ));
-            f.push((
-                "file_status",
-                Value::Str(match b & 0x03 {
-                    0b00 => "discarded_deliberately",
-                    0b01 => "discarded_filestore_rejection",
-                    0b10 => "retained",
-                    _ => "unreported",
-                }),
-            ));
+            f.push(("file_status", Value::Str(file_status_name(b & 0x03))));
             let mut fault = None;
             tlvs(&p[1..], |t, v| match t {
                 TLV_FILESTORE_RESPONSE => Some(()),
@@ -312,12 +316,7 @@ fn directive_fields(data: &[u8], fss: usize, f: &mut Fields) -> Option<()> {
             f.push(("condition", condition(p[1])));
             f.push((
                 "transaction_status",
-                Value::Str(match p[1] & 0x03 {
-                    0b00 => "undefined",
-                    0b01 => "active",
-                    0b10 => "terminated",
-                    _ => "unrecognized",
-                }),
+                Value::Str(transaction_status_name(p[1] & 0x03)),
             ));
         }
         // §5.2.5 Metadata (Table 5-9): reserved (1 bit), closure requested

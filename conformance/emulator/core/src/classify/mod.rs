@@ -116,13 +116,17 @@ pub fn wire_json(p: Protocol) -> &'static str {
 
 /// Code table `table` of a protocol's wire.json (its `entries`, each with a
 /// `code` and a `name`) as a name per code, `None` for codes it does not
-/// list. Parse it once (a `OnceLock`), not per frame.
+/// list; a table with `other` (and `size`, the number of codes) names
+/// every unlisted code below `size` so. Parse it once (a `OnceLock`), not
+/// per frame.
 pub fn code_names(p: Protocol, table: &str) -> Vec<Option<String>> {
     let v: serde_json::Value = serde_json::from_str(wire_json(p)).expect("wire.json is valid JSON");
     let entries = v[table]["entries"]
         .as_array()
         .unwrap_or_else(|| panic!("specs/{}/wire.json: {table}.entries is a list", p.name()));
-    let mut out: Vec<Option<String>> = Vec::new();
+    let other = v[table]["other"].as_str();
+    let size = v[table]["size"].as_u64().unwrap_or(0) as usize;
+    let mut out: Vec<Option<String>> = vec![None; size];
     for e in entries {
         let code = e["code"].as_u64().expect("entries[].code: a number") as usize;
         let name = e["name"].as_str().expect("entries[].name: a string");
@@ -131,6 +135,11 @@ pub fn code_names(p: Protocol, table: &str) -> Vec<Option<String>> {
         }
         assert!(out[code].is_none(), "{table}: code {code} listed twice");
         out[code] = Some(name.to_string());
+    }
+    if let Some(other) = other {
+        for slot in out.iter_mut().filter(|s| s.is_none()) {
+            *slot = Some(other.to_string());
+        }
     }
     out
 }

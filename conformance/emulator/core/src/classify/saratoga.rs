@@ -53,26 +53,19 @@ fn descriptor(p: &[u8], pos: usize, w: usize) -> Option<u64> {
     Some(if hi == 0 { lo } else { u64::MAX })
 }
 
-/// Transfer type of METADATA and DATA, flag bits 10-11 (§4.3, §4.4).
+/// Transfer type of METADATA and DATA, flag bits 10-11 (§4.3, §4.4;
+/// specs/saratoga/wire.json transfer_types).
 fn transfer_name(code: u64) -> &'static str {
-    match code {
-        0 => "file",
-        1 => "directory",
-        2 => "reserved",
-        _ => "stream",
-    }
+    static T: OnceLock<Vec<Option<String>>> = OnceLock::new();
+    code_name(&T, "saratoga", "transfer_types", code as usize).expect("2-bit transfer type")
 }
 
 /// BEACON/REQUEST capability and willingness pairs (bits 12-13 send,
-/// 14-15 receive; §4.1): 00 none, 10 capable but unwilling, 11 willing,
-/// 01 invalid.
+/// 14-15 receive; §4.1; wire.json capabilities): 00 none, 10 capable but
+/// unwilling, 11 willing, 01 invalid.
 fn willingness(code: u64) -> Option<&'static str> {
-    match code {
-        0 => Some("none"),
-        2 => Some("capable"),
-        3 => Some("willing"),
-        _ => None,
-    }
+    static T: OnceLock<Vec<Option<String>>> = OnceLock::new();
+    code_name(&T, "saratoga", "capabilities", code as usize)
 }
 
 /// Classify one UDP payload as a Saratoga packet.
@@ -127,16 +120,14 @@ fn beacon(p: &[u8], word: u64, f: &mut Fields) -> Option<()> {
 fn request(p: &[u8], word: u64, f: &mut Fields) -> Option<()> {
     f.push(("streaming", Value::Bool(bit(word, 11))));
     f.push(("udp_lite", Value::Bool(bit(word, 16))));
-    let req = match word & 0xff {
-        0 => "noaction",
-        1 => "get",
-        2 => "put",
-        3 => "take",
-        4 => "give",
-        5 => "delete",
-        6 => "getdir",
-        _ => "unknown",
-    };
+    static REQUESTS: OnceLock<Vec<Option<String>>> = OnceLock::new();
+    let req = code_name(
+        &REQUESTS,
+        "saratoga",
+        "request_types",
+        (word & 0xff) as usize,
+    )
+    .expect("request_types names every 8-bit code");
     f.push(("request", Value::Str(req)));
     f.push(("session", Value::Int(be(p, 4, 4)?)));
     let path = p.get(8..)?;
@@ -156,13 +147,14 @@ fn metadata(p: &[u8], word: u64, f: &mut Fields) -> Option<()> {
     f.push(("in_progress", Value::Bool(!bit(word, 12))));
     f.push(("udp_lite", Value::Bool(bit(word, 13))));
     let sum_words = usize::try_from((word >> 4) & 0xf).ok()?;
-    let checksum = match word & 0xf {
-        0 => "none",
-        1 => "crc32",
-        2 => "md5",
-        3 => "sha1",
-        _ => "unknown",
-    };
+    static CHECKSUMS: OnceLock<Vec<Option<String>>> = OnceLock::new();
+    let checksum = code_name(
+        &CHECKSUMS,
+        "saratoga",
+        "checksum_types",
+        (word & 0xf) as usize,
+    )
+    .expect("checksum_types names every 4-bit code");
     f.push(("checksum", Value::Str(checksum)));
     f.push(("session", Value::Int(be(p, 4, 4)?)));
     let entry = 8 + sum_words * 4;
@@ -194,30 +186,11 @@ fn data(p: &[u8], word: u64, w: usize, f: &mut Fields) -> Option<()> {
     Some(())
 }
 
-/// STATUS error codes (§4.5.1).
+/// STATUS error codes (§4.5.1; specs/saratoga/wire.json status_codes).
 fn status_name(code: u64) -> &'static str {
-    match code {
-        0x00 => "success",
-        0x01 => "unspecified",
-        0x02 => "send_resources",
-        0x03 => "receive_resources",
-        0x04 => "file_not_found",
-        0x05 => "access_denied",
-        0x06 => "unknown_id",
-        0x07 => "did_not_delete",
-        0x08 => "file_too_long",
-        0x09 => "descriptor_mismatch",
-        0x0a => "unsupported_packet",
-        0x0b => "unsupported_request",
-        0x0c => "request_timeout",
-        0x0d => "data_flags_changed",
-        0x0e => "not_interested",
-        0x0f => "file_in_use",
-        0x10 => "metadata_required",
-        0x11 => "unexpected_status",
-        0x12 => "sender_timeout",
-        _ => "unknown",
-    }
+    static T: OnceLock<Vec<Option<String>>> = OnceLock::new();
+    code_name(&T, "saratoga", "status_codes", code as usize)
+        .expect("status_codes names every 8-bit code")
 }
 
 /// STATUS (§4.5): flags (8-9 descriptor, 12 timestamp present, 13 METADATA
