@@ -709,7 +709,14 @@ def rebuild() -> None:
         model.model_rebuild(force=True)
 
 
+def _follow_registry() -> None:
+    from conformance import protocols
+
+    protocols.on_change(rebuild)
+
+
 rebuild()
+_follow_registry()
 
 
 class ChannelRecord(_Strict):

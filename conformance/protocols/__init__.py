@@ -14,6 +14,7 @@ Adding a protocol adds files and one line to :data:`MODULES`
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 
 from conformance.errors import InputError
 from conformance.protocols.base import (
@@ -53,20 +54,27 @@ def _load() -> None:
         _SPECS[spec.name] = spec
 
 
+# Called after the registry changes (conformance.types rebuilds its unions).
+_ON_CHANGE: list[Callable[[], None]] = []
+
+
+def on_change(hook: Callable[[], None]) -> None:
+    """Call ``hook`` whenever a protocol is registered or unregistered."""
+    _ON_CHANGE.append(hook)
+
+
 def register(spec: ProtocolSpec) -> None:
     """Add a protocol at run time (the test suite's toy protocol does)."""
-    from conformance import types
-
     _load()
     _SPECS[spec.name] = spec
-    types.rebuild()
+    for hook in _ON_CHANGE:
+        hook()
 
 
 def unregister(name: str) -> None:
-    from conformance import types
-
     _SPECS.pop(name, None)
-    types.rebuild()
+    for hook in _ON_CHANGE:
+        hook()
 
 
 def names() -> list[str]:
