@@ -48,14 +48,15 @@ def value_spec(protocol: str, key: str) -> str | dict[str, Any] | None:
         return None
     spec = wire.load(protocol).get("values", {}).get(key)
     if isinstance(spec, dict) and "codes_of" in spec:
-        entries = wire.load(protocol)[spec["codes_of"]]["entries"]
-        return {"one_of": [int(e["code"]) for e in entries]}
+        return {"one_of": list(wire.names(protocol, spec["codes_of"]))}
     if isinstance(spec, dict) and "table" in spec:
         ref = spec["table"]
         data = wire.load(protocol)[ref]
-        listed = [e["name"] for e in data["entries"]] if "entries" in data else list(data)
-        if "other" in data:  # the name of every code the table does not list
-            listed.append(data["other"])
+        # a code table, or a table of names (LTP's kinds)
+        listed = list(wire.names(protocol, ref).values()) if "entries" in data else list(data)
+        other = data.get("other")
+        if other:  # the name of every code the table does not list
+            listed.append(other)
         spec = {"names": listed, **{k: v for k, v in spec.items() if k != "table"}}
     return spec
 

@@ -59,13 +59,9 @@ class Code:
         return self.attrs[key]
 
 
-def table(protocol: str, name: str) -> dict[int, Code]:
-    """Code table ``name`` of ``protocol``: code -> entry."""
-    return _table(protocol, name)
-
-
 @functools.cache
-def _table(protocol: str, name: str) -> dict[int, Code]:
+def table(protocol: str, name: str) -> dict[int, Code]:
+    """Code table ``name`` of ``protocol``: code -> entry (cached; read-only)."""
     data = load(protocol)
     if name not in data or "entries" not in data[name]:
         raise WireFactsError(f"{path(protocol)} has no code table {name!r}")
@@ -79,9 +75,3 @@ def _table(protocol: str, name: str) -> dict[int, Code]:
 def names(protocol: str, name: str) -> dict[int, str]:
     """Code table ``name`` as code -> name."""
     return {code: entry.name for code, entry in table(protocol, name).items()}
-
-
-def section(protocol: str, name: str) -> str:
-    """The spec section a table or fact cites, e.g. "RFC 5326 §3.2.4"."""
-    data = load(protocol)
-    return f"{data['spec']} §{data[name]['section']}"

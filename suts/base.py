@@ -101,7 +101,6 @@ class SutAdapter(ABC):
 REGISTRY: dict[str, str] = {
     "licklider": "suts.licklider:Licklider",
 }
-KNOWN = tuple(REGISTRY)
 
 
 def get(name: str) -> SutAdapter:
@@ -116,8 +115,3 @@ def get(name: str) -> SutAdapter:
     adapter = getattr(importlib.import_module(module), cls)()
     assert isinstance(adapter, SutAdapter)
     return adapter
-
-
-def for_protocol(protocol: str) -> list[str]:
-    """The registered implementations of one protocol."""
-    return [n for n in REGISTRY if get(n).protocol == protocol]
