@@ -576,6 +576,42 @@ def cmd_validate(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_trace(args: argparse.Namespace) -> int:
+    """Trace validation of a stored run directory (its scenario, segments,
+    captures and result), as the runner does after each run."""
+    from conformance.runner import PORTS, validate_trace
+    from conformance.types import RunResult, SegmentRecord, load_model
+
+    run_dir = Path(args.run_dir)
+    for name in ("scenario.json", "segments.jsonl", "a.pcap", "b.pcap"):
+        if not (run_dir / name).is_file():
+            raise InputError(f"{run_dir}: not a run directory (no {name})")
+    scn = _load_scenario_file(run_dir / "scenario.json")
+    result = (
+        load_model(RunResult, run_dir / "result.json")
+        if (run_dir / "result.json").is_file()
+        else None
+    )
+    segments = [
+        SegmentRecord.model_validate_json(line)
+        for line in (run_dir / "segments.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    with _progress() as prog:
+        prog.add_task(f"TLC: trace of {run_dir.name}", total=None, info="")
+        tc = validate_trace(
+            scn, segments, run_dir, port=PORTS[scn.protocol], ip_a=None, result=result
+        )
+    style = {"accepted": "green", "rejected": "red", "unchecked": "yellow"}[tc.status]
+    console.print(f"trace {run_dir / 'trace.ndjson'}: [{style}]{tc.status}[/]")
+    console.print(tc.message, markup=False)
+    if tc.rule:
+        console.print(f"rule: {tc.rule}", markup=False)
+    if tc.states is not None:
+        console.print(f"{tc.lines} lines, {tc.states} states, {tc.seconds:g} s of TLC")
+    return {"accepted": 0, "rejected": 1, "unchecked": 2}[tc.status]
+
+
 def _sev_style(exp: dict[str, object]) -> str:
     return {"error": "red", "warn": "yellow", "warning": "yellow"}.get(
         str(exp.get("severity", "")).lower(), "cyan"
@@ -747,6 +783,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="list every segment, not just those with findings"
     )
     s.set_defaults(func=cmd_validate)
+
+    s = sub.add_parser("trace", help="validate a stored run's captures against the model with TLC")
+    s.add_argument("run_dir", help="a run directory (dtnconform run --out)")
+    s.set_defaults(func=cmd_trace)
 
     s = sub.add_parser(
         "install-dissectors", help="copy our Lua dissectors into Wireshark's plugin folder"

@@ -8,7 +8,9 @@ The rules, in order:
   losses the expectation was computed for did not all happen and the path
   the scenario was written for was not exercised. Each such impairment is
   named with what the channel saw in its direction instead.
-- fail: the observed outcome (bytes delivered each colour, each side's last
+- fail: trace validation rejected the run's captures (the first segment no
+  behaviour of the model explains, with the rule; conformance/tracecheck.py);
+  or the observed outcome (bytes delivered each colour, each side's last
   notice: completed, cancelled, closed without a notice, or still open at
   the time limit) is not one of the outcomes the model allows under the
   scenario's losses; or the delivered bytes differ from the bytes sent; or
@@ -31,6 +33,7 @@ from conformance.types import (
     Reason,
     RunResult,
     Scenario,
+    TraceCheck,
     Verdict,
     VerdictStatus,
 )
@@ -127,12 +130,37 @@ def channel_saw(records: list[ChannelRecord], imp: Impairment) -> str:
     return ", ".join(parts)
 
 
-def judge(scn: Scenario, result: RunResult, channel_log: Path, findings: list[Finding]) -> Verdict:
+def trace_reasons(trace: TraceCheck | None) -> tuple[list[Reason], list[Reason]]:
+    """(fails, notes) from trace validation: a rejected trace is a fail with
+    the rule and the frame; an unchecked one is said, and judged no further."""
+    if trace is None or trace.status == "accepted":
+        return [], []
+    if trace.status == "rejected":
+        return [
+            Reason(
+                code="trace-rejected",
+                message=f"trace validation: {trace.message}",
+                rule=trace.rule,
+                actions=trace.actions,
+                tags=trace.tags,
+                frames=[trace.frame] if trace.frame else [],
+            )
+        ], []
+    return [], [Reason(code="trace-unchecked", message=f"trace not validated: {trace.message}")]
+
+
+def judge(
+    scn: Scenario,
+    result: RunResult,
+    channel_log: Path,
+    findings: list[Finding],
+    *,
+    trace: TraceCheck | None = None,
+) -> Verdict:
     from conformance.emulator import read_log
 
     errors: list[Reason] = []
-    fails: list[Reason] = []
-    notes: list[Reason] = []
+    fails, notes = trace_reasons(trace)
 
     for end in (result.sender, result.receiver):
         if end.outcome == "error":
@@ -213,7 +241,7 @@ def judge(scn: Scenario, result: RunResult, channel_log: Path, findings: list[Fi
         status, reasons = "fail", fails + unmet + notes
     else:
         status, reasons = "pass", notes
-    return Verdict(scenario=scn.name, sut=result.sut, status=status, reasons=reasons)
+    return Verdict(scenario=scn.name, sut=result.sut, status=status, reasons=reasons, trace=trace)
 
 
 def _rule_in(message: str) -> str:

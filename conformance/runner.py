@@ -10,7 +10,7 @@ Everything a run produces lands in its run directory as it happens:
     scenario.json  channel-config.json  channel.jsonl  channel-stats.json
     channel.stderr  a.pcap  b.pcap
     sender.out  sender.log  receiver.out  receiver.log
-    segments.jsonl  result.json  verdict.json
+    segments.jsonl  result.json  trace.ndjson  trace/  verdict.json
     warnings.txt (only when the scenario's explicit timers do not fit its channel)
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance import classifiers, emulator, judge, netns, provenance, timers
+from conformance import classifiers, emulator, judge, netns, provenance, timers, tracecheck
 from conformance.errors import DtncError, InputError
 from conformance.segments import records_from_captures
 from conformance.types import (
@@ -35,6 +35,7 @@ from conformance.types import (
     Scenario,
     SegmentCounts,
     SegmentRecord,
+    TraceCheck,
     Verdict,
     dump_model,
 )
@@ -175,10 +176,16 @@ def run_scenario(
         # deadline only catches a hung process.
         deadline = time.monotonic() + tm.time_limit_s * 1.1 + 3.0
         hung: list[str] = []
+        exited: dict[str, float] = {}
+        # Polled, not waited on in turn: trace validation needs to know when
+        # each process ended (it takes no step after that).
+        while len(exited) < len(procs) and time.monotonic() < deadline:
+            for role, proc in procs.items():
+                if role not in exited and proc.poll() is not None:
+                    exited[role] = time.time()
+            time.sleep(0.005)
         for role, proc in procs.items():
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
+            if role not in exited:
                 hung.append(role)
                 _stop(proc)
         for out, err in files.values():
@@ -201,6 +208,7 @@ def run_scenario(
             res.outcome = "error"
             res.detail = f"hung past the run's deadline and was killed. {res.detail}".strip()
         res.log = f"{role}.log"
+        res.exited_at = exited.get(role)
         ends[role] = res
 
     say("decoding captures")
@@ -241,7 +249,9 @@ def run_scenario(
         provenance=provenance.collect(scn, sut, emulator.resolve(scn.channel)),
     )
     dump_model(result, run_dir / "result.json")
-    verdict = judge.judge(scn, result, run_dir / "channel.jsonl", experts)
+    say("validating the trace")
+    trace = validate_trace(scn, segments, run_dir, port=port, ip_a=topo.ip_a, result=result)
+    verdict = judge.judge(scn, result, run_dir / "channel.jsonl", experts, trace=trace)
     if crashed:
         # Nothing the endpoints did can be judged over a channel that died.
         verdict = Verdict(
@@ -257,11 +267,44 @@ def run_scenario(
                 ),
                 *verdict.reasons,
             ],
+            trace=verdict.trace,
         )
     elif not channel_stats:
         say("the channel emulator left no statistics")
     dump_model(verdict, run_dir / "verdict.json")
     return RunOutcome(result, verdict, segments, run_dir)
+
+
+def validate_trace(
+    scn: Scenario,
+    segments: list[SegmentRecord],
+    run_dir: Path,
+    *,
+    port: int,
+    ip_a: str | None,
+    result: RunResult | None,
+) -> TraceCheck:
+    """Trace validation of a run's captures (conformance.tracecheck); TLC's
+    files go to ``run_dir/trace``, the NDJSON trace to ``trace.ndjson``. A
+    TLC failure leaves the trace unchecked, with the reason."""
+    exits = {
+        "sender": result.sender.exited_at if result else None,
+        "receiver": result.receiver.exited_at if result else None,
+    }
+    try:
+        return tracecheck.check(
+            scn,
+            segments,
+            run_dir / "a.pcap",
+            run_dir / "b.pcap",
+            port=port,
+            ip_a=ip_a,
+            exits=exits,
+            workdir=run_dir / "trace",
+            out=run_dir / "trace.ndjson",
+        )
+    except DtncError as exc:
+        return TraceCheck(status="unchecked", message=f"trace validation could not run: {exc}")
 
 
 def error_outcome(scn: Scenario, sut: SutAdapter, run_dir: Path, exc: BaseException) -> RunOutcome:

@@ -506,12 +506,16 @@ class EndpointResult(_Strict):
     )
     duration_s: float = 0.0
     exit_code: int | None = None
+    exited_at: float | None = Field(
+        None, description="when the endpoint's process ended (seconds since the epoch)"
+    )
     detail: str = ""
     log: str = Field("", description="path of the endpoint's log, relative to the run directory")
 
 
 _GENERIC_ENDPOINT_KEYS = {
-    "role", "outcome", "delivered", "payload_ok", "duration_s", "exit_code", "detail", "log",
+    "role", "outcome", "delivered", "payload_ok", "duration_s", "exit_code", "exited_at",
+    "detail", "log",
 }  # fmt: skip
 
 
@@ -618,12 +622,43 @@ class Reason(_Strict):
     frames: list[int] = Field(default_factory=list)
 
 
+class TraceCheck(_Strict):
+    """Trace validation of a run: the captured segments, as a trace, checked
+    by TLC against the protocol's model (conformance/tracecheck.py).
+
+    ``accepted``: some behaviour of the model takes every line. ``rejected``:
+    none takes line ``line`` (the segment of ``frame`` in ``side``.pcap, or
+    the trace's end), with what the model could do there. ``unchecked``: the
+    trace holds something the model cannot express, named in ``message``."""
+
+    status: Literal["accepted", "rejected", "unchecked"]
+    message: str = ""
+    lines: int = 0
+    sessions: int = 0
+    window_ms: float = 0.0
+    states: int | None = Field(None, description="distinct states TLC explored")
+    seconds: float = 0.0
+    line: int | None = Field(None, description="the first trace line no behaviour takes")
+    frame: int | None = None
+    side: str = ""
+    enabled: list[str] = Field(
+        default_factory=list, description="model actions enabled where the trace stopped"
+    )
+    actions: list[str] = Field(
+        default_factory=list, description="the model actions the deviation is held against"
+    )
+    rule: str = ""
+    tags: list[str] = Field(default_factory=list)
+    trace_file: str = Field("", description="the NDJSON trace, relative to the run directory")
+
+
 class Verdict(_Strict):
     schema_: Literal["dtnconform/verdict/1"] = Field(VERDICT_SCHEMA, alias="schema")
     scenario: str
     sut: str
     status: VerdictStatus
     reasons: list[Reason] = Field(default_factory=list)
+    trace: TraceCheck | None = Field(None, description="trace validation of the run's captures")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

@@ -43,6 +43,10 @@ from conformance.types import (
     Scenario,
 )
 from generators import outcomes, traps
+from generators.ltptrace import NEXT_BLOCKS  # noqa: E402
+from generators.ltptrace import blank_unit as blank_unit  # noqa: E402
+from generators.ltptrace import session_of as session_of  # noqa: E402
+from generators.ltptrace import trace_model as trace_model  # noqa: E402
 
 # What the protocol registry needs from a generator module (conformance/
 # protocols/base.py ProtocolSpec.generator): check, generate, trace_table and
@@ -221,7 +225,7 @@ def trap_cfg(purpose: Purpose, constants: Mapping[str, int | bool] = GEN_CONSTAN
 
 def model_actions(spec: Path = SPEC) -> list[str]:
     """The actions of the LTP model (the disjuncts of its next-state relation)."""
-    return traps.model_actions(spec, ("SenderNext", "ReceiverNext", "ChannelNext", "Next"))
+    return traps.model_actions(spec, NEXT_BLOCKS)
 
 
 # ---------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Every finding's scenario still shows its finding: each file under
 reports/findings/<proto>/scenarios/ is run against the implementation it was found
 in, and its check asserts the deviation the finding describes (a verdict, the
-reasons, and the segment trace where the deviation only shows there)."""
+reasons, trace validation's verdict, and the segment trace)."""
 
 from __future__ import annotations
 
@@ -39,13 +39,23 @@ def redundant_checkpoint_ignores_report_limit(out: RunOutcome) -> None:
     fwd_cps = [s for s in out.segments if s.direction == "forward" and s.fields.get("checkpoint")]
     rs3 = [s for s in out.segments if s.direction == "return" and s.fields.get("type") == "RS"][2]
     assert len(fwd_cps) >= 2 and rs3.time > fwd_cps[1].time
+    # Trace validation stops at that third RS, held against the cancel.
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+    assert tc.side == "b" and tc.frame == rs3.frame, (tc.frame, rs3.frame)
+    assert "ReceiverCancelOnRedundantCheckpoint" in tc.actions and "§6.8 (b)" in tc.rule
 
 
 def first_cs_not_acknowledged(out: RunOutcome) -> None:
     """licklider-0.1.1-first-cs-not-acknowledged: the outcome is allowed (both
     sides cancel), but the first CS, which arrived, gets no CAS; the CAS
-    answers only the retransmitted CS (RFC 5326 §6.17)."""
-    assert out.verdict.status == "pass", out.verdict.reasons
+    answers only the retransmitted CS (RFC 5326 §6.17). The outcome passes;
+    trace validation fails the run."""
+    assert out.verdict.status == "fail", out.verdict.reasons
+    assert {r.code for r in out.verdict.reasons} == {"trace-rejected"}, out.verdict.reasons
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+    assert "ReceiverRxCancel" in tc.actions and "§6.17" in tc.rule, tc
     cs = [s for s in out.segments if s.direction == "forward" and s.fields.get("type") == "CS"]
     cas = [s for s in out.segments if s.direction == "return" and s.fields.get("type") == "CAS"]
     assert len(cs) >= 2 and not cs[0].dropped, cs

@@ -1,0 +1,188 @@
+"""Trace validation (conformance/tracecheck.py, specs/trace/TraceCore.tla,
+specs/ltp/TraceLTP.tla) on crafted captures: both sides' pcaps are written
+with our Scapy layer, decoded by our Lua dissector through tshark, and
+checked by TLC, as a live run's are. Each deviation is one a real
+implementation could make; each must be rejected with the RFC rule behind
+it, and the same session without the deviation must be accepted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scapy.layers.inet import IP
+
+from conformance import pcapkit, tracecheck
+from conformance.segments import records_from_captures
+from conformance.types import Scenario
+from dissectors.ltp.layer import LTP
+
+IP_A, IP_B, PORT = pcapkit.IP_A, pcapkit.IP_B, 1113
+DELAY = 0.002  # one-way, seconds
+T0 = 1_800_000_000.0
+
+SCENARIO: dict[str, Any] = {
+    "schema": "dtnconform/scenario/1",
+    "name": "crafted",
+    "protocol": "ltp",
+    "params": {"block_len": 3000, "red_len": 2000, "segment_size": 1000,
+               "retransmission_limit": 1},
+    "impairments": [],
+    "timers": {"retransmission_ms": 1000.0},
+    "expect": {"outcomes": [{"sender_outcome": "completed", "receiver_outcome": "completed",
+                             "delivered": {"protocol": "ltp", "red_bytes_delivered": 2000,
+                                           "green_bytes_delivered": 1000}}]},
+}  # fmt: skip
+
+
+def seg(kind: str, **fields: Any) -> LTP:
+    return LTP(type=kind, session_originator=1, session_number=7, **fields)
+
+
+def data(kind: str, off: int, **fields: Any) -> LTP:
+    return seg(kind, client_service_id=1, offset=off, data=b"x" * 1000, **fields)
+
+
+class Wire(pcapkit.Wire):
+    def __init__(self) -> None:
+        super().__init__(port=PORT, t0=T0, delay=DELAY)
+
+    def check(self, tmp: Path, *, exits: dict[str, float | None] | None = None) -> Any:
+        a, b = self.write(tmp)
+        records, _ = records_from_captures("ltp", a, b, port=PORT, ip_a=IP_A)
+        scn = Scenario.model_validate(SCENARIO)
+        ends = {k: (T0 + v if v is not None else None) for k, v in (exits or {}).items()}
+        return tracecheck.check(
+            scn, records, a, b, port=PORT, ip_a=IP_A, exits=ends,
+            workdir=tmp / "trace", out=tmp / "trace.ndjson",
+        )  # fmt: skip
+
+    def send(self, t: float, direction: str, s: Any, *, lost: bool = False) -> None:  # type: ignore[override]
+        super().send(t, direction, bytes(s), lost=lost)
+
+
+def nominal(w: Wire, *, claims: list[tuple[int, int]] | None = None) -> None:
+    """Red 0-2000 (the checkpoint at 1000), green 2000-3000, RS, RA."""
+    w.send(0.000, "forward", data("RD", 0))
+    w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0))
+    w.send(0.002, "forward", data("GD-EOB", 2000))
+    rs = seg("RS", report_serial=90, checkpoint_serial=40, upper_bound=2000, lower_bound=0,
+             claims=claims or [(0, 2000)])  # fmt: skip
+    w.send(0.004, "return", rs)
+    w.send(0.007, "forward", seg("RA", report_serial=90))
+
+
+def test_nominal_session_is_accepted(tmp_path: Path) -> None:
+    w = Wire()
+    nominal(w)
+    tc = w.check(tmp_path, exits={"sender": 0.010, "receiver": 0.012})
+    assert tc.status == "accepted", tc.message
+    lines = (tmp_path / "trace.ndjson").read_text().splitlines()
+    # 5 sends, 5 arrivals, 2 exits, the end
+    assert tc.lines == len(lines) == 13
+
+
+def test_claim_for_lost_data_is_rejected(tmp_path: Path) -> None:
+    """RD 0 is lost, yet the RS claims it: RFC 5326 §6.11 (claims report what
+    arrived), held against ReceiverRxCheckpoint."""
+    w = Wire()
+    w.send(0.000, "forward", data("RD", 0), lost=True)
+    w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0))
+    w.send(0.002, "forward", data("GD-EOB", 2000))
+    rs = seg("RS", report_serial=90, checkpoint_serial=40, upper_bound=2000, lower_bound=0,
+             claims=[(0, 2000)])  # fmt: skip
+    w.send(0.004, "return", rs)
+    tc = w.check(tmp_path, exits={"sender": 0.5, "receiver": 0.5})
+    assert tc.status == "rejected", tc.message
+    assert tc.side == "b" and tc.frame is not None
+    assert "ReceiverRxCheckpoint" in tc.actions
+    assert "§6.11" in tc.rule
+
+
+def test_unanswered_cancel_is_rejected(tmp_path: Path) -> None:
+    """The sender cancels; the receiver ignores the first CS and answers only
+    the retransmitted one: RFC 5326 §6.17 (a CAS for every CS)."""
+    w = Wire()
+    w.send(0.000, "forward", data("RD", 0))
+    w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0),
+           lost=True)  # fmt: skip
+    w.send(0.002, "forward", data("GD-EOB", 2000))
+    w.send(1.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0),
+           lost=True)  # fmt: skip
+    w.send(2.001, "forward", seg("CS", reason=2))
+    w.send(3.001, "forward", seg("CS", reason=2))
+    w.send(3.0035, "return", seg("CAS"))
+    tc = w.check(tmp_path, exits={"sender": 3.01, "receiver": 3.02})
+    assert tc.status == "rejected", tc.message
+    assert "ReceiverRxCancel" in tc.actions
+    assert "§6.17" in tc.rule
+    assert "CS" in tc.message
+
+
+def test_answered_cancel_is_accepted(tmp_path: Path) -> None:
+    """The same session with the first CS answered at once."""
+    w = Wire()
+    w.send(0.000, "forward", data("RD", 0))
+    w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0),
+           lost=True)  # fmt: skip
+    w.send(0.002, "forward", data("GD-EOB", 2000))
+    w.send(1.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0),
+           lost=True)  # fmt: skip
+    w.send(2.001, "forward", seg("CS", reason=2))
+    w.send(2.0035, "return", seg("CAS"))
+    tc = w.check(tmp_path, exits={"sender": 2.01, "receiver": 2.02})
+    assert tc.status == "accepted", tc.message
+
+
+def test_late_report_is_rejected(tmp_path: Path) -> None:
+    """The RS leaves 600 ms after the checkpoint arrived, beyond the reaction
+    window (250 ms with 1000 ms timers), and nothing but that checkpoint
+    could cause it."""
+    w = Wire()
+    w.send(0.000, "forward", data("RD", 0))
+    w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0))
+    w.send(0.002, "forward", data("GD-EOB", 2000))
+    rs = seg("RS", report_serial=90, checkpoint_serial=40, upper_bound=2000, lower_bound=0,
+             claims=[(0, 2000)])  # fmt: skip
+    w.send(0.603, "return", rs)
+    w.send(0.606, "forward", seg("RA", report_serial=90))
+    tc = w.check(tmp_path, exits={"sender": 0.7, "receiver": 0.7})
+    assert tc.status == "rejected", tc.message
+    assert tc.window_ms == 250
+    assert "ReceiverRxCheckpoint" in tc.actions
+
+
+def test_what_the_model_cannot_express_is_unchecked(tmp_path: Path) -> None:
+    """A green segment off the segment grid: the check says so, never fails."""
+    w = Wire()
+    nominal(w)
+    w.send(0.003, "forward", seg("GD", client_service_id=1, offset=2500, data=b"y" * 10))
+    tc = w.check(tmp_path)
+    assert tc.status == "unchecked"
+    assert "segment grid" in tc.message
+
+
+def test_a_duplicated_arrival_is_unchecked(tmp_path: Path) -> None:
+    """The RS reaches the sender twice though it was sent once: the model's
+    channel does not duplicate, so the trace is not judged."""
+    w = Wire()
+    nominal(w)
+    rs_arrival = next(f for f in w.a if f[IP].src == IP_B)
+    again = rs_arrival.copy()
+    again.time = rs_arrival.time + 0.0001
+    w.a.append(again)
+    tc = w.check(tmp_path)
+    assert tc.status == "unchecked"
+    assert "match no sent segment" in tc.message
+
+
+@pytest.mark.parametrize("reason", [0, 1])
+def test_cancel_reasons_outside_the_model_are_unchecked(tmp_path: Path, reason: int) -> None:
+    w = Wire()
+    w.send(0.000, "forward", data("RD", 0))
+    w.send(0.001, "forward", seg("CS", reason=reason))
+    w.send(0.0035, "return", seg("CAS"))
+    tc = w.check(tmp_path)
+    assert tc.status == "unchecked"
+    assert "RLEXC" in tc.message

@@ -1,0 +1,606 @@
+"""Trace validation: a run's captures, as a trace, checked by TLC against the
+protocol's model. Protocol-free; a protocol takes part through its
+generator module's ``trace_model`` (how its segments read as the model's
+units, which TLA+ module checks them) and ``session_of``.
+
+The method is that of Cirstea, Kuppe, Merz et al. (2024), as in
+tlaplus/Examples EWD998ChanTrace.tla: the trace is written as NDJSON, one
+line per wire event, and as a TLA+ module of the same lines; TLC explores the
+model constrained line by line (specs/trace/TraceCore.tla says how), with the
+cursor in the state. A trace is accepted when TLC reaches a state past the
+last line. Otherwise the furthest line any behaviour reached is the
+deviation; a second TLC pass prints what the model could do there.
+
+Events, from the two captures (A: the sender's side, B: the receiver's) and
+the channel's decisions (conformance.segments):
+    send    a segment the capture of its sending side shows leaving
+    arrive  the same bytes in the other side's capture
+    lose    the channel dropped it (or corrupted it past its checksum)
+    exit    an endpoint's process ended (the runner records when)
+    end     the captures end
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance import protocols
+from conformance.errors import DtncError
+from conformance.types import Scenario, SegmentRecord, TraceCheck
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CORE = REPO_ROOT / "specs" / "trace" / "TraceCore.tla"
+
+# The reaction window: an endpoint processes what reached it, and puts its
+# answer on the wire, within this time. It stays below half the scenario's
+# smallest retransmission timer, so that a late answer is never taken for a
+# timer's retransmission or the other way round.
+MAX_WINDOW_MS = 250.0
+
+_RANK = {"send": 0, "lose": 1, "arrive": 2, "exit": 3, "end": 4}
+
+
+class Unrepresentable(DtncError):
+    """The trace holds something the model cannot express (the check is
+    then 'unchecked', with this as the reason)."""
+
+
+@dataclass
+class WireEvent:
+    kind: str  # send, arrive, lose, exit, end
+    t: float  # seconds since the epoch
+    dir: str = ""  # forward / return
+    actor: str = ""  # sender / receiver / channel
+    record: int = -1  # index of the sent segment in the run's records
+    side: str = ""  # capture that shows the event: a / b
+    frame: int = 0  # its frame number there
+
+
+@dataclass
+class TraceModel:
+    """What a protocol's ``trace_model`` returns for one session."""
+
+    module: Path  # the trace spec, e.g. specs/ltp/TraceLTP.tla
+    constants: dict[str, int | bool | str]
+    units: dict[int, Any]  # record index -> the model's unit (a tlaval value)
+    actions: list[str]  # the model's action names
+    sections: Mapping[str, list[str]]  # action -> spec sections (for the rule)
+    # model definitions the trace spec replaces (the .cfg's Def <- TraceDef)
+    overrides: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Frame:
+    number: int
+    t: float
+    src: str
+    payload: bytes
+
+
+def _frames(pcap: Path, port: int) -> list[_Frame]:
+    """Every unfragmented IPv4/UDP datagram on ``port`` with its capture time."""
+    from scapy.utils import RawPcapReader
+
+    from conformance.segments import udp_payload
+
+    out: list[_Frame] = []
+    if not pcap.exists() or pcap.stat().st_size == 0:
+        return out
+    reader = RawPcapReader(str(pcap))
+    nano = getattr(reader, "nano", False)
+    for number, (raw, meta) in enumerate(reader, start=1):
+        udp = udp_payload(raw)
+        if udp is None or port not in (udp[0], udp[1]):
+            continue
+        sec = getattr(meta, "sec", None)
+        if sec is None:  # pcapng
+            ts = (meta.tshigh << 32 | meta.tslow) / meta.tsresol
+        else:
+            ts = sec + meta.usec / (1e9 if nano else 1e6)
+        src = ".".join(str(b) for b in raw[26:30])
+        out.append(_Frame(number, ts, src, udp[2]))
+    reader.close()
+    return out
+
+
+def wire_events(
+    records: Sequence[SegmentRecord],
+    a_pcap: Path,
+    b_pcap: Path,
+    *,
+    port: int,
+    ip_a: str | None,
+    exits: Mapping[str, float | None],
+    window_s: float,
+) -> list[WireEvent]:
+    """The run's events in time order. Raises Unrepresentable for a capture
+    that cannot be read as sends, arrivals and losses (an arrival no send
+    explains, a delivered segment the other side never captured)."""
+    frames = {"a": _frames(a_pcap, port), "b": _frames(b_pcap, port)}
+    by_number = {side: {f.number: f for f in fs} for side, fs in frames.items()}
+    if ip_a is None:
+        # A stored run: the sender's address is the source of its first segment.
+        first = next((r for r in records if r.direction == "forward"), None)
+        sent = by_number["a"].get(first.frame) if first is not None else None
+        if sent is None:
+            raise Unrepresentable("a.pcap shows no segment the sender sent")
+        ip_a = sent.src
+    # Arrivals at each side, by payload, oldest first (sent by the other side).
+    arrivals: dict[str, dict[bytes, list[_Frame]]] = {
+        "a": defaultdict(list),
+        "b": defaultdict(list),
+    }
+    for side, fs in frames.items():
+        for f in fs:
+            if (f.src == ip_a) == (side == "b"):
+                arrivals[side][f.payload].append(f)
+    events: list[WireEvent] = []
+    for i, rec in enumerate(records):
+        side = "a" if rec.direction == "forward" else "b"
+        other = "b" if side == "a" else "a"
+        actor = "sender" if side == "a" else "receiver"
+        sent = by_number[side].get(rec.frame)
+        if sent is None:
+            raise Unrepresentable(f"frame {rec.frame} of {side}.pcap is not in the capture")
+        events.append(WireEvent("send", sent.t, rec.direction, actor, i, side, rec.frame))
+        if rec.dropped:
+            events.append(WireEvent("lose", sent.t, rec.direction, "channel", i, side, rec.frame))
+            continue
+        queue = arrivals[other][sent.payload]
+        k = next((j for j, f in enumerate(queue) if f.t >= sent.t - 1e-3), None)
+        if k is None:
+            raise Unrepresentable(
+                f"{rec.summary or 'segment'} (frame {rec.frame} of {side}.pcap) was not dropped "
+                f"by the channel, yet {other}.pcap never shows it arriving"
+            )
+        got = queue.pop(k)
+        events.append(WireEvent("arrive", got.t, rec.direction, actor, i, other, got.number))
+    extra = [f for side in arrivals for q in arrivals[side].values() for f in q]
+    if extra:
+        f = min(extra, key=lambda x: x.t)
+        raise Unrepresentable(
+            f"{len(extra)} arriving datagram(s) match no sent segment, the first frame "
+            f"{f.number} (the channel duplicated or injected them; the model's channel "
+            "neither duplicates nor invents segments)"
+        )
+    last = max((e.t for e in events), default=0.0)
+    for actor in ("sender", "receiver"):
+        t = exits.get(actor)
+        if t is None:
+            # Unknown exit: the process may have ended once it last sent.
+            mine = [e.t for e in events if e.kind == "send" and e.actor == actor]
+            t = (max(mine) + window_s) if mine else None
+        if t is not None:
+            events.append(WireEvent("exit", t, actor=actor))
+    events.append(WireEvent("end", max([last, *(e.t for e in events)]) + window_s))
+    events.sort(key=lambda e: (e.t, _RANK[e.kind]))
+    return events
+
+
+def _overlapping_copies(events: Sequence[WireEvent], units: Mapping[int, Any]) -> str:
+    """The first unit of which two identical copies are in flight at once, as
+    text ('' if none): the model's channels are sets and hold one copy."""
+    start: dict[int, float] = {}
+    for e in events:
+        if e.kind == "send":
+            start[e.record] = e.t
+    spans: dict[tuple[str, Any], list[tuple[float, float, int]]] = defaultdict(list)
+    for e in events:
+        if e.kind in ("arrive", "lose") and e.record in units:
+            spans[(e.dir, units[e.record])].append((start[e.record], e.t, e.record))
+    for key, ivs in spans.items():
+        ivs.sort()
+        for (_s1, e1, _r1), (s2, _e2, _r2) in zip(ivs, ivs[1:], strict=False):
+            if s2 < e1:
+                return f"{key[0]} {key[1]['type'] if isinstance(key[1], dict) else key[1]}"
+    return ""
+
+
+def _ndjson_line(e: WireEvent, t0: float, unit: Any) -> dict[str, Any]:
+    from generators.tlaval import to_json
+
+    line: dict[str, Any] = {"kind": e.kind, "t_us": round((e.t - t0) * 1e6)}
+    if e.dir:
+        line["dir"] = e.dir
+    if e.actor:
+        line["actor"] = e.actor
+    if e.side:
+        line |= {"side": e.side, "frame": e.frame}
+    if unit is not None:
+        line["unit"] = to_json(unit)
+    return line
+
+
+def _data_module(
+    lines: Sequence[dict[str, Any]],
+    tla_units: Sequence[str],
+    window_us: int,
+    actions: Sequence[str],
+    diag_line: int,
+    blank: str,
+    eager: bool,
+) -> str:
+    """The TLA+ module of the trace (TraceCore's Trace, Window, SendsLeft) and
+    the diagnosis constants."""
+    # Each distinct unit is written once (Units), lines refer to it by
+    # number: half the text for TLC to parse.
+    ids: dict[str, int] = {}
+    rows = []
+    for line, unit in zip(lines, tla_units, strict=True):
+        u = ids.setdefault(unit or blank, len(ids) + 1)
+        rows.append(
+            f'[k |-> "{line["kind"]}", d |-> "{line.get("dir", "")}", '
+            f'a |-> "{line.get("actor", "")}", u |-> {u}, t |-> {line["t_us"]}]'
+        )
+    left = [0]
+    for line in reversed(lines):
+        left.append(left[-1] + (line["kind"] == "send"))
+    sends_left = ", ".join(map(str, reversed(left)))
+    names = ", ".join(f'"{a}"' for a in actions)
+    return "\n".join(
+        [
+            "---- MODULE TraceData ----",
+            "\\* Written by conformance/tracecheck.py for one run: the trace as TLA+.",
+            "EXTENDS TLC",
+            "Units == <<\n    " + ",\n    ".join(ids) + "\n  >>",
+            "Trace == <<\n    " + ",\n    ".join(rows) + "\n  >>",
+            f"Window == {window_us}",
+            f"SendsLeft == <<{sends_left}>>",
+            f"ActionNames == {{{names}}}",
+            f"DiagLine == {diag_line}",
+            f"Eager == {'TRUE' if eager else 'FALSE'}",
+            "====",
+            "",
+        ]
+    )
+
+
+def _cfg(
+    constants: Mapping[str, int | bool | str],
+    invariants: Sequence[str],
+    overrides: Mapping[str, str],
+) -> str:
+    from generators.tlc import tla_value
+
+    lines = ["\\* Trace validation (conformance/tracecheck.py).", "CONSTANTS"]
+    lines += [f"    {k} = {tla_value(v)}" for k, v in constants.items()]
+    lines += [f"    {k} <- {v}" for k, v in overrides.items()]
+    lines += ["SPECIFICATION TraceSpec", "VIEW TraceView", f"INVARIANTS {' '.join(invariants)}"]
+    return "\n".join([*lines, ""])
+
+
+_FURTHEST = re.compile(r'<<"dtnc-trace-line", (\d+)>>')
+
+
+def _printed(text: str, tag: str, parse: Callable[[str], Any]) -> list[Any]:
+    """The values TLC's PrintT printed as <<"tag", ...>> (over one line or
+    several), without the tag."""
+    out: list[Any] = []
+    lines = text.splitlines()
+    head = re.compile(r'^<<\s*"' + re.escape(tag) + '"')
+    for i, line in enumerate(lines):
+        if not head.match(line):
+            continue
+        buf = line
+        for j in range(i + 1, min(len(lines), i + 400) + 1):
+            try:
+                value = parse(buf)
+            except ValueError:
+                if j < len(lines) and not lines[j].startswith("@!@!@"):
+                    buf += " " + lines[j]
+                    continue
+                break
+            out.append(value[1:])
+            break
+    return out
+
+
+@dataclass
+class _Pass:
+    accepted: bool
+    furthest: int
+    states: int | None
+    seconds: float
+    diag: list[Any] = field(default_factory=list)
+
+
+def _run(tm: TraceModel, data: str, workdir: Path, invariants: Sequence[str], tag: str) -> _Pass:
+    from generators.tlaval import parse_value
+    from generators.tlc import run_tlc
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / f"TraceData_{tag}.tla").write_text(data, encoding="utf-8")
+    cfg = workdir / f"{tm.module.stem}_{tag}.cfg"
+    cfg.write_text(_cfg(tm.constants, invariants, tm.overrides), encoding="utf-8")
+    res = run_tlc(
+        tm.module,
+        cfg,
+        workers=1,
+        workdir=workdir,
+        extra_args=["-deadlock"],
+        extra_modules={"TraceData": data, "TraceCore": CORE.read_text(encoding="utf-8")},
+    )
+    if res.errors and not res.violated:
+        first = "; ".join(res.errors).splitlines()
+        raise DtncError(f"TLC failed on the trace: {' '.join(first[:3])} (log: {res.log_path})")
+    text = res.log_path.read_text(encoding="utf-8")
+    furthest = max((int(m) for m in _FURTHEST.findall(text)), default=1)
+    diag = _printed(text, "dtnc-trace-diag", parse_value)
+    accepted = '"dtnc-trace-accepted"' in text
+    return _Pass(accepted, furthest, res.distinct_states, res.seconds, diag)
+
+
+def _ms(t_us: int) -> str:
+    return f"{t_us / 1000:.1f} ms"
+
+
+def _describe_unit(unit: Any) -> str:
+    if isinstance(unit, Mapping):
+        return str(unit.get("type", "?"))
+    return str(unit)
+
+
+def _diagnose(
+    tm: TraceModel,
+    lines: Sequence[dict[str, Any]],
+    bad: int,
+    diag: Sequence[Any],
+    window_us: int,
+    label: Callable[[int], str],
+    spec: str,
+) -> tuple[str, list[str], list[str], str, list[str]]:
+    """Message, enabled actions, blamed actions, rule and tags for line
+    ``bad`` (1-based).
+
+    Each diagnosis state (one that reached the line) gives the model's
+    enabled actions, the arrivals not processed yet, the emissions not yet on
+    the wire and its last step. The blame goes, in this order, to: an arrival
+    left unanswered past the window (the actions that could process it), an
+    emission that never appeared (the action that made it), or, for a
+    segment the implementation sent, what the model's same actor did last
+    instead; the rule is those actions' sections."""
+    line = lines[bad - 1]
+    t = line["t_us"]
+    actor = line.get("actor", "")
+    enabled: list[str] = sorted({a for d in diag for a in d[0]})
+    blame: list[str] = []
+    overdue: list[str] = []
+    for d in diag:
+        en, inq, pend, last = d[0], d[1], d[2], d[3]
+        pend = pend if isinstance(pend, Mapping) else {}  # <<>> when empty
+        for who, queue in inq.items():
+            if queue and queue[0]["t"] + window_us < t:
+                overdue.append(
+                    f"the {who} had not answered the {_describe_unit(queue[0]['seg'])} that "
+                    f"reached it at {_ms(queue[0]['t'])} within {_ms(window_us)} in any way the "
+                    "rest of the trace shows"
+                )
+                blame += sorted(a for a in en if a.lower().startswith(who))
+        for (d_, u), dues in pend.items():
+            late = [x for x in dues if x < t]
+            if late:
+                who = "sender" if d_ == "forward" else "receiver"
+                overdue.append(
+                    f"the model's {who} had to send a {_describe_unit(u)} by {_ms(min(late))}, "
+                    "and the wire shows none"
+                )
+                if last["actor"] == who:
+                    blame.append(str(last["action"]))
+    kind = line["kind"]
+    if kind == "end":
+        where = f"the trace's end ({_ms(t)})"
+    elif kind == "exit":
+        where = f"the {actor}'s exit ({_ms(t)})"
+    else:
+        where = f"line {bad}, {label(bad)} at {_ms(t)}"
+    if overdue:
+        why = "; ".join(dict.fromkeys(overdue))
+    elif kind == "send":
+        why = (
+            f"no behaviour of the model has the {actor} send this "
+            + _describe_unit(line.get("unit"))
+            + " here"
+        )
+        waiting = [(d[1][actor][0], d[4][actor]) for d in diag if d[1][actor]]
+        if waiting:
+            first, answers = waiting[0]
+            names = sorted({a for _u, ans in waiting for a in ans})
+            why += (
+                f"; the {actor} had the {_describe_unit(first['seg'])} that reached it at "
+                f"{_ms(first['t'])} to process, and the model's answer to it is "
+                f"{', '.join(names) or 'none'}"
+            )
+            blame += names
+        else:
+            blame += sorted({a for d in diag for a in d[0] if a.lower().startswith(actor)})
+    elif kind == "arrive":
+        why = "no behaviour of the model lets this arrive here"
+    else:
+        why = "no behaviour of the model reaches this line"
+    if not blame:
+        blame = [a for a in enabled if not a.startswith("Channel")]
+    sections: list[str] = []
+    for a in dict.fromkeys(blame):
+        for s in tm.sections.get(a, []):
+            if s not in sections:
+                sections.append(s)
+    rule = f"{spec} " + ", ".join(f"§{s}" for s in sections) if sections else ""
+    head = spec.replace(" ", "")
+    tags = list(dict.fromkeys(f"{head}-{s.split(' ')[0]}" for s in sections))
+    message = (
+        f"the model cannot take {where}: {why}. Actions the model could take there: "
+        f"{', '.join(enabled) or 'none'}"
+    )
+    return message, enabled, list(dict.fromkeys(blame)), rule, tags
+
+
+def window_ms(scn: Scenario) -> float:
+    from conformance import timers
+
+    return min(MAX_WINDOW_MS, timers.derive(scn).retransmission_ms / 2)
+
+
+@dataclass
+class _Session:
+    """One session's trace, ready for TLC."""
+
+    tm: TraceModel
+    events: list[WireEvent]
+    lines: list[dict[str, Any]]
+    units: list[str]  # each line's unit as TLA+ text ("" for none)
+    blank: str  # the unit of a line without one
+    window_us: int
+
+    def data(self, diag: int, eager: bool) -> str:
+        return _data_module(
+            self.lines,
+            self.units,
+            self.window_us,
+            self.tm.actions,
+            diag,
+            self.blank,
+            eager,
+        )
+
+
+def _validate(
+    sess: _Session, records: Sequence[SegmentRecord], workdir: Path, spec: str
+) -> tuple[int, float, dict[str, Any] | None]:
+    """(states, seconds, None) for an accepted session, else the rejection's
+    TraceCheck fields. The eager pass first; if it rejects, the full one;
+    if that rejects too, the diagnosis pass at the furthest line."""
+    inv = ["Furthest"]
+    states, seconds = 0, 0.0
+    for eager in (True, False):
+        res = _run(sess.tm, sess.data(0, eager), workdir, inv, "eager" if eager else "trace")
+        states += res.states or 0
+        seconds += res.seconds
+        if res.accepted:
+            return states, seconds, None
+    bad = res.furthest
+    diag = _run(sess.tm, sess.data(bad, False), workdir, ["Diag"], "diag")
+    seconds += diag.seconds
+
+    def label(k: int) -> str:
+        e = sess.events[k - 1]
+        what = records[e.record].summary if e.record >= 0 else e.kind
+        return f"{e.kind} {what} (frame {e.frame} of {e.side}.pcap)"
+
+    message, enabled, blamed, rule, tags = _diagnose(
+        sess.tm, sess.lines, bad, diag.diag, sess.window_us, label, spec
+    )
+    bad_ev = sess.events[bad - 1]
+    return (
+        states,
+        seconds,
+        {
+            "message": message,
+            "line": bad,
+            "frame": bad_ev.frame or None,
+            "side": bad_ev.side,
+            "enabled": enabled,
+            "actions": blamed,
+            "rule": rule,
+            "tags": tags,
+        },
+    )
+
+
+def check(
+    scn: Scenario,
+    records: Sequence[SegmentRecord],
+    a_pcap: Path,
+    b_pcap: Path,
+    *,
+    port: int,
+    ip_a: str | None,
+    exits: Mapping[str, float | None],
+    workdir: Path,
+    out: Path | None = None,
+) -> TraceCheck:
+    """Validate the run's trace, session by session; never raises for what
+    the trace holds (that is 'rejected' or 'unchecked'), only when TLC
+    itself fails. ``out`` receives the NDJSON trace."""
+    spec = protocols.get(scn.protocol)
+    if not spec.generator or not hasattr(spec.generator_module(), "trace_model"):
+        return TraceCheck(status="unchecked", message=f"{scn.protocol} has no trace model yet")
+    gen = spec.generator_module()
+    w_ms = window_ms(scn)
+    common: dict[str, Any] = {"window_ms": w_ms, "trace_file": out.name if out else ""}
+    try:
+        events = wire_events(
+            records, a_pcap, b_pcap, port=port, ip_a=ip_a, exits=exits, window_s=w_ms / 1000
+        )
+    except Unrepresentable as exc:
+        return TraceCheck(status="unchecked", message=str(exc), **common)
+    if not any(e.kind == "send" for e in events):
+        return TraceCheck(status="unchecked", message="the captures hold no segment", **common)
+    by_session: dict[Hashable, list[int]] = defaultdict(list)
+    for i, rec in enumerate(records):
+        by_session[gen.session_of(rec.fields)].append(i)
+    common["sessions"] = len(by_session)
+    t0 = min(e.t for e in events)
+    sessions: list[_Session] = []
+    for n, idx in enumerate(by_session.values(), start=1):
+        mine = set(idx)
+        evs = [e for e in events if e.record in mine or e.kind in ("exit", "end")]
+        try:
+            tm = gen.trace_model(scn, [records[i] for i in idx], idx, evs)
+            dup = _overlapping_copies(evs, tm.units)
+            if dup:
+                raise Unrepresentable(
+                    f"two identical copies of a {dup} segment were in flight at once; the "
+                    "model's channels hold one copy of each segment"
+                )
+        except Unrepresentable as exc:
+            where = f"session {n}: " if len(by_session) > 1 else ""
+            return TraceCheck(status="unchecked", message=f"{where}{exc}", **common)
+        sessions.append(
+            _Session(
+                tm,
+                evs,
+                [_ndjson_line(e, t0, tm.units.get(e.record)) for e in evs],
+                [_format(tm.units[e.record]) if e.record in tm.units else "" for e in evs],
+                _format(gen.blank_unit()),
+                round(w_ms * 1000),
+            )
+        )
+    if out is not None:
+        _write(out, [{"session": n, **ln} for n, ss in enumerate(sessions, 1) for ln in ss.lines])
+    common["lines"] = sum(len(ss.lines) for ss in sessions)
+    states, seconds = 0, 0.0
+    for n, sess in enumerate(sessions, start=1):
+        st, sec, rejected = _validate(sess, records, workdir / f"session-{n}", spec.spec)
+        states, seconds = states + st, seconds + sec
+        if rejected is not None:
+            if len(sessions) > 1:
+                rejected["message"] = f"session {n}: {rejected['message']}"
+            return TraceCheck(
+                status="rejected", states=states, seconds=round(seconds, 3), **common, **rejected
+            )
+    return TraceCheck(
+        status="accepted",
+        message=f"TLC took all {common['lines']} lines of {len(sessions)} session(s) "
+        f"with a reaction window of {w_ms:g} ms",
+        states=states,
+        seconds=round(seconds, 3),
+        **common,
+    )
+
+
+def _format(v: Any) -> str:
+    from generators.tlaval import format_value
+
+    return format_value(v)
+
+
+def _write(path: Path, lines: Sequence[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        for line in lines:
+            fh.write(json.dumps(line, separators=(",", ":")) + "\n")

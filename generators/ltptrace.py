@@ -1,0 +1,238 @@
+"""LTP segments as the model's segments, for trace validation
+(conformance/tracecheck.py, specs/ltp/TraceLTP.tla).
+
+The model counts data in whole segments of the scenario's segment size
+(red first), so a data segment must start on a segment boundary and be one
+segment long (the last of a part may be shorter); report bounds and claims
+must fall on boundaries too. Checkpoint and report serial numbers are
+renumbered 1, 2, ... in the order the wire first shows them, as the model
+numbers them (RFC 5326 asks only that they be distinct, §3.2.1, §3.2.2).
+Anything else raises Unrepresentable: the check is then 'unchecked', with
+the reason, never a fail.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Hashable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+
+from conformance import wire
+from conformance.protocols.ltp import LtpBlock
+from conformance.tracecheck import TraceModel, Unrepresentable, WireEvent
+from conformance.types import Scenario, SegmentRecord
+from generators.tlaval import Record
+from generators.traps import model_actions
+
+SPEC_DIR = Path(__file__).resolve().parent.parent / "specs" / "ltp"
+TRACE_SPEC = SPEC_DIR / "TraceLTP.tla"
+MODEL = SPEC_DIR / "LTP.tla"
+
+# The definitions of LTP.tla whose disjuncts are actions (or other blocks).
+NEXT_BLOCKS = ("SenderNext", "ReceiverNext", "ChannelNext", "Step", "Next")
+
+DATA_TYPES = frozenset({"RD", "RD-CP", "RD-CP-EORP", "RD-CP-EORP-EOB", "GD", "GD-EOB"})
+# The model's cancels carry RLEXC only: the limits are its one cause of cancel.
+MODELLED_REASONS = frozenset({"RLEXC"})
+
+
+def _mk(
+    t: str,
+    off: int = 0,
+    cp: int = 0,
+    rs: int = 0,
+    lb: int = 0,
+    ub: int = 0,
+    claims: frozenset[int] = frozenset(),
+    reason: str = "",
+) -> Record:
+    """A segment as LTP.tla's record (Mk, ReportSeg, CancelSeg)."""
+    return Record(type=t, off=off, cp=cp, rs=rs, lb=lb, ub=ub, claims=claims, reason=reason)
+
+
+def blank_unit() -> Record:
+    """The unit of a line that carries none (exit, end): LTP.tla's NoSeg."""
+    return _mk("none")
+
+
+def session_of(fields: Mapping[str, object]) -> Hashable:
+    return (fields.get("session_originator"), fields.get("session_number"))
+
+
+@cache
+def action_sections() -> dict[str, list[str]]:
+    """Action -> the RFC 5326 sections its comment in LTP.tla opens with
+    ("\\* 6.17, 6.19, 7.6: a CS arrives ..."); none for the model's choices."""
+    lines = MODEL.read_text(encoding="utf-8").splitlines()
+    out: dict[str, list[str]] = {}
+    head = re.compile(r"^([A-Z][A-Za-z0-9]*)(?:\([^)]*\))? ==")
+    cite = re.compile(r"^\\\*\s+((?:\d+(?:\.\d+)*(?:\s*\([a-z]\))?(?:,\s*|/)?)+):")
+    for i, line in enumerate(lines):
+        m = head.match(line)
+        if not m:
+            continue
+        j = i - 1
+        while j >= 0 and lines[j].startswith("\\*"):
+            j -= 1
+        c = cite.match(lines[j + 1]) if j + 1 < i else None
+        if c:
+            parts = re.split(r",\s*|/", c.group(1))
+            out[m.group(1)] = [p.strip() for p in parts if p.strip()]
+    return out
+
+
+class _Geometry:
+    def __init__(self, block: LtpBlock) -> None:
+        self.seg = block.segment_size
+        self.red = block.red_len
+        self.block = block.block_len
+        self.n_red = math.ceil(self.red / self.seg)
+        self.n_green = math.ceil((self.block - self.red) / self.seg)
+
+    def data_index(self, off: int, length: int, red: bool) -> int:
+        start = 0 if red else self.red
+        end = self.red if red else self.block
+        rel = off - start
+        want = min(self.seg, end - off)
+        if off < start or off >= end or rel % self.seg or length != want:
+            raise Unrepresentable(
+                f"{'red' if red else 'green'} data [{off}, {off + length}) is not one segment "
+                f"of {self.seg} bytes on the block's segment grid (the model counts data in "
+                "whole segments)"
+            )
+        return rel // self.seg + (0 if red else self.n_red)
+
+    def bound(self, b: int) -> int:
+        if b == self.red:
+            return self.n_red
+        if b % self.seg or b > self.red:
+            raise Unrepresentable(
+                f"report bound {b} is not on the {self.seg}-byte segment grid of the red part"
+            )
+        return b // self.seg
+
+    def claimed(self, lb: int, offs: Sequence[int], lens: Sequence[int]) -> frozenset[int]:
+        spans = [(lb + o, lb + o + n) for o, n in zip(offs, lens, strict=False)]
+        out = set()
+        for i in range(self.n_red):
+            lo, hi = i * self.seg, min((i + 1) * self.seg, self.red)
+            covered = [max(0, min(hi, b) - max(lo, a)) for a, b in spans]
+            total = sum(covered)
+            if total == hi - lo:
+                out.add(i)
+            elif total:
+                raise Unrepresentable(
+                    f"a reception claim covers part of red segment {i} ([{lo}, {hi})); the "
+                    "model claims whole segments"
+                )
+        return frozenset(out)
+
+
+def _ints(v: object) -> list[int]:
+    if isinstance(v, list):
+        return [int(x) for x in v]
+    return [] if v is None else [int(v)]  # type: ignore[call-overload]
+
+
+def trace_model(
+    scn: Scenario,
+    records: Sequence[SegmentRecord],
+    index: Sequence[int],
+    events: Sequence[WireEvent],
+) -> TraceModel:
+    """The model's segment for each record of one session (``index`` gives
+    each record's number in the run), and the TLC constants."""
+    block = scn.params
+    assert isinstance(block, LtpBlock)
+    if block.red_len == 0:
+        raise Unrepresentable("a green-only block (the model has a red part)")
+    if block.service_at_receiver != block.client_service_id:
+        raise Unrepresentable("an unknown client service (RFC 5326 §6.21 is not modelled yet)")
+    geo = _Geometry(block)
+    reasons = wire.names("ltp", "cancel_reasons")
+    cps: dict[int, int] = {}
+    rss: dict[int, int] = {}
+
+    def serial(table: dict[int, int], wire_serial: object, fresh: bool) -> int:
+        s = int(wire_serial)  # type: ignore[call-overload]
+        if s not in table:
+            # A serial first seen where it is only referred to maps to a
+            # number the model never uses (it is then, rightly, unknown).
+            table[s] = len(table) + 1 if fresh else 100_000 + len(table)
+        return table[s]
+
+    # Serial numbers in the order the sending side first shows them.
+    sends = sorted(
+        (e for e in events if e.kind == "send" and e.record in set(index)),
+        key=lambda e: e.t,
+    )
+    pos = {r: k for k, r in enumerate(index)}
+    for e in sends:
+        f = records[pos[e.record]].fields
+        if f.get("checkpoint") and e.dir == "forward":
+            serial(cps, f.get("checkpoint_serial"), True)
+        if f.get("type") == "RS" and e.dir == "return":
+            serial(rss, f.get("report_serial"), True)
+
+    units: dict[int, Record] = {}
+    for k, rec in zip(index, records, strict=True):
+        f = rec.fields
+        t = str(f.get("type", ""))
+        where = f"{rec.summary or t} (frame {rec.frame})"
+        if t in DATA_TYPES:
+            red = bool(f.get("red"))
+            o = geo.data_index(int(f["offset"]), int(f["length"]), red)  # type: ignore[arg-type]
+            if f.get("checkpoint"):
+                units[k] = _mk(
+                    t,
+                    o,
+                    cp=serial(cps, f.get("checkpoint_serial"), False),
+                    rs=serial(rss, f.get("report_serial"), False)
+                    if int(f.get("report_serial") or 0)  # type: ignore[call-overload]
+                    else 0,
+                )
+            else:
+                units[k] = _mk(t, o)
+        elif t == "RS":
+            lb, ub = int(f["lower_bound"]), int(f["upper_bound"])  # type: ignore[arg-type]
+            units[k] = _mk(
+                "RS",
+                cp=serial(cps, f.get("checkpoint_serial"), False),
+                rs=serial(rss, f.get("report_serial"), False),
+                lb=geo.bound(lb),
+                ub=geo.bound(ub),
+                claims=geo.claimed(lb, _ints(f.get("claim.offset")), _ints(f.get("claim.length"))),
+            )
+        elif t == "RA":
+            units[k] = _mk("RA", rs=serial(rss, f.get("report_serial"), False))
+        elif t in ("CS", "CR"):
+            code = f.get("reason")
+            name = reasons.get(code) if isinstance(code, int) else None  # type: ignore[call-overload]
+            if name not in MODELLED_REASONS:
+                raise Unrepresentable(
+                    f"{where} cancels with reason {name or code}; the model cancels only when a "
+                    "retransmission limit is exceeded (RLEXC)"
+                )
+            units[k] = _mk(t, reason=str(name))
+        elif t in ("CAS", "CAR"):
+            units[k] = _mk(t)
+        else:
+            raise Unrepresentable(f"{where}: segment type {t or '?'} is not in the model")
+    losses = sum(1 for e in events if e.kind == "lose")
+    return TraceModel(
+        module=TRACE_SPEC,
+        constants={
+            "NRed": geo.n_red,
+            "NGreen": geo.n_green,
+            "MaxRetx": block.retransmission_limit,
+            "MaxLoss": losses,
+            "PrematureTimeouts": True,
+            "FaultyReceiver": False,
+        },
+        units=units,
+        actions=model_actions(MODEL, NEXT_BLOCKS),
+        sections=action_sections(),
+        overrides={"Arrivals": "TraceArrivals", "Losable": "TraceLosable"},
+    )

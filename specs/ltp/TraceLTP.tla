@@ -1,0 +1,67 @@
+------------------------------ MODULE TraceLTP ------------------------------
+(***************************************************************************)
+(* Trace validation of one LTP session (RFC 5326) as captured on the wire: *)
+(* the model of LTP.tla under the protocol-free rules of TraceCore (see    *)
+(* there).  TraceData, which conformance/tracecheck.py writes for each     *)
+(* run, holds the trace and, for the diagnosis pass, ActionNames (the      *)
+(* model's actions) and DiagLine (the line no behaviour took, 0 on the     *)
+(* first passes); the .cfg fixes the block geometry and                    *)
+(* the retransmission limit from the scenario, MaxLoss to the trace's      *)
+(* losses and PrematureTimeouts to TRUE: a timer may expire at any time,   *)
+(* since timer sizing is configuration, not conformance.                   *)
+(*                                                                         *)
+(* Segments appear in the trace as the model's records: offsets, bounds    *)
+(* and claims in model segments; checkpoint and report serials renumbered  *)
+(* 1, 2, ... in the order the wire first shows them (RFC 5326 asks only    *)
+(* that they differ within a session, 3.2.1, 3.2.2).                      *)
+(***************************************************************************)
+EXTENDS MCLTP, TraceCore
+
+TraceInit == Init /\ CoreInit
+
+\* A step of the model (Step: Next without the Terminating stutter) under the
+\* trace's rules, or a trace line the model takes no step for.
+TraceNext ==
+    \/ Step /\ ModelStep(lastEvent')
+    \/ UNCHANGED vars /\ LineStep
+
+\* What the .cfg puts in place of LTP's Arrivals and Losable: the oldest
+\* unprocessed arrival at actor a (in the eager pass, the segment of the
+\* current line if it arrives at a), and the segment of the current line if
+\* it is a loss in direction dir (TraceCore lets a step take nothing else).
+TraceArrivals(ch, a) ==
+    IF inq[a] # <<>> THEN {Head(inq[a]).seg} \cap ch
+    ELSE IF Eager /\ l <= Len(Trace) /\ cur.kind = "arrive" /\ RxActor(cur.dir) = a
+    THEN {cur.seg} \cap ch
+    ELSE {}
+TraceLosable(ch, dir) ==
+    IF l <= Len(Trace) /\ cur.kind = "lose" /\ cur.dir = dir THEN {cur.seg} \cap ch ELSE {}
+
+TraceSpec == TraceInit /\ [][TraceNext]_<<vars, coreVars>>
+
+\* States differ by the protocol's state and the trace's; not by history.
+TraceView == <<ProtocolState, coreVars>>
+
+ASSUME TLCSet(1, 0) /\ TLCSet(2, 0)
+
+\* The invariant Furthest (progress report and acceptance) is TraceCore's.
+
+\* The model's actions that could take a step here, whatever the trace says.
+Enabled == {a \in ActionNames : ENABLED (Next /\ lastEvent'.action = a)}
+
+\* For each actor, the actions that could process the oldest segment that
+\* reached it and is not processed yet: the model's answers to it.
+Answers ==
+    [a \in Actors |->
+        IF inq[a] = <<>> THEN {}
+        ELSE {n \in ActionNames :
+                ENABLED (Next /\ lastEvent'.action = n /\ lastEvent'.rx = <<Head(inq[a]).seg>>)}]
+
+\* Diagnosis pass: prints, for a few states that reached line DiagLine, what
+\* the model could do there, what the trace was waiting for, and the model's
+\* last step.
+Diag ==
+    (l = DiagLine /\ TLCGet(2) < 8) =>
+        (TLCSet(2, TLCGet(2) + 1)
+         /\ PrintT(<<"dtnc-trace-diag", Enabled, inq, pend, lastEvent, Answers>>))
+=============================================================================

@@ -1,0 +1,222 @@
+------------------------------ MODULE TraceCore ------------------------------
+(***************************************************************************)
+(* Trace validation of a captured run against a protocol model, for every  *)
+(* protocol (the method of Cirstea, Kuppe, Merz et al., "Validating traces *)
+(* of distributed programs against TLA+ specifications", 2024, and         *)
+(* tlaplus/Examples EWD998ChanTrace.tla).                                  *)
+(*                                                                         *)
+(* The trace is what the wire showed, one line per event, in time order    *)
+(* (conformance/tracecheck.py writes it from the two captures and the      *)
+(* channel's log):                                                         *)
+(*   "send"    an actor put a unit on the wire (dir: the direction);       *)
+(*   "arrive"  the unit reached the other actor's interface;               *)
+(*   "lose"    the channel dropped it;                                     *)
+(*   "exit"    an actor's process ended (it takes no step after that);     *)
+(*   "end"     the captures end.                                           *)
+(*                                                                         *)
+(* The protocol's trace module extends this one and its model, and runs   *)
+(*     TraceNext == \/ Next /\ ModelStep(lastEvent')                        *)
+(*                  \/ UNCHANGED model /\ LineStep                          *)
+(* where the model's lastEvent records each step: the actor, the unit it    *)
+(* consumed (rx), the units it emitted (tx) and, for the channel, the unit *)
+(* it lost.                                                                *)
+(* The cursor l is the next trace line.  A model step is free to happen    *)
+(* between lines, but:                                                     *)
+(*   - a step that consumes a unit takes the oldest unit that arrived at   *)
+(*     its actor and is not processed yet (inq: implementations read their *)
+(*     socket in order);                                                   *)
+(*   - what a step emits waits in pend until a "send" line shows it; no    *)
+(*     more may wait than the rest of the trace sends, and by the trace's  *)
+(*     end every timer's emission has been sent;                           *)
+(*   - the channel loses a unit only at a "lose" line for it;              *)
+(*   - reaction window: before a line at time t is taken, every unit that  *)
+(*     arrived before t - Window has been processed, and every unit a      *)
+(*     processed arrival made the model emit is on the wire by             *)
+(*     arrival + Window (a timer's emission has no deadline: timers expire *)
+(*     at any time in a trace model).  Window (microseconds) is below the  *)
+(*     scenario's smallest retransmission timer, so that a late reply is   *)
+(*     not mistaken for a timer's.                                         *)
+(* Eager (a first, cheaper pass): every arrival is processed as it        *)
+(* arrives, and a timer's emission happens as the line that sends it.  Its *)
+(* behaviours are some of those above, so a trace it                      *)
+(* accepts is accepted; a trace it rejects is checked again without it.    *)
+(* The trace is accepted when some behaviour takes every line (Furthest   *)
+(* says so); the first line no behaviour takes is the deviation.  Actors   *)
+(* are "sender" (sends "forward") and "receiver" (sends "return");         *)
+(* "channel" is the channel.                                               *)
+(*                                                                         *)
+(* The trace itself is the module TraceData, which conformance/tracecheck   *)
+(* writes for each run (specs/trace/TraceData.tla is an empty one):         *)
+(*   Units    the trace's distinct units (segments, PDUs), each once        *)
+(*   Trace    Seq([k: kind, d: dir, a: actor, u: unit number, t: time in   *)
+(*            microseconds]); LineAt(i) is line i with its unit             *)
+(*   Window   the reaction window, in microseconds                         *)
+(*   SendsLeft  SendsLeft[i] is the number of "send" lines from line i on   *)
+(*   Eager    the cheaper first pass (above)?                              *)
+(* They are definitions, not constants bound in the .cfg: TLC evaluates a  *)
+(* zero-arity definition once, but a constant bound to one (C <- D) at     *)
+(* every use, which for a trace of thousands of lines is thousands of      *)
+(* times slower.                                                           *)
+(***************************************************************************)
+EXTENDS Naturals, Sequences, FiniteSets, TLC, TraceData
+
+VARIABLES
+    l,          \* the next trace line
+    cur,        \* that line, Trace[l] (the last one once all are taken)
+    pend,       \* <<dir, unit>> -> <<due time, ...>>: emitted, not yet on the wire
+    inq,        \* actor -> Seq([seg, t]): arrived, not yet processed
+    gone        \* actors whose process has exited
+
+coreVars == <<l, cur, pend, inq, gone>>
+Actors == {"sender", "receiver"}
+
+TxDir(a) == IF a = "sender" THEN "forward" ELSE "return"
+RxActor(d) == IF d = "forward" THEN "receiver" ELSE "sender"
+
+\* No deadline: a timer's emission may go out whenever (timers expire at
+\* any time in the trace model), TLC's largest integer.
+Never == 2147483647
+
+Waiting(k) == IF k \in DOMAIN pend THEN Len(pend[k]) ELSE 0
+
+\* Emissions not yet on the wire, all units together.
+Owed(p) == LET F[D \in SUBSET DOMAIN p] ==
+                 IF D = {} THEN 0
+                 ELSE LET k == CHOOSE x \in D : TRUE IN Len(p[k]) + F[D \ {k}]
+           IN F[DOMAIN p]
+
+\* pend with one more copy of k, due at time d.
+Emit(p, k, d) == IF k \in DOMAIN p THEN [p EXCEPT ![k] = Append(@, d)] ELSE p @@ (k :> <<d>>)
+\* pend with the copy of k due first taken off.
+Matched(p, k) ==
+    IF Len(p[k]) = 1 THEN [x \in DOMAIN p \ {k} |-> p[x]] ELSE [p EXCEPT ![k] = Tail(@)]
+
+EmitAll(p, d, tx, due) ==
+    LET F[i \in 0 .. Len(tx)] == IF i = 0 THEN p ELSE Emit(F[i - 1], <<d, tx[i]>>, due)
+    IN F[Len(tx)]
+
+\* Nothing overdue at time t (see the reaction window above).  (IF, not \/:
+\* inside an action TLC explores each disjunct as a branch of its own.)
+Timely(t) ==
+    /\ \A a \in Actors : IF inq[a] = <<>> THEN TRUE ELSE Head(inq[a]).t + Window >= t
+    /\ \A k \in DOMAIN pend : \A i \in DOMAIN pend[k] : pend[k][i] >= t
+
+\* Trace[i], or the last line past the end.  The protocols' trace modules
+\* read the current line from cur, never from Trace: TLC re-derives the
+\* level of a definition that a .cfg substitutes at every use, through all
+\* of Trace's literal, for a long trace many seconds at start-up.
+LineAt(i) ==
+    LET r == Trace[IF i <= Len(Trace) THEN i ELSE Len(Trace)]
+    IN [kind |-> r.k, dir |-> r.d, actor |-> r.a, seg |-> Units[r.u], t |-> r.t]
+
+CoreInit ==
+    /\ l = 1
+    /\ cur = LineAt(1)
+    /\ pend = <<>>
+    /\ inq = [a \in Actors |-> <<>>]
+    /\ gone = {}
+
+\* Conjoined with a step of the model; e is what it did (its lastEvent').
+\* In the eager pass a step that consumes a unit does so as the unit's
+\* "arrive" line is taken, and a timer's emission as its "send" line is:
+\* one TLC state for both, half the states of a long trace.
+ModelStep(e) ==
+    LET a == e.actor
+        d == TxDir(a)
+        L == cur
+    IN
+    /\ a \notin gone
+    /\ CASE e.lost # <<>> ->
+            \* the channel loses a unit at its "lose" line
+            /\ l <= Len(Trace)
+            /\ L.kind = "lose"
+            /\ L.dir = e.dir
+            /\ L.seg = e.lost[1]
+            /\ Timely(L.t)
+            /\ IF Eager THEN \A x \in Actors : inq[x] = <<>> ELSE TRUE
+            /\ l' = l + 1
+            /\ UNCHANGED <<inq, pend>>
+         [] e.rx # <<>> /\ Eager ->
+            \* the unit is processed as its "arrive" line is taken
+            /\ l <= Len(Trace)
+            /\ L.kind = "arrive"
+            /\ RxActor(L.dir) = a
+            /\ L.seg = e.rx[1]
+            /\ \A x \in Actors : inq[x] = <<>>
+            /\ Timely(L.t)
+            /\ l' = l + 1
+            /\ pend' = EmitAll(pend, d, e.tx, L.t + Window)
+            /\ UNCHANGED inq
+         [] e.rx # <<>> ->
+            \* the oldest unit that arrived and is not processed yet
+            /\ inq[a] # <<>>
+            /\ Head(inq[a]).seg = e.rx[1]
+            /\ inq' = [inq EXCEPT ![a] = Tail(@)]
+            /\ pend' = EmitAll(pend, d, e.tx, Head(inq[a]).t + Window)
+            /\ l' = l
+         [] e.tx # <<>> /\ Eager ->
+            \* a timer's emission, as the "send" line that shows it is taken
+            /\ l <= Len(Trace)
+            /\ L.kind = "send"
+            /\ L.dir = d
+            /\ \E i \in DOMAIN e.tx : e.tx[i] = L.seg
+            /\ \A x \in Actors : inq[x] = <<>>
+            /\ Timely(L.t)
+            /\ pend' = Matched(EmitAll(pend, d, e.tx, Never), <<d, L.seg>>)
+            /\ l' = l + 1
+            /\ UNCHANGED inq
+         [] OTHER ->
+            \* a timer's emission (no deadline), or a step the wire does not show
+            /\ pend' = EmitAll(pend, d, e.tx, Never)
+            /\ l' = l
+            /\ UNCHANGED inq
+    /\ Owed(pend') <= SendsLeft[l']
+    /\ cur' = LineAt(l')
+    /\ UNCHANGED gone
+
+\* A line the model takes no step for (the model's variables unchanged).
+LineStep ==
+    LET L == cur
+        k == <<L.dir, L.seg>>
+    IN
+    /\ l <= Len(Trace)
+    /\ L.kind # "lose"
+    /\ Timely(L.t)
+    /\ IF Eager
+       THEN \* arrivals are processed at once (ModelStep), except at an actor
+            \* that has exited
+            /\ \A a \in Actors : inq[a] = <<>>
+            /\ L.kind = "arrive" => RxActor(L.dir) \in gone
+       ELSE TRUE
+    /\ CASE L.kind = "send" ->
+                /\ Waiting(k) > 0
+                /\ pend' = Matched(pend, k)
+                /\ UNCHANGED <<inq, gone>>
+         [] L.kind = "arrive" ->
+                /\ inq' = IF RxActor(L.dir) \in gone THEN inq
+                          ELSE [inq EXCEPT ![RxActor(L.dir)] =
+                                    Append(@, [seg |-> L.seg, t |-> L.t])]
+                /\ UNCHANGED <<pend, gone>>
+         [] L.kind = "exit" ->
+                /\ gone' = gone \cup {L.actor}
+                /\ inq' = [inq EXCEPT ![L.actor] = <<>>]
+                /\ UNCHANGED pend
+         [] L.kind = "end" ->
+                \* every timer's emission went out
+                /\ \A x \in DOMAIN pend : \A i \in DOMAIN pend[x] : pend[x][i] # Never
+                /\ UNCHANGED <<pend, inq, gone>>
+    /\ l' = l + 1
+    /\ cur' = LineAt(l + 1)
+
+\* An invariant that never fails: it prints the cursor each time it reaches
+\* a line no state reached before (TLC register 1 holds the furthest line),
+\* so that a rejected trace names the line it stopped at; past the last line
+\* the trace is accepted, and TLC stops there.  (Not a violated invariant:
+\* TLC would print the whole behaviour, thousands of states of a long
+\* trace.)
+Furthest ==
+    l > TLCGet(1) =>
+        /\ TLCSet(1, l)
+        /\ PrintT(<<"dtnc-trace-line", l>>)
+        /\ l > Len(Trace) => PrintT(<<"dtnc-trace-accepted", l>>) /\ TLCSet("exit", TRUE)
+=============================================================================

@@ -1,0 +1,16 @@
+------------------------------ MODULE TraceData ------------------------------
+(***************************************************************************)
+(* An empty trace, so that TraceCore and the protocols' trace modules      *)
+(* parse on their own.  conformance/tracecheck.py writes one of these for  *)
+(* each run, with the run's lines, and TLC reads that one instead.         *)
+(***************************************************************************)
+EXTENDS TLC
+
+Units == <<>>
+Trace == <<>>
+Window == 250000
+SendsLeft == <<0>>
+Eager == TRUE
+ActionNames == {}
+DiagLine == 0
+=============================================================================
