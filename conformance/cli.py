@@ -354,7 +354,30 @@ def _generate(protocol: str, out: Path) -> object:
         f"({100 * report.coverage:.0f} %)"
         + (f"; not covered: {', '.join(uncovered)}" if uncovered else "")
     )
+    if hasattr(gen, "catalogue"):
+        _catalogue(gen, out / "catalogue")
     return report
+
+
+def _catalogue(gen: Any, out: Path) -> None:
+    """The generator's catalogue (every loss pattern within its bounds) into
+    ``out``, with its count and action coverage."""
+    with _progress() as prog:
+        task = prog.add_task("catalogue bounds", total=None, info="")
+
+        def on_bound(done: int, total: int, name: str) -> None:
+            prog.update(task, completed=done, total=total, info=name)
+
+        cat = gen.catalogue(out, on_bound=on_bound)
+    per = ", ".join(f"{k}: {v}" for k, v in cat.per_bound.items())
+    uncovered = cat.actions_uncovered
+    console.print(
+        f"catalogue: {len(cat.scenarios)} distinct scenarios in {out} ({per}) in "
+        f"{cat.tlc_seconds:.1f} s of TLC; model action coverage "
+        f"{len(cat.actions_covered)}/{len(cat.actions_total)} "
+        f"({100 * len(cat.actions_covered) / max(1, len(cat.actions_total)):.0f} %)"
+        + (f"; not covered: {', '.join(uncovered)}" if uncovered else "")
+    )
 
 
 # ---------------------------------------------------------------------------

@@ -278,29 +278,6 @@ def _cfg(
 _FURTHEST = re.compile(r'<<"dtnc-trace-line", (\d+)>>')
 
 
-def _printed(text: str, tag: str, parse: Callable[[str], Any]) -> list[Any]:
-    """The values TLC's PrintT printed as <<"tag", ...>> (over one line or
-    several), without the tag."""
-    out: list[Any] = []
-    lines = text.splitlines()
-    head = re.compile(r'^<<\s*"' + re.escape(tag) + '"')
-    for i, line in enumerate(lines):
-        if not head.match(line):
-            continue
-        buf = line
-        for j in range(i + 1, min(len(lines), i + 400) + 1):
-            try:
-                value = parse(buf)
-            except ValueError:
-                if j < len(lines) and not lines[j].startswith("@!@!@"):
-                    buf += " " + lines[j]
-                    continue
-                break
-            out.append(value[1:])
-            break
-    return out
-
-
 @dataclass
 class _Pass:
     accepted: bool
@@ -311,8 +288,7 @@ class _Pass:
 
 
 def _run(tm: TraceModel, data: str, workdir: Path, invariants: Sequence[str], tag: str) -> _Pass:
-    from generators.tlaval import parse_value
-    from generators.tlc import run_tlc
+    from generators.tlc import printed, run_tlc
 
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / f"TraceData_{tag}.tla").write_text(data, encoding="utf-8")
@@ -331,7 +307,7 @@ def _run(tm: TraceModel, data: str, workdir: Path, invariants: Sequence[str], ta
         raise DtncError(f"TLC failed on the trace: {' '.join(first[:3])} (log: {res.log_path})")
     text = res.log_path.read_text(encoding="utf-8")
     furthest = max((int(m) for m in _FURTHEST.findall(text)), default=1)
-    diag = _printed(text, "dtnc-trace-diag", parse_value)
+    diag = printed(text, "dtnc-trace-diag")
     accepted = '"dtnc-trace-accepted"' in text
     return _Pass(accepted, furthest, res.distinct_states, res.seconds, diag)
 

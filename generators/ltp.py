@@ -42,6 +42,7 @@ from conformance.types import (
     Outcome,
     Scenario,
 )
+from generators import catalogue as _catalogue
 from generators import outcomes, traps
 from generators.ltptrace import NEXT_BLOCKS  # noqa: E402
 from generators.ltptrace import blank_unit as blank_unit  # noqa: E402
@@ -430,6 +431,16 @@ def generate(
 ) -> GenerateReport:
     """Every LTP test purpose's scenario into ``outdir`` (:func:`traps.generate`)."""
     return traps.generate(TRAP_MODEL, outdir, progress, on_purpose)
+
+
+def catalogue(
+    outdir: Path, on_bound: Callable[[int, int, str], None] | None = None
+) -> _catalogue.CatalogueReport:
+    """Every loss pattern's scenario, over the catalogue's bounds, into
+    ``outdir`` (:mod:`generators.catalogue`)."""
+    return _catalogue.catalogue(
+        outdir, model_actions(), terminal_action="Terminating", lanes=LANES, on_bound=on_bound
+    )
 
 
 def describe_segment(seg: Mapping[str, Any]) -> str:

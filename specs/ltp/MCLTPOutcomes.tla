@@ -130,6 +130,17 @@ Terminal ==
     \/ SessionEnded
     \/ ReceiverOrphaned /\ ~(RedSet \subseteq rRed)
 
+\* Test generation (MCLTPTraps, MCLTPCatalogue) keeps only losses that matter: the channel never loses a
+\* data segment whose offset the receiver already holds. The channel is a set,
+\* so a retransmitted copy and its original are one element, and without this
+\* constraint a shortest trace may "lose" a stale copy that arrived already
+\* (through reordering) -- a loss no live run can reproduce, since the
+\* implementation never sends that copy again. Used as ACTION_CONSTRAINT.
+NoStaleLoss ==
+    \A s \in fwd :
+        (lostLog' # lostLog /\ fwd' = fwd \ {s} /\ IsData(s))
+            => s.off \notin rRed \cup rGreen
+
 \* Never fails: prints each terminal outcome reached with every planned loss.
 Report ==
     ((AnyLoss \/ planHit = Plan) /\ Terminal) =>

@@ -76,17 +76,6 @@ GreenAccounted ==
     \A o \in GreenSet :
         o \in rGreen \/ \E i \in DOMAIN lostLog : lostLog[i] = Fwd(DataSeg(o))
 
-\* Test generation keeps only losses that matter: the channel never loses a
-\* data segment whose offset the receiver already holds. The channel is a set,
-\* so a retransmitted copy and its original are one element, and without this
-\* constraint a shortest trace may "lose" a stale copy that arrived already
-\* (through reordering) -- a loss no live run can reproduce, since the
-\* implementation never sends that copy again. Used as ACTION_CONSTRAINT.
-NoStaleLoss ==
-    \A s \in fwd :
-        (lostLog' # lostLog /\ fwd' = fwd \ {s} /\ IsData(s))
-            => s.off \notin rRed \cup rGreen
-
 \* A complete session: both sides closed, nothing in flight.
 Done == SessionEnded /\ GreenAccounted
 

@@ -1,0 +1,269 @@
+"""The LTP scenario catalogue: every loss pattern the model allows within a
+loss budget, for several block geometries and retransmission limits, each
+one scenario that expects every outcome the model reaches with exactly
+those losses (specs/ltp/MCLTPCatalogue.tla).
+
+A pattern is a set of channel rules as the live channel applies them (a
+direction, the segment's wire key and its occurrence: "drop the 2nd RS on
+the return channel"), so two scenarios differ exactly where the segment
+traces they ask for differ. One TLC run per geometry prints each terminal
+state's pattern and outcome, and the actions the run took; this module
+groups them. The test purposes of generators/ltp.py stay the curated set
+`make demo` runs; the catalogue is the breadth behind them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.protocols.ltp import LtpBlock, LtpDelivery
+from conformance.types import (
+    Expectation,
+    ExpectedOutcome,
+    FieldValue,
+    Impairment,
+    Origin,
+    Outcome,
+    Scenario,
+    dump_model,
+)
+from generators.tlc import REPO_ROOT, TlcProgress, cfg_text, printed, run_tlc
+
+MODULE = REPO_ROOT / "specs" / "ltp" / "MCLTPCatalogue.tla"
+SEGMENT_SIZE = 1000
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One TLC run of the catalogue: block geometry (in segments), the
+    retransmission limit and the loss budget."""
+
+    n_red: int
+    n_green: int
+    max_retx: int
+    max_loss: int
+
+    @property
+    def tag(self) -> str:
+        return f"r{self.n_red}g{self.n_green}l{self.max_retx}"
+
+    def constants(self) -> dict[str, int | bool]:
+        return {
+            "NRed": self.n_red,
+            "NGreen": self.n_green,
+            "MaxRetx": self.max_retx,
+            "MaxLoss": self.max_loss,
+            "PrematureTimeouts": False,
+            "FaultyReceiver": False,
+        }
+
+
+# Red-only, mixed and one-segment blocks; limits 0 and 1; three losses (four
+# for the smallest block), enough to reach every cancel-timer path.
+BOUNDS = (
+    Bound(3, 1, 1, 3),
+    Bound(2, 1, 1, 3),
+    Bound(2, 0, 1, 3),
+    Bound(1, 1, 1, 3),
+    Bound(3, 1, 0, 3),
+    Bound(1, 0, 1, 4),
+)
+
+
+@dataclass
+class Pattern:
+    bound: Bound
+    losses: frozenset[Any]  # TLA+ records [dir, key, off, occ]
+    outcomes: set[tuple[str, str, int, frozenset[int]]] = field(default_factory=set)
+
+
+@dataclass
+class CatalogueReport:
+    scenarios: list[Scenario]
+    per_bound: dict[str, int]
+    states: dict[str, int]
+    actions_covered: list[str]
+    actions_total: list[str]
+    tlc_seconds: float
+
+    @property
+    def actions_uncovered(self) -> list[str]:
+        return [a for a in self.actions_total if a not in self.actions_covered]
+
+
+def _short(loss: Mapping[str, Any]) -> str:
+    key = str(loss["key"])
+    if key in ("red_data", "green_data"):
+        return f"{key.split('_')[0]}{int(loss['off']) * SEGMENT_SIZE}.{loss['occ']}"
+    return f"{key}.{loss['occ']}"
+
+
+def _order(loss: Mapping[str, Any]) -> tuple[str, str, int, int]:
+    return (str(loss["dir"]), str(loss["key"]), int(loss["off"]), int(loss["occ"]))
+
+
+def _impairment(loss: Mapping[str, Any]) -> Impairment:
+    key = str(loss["key"])
+    match: dict[str, FieldValue] = (
+        {"kind": key, "offset": int(loss["off"]) * SEGMENT_SIZE}
+        if key in ("red_data", "green_data")
+        else {"type": key}
+    )
+    return Impairment(
+        direction=str(loss["dir"]),  # type: ignore[arg-type]
+        match=match,
+        occurrence=int(loss["occ"]),
+        note=f"catalogue loss: {_short(loss)} ({loss['dir']})",
+    )
+
+
+def _outcome(v: str) -> Outcome:
+    return v if v in ("completed", "cancelled") else "timeout"  # type: ignore[return-value]
+
+
+def scenario(p: Pattern, states: int) -> Scenario:
+    """The scenario of one loss pattern."""
+    b = p.bound
+    losses = sorted(p.losses, key=_order)
+    slug = "-".join(_short(x) for x in losses) or "nominal"
+    outs = [
+        ExpectedOutcome(
+            delivered=LtpDelivery(
+                red_bytes_delivered=b.n_red * SEGMENT_SIZE if deliveries > 0 else 0,
+                green_bytes_delivered=len(green) * SEGMENT_SIZE,
+            ),
+            sender_outcome=_outcome(s),
+            receiver_outcome=_outcome(r),
+        )
+        for s, r, deliveries, green in sorted(p.outcomes, key=str)
+    ]
+    consts = ", ".join(f"{k}={v}" for k, v in b.constants().items())
+    what = ", ".join(_short(x) for x in losses) or "no loss"
+    return Scenario(
+        name=f"ltp-{b.tag}-{slug}",
+        protocol="ltp",
+        description=(
+            f"Catalogue: {what}; {b.n_red} red and {b.n_green} green segments of "
+            f"{SEGMENT_SIZE} bytes, retransmission limit {b.max_retx} (checkpoints, reports "
+            "and cancels must all use it for the expected outcomes)."
+        ),
+        params=LtpBlock(
+            segment_size=SEGMENT_SIZE,
+            red_len=b.n_red * SEGMENT_SIZE,
+            block_len=(b.n_red + b.n_green) * SEGMENT_SIZE,
+            retransmission_limit=b.max_retx,
+        ),
+        impairments=[_impairment(x) for x in losses],
+        expect=Expectation(
+            outcomes=outs,
+            source=f"TLC, specs/ltp/MCLTPCatalogue.tla: every terminal state with exactly "
+            f"these losses, channels in order ({consts}; {states:,} distinct states)",
+            in_order=True,
+        ),
+        origin=Origin(
+            model=str(MODULE.relative_to(REPO_ROOT)),
+            config=consts,
+            purpose="catalogue",
+            purposes=["catalogue"],
+        ),
+    )
+
+
+def run_bound(
+    b: Bound, workdir: Path, progress: Callable[[TlcProgress], None] | None = None
+) -> tuple[list[Pattern], set[str], int, float]:
+    """One TLC run: the patterns of a bound, the actions it took, its
+    distinct states and seconds."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    cfg = workdir / f"MCLTPCatalogue_{b.tag}m{b.max_loss}.cfg"
+    cfg.write_text(
+        cfg_text(
+            f"Catalogue: every loss pattern within {b.max_loss} losses.",
+            b.constants(),
+            spec="CatalogueSpec",
+            view="OutcomeView",
+            invariants=["CatalogueReport", "ActionSeen"],
+            action_constraint="NoStaleLoss",
+        ),
+        encoding="utf-8",
+    )
+    res = run_tlc(MODULE, cfg, workers=1, workdir=workdir, progress=progress)
+    if res.violated or res.errors:
+        raise RuntimeError(f"TLC failed on the catalogue ({b.tag}): {res.errors} ({res.log_path})")
+    text = res.log_path.read_text(encoding="utf-8")
+    found: dict[frozenset[Any], Pattern] = {}
+    for v in printed(text, "dtnc-pattern"):
+        losses, s, r, deliveries, green = v
+        p = found.setdefault(frozenset(losses), Pattern(b, frozenset(losses)))
+        p.outcomes.add((str(s), str(r), int(deliveries), frozenset(green)))
+    actions = {str(v[0]) for v in printed(text, "dtnc-action")}
+    return list(found.values()), actions, res.distinct_states or 0, res.seconds
+
+
+def catalogue(
+    outdir: Path,
+    actions_total: list[str],
+    *,
+    terminal_action: str = "",
+    bounds: tuple[Bound, ...] = BOUNDS,
+    lanes: int = 2,
+    on_bound: Callable[[int, int, str], None] | None = None,
+) -> CatalogueReport:
+    """Write every pattern's scenario into ``outdir`` and ``catalogue.json``
+    (counts per bound, action coverage)."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    work = outdir / "tlc"
+    results: dict[Bound, tuple[list[Pattern], set[str], int, float]] = {}
+    done = 0
+    with ThreadPoolExecutor(max_workers=lanes) as pool:
+        futures = {pool.submit(run_bound, b, work / b.tag): b for b in bounds}
+        for fut in futures:
+            b = futures[fut]
+            results[b] = fut.result()
+            done += 1
+            if on_bound:
+                on_bound(done, len(bounds), b.tag)
+    scenarios: list[Scenario] = []
+    covered: set[str] = set()
+    seconds = 0.0
+    per_bound: dict[str, int] = {}
+    states: dict[str, int] = {}
+    for b in bounds:
+        patterns, actions, n_states, secs = results[b]
+        covered |= actions
+        seconds += secs
+        per_bound[f"{b.tag}m{b.max_loss}"] = len(patterns)
+        states[f"{b.tag}m{b.max_loss}"] = n_states
+        for p in sorted(patterns, key=lambda x: sorted(map(_order, x.losses))):
+            scen = scenario(p, n_states)
+            dump_model(scen, outdir / f"{scen.name}.json")
+            scenarios.append(scen)
+    if scenarios and terminal_action:
+        covered.add(terminal_action)  # every pattern ends in a terminal state
+    names = [s.name for s in scenarios]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise RuntimeError(f"catalogue names collide: {sorted(dup)}")
+    report = CatalogueReport(
+        scenarios=scenarios,
+        per_bound=per_bound,
+        states=states,
+        actions_covered=sorted(a for a in covered if a in actions_total),
+        actions_total=list(actions_total),
+        tlc_seconds=round(seconds, 2),
+    )
+    summary = {
+        "scenarios": len(scenarios),
+        "per_bound": per_bound,
+        "distinct_states": states,
+        "tlc_seconds": report.tlc_seconds,
+        "actions_covered": report.actions_covered,
+        "actions_uncovered": report.actions_uncovered,
+    }
+    (outdir / "catalogue.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return report

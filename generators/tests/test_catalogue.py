@@ -1,0 +1,64 @@
+"""The LTP catalogue (generators/catalogue.py, specs/ltp/MCLTPCatalogue.tla):
+its size and coverage targets, distinctness, and its outcome sets checked
+against the other wrapper that computes them (MCLTPOutcomes, per plan)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.protocols.ltp import LtpBlock
+from conformance.types import load_scenario
+from generators import catalogue, ltp, outcomes
+from generators.traps import impairment_key
+
+
+@pytest.fixture(scope="module")
+def cat(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, catalogue.CatalogueReport]:
+    out = tmp_path_factory.mktemp("catalogue")
+    return out, ltp.catalogue(out)
+
+
+def test_catalogue_meets_its_targets(cat: tuple[Path, catalogue.CatalogueReport]) -> None:
+    out, report = cat
+    assert len(report.scenarios) >= 300
+    assert report.actions_uncovered == [], report.actions_uncovered
+    summary = json.loads((out / "catalogue.json").read_text())
+    assert summary["scenarios"] == len(report.scenarios) == len(list(out.glob("ltp-*.json")))
+    assert sum(summary["per_bound"].values()) == len(report.scenarios)
+
+
+def test_catalogue_scenarios_are_distinct_and_load(
+    cat: tuple[Path, catalogue.CatalogueReport],
+) -> None:
+    out, report = cat
+    keys = set()
+    for path in sorted(out.glob("ltp-*.json")):
+        scn = load_scenario(path)
+        assert scn.expect.outcomes, scn.name
+        keys.add((scn.params.model_dump_json(), impairment_key(scn)))
+    assert len(keys) == len(report.scenarios)
+    # the nominal pattern of each bound is there, and expects completion
+    nominal = [s for s in report.scenarios if s.name.endswith("-nominal")]
+    assert len(nominal) == len(catalogue.BOUNDS)
+    for s in nominal:
+        assert {(o.sender_outcome, o.receiver_outcome) for o in s.expect.outcomes} == {
+            ("completed", "completed")
+        }
+
+
+def test_outcome_sets_agree_with_the_per_plan_wrapper(
+    cat: tuple[Path, catalogue.CatalogueReport], tmp_path: Path
+) -> None:
+    """Every 60th scenario: MCLTPOutcomes, given the pattern as its plan,
+    reaches exactly the outcomes the catalogue printed for it."""
+    _out, report = cat
+    sample = report.scenarios[::60]
+    assert len(sample) >= 8
+    for scn in sample:
+        assert isinstance(scn.params, LtpBlock)
+        got = outcomes.outcome_set(scn.params, scn.impairments, tmp_path, name=scn.name)
+        want = {o.model_dump_json() for o in scn.expect.outcomes}
+        assert {o.model_dump_json() for o in got.outcomes} == want, scn.name

@@ -1,0 +1,48 @@
+--------------------------- MODULE MCLTPCatalogue ---------------------------
+(***************************************************************************)
+(* Every loss pattern of one LTP session (RFC 5326) within the loss budget,*)
+(* with every terminal outcome of each: the catalogue of scenarios.        *)
+(*                                                                         *)
+(* The channel may lose any segment (within MaxLoss), as in MCLTPTraps, but*)
+(* each loss is recorded as a live channel rule names it (direction, wire  *)
+(* key, occurrence: "the 2nd RS on the return channel") in planHit.  Each  *)
+(* terminal state prints its loss pattern and its outcome (CatalogueReport *)
+(* never fails); generators/catalogue.py groups the lines by pattern: one  *)
+(* scenario per distinct pattern, expecting every outcome printed for it.  *)
+(* Since states are told apart by the losses so far (OutcomeView holds     *)
+(* planHit and the transmission counts), the outcomes of one pattern are   *)
+(* those MCLTPOutcomes finds with that pattern as its Plan.                *)
+(***************************************************************************)
+EXTENDS MCLTPOutcomes
+
+\* A loss is recorded under its live rule; any other step counts its
+\* transmissions (the occurrences the next losses are named by).
+Recorded(ev) ==
+    IF IsLoss(ev)
+    THEN /\ planHit' = planHit \cup {LossOf(ev)}
+         /\ UNCHANGED txCount
+    ELSE /\ txCount' = Counted(ev)
+         /\ UNCHANGED planHit
+
+CatalogueNext ==
+    /\ Next
+    /\ IF UNCHANGED vars
+       THEN UNCHANGED wrapperVars
+       ELSE \E ev \in {lastEvent'} : Ordered(ev) /\ Recorded(ev)
+
+CatalogueSpec == OutcomeInit /\ [][CatalogueNext]_<<vars, wrapperVars>>
+
+ASSUME TLCSet(3, {})
+
+\* Never fails: prints each action the first time a step by it reaches a new
+\* state (TLC register 3), for the catalogue's action coverage.
+ActionSeen ==
+    lastEvent.action \notin TLCGet(3) =>
+        /\ TLCSet(3, TLCGet(3) \cup {lastEvent.action})
+        /\ PrintT(<<"dtnc-action", lastEvent.action>>)
+
+\* Never fails: prints each terminal state's loss pattern and outcome.
+CatalogueReport ==
+    Terminal =>
+        PrintT(<<"dtnc-pattern", planHit, sOutcome, rOutcome, rDeliveries, rGreen>>)
+=============================================================================
