@@ -442,7 +442,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def print_verdicts(outcomes: list[object]) -> None:
     table = Table(title="verdicts")
-    for col in ("scenario", "allowed outcomes", "observed", "segs fwd/ret", "verdict"):
+    for col in ("scenario", "allowed outcomes", "observed", "segs fwd/ret", "trace", "verdict"):
         table.add_column(col)
     for o in outcomes:
         v = o.verdict  # type: ignore[attr-defined]
@@ -463,7 +463,8 @@ def print_verdicts(outcomes: list[object]) -> None:
             else "-"
         )
         style = STATUS_STYLE[v.status]
-        table.add_row(v.scenario, allowed, observed, segs, f"[{style}]{v.status}[/]")
+        trace = v.trace.status if v.trace is not None else "-"
+        table.add_row(v.scenario, allowed, observed, segs, trace, f"[{style}]{v.status}[/]")
     console.print(table)
     for o in outcomes:
         v = o.verdict  # type: ignore[attr-defined]

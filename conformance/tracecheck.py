@@ -348,7 +348,7 @@ def _diagnose(
     blame: list[str] = []
     overdue: list[str] = []
     for d in diag:
-        en, inq, pend, last = d[0], d[1], d[2], d[3]
+        en, inq, pend, last, answers = d[0], d[1], d[2], d[3], d[4]
         pend = pend if isinstance(pend, Mapping) else {}  # <<>> when empty
         for who, queue in inq.items():
             if queue and queue[0]["t"] + window_us < t:
@@ -357,7 +357,8 @@ def _diagnose(
                     f"reached it at {_ms(queue[0]['t'])} within {_ms(window_us)} in any way the "
                     "rest of the trace shows"
                 )
-                blame += sorted(a for a in en if a.lower().startswith(who))
+                # the model's answers to that arrival, else what the actor could do
+                blame += sorted(answers[who]) or sorted(a for a in en if a.lower().startswith(who))
         for (d_, u), dues in pend.items():
             late = [x for x in dues if x < t]
             if late:

@@ -493,7 +493,7 @@ def render_certification(
 
 def _files(run_dir: Path, base: Path) -> list[tuple[str, str]]:
     names = ["a.pcap", "b.pcap", "channel.jsonl", "sender.log", "receiver.log", "sender.cmd",
-             "receiver.cmd", "result.json", "verdict.json", "sequence.svg"]  # fmt: skip
+             "receiver.cmd", "result.json", "verdict.json", "trace.ndjson", "sequence.svg"]  # fmt: skip
     return [(n, _rel(run_dir / n, base)) for n in names if (run_dir / n).exists()]
 
 

@@ -63,9 +63,24 @@ def first_cs_not_acknowledged(out: RunOutcome) -> None:
     assert cas[0].time > cs[1].time, "the first CS was acknowledged: the finding no longer holds"
 
 
+def crossing_cancels_not_acknowledged(out: RunOutcome) -> None:
+    """licklider-0.1.1-first-cs-not-acknowledged, crossing cancels: the CR
+    reaches the cancelling sender and the CS the cancelling receiver, and
+    neither is answered (RFC 5326 §6.17, §8.1, §8.2)."""
+    assert out.verdict.status == "fail", out.verdict.reasons
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+    assert "SenderRxRedundantCancel" in tc.actions and "§6.17" in tc.rule, tc
+    fwd, ret = _types(out.segments, "forward"), _types(out.segments, "return")
+    arrived = {s.fields.get("type") for s in out.segments if not s.dropped}
+    assert {"CS", "CR"} <= arrived, arrived
+    assert "CAR" not in fwd and "CAS" not in ret, (fwd, ret)
+
+
 CHECKS: dict[str, tuple[str, Callable[[RunOutcome], None]]] = {
     "ltp-two-reports-lost.json": ("licklider", redundant_checkpoint_ignores_report_limit),
     "ltp-sender-rlexc-cancel.json": ("licklider", first_cs_not_acknowledged),
+    "ltp-crossing-cancels.json": ("licklider", crossing_cancels_not_acknowledged),
 }
 
 
