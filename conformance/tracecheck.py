@@ -23,6 +23,7 @@ the channel's decisions (conformance.segments):
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -92,9 +93,17 @@ def _frames(pcap: Path, port: int) -> list[_Frame]:
     out: list[_Frame] = []
     if not pcap.exists() or pcap.stat().st_size == 0:
         return out
+    # scapy logs a warning for a cut frame; the check below says it instead
+    logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
     reader = RawPcapReader(str(pcap))
     nano = getattr(reader, "nano", False)
     for number, (raw, meta) in enumerate(reader, start=1):
+        caplen = getattr(meta, "caplen", len(raw))
+        if len(raw) < caplen:
+            reader.close()
+            raise Unrepresentable(
+                f"{pcap.name} is truncated: frame {number} has {len(raw)} of its {caplen} bytes"
+            )
         udp = udp_payload(raw)
         if udp is None or port not in (udp[0], udp[1]):
             continue

@@ -186,3 +186,18 @@ def test_cancel_reasons_outside_the_model_are_unchecked(tmp_path: Path, reason: 
     tc = w.check(tmp_path)
     assert tc.status == "unchecked"
     assert "RLEXC" in tc.message
+
+
+def test_a_truncated_capture_is_unchecked_with_the_frame(tmp_path: Path) -> None:
+    w = Wire()
+    nominal(w)
+    a, b = w.write(tmp_path)
+    records, _ = records_from_captures("ltp", a, b, port=PORT, ip_a=IP_A)
+    with a.open("r+b") as fh:  # cut the last frame of A's capture short
+        fh.truncate(a.stat().st_size - 10)
+    tc = tracecheck.check(
+        Scenario.model_validate(SCENARIO), records, a, b, port=PORT, ip_a=IP_A, exits={},
+        workdir=tmp_path / "trace",
+    )  # fmt: skip
+    assert tc.status == "unchecked"
+    assert "a.pcap is truncated" in tc.message
