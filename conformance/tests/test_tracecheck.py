@@ -100,17 +100,23 @@ def test_claim_for_lost_data_is_rejected(tmp_path: Path) -> None:
     assert "§6.11" in tc.rule
 
 
+def sender_cancels(w: Wire) -> None:
+    """Both transmissions of the checkpoint lost (limit 1), so the sender
+    cancels: a CS (RLEXC) at 2.001 s that reaches the receiver."""
+    w.send(0.000, "forward", data("RD", 0))
+    for t in (0.001, 1.001):
+        cp = data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0)
+        w.send(t, "forward", cp, lost=True)
+        if t == 0.001:
+            w.send(0.002, "forward", data("GD-EOB", 2000))
+    w.send(2.001, "forward", seg("CS", reason=2))
+
+
 def test_unanswered_cancel_is_rejected(tmp_path: Path) -> None:
     """The sender cancels; the receiver ignores the first CS and answers only
     the retransmitted one: RFC 5326 §6.17 (a CAS for every CS)."""
     w = Wire()
-    w.send(0.000, "forward", data("RD", 0))
-    w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0),
-           lost=True)  # fmt: skip
-    w.send(0.002, "forward", data("GD-EOB", 2000))
-    w.send(1.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0),
-           lost=True)  # fmt: skip
-    w.send(2.001, "forward", seg("CS", reason=2))
+    sender_cancels(w)
     w.send(3.001, "forward", seg("CS", reason=2))
     w.send(3.0035, "return", seg("CAS"))
     tc = w.check(tmp_path, exits={"sender": 3.01, "receiver": 3.02})
@@ -123,13 +129,7 @@ def test_unanswered_cancel_is_rejected(tmp_path: Path) -> None:
 def test_answered_cancel_is_accepted(tmp_path: Path) -> None:
     """The same session with the first CS answered at once."""
     w = Wire()
-    w.send(0.000, "forward", data("RD", 0))
-    w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0),
-           lost=True)  # fmt: skip
-    w.send(0.002, "forward", data("GD-EOB", 2000))
-    w.send(1.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0),
-           lost=True)  # fmt: skip
-    w.send(2.001, "forward", seg("CS", reason=2))
+    sender_cancels(w)
     w.send(2.0035, "return", seg("CAS"))
     tc = w.check(tmp_path, exits={"sender": 2.01, "receiver": 2.02})
     assert tc.status == "accepted", tc.message
