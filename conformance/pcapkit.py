@@ -44,5 +44,5 @@ class Wire:
 
         paths = folder / "a.pcap", folder / "b.pcap"
         for path, frames in zip(paths, (self.a, self.b), strict=True):
-            wrpcap(str(path), sorted(frames, key=lambda f: f.time))
+            wrpcap(str(path), sorted(frames, key=lambda f: f.time), linktype=1)
         return paths

@@ -38,6 +38,7 @@
 ----------------------------------------------------------------------------]]
 
 local band, rshift = bit32.band, bit32.rshift
+local sbyte = string.byte
 
 -- Every wire fact (type codes and their flags, reason codes, extension tags,
 -- UDP port, version, SDNV width, and the RFC 5326 section of each) comes from
@@ -278,17 +279,32 @@ proto.prefs.heuristic = Pref.bool("Heuristic on other UDP ports", false,
 local ZERO = UInt64(0)
 
 -- SDNV (RFC 5326 §2, RFC 6256): big-endian base 128, high bit set on all but the last byte.
-local function read_sdnv(tvb, pos)
-    local avail = tvb:len() - pos
-    local v = UInt64(0)
-    for i = 0, SDNV_MAX_BYTES - 1 do
+-- One SDNV (RFC 6256) at byte pos (0-based) of raw, the datagram as a Lua
+-- string: its value (UInt64), length and nil; or nil, the bytes examined and
+-- the expert of the error. The first 7 bytes (49 bits) are summed in Lua
+-- numbers, exact below 2^53; UInt64 arithmetic only takes over after that.
+local function read_sdnv(raw, pos)
+    local avail = #raw - pos
+    local n = 0
+    for i = 1, 7 do
+        if i > avail then
+            return nil, avail, E.sdnv_truncated
+        end
+        local b = sbyte(raw, pos + i)
+        n = n * 128 + band(b, 0x7F)
+        if band(b, 0x80) == 0 then
+            return UInt64(n), i, nil
+        end
+    end
+    local v = UInt64(n)
+    for i = 7, SDNV_MAX_BYTES - 1 do
         if i >= avail then
             return nil, avail, E.sdnv_truncated
         end
         if v:rshift(57) ~= ZERO then
             return nil, i + 1, E.sdnv_overflow
         end
-        local b = tvb(pos + i, 1):uint()
+        local b = sbyte(raw, pos + i + 1)
         v = v:lshift(7):bor(UInt64(band(b, 0x7F)))
         if band(b, 0x80) == 0 then
             return v, i + 1, nil
@@ -299,7 +315,8 @@ end
 
 local function parse(tvb)
     local seg = { ext = {}, claims = {} }
-    local size = tvb:len()
+    local raw = tvb:raw()
+    local size = #raw
     local pos = 0
 
     local function fail(ex, p, len, msg)
@@ -310,7 +327,7 @@ local function parse(tvb)
     end
     -- read one SDNV into seg[name] = {v=UInt64, pos=, len=}; false on error
     local function sdnv(name, what)
-        local v, len, ex = read_sdnv(tvb, pos)
+        local v, len, ex = read_sdnv(raw, pos)
         if not v then
             local msg = what .. ": SDNV at byte " .. pos
             if ex == E.sdnv_truncated then msg = msg .. " runs past the end" end
@@ -331,7 +348,7 @@ local function parse(tvb)
             fail(E.truncated, pos, 0, "segment ends before the " .. what)
             return nil
         end
-        local item = { v = tvb(pos, 1):uint(), pos = pos, len = 1 }
+        local item = { v = sbyte(raw, pos + 1), pos = pos, len = 1 }
         seg[name] = item
         pos = pos + 1
         return item
@@ -343,10 +360,10 @@ local function parse(tvb)
                 fail(E.truncated, pos, 0, "segment ends before " .. where .. " extension " .. i)
                 return false
             end
-            e.tag = { v = tvb(pos, 1):uint(), pos = pos, len = 1 }
+            e.tag = { v = sbyte(raw, pos + 1), pos = pos, len = 1 }
             pos = pos + 1
             seg.ext[#seg.ext + 1] = e
-            local v, len, ex = read_sdnv(tvb, pos)
+            local v, len, ex = read_sdnv(raw, pos)
             if not v then
                 fail(ex, pos, math.max(len, 0),
                     where .. " extension " .. i .. " length: SDNV at byte " .. pos .. " is bad")
@@ -371,7 +388,7 @@ local function parse(tvb)
     if size == 0 then
         return fail(E.truncated, 0, 0, "empty datagram")
     end
-    local control = tvb(0, 1):uint()
+    local control = sbyte(raw, 1)
     seg.version = rshift(control, 4)
     seg.type = band(control, 0x0F)
     pos = 1
@@ -418,13 +435,13 @@ local function parse(tvb)
         for i = 1, seg.claim_count.v:tonumber() do
             local c = { index = i }
             seg.claims[i] = c
-            local v, len, ex = read_sdnv(tvb, pos)
+            local v, len, ex = read_sdnv(raw, pos)
             if not v then
                 return fail(ex, pos, math.max(len, 0), "claim " .. i .. " offset: bad SDNV")
             end
             c.offset = { v = v, pos = pos, len = len }
             pos = pos + len
-            v, len, ex = read_sdnv(tvb, pos)
+            v, len, ex = read_sdnv(raw, pos)
             if not v then
                 return fail(ex, pos, math.max(len, 0), "claim " .. i .. " length: bad SDNV")
             end
