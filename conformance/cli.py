@@ -515,6 +515,44 @@ def cmd_certify(args: argparse.Namespace) -> int:
     return 0 if all(r.verdict.status == "pass" for r in outcome.runs) else 1
 
 
+def cmd_retx_table(args: argparse.Namespace) -> int:
+    """The retransmission table: the catalogue's data and report loss
+    patterns for one geometry, run live, expected vs. observed bytes."""
+    spec = _protocol(args.protocol)
+    gen = spec.generator_module()
+    if not hasattr(gen, "retx_scenarios"):
+        raise InputError(f"{args.protocol} has no retransmission table yet")
+    from conformance import retxtable
+    from suts.base import get
+
+    sut = get(args.sut)
+    out = _live_dir(args, sut, f"retx-table-{args.protocol}-{sut.name}", "table directory")
+    with _progress() as prog:
+        task = prog.add_task("TLC: loss patterns", total=None, info="")
+        scenarios = gen.retx_scenarios(out / "tlc")
+        prog.update(task, total=len(scenarios), completed=0, info="running rows")
+
+        def on_row(done: int, total: int, name: str) -> None:
+            prog.update(task, completed=done, total=total, info=name)
+
+        try:
+            rows = retxtable.build(scenarios, sut, out, on_row=on_row)
+        except KeyboardInterrupt:
+            err_console.print(f"interrupted; the rows so far are in {out}")
+            return 130
+    table = Table(title=f"retransmission table ({len(rows)} loss patterns)")
+    for col in ("#", "losses", "expected red/green B", "observed", "verdict", "trace"):
+        table.add_column(col)
+    for i, r in enumerate(rows, 1):
+        style = STATUS_STYLE.get(r.verdict, "")
+        table.add_row(str(i), r.loss_text, " or ".join(r.expected),
+                      r.observed if r.within else f"[red]{r.observed}[/]",
+                      f"[{style}]{r.verdict}[/]", r.trace)  # fmt: skip
+    console.print(table)
+    console.print(f"table: {out / 'retx-table.html'} (also .md, .json)")
+    return 0 if all(r.within for r in rows) else 1
+
+
 # ---------------------------------------------------------------------------
 # validate, install-dissectors, schema, cleanup, bench
 # ---------------------------------------------------------------------------
@@ -796,6 +834,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
     s.add_argument("--only", help="run only scenarios whose name contains this text")
     s.set_defaults(func=cmd_certify)
+
+    s = sub.add_parser(
+        "retx-table",
+        help="retransmission table: loss patterns run live, expected vs. observed bytes",
+    )
+    s.add_argument("protocol", help=protos)
+    s.add_argument("--sut", default="licklider", help="implementation (default licklider)")
+    s.add_argument(
+        "--out", help="table directory, new or empty (default runs/<time>-retx-table-...)"
+    )
+    s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
+    s.set_defaults(func=cmd_retx_table)
 
     s = sub.add_parser("validate", help="decode a capture with our dissector and list findings")
     s.add_argument("capture", help="pcap or pcapng file")

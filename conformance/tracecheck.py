@@ -74,6 +74,8 @@ class TraceModel:
     sections: Mapping[str, list[str]]  # action -> spec sections (for the rule)
     # model definitions the trace spec replaces (the .cfg's Def <- TraceDef)
     overrides: Mapping[str, str] = field(default_factory=dict)
+    # the actions that cancel a session: its queued emissions may be deleted
+    purging: Sequence[str] = ()
 
 
 @dataclass
@@ -234,6 +236,7 @@ def _data_module(
     diag_line: int,
     blank: str,
     eager: bool,
+    purging: Sequence[str] = (),
 ) -> str:
     """The TLA+ module of the trace (TraceCore's Trace, Window, SendsLeft) and
     the diagnosis constants."""
@@ -264,6 +267,7 @@ def _data_module(
             f"ActionNames == {{{names}}}",
             f"DiagLine == {diag_line}",
             f"Eager == {'TRUE' if eager else 'FALSE'}",
+            "Purging == {" + ", ".join(f'"{a}"' for a in purging) + "}",
             "====",
             "",
         ]
@@ -452,6 +456,7 @@ class _Session:
             diag,
             self.blank,
             eager,
+            self.tm.purging,
         )
 
 

@@ -267,3 +267,18 @@ def catalogue(
     }
     (outdir / "catalogue.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return report
+
+
+# The retransmission table's block (in the manner of Table 1 of the ns-3 LTP
+# paper): 3 red and 1 green segments, limit 1, up to two losses.
+TABLE_BOUND = Bound(3, 1, 1, 2)
+TABLE_KEYS = frozenset({"red_data", "green_data", "RS"})
+
+
+def retx_scenarios(workdir: Path, b: Bound = TABLE_BOUND) -> list[Scenario]:
+    """The retransmission table's rows: every loss pattern of the bound made
+    of data segments and reports only, nominal first, then by loss count."""
+    patterns, _actions, states, _secs = run_bound(b, workdir)
+    rows = [p for p in patterns if all(str(x["key"]) in TABLE_KEYS for x in p.losses)]
+    rows.sort(key=lambda p: (len(p.losses), sorted(map(_order, p.losses))))
+    return [scenario(p, states) for p in rows]

@@ -443,6 +443,11 @@ def catalogue(
     )
 
 
+def retx_scenarios(workdir: Path) -> list[Scenario]:
+    """The retransmission table's rows (:func:`generators.catalogue.retx_scenarios`)."""
+    return _catalogue.retx_scenarios(workdir)
+
+
 def describe_segment(seg: Mapping[str, Any]) -> str:
     """A one-line summary of a model segment: type, offset, serials, claims."""
     t = seg["type"]

@@ -235,4 +235,7 @@ def trace_model(
         actions=model_actions(MODEL, NEXT_BLOCKS),
         sections=action_sections(),
         overrides={"Arrivals": "TraceArrivals", "Losable": "TraceLosable"},
+        # RFC 5326 6.19: on cancel, the session's queued segments "can be
+        # deleted"; the actions that invoke it cite it
+        purging=sorted(a for a, secs in action_sections().items() if "6.19" in secs),
     )

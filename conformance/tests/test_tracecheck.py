@@ -201,3 +201,26 @@ def test_a_truncated_capture_is_unchecked_with_the_frame(tmp_path: Path) -> None
     )  # fmt: skip
     assert tc.status == "unchecked"
     assert "a.pcap is truncated" in tc.message
+
+
+def test_sessions_are_validated_one_by_one(tmp_path: Path) -> None:
+    """Two sessions in one capture: each is its own trace; a deviation in the
+    second is found and named with its session."""
+    w = Wire()
+    nominal(w)
+    # session 8: its RS claims data that never arrived
+    other = {"session_originator": 1, "session_number": 8}
+    w.send(0.010, "forward", LTP(type="RD", client_service_id=1, offset=0, data=b"x" * 1000,
+                                 **other), lost=True)  # fmt: skip
+    w.send(0.011, "forward", LTP(type="RD-CP-EORP", client_service_id=1, offset=1000,
+                                 data=b"x" * 1000, checkpoint_serial=3, report_serial=0,
+                                 **other))  # fmt: skip
+    w.send(0.012, "forward", LTP(type="GD-EOB", client_service_id=1, offset=2000,
+                                 data=b"x" * 1000, **other))  # fmt: skip
+    w.send(0.014, "return", LTP(type="RS", report_serial=5, checkpoint_serial=3,
+                                upper_bound=2000, lower_bound=0, claims=[(0, 2000)],
+                                **other))  # fmt: skip
+    tc = w.check(tmp_path, exits={"sender": 0.5, "receiver": 0.5})
+    assert tc.sessions == 2
+    assert tc.status == "rejected", tc.message
+    assert tc.message.startswith("session 2:"), tc.message

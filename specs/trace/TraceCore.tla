@@ -53,6 +53,8 @@
 (*   Window   the reaction window, in microseconds                         *)
 (*   SendsLeft  SendsLeft[i] is the number of "send" lines from line i on   *)
 (*   Eager    the cheaper first pass (above)?                              *)
+(*   Purging  the model's actions that cancel a session, whose queued      *)
+(*            emissions may then be deleted                                *)
 (* They are definitions, not constants bound in the .cfg: TLC evaluates a  *)
 (* zero-arity definition once, but a constant bound to one (C <- D) at     *)
 (* every use, which for a trace of thousands of lines is thousands of      *)
@@ -116,6 +118,14 @@ CoreInit ==
     /\ inq = [a \in Actors |-> <<>>]
     /\ gone = {}
 
+\* The emissions a step finds still waiting: pend, or, for a step that
+\* cancels its session (Purging: the actions that invoke the protocol's
+\* cancel procedure, e.g. RFC 5326 6.19), also pend without the actor's
+\* own: a cancelled session's queued segments may be deleted.
+Unqueued(p, d) == [k \in {x \in DOMAIN p : x[1] # d} |-> p[k]]
+Queues(e) ==
+    IF e.action \in Purging THEN {pend, Unqueued(pend, TxDir(e.actor))} ELSE {pend}
+
 \* Conjoined with a step of the model; e is what it did (its lastEvent').
 \* In the eager pass a step that consumes a unit does so as the unit's
 \* "arrive" line is taken, and a timer's emission as its "send" line is:
@@ -126,50 +136,52 @@ ModelStep(e) ==
         L == cur
     IN
     /\ a \notin gone
-    /\ CASE e.lost # <<>> ->
-            \* the channel loses a unit at its "lose" line
-            /\ l <= Len(Trace)
-            /\ L.kind = "lose"
-            /\ L.dir = e.dir
-            /\ L.seg = e.lost[1]
-            /\ Timely(L.t)
-            /\ IF Eager THEN \A x \in Actors : inq[x] = <<>> ELSE TRUE
-            /\ l' = l + 1
-            /\ UNCHANGED <<inq, pend>>
-         [] e.rx # <<>> /\ Eager ->
-            \* the unit is processed as its "arrive" line is taken
-            /\ l <= Len(Trace)
-            /\ L.kind = "arrive"
-            /\ RxActor(L.dir) = a
-            /\ L.seg = e.rx[1]
-            /\ \A x \in Actors : inq[x] = <<>>
-            /\ Timely(L.t)
-            /\ l' = l + 1
-            /\ pend' = EmitAll(pend, d, e.tx, L.t + Window)
-            /\ UNCHANGED inq
-         [] e.rx # <<>> ->
-            \* the oldest unit that arrived and is not processed yet
-            /\ inq[a] # <<>>
-            /\ Head(inq[a]).seg = e.rx[1]
-            /\ inq' = [inq EXCEPT ![a] = Tail(@)]
-            /\ pend' = EmitAll(pend, d, e.tx, Head(inq[a]).t + Window)
-            /\ l' = l
-         [] e.tx # <<>> /\ Eager ->
-            \* a timer's emission, as the "send" line that shows it is taken
-            /\ l <= Len(Trace)
-            /\ L.kind = "send"
-            /\ L.dir = d
-            /\ \E i \in DOMAIN e.tx : e.tx[i] = L.seg
-            /\ \A x \in Actors : inq[x] = <<>>
-            /\ Timely(L.t)
-            /\ pend' = Matched(EmitAll(pend, d, e.tx, Never), <<d, L.seg>>)
-            /\ l' = l + 1
-            /\ UNCHANGED inq
-         [] OTHER ->
-            \* a timer's emission (no deadline), or a step the wire does not show
-            /\ pend' = EmitAll(pend, d, e.tx, Never)
-            /\ l' = l
-            /\ UNCHANGED inq
+    /\ \E q \in Queues(e) :
+       CASE e.lost # <<>> ->
+               \* the channel loses a unit at its "lose" line
+               /\ l <= Len(Trace)
+               /\ L.kind = "lose"
+               /\ L.dir = e.dir
+               /\ L.seg = e.lost[1]
+               /\ Timely(L.t)
+               /\ IF Eager THEN \A x \in Actors : inq[x] = <<>> ELSE TRUE
+               /\ l' = l + 1
+               /\ pend' = q
+               /\ UNCHANGED inq
+            [] e.rx # <<>> /\ Eager ->
+               \* the unit is processed as its "arrive" line is taken
+               /\ l <= Len(Trace)
+               /\ L.kind = "arrive"
+               /\ RxActor(L.dir) = a
+               /\ L.seg = e.rx[1]
+               /\ \A x \in Actors : inq[x] = <<>>
+               /\ Timely(L.t)
+               /\ l' = l + 1
+               /\ pend' = EmitAll(q, d, e.tx, L.t + Window)
+               /\ UNCHANGED inq
+            [] e.rx # <<>> ->
+               \* the oldest unit that arrived and is not processed yet
+               /\ inq[a] # <<>>
+               /\ Head(inq[a]).seg = e.rx[1]
+               /\ inq' = [inq EXCEPT ![a] = Tail(@)]
+               /\ pend' = EmitAll(q, d, e.tx, Head(inq[a]).t + Window)
+               /\ l' = l
+            [] e.tx # <<>> /\ Eager ->
+               \* a timer's emission, as the "send" line that shows it is taken
+               /\ l <= Len(Trace)
+               /\ L.kind = "send"
+               /\ L.dir = d
+               /\ \E i \in DOMAIN e.tx : e.tx[i] = L.seg
+               /\ \A x \in Actors : inq[x] = <<>>
+               /\ Timely(L.t)
+               /\ pend' = Matched(EmitAll(q, d, e.tx, Never), <<d, L.seg>>)
+               /\ l' = l + 1
+               /\ UNCHANGED inq
+            [] OTHER ->
+               \* a timer's emission (no deadline), or a step the wire does not show
+               /\ pend' = EmitAll(q, d, e.tx, Never)
+               /\ l' = l
+               /\ UNCHANGED inq
     /\ Owed(pend') <= SendsLeft[l']
     /\ cur' = LineAt(l')
     /\ UNCHANGED gone
