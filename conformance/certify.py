@@ -123,6 +123,7 @@ def certify(
     *,
     on_test: Callable[[int, int, str], None] | None = None,
     only: str | None = None,
+    retx_table: bool = False,
 ) -> CertifyOutcome:
     import robot
 
@@ -152,7 +153,22 @@ def certify(
         name = json.loads(path.read_text())["name"]
         if (runs_dir / name / "verdict.json").exists():
             runs.append(load_outcome(runs_dir / name))
+    table = None
+    if retx_table:
+        from conformance import protocols, retxtable
+
+        gen = protocols.get(protocol).generator_module()
+        table = out / "retx-table"
+        retxtable.build(gen.retx_scenarios(table / "tlc"), sut, table)
+        table = table / "retx-table.json"
     report = render_certification(
-        protocol, sut, out, scenarios, runs, robot_dir / "log.html", coverage=read_coverage(out)
+        protocol,
+        sut,
+        out,
+        scenarios,
+        runs,
+        robot_dir / "log.html",
+        coverage=read_coverage(out),
+        retx_table=table,
     )
     return CertifyOutcome(runs=runs, robot_log=robot_dir / "log.html", report=report)

@@ -501,7 +501,14 @@ def cmd_certify(args: argparse.Namespace) -> int:
             prog.update(task, completed=done, total=total, info=name)
 
         try:
-            outcome = certify.certify(args.protocol, sut, out, on_test=on_test, only=args.only)
+            outcome = certify.certify(
+                args.protocol,
+                sut,
+                out,
+                on_test=on_test,
+                only=args.only,
+                retx_table=args.retx_table,
+            )
         except SystemExit:  # Robot's answer to a second Ctrl-C
             if interrupted():
                 raise KeyboardInterrupt from None
@@ -833,6 +840,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
     s.add_argument("--only", help="run only scenarios whose name contains this text")
+    s.add_argument(
+        "--retx-table",
+        action="store_true",
+        help="also run the retransmission table (about 2 min) and put it in the report",
+    )
     s.set_defaults(func=cmd_certify)
 
     s = sub.add_parser(

@@ -13,6 +13,7 @@ channel log and the Robot Framework log.
 from __future__ import annotations
 
 import html
+import json
 import math
 import os
 from collections import Counter
@@ -423,7 +424,10 @@ def render_certification(
     runs: list[RunOutcome],
     robot_log: Path,
     coverage: Mapping[str, Any] | None = None,
+    retx_table: Path | None = None,
 ) -> Path:
+    """The certification report; ``retx_table``: a retransmission table's
+    JSON (conformance/retxtable.py) to show as a section of its own."""
     by_name = {r.verdict.scenario: r for r in runs}
     rows = []
     provs: list[Provenance] = []
@@ -483,6 +487,10 @@ def render_certification(
         counts=counts,
         provenance=summary,
         coverage=coverage_view(coverage),
+        retx=json.loads(retx_table.read_text(encoding="utf-8"))
+        if retx_table is not None and retx_table.exists()
+        else None,
+        retx_dir=_rel(retx_table.parent, out) if retx_table is not None else "",
         robot_log=_rel(robot_log, out) if robot_log.exists() else None,
         floor_px=FLOOR_PX,
     )
