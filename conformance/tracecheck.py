@@ -541,17 +541,23 @@ def check(
     for n, idx in enumerate(by_session.values(), start=1):
         mine = set(idx)
         evs = [e for e in events if e.record in mine or e.kind in ("exit", "end")]
+        where = f"session {n}: " if len(by_session) > 1 else ""
         try:
             tm = gen.trace_model(scn, [records[i] for i in idx], idx, evs)
-            dup = _overlapping_copies(evs, tm.units)
-            if dup:
-                raise Unrepresentable(
-                    f"two identical copies of a {dup} segment were in flight at once; the "
-                    "model's channels hold one copy of each segment"
-                )
         except Unrepresentable as exc:
-            where = f"session {n}: " if len(by_session) > 1 else ""
             return TraceCheck(status="unchecked", message=f"{where}{exc}", **common)
+        dup = _overlapping_copies(evs, tm.units)
+        if dup:
+            # The trace is written all the same, for a reader to look at.
+            if out is not None:
+                _write(out, [{"session": n, **_ndjson_line(e, t0, tm.units.get(e.record))}
+                             for e in evs])  # fmt: skip
+            return TraceCheck(
+                status="unchecked",
+                message=f"{where}two identical copies of a {dup} segment were in flight at "
+                "once; the model's channels hold one copy of each segment",
+                **common,
+            )
         sessions.append(
             _Session(
                 tm,
