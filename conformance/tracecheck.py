@@ -194,25 +194,6 @@ def wire_events(
     return events
 
 
-def _overlapping_copies(events: Sequence[WireEvent], units: Mapping[int, Any]) -> str:
-    """The first unit of which two identical copies are in flight at once, as
-    text ('' if none): the model's channels are sets and hold one copy."""
-    start: dict[int, float] = {}
-    for e in events:
-        if e.kind == "send":
-            start[e.record] = e.t
-    spans: dict[tuple[str, Any], list[tuple[float, float, int]]] = defaultdict(list)
-    for e in events:
-        if e.kind in ("arrive", "lose") and e.record in units:
-            spans[(e.dir, units[e.record])].append((start[e.record], e.t, e.record))
-    for key, ivs in spans.items():
-        ivs.sort()
-        for (_s1, e1, _r1), (s2, _e2, _r2) in zip(ivs, ivs[1:], strict=False):
-            if s2 < e1:
-                return f"{key[0]} {key[1]['type'] if isinstance(key[1], dict) else key[1]}"
-    return ""
-
-
 def _ndjson_line(e: WireEvent, t0: float, unit: Any) -> dict[str, Any]:
     from generators.tlaval import to_json
 
@@ -546,18 +527,6 @@ def check(
             tm = gen.trace_model(scn, [records[i] for i in idx], idx, evs)
         except Unrepresentable as exc:
             return TraceCheck(status="unchecked", message=f"{where}{exc}", **common)
-        dup = _overlapping_copies(evs, tm.units)
-        if dup:
-            # The trace is written all the same, for a reader to look at.
-            if out is not None:
-                _write(out, [{"session": n, **_ndjson_line(e, t0, tm.units.get(e.record))}
-                             for e in evs])  # fmt: skip
-            return TraceCheck(
-                status="unchecked",
-                message=f"{where}two identical copies of a {dup} segment were in flight at "
-                "once; the model's channels hold one copy of each segment",
-                **common,
-            )
         sessions.append(
             _Session(
                 tm,

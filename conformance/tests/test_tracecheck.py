@@ -224,3 +224,28 @@ def test_sessions_are_validated_one_by_one(tmp_path: Path) -> None:
     assert tc.sessions == 2
     assert tc.status == "rejected", tc.message
     assert tc.message.startswith("session 2:"), tc.message
+
+
+def test_identical_copies_in_flight_are_checked(tmp_path: Path) -> None:
+    """The receiver's RS timer fires while its first RS is still in flight,
+    so two identical RS copies cross the channel at once (the model's set
+    channel holds one): both arrive, each gets its RA, and the trace is
+    accepted. Without the second RA it is rejected (RFC 5326 §6.13)."""
+    for answered in (True, False):
+        w = Wire()
+        w.send(0.000, "forward", data("RD", 0))
+        w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0))
+        w.send(0.002, "forward", data("GD-EOB", 2000))
+        rs = seg("RS", report_serial=90, checkpoint_serial=40, upper_bound=2000, lower_bound=0,
+                 claims=[(0, 2000)])  # fmt: skip
+        w.send(0.004, "return", rs)
+        w.send(0.005, "return", rs)  # before the first copy arrives (at 0.006)
+        w.send(0.007, "forward", seg("RA", report_serial=90))
+        if answered:
+            w.send(0.008, "forward", seg("RA", report_serial=90))
+        folder = tmp_path / str(answered)
+        folder.mkdir()
+        tc = w.check(folder, exits={"sender": 0.9, "receiver": 0.9})
+        want = "accepted" if answered else "rejected"
+        assert tc.status == want, tc.message
+    assert "SenderRxRedundantReport" in tc.actions and "§6.13" in tc.rule, tc

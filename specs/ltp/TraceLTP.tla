@@ -19,11 +19,39 @@ EXTENDS MCLTP, TraceCore
 
 TraceInit == Init /\ CoreInit
 
+\* The segment the trace needs next from the channel towards actor a: the
+\* oldest unprocessed arrival (eager pass: the current line's arrival), or
+\* the current line's loss.
+Needed(a) ==
+    IF inq[a] # <<>> THEN {Head(inq[a]).seg}
+    ELSE IF l <= Len(Trace) /\ RxActor(cur.dir) = a
+            /\ (cur.kind = "lose" \/ (Eager /\ cur.kind = "arrive"))
+    THEN {cur.seg}
+    ELSE {}
+
+\* LTP.tla's channels are sets: a copy sent while an identical one was in
+\* flight merged with it, and the first arrival or loss took both.  When the
+\* trace then shows the other copy arriving or lost, the copy the wire
+\* carried is put back: a bag's semantics, for the trace only.  (Each
+\* "arrive" or "lose" line follows a "send" line that a model step emitted,
+\* so nothing is put back that the model did not send.)
+ChannelRestoreCopy ==
+    \/ \E s \in Needed("receiver") :
+           /\ s \notin fwd
+           /\ fwd' = fwd \cup {s}
+           /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, lastEvent, coreVars>>
+    \/ \E s \in Needed("sender") :
+           /\ s \notin rtn
+           /\ rtn' = rtn \cup {s}
+           /\ UNCHANGED <<senderVars, receiverVars, fwd, lostLog, lastEvent, coreVars>>
+
 \* A step of the model (Step: Next without the Terminating stutter) under the
-\* trace's rules, or a trace line the model takes no step for.
+\* trace's rules, a trace line the model takes no step for, or a copy put
+\* back in a channel (below).
 TraceNext ==
     \/ Step /\ ModelStep(lastEvent')
     \/ UNCHANGED vars /\ LineStep
+    \/ ChannelRestoreCopy
 
 \* What the .cfg puts in place of LTP's Arrivals and Losable: the oldest
 \* unprocessed arrival at actor a (in the eager pass, the segment of the
