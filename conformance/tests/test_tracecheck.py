@@ -62,14 +62,19 @@ class Wire(pcapkit.Wire):
         super().send(t, direction, bytes(s), lost=lost)
 
 
-def nominal(w: Wire, *, claims: list[tuple[int, int]] | None = None) -> None:
-    """Red 0-2000 (the checkpoint at 1000), green 2000-3000, RS, RA."""
+def block_sent(w: Wire, claims: list[tuple[int, int]] | None = None) -> LTP:
+    """Red 0-2000 (the checkpoint at 1000) and green 2000-3000 sent and
+    delivered; returns the RS that answers the checkpoint."""
     w.send(0.000, "forward", data("RD", 0))
     w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0))
     w.send(0.002, "forward", data("GD-EOB", 2000))
-    rs = seg("RS", report_serial=90, checkpoint_serial=40, upper_bound=2000, lower_bound=0,
-             claims=claims or [(0, 2000)])  # fmt: skip
-    w.send(0.004, "return", rs)
+    return seg("RS", report_serial=90, checkpoint_serial=40, upper_bound=2000, lower_bound=0,
+               claims=claims or [(0, 2000)])  # fmt: skip
+
+
+def nominal(w: Wire, *, claims: list[tuple[int, int]] | None = None) -> None:
+    """The block, its RS, the RA."""
+    w.send(0.004, "return", block_sent(w, claims))
     w.send(0.007, "forward", seg("RA", report_serial=90))
 
 
@@ -140,12 +145,7 @@ def test_late_report_is_rejected(tmp_path: Path) -> None:
     window (250 ms with 1000 ms timers), and nothing but that checkpoint
     could cause it."""
     w = Wire()
-    w.send(0.000, "forward", data("RD", 0))
-    w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0))
-    w.send(0.002, "forward", data("GD-EOB", 2000))
-    rs = seg("RS", report_serial=90, checkpoint_serial=40, upper_bound=2000, lower_bound=0,
-             claims=[(0, 2000)])  # fmt: skip
-    w.send(0.603, "return", rs)
+    w.send(0.603, "return", block_sent(w))
     w.send(0.606, "forward", seg("RA", report_serial=90))
     tc = w.check(tmp_path, exits={"sender": 0.7, "receiver": 0.7})
     assert tc.status == "rejected", tc.message
@@ -233,11 +233,7 @@ def test_identical_copies_in_flight_are_checked(tmp_path: Path) -> None:
     accepted. Without the second RA it is rejected (RFC 5326 §6.13)."""
     for answered in (True, False):
         w = Wire()
-        w.send(0.000, "forward", data("RD", 0))
-        w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0))
-        w.send(0.002, "forward", data("GD-EOB", 2000))
-        rs = seg("RS", report_serial=90, checkpoint_serial=40, upper_bound=2000, lower_bound=0,
-                 claims=[(0, 2000)])  # fmt: skip
+        rs = block_sent(w)
         w.send(0.004, "return", rs)
         w.send(0.005, "return", rs)  # before the first copy arrives (at 0.006)
         w.send(0.007, "forward", seg("RA", report_serial=90))
