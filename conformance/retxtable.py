@@ -37,11 +37,6 @@ class Row:
         return ", ".join(self.losses) or "none"
 
 
-def _bytes(d: object) -> str:
-    parts = d.parts()  # type: ignore[attr-defined]
-    return f"{parts['red_bytes_delivered']}/{parts['green_bytes_delivered']}"
-
-
 def loss_text(imp: Impairment) -> str:
     """One loss as the table shows it: "RS #2", "red_data 1000 #1"."""
     what = " ".join(str(v) for v in imp.match.values())
@@ -49,10 +44,10 @@ def loss_text(imp: Impairment) -> str:
 
 
 def row_of(scn: Scenario, outcome: object) -> Row:
-    expected = sorted({_bytes(o.delivered) for o in scn.expect.outcomes})
+    expected = sorted({o.delivered.cell() for o in scn.expect.outcomes})
     res = outcome.result  # type: ignore[attr-defined]
     delivered = res.receiver.delivered if res is not None else None
-    observed = _bytes(delivered) if delivered is not None else "-"
+    observed = delivered.cell() if delivered is not None else "-"
     trace = outcome.verdict.trace  # type: ignore[attr-defined]
     return Row(
         scenario=scn.name,

@@ -14,6 +14,7 @@ sees in Wireshark.
 
 from __future__ import annotations
 
+import logging
 import struct
 from collections import Counter
 from dataclasses import dataclass
@@ -56,20 +57,52 @@ class Finding:
     message: str
 
 
-def _payloads(pcap: Path, port: int) -> dict[int, tuple[str, bytes]]:
-    """frame number -> (source IPv4, UDP payload) for datagrams on ``port``."""
+@dataclass
+class Datagram:
+    """One UDP datagram of a capture: frame number, capture time (seconds
+    since the epoch), source IPv4 address and payload; ``cut`` is (bytes
+    kept, bytes on the wire) for a frame the capture file cuts short."""
+
+    number: int
+    t: float
+    src: str
+    payload: bytes
+    cut: tuple[int, int] | None = None
+
+
+def datagrams(pcap: Path, port: int) -> list[Datagram]:
+    """Every unfragmented IPv4/UDP datagram on ``port`` in ``pcap``."""
     from scapy.utils import RawPcapReader
 
-    out: dict[int, tuple[str, bytes]] = {}
+    out: list[Datagram] = []
     if not pcap.exists() or pcap.stat().st_size == 0:
         return out
-    for number, (frame, _meta) in enumerate(RawPcapReader(str(pcap)), start=1):
-        udp = udp_payload(frame)
-        if udp is None or port not in (udp[0], udp[1]):
-            continue
-        src = ".".join(str(b) for b in frame[26:30])
-        out[number] = (src, udp[2])
+    # scapy logs a warning for a frame cut short; Datagram.cut says it instead
+    logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
+    reader = RawPcapReader(str(pcap))
+    nano = getattr(reader, "nano", False)
+    try:
+        for number, (frame, meta) in enumerate(reader, start=1):
+            udp = udp_payload(frame)
+            if udp is None or port not in (udp[0], udp[1]):
+                continue
+            sec = getattr(meta, "sec", None)
+            if sec is None:  # pcapng
+                ts = (meta.tshigh << 32 | meta.tslow) / meta.tsresol
+            else:
+                ts = sec + meta.usec / (1e9 if nano else 1e6)
+            caplen = getattr(meta, "caplen", len(frame))
+            cut = (len(frame), caplen) if len(frame) < caplen else None
+            src = ".".join(str(b) for b in frame[26:30])
+            out.append(Datagram(number, ts, src, udp[2], cut))
+    finally:
+        reader.close()
     return out
+
+
+def _payloads(pcap: Path, port: int) -> dict[int, tuple[str, bytes]]:
+    """frame number -> (source IPv4, UDP payload) for datagrams on ``port``."""
+    return {d.number: (d.src, d.payload) for d in datagrams(pcap, port)}
 
 
 def _channel_verdicts(channel_log: Path | None) -> dict[str, list[bool]]:

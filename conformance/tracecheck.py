@@ -23,7 +23,6 @@ the channel's decisions (conformance.segments):
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -33,6 +32,7 @@ from typing import Any
 
 from conformance import protocols
 from conformance.errors import DtncError
+from conformance.segments import Datagram, datagrams
 from conformance.types import Scenario, SegmentRecord, TraceCheck
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -78,45 +78,16 @@ class TraceModel:
     purging: Sequence[str] = ()
 
 
-@dataclass
-class _Frame:
-    number: int
-    t: float
-    src: str
-    payload: bytes
-
-
-def _frames(pcap: Path, port: int) -> list[_Frame]:
-    """Every unfragmented IPv4/UDP datagram on ``port`` with its capture time."""
-    from scapy.utils import RawPcapReader
-
-    from conformance.segments import udp_payload
-
-    out: list[_Frame] = []
-    if not pcap.exists() or pcap.stat().st_size == 0:
-        return out
-    # scapy logs a warning for a cut frame; the check below says it instead
-    logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
-    reader = RawPcapReader(str(pcap))
-    nano = getattr(reader, "nano", False)
-    for number, (raw, meta) in enumerate(reader, start=1):
-        caplen = getattr(meta, "caplen", len(raw))
-        if len(raw) < caplen:
-            reader.close()
-            raise Unrepresentable(
-                f"{pcap.name} is truncated: frame {number} has {len(raw)} of its {caplen} bytes"
-            )
-        udp = udp_payload(raw)
-        if udp is None or port not in (udp[0], udp[1]):
-            continue
-        sec = getattr(meta, "sec", None)
-        if sec is None:  # pcapng
-            ts = (meta.tshigh << 32 | meta.tslow) / meta.tsresol
-        else:
-            ts = sec + meta.usec / (1e9 if nano else 1e6)
-        src = ".".join(str(b) for b in raw[26:30])
-        out.append(_Frame(number, ts, src, udp[2]))
-    reader.close()
+def _frames(pcap: Path, port: int) -> list[Datagram]:
+    """The capture's datagrams on ``port`` (conformance.segments.datagrams);
+    a frame cut short makes the trace unrepresentable."""
+    out = datagrams(pcap, port)
+    cut = next((d for d in out if d.cut), None)
+    if cut is not None:
+        raise Unrepresentable(
+            f"{pcap.name} is truncated: frame {cut.number} has {cut.cut[0]} of its "
+            f"{cut.cut[1]} bytes"
+        )
     return out
 
 
@@ -143,7 +114,7 @@ def wire_events(
             raise Unrepresentable("a.pcap shows no segment the sender sent")
         ip_a = sent.src
     # Arrivals at each side, by payload, oldest first (sent by the other side).
-    arrivals: dict[str, dict[bytes, list[_Frame]]] = {
+    arrivals: dict[str, dict[bytes, list[Datagram]]] = {
         "a": defaultdict(list),
         "b": defaultdict(list),
     }

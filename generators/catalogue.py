@@ -15,23 +15,14 @@ groups them. The test purposes of generators/ltp.py stay the curated set
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from conformance.protocols.ltp import LtpBlock, LtpDelivery
-from conformance.types import (
-    Expectation,
-    ExpectedOutcome,
-    FieldValue,
-    Impairment,
-    Origin,
-    Outcome,
-    Scenario,
-    dump_model,
-)
+from conformance.protocols.ltp import LtpBlock
+from conformance.types import Expectation, Origin, Scenario, dump_model
+from generators.outcomes import PlannedLoss, outcome_of
 from generators.tlc import REPO_ROOT, TlcProgress, cfg_text, printed, run_tlc
 
 MODULE = REPO_ROOT / "specs" / "ltp" / "MCLTPCatalogue.tla"
@@ -78,7 +69,7 @@ BOUNDS = (
 @dataclass
 class Pattern:
     bound: Bound
-    losses: frozenset[Any]  # TLA+ records [dir, key, off, occ]
+    losses: frozenset[PlannedLoss]
     outcomes: set[tuple[str, str, int, frozenset[int]]] = field(default_factory=set)
 
 
@@ -96,34 +87,14 @@ class CatalogueReport:
         return [a for a in self.actions_total if a not in self.actions_covered]
 
 
-def _short(loss: Mapping[str, Any]) -> str:
-    key = str(loss["key"])
-    if key in ("red_data", "green_data"):
-        return f"{key.split('_')[0]}{int(loss['off']) * SEGMENT_SIZE}.{loss['occ']}"
-    return f"{key}.{loss['occ']}"
+def _short(loss: PlannedLoss) -> str:
+    if loss.key in ("red_data", "green_data"):
+        return f"{loss.key.split('_')[0]}{loss.off * SEGMENT_SIZE}.{loss.occ}"
+    return f"{loss.key}.{loss.occ}"
 
 
-def _order(loss: Mapping[str, Any]) -> tuple[str, str, int, int]:
-    return (str(loss["dir"]), str(loss["key"]), int(loss["off"]), int(loss["occ"]))
-
-
-def _impairment(loss: Mapping[str, Any]) -> Impairment:
-    key = str(loss["key"])
-    match: dict[str, FieldValue] = (
-        {"kind": key, "offset": int(loss["off"]) * SEGMENT_SIZE}
-        if key in ("red_data", "green_data")
-        else {"type": key}
-    )
-    return Impairment(
-        direction=str(loss["dir"]),  # type: ignore[arg-type]
-        match=match,
-        occurrence=int(loss["occ"]),
-        note=f"catalogue loss: {_short(loss)} ({loss['dir']})",
-    )
-
-
-def _outcome(v: str) -> Outcome:
-    return v if v in ("completed", "cancelled") else "timeout"  # type: ignore[return-value]
+def _order(loss: PlannedLoss) -> tuple[str, str, int, int]:
+    return (loss.dir, loss.key, loss.off, loss.occ)
 
 
 def scenario(p: Pattern, states: int) -> Scenario:
@@ -131,19 +102,14 @@ def scenario(p: Pattern, states: int) -> Scenario:
     b = p.bound
     losses = sorted(p.losses, key=_order)
     slug = "-".join(_short(x) for x in losses) or "nominal"
-    outs = [
-        ExpectedOutcome(
-            delivered=LtpDelivery(
-                red_bytes_delivered=b.n_red * SEGMENT_SIZE if deliveries > 0 else 0,
-                green_bytes_delivered=len(green) * SEGMENT_SIZE,
-            ),
-            sender_outcome=_outcome(s),
-            receiver_outcome=_outcome(r),
-        )
-        for s, r, deliveries, green in sorted(p.outcomes, key=str)
-    ]
     consts = ", ".join(f"{k}={v}" for k, v in b.constants().items())
     what = ", ".join(_short(x) for x in losses) or "no loss"
+    block = LtpBlock(
+        segment_size=SEGMENT_SIZE,
+        red_len=b.n_red * SEGMENT_SIZE,
+        block_len=(b.n_red + b.n_green) * SEGMENT_SIZE,
+        retransmission_limit=b.max_retx,
+    )
     return Scenario(
         name=f"ltp-{b.tag}-{slug}",
         protocol="ltp",
@@ -152,15 +118,15 @@ def scenario(p: Pattern, states: int) -> Scenario:
             f"{SEGMENT_SIZE} bytes, retransmission limit {b.max_retx} (checkpoints, reports "
             "and cancels must all use it for the expected outcomes)."
         ),
-        params=LtpBlock(
-            segment_size=SEGMENT_SIZE,
-            red_len=b.n_red * SEGMENT_SIZE,
-            block_len=(b.n_red + b.n_green) * SEGMENT_SIZE,
-            retransmission_limit=b.max_retx,
-        ),
-        impairments=[_impairment(x) for x in losses],
+        params=block,
+        impairments=[
+            x.impairment(block, note=f"catalogue loss: {_short(x)} ({x.dir})") for x in losses
+        ],
         expect=Expectation(
-            outcomes=outs,
+            outcomes=[
+                outcome_of(s, r, deliveries, sorted(green), block)
+                for s, r, deliveries, green in sorted(p.outcomes, key=str)
+            ],
             source=f"TLC, specs/ltp/MCLTPCatalogue.tla: every terminal state with exactly "
             f"these losses, channels in order ({consts}; {states:,} distinct states)",
             in_order=True,
@@ -196,10 +162,13 @@ def run_bound(
     if res.violated or res.errors:
         raise RuntimeError(f"TLC failed on the catalogue ({b.tag}): {res.errors} ({res.log_path})")
     text = res.log_path.read_text(encoding="utf-8")
-    found: dict[frozenset[Any], Pattern] = {}
+    found: dict[frozenset[PlannedLoss], Pattern] = {}
     for v in printed(text, "dtnc-pattern"):
-        losses, s, r, deliveries, green = v
-        p = found.setdefault(frozenset(losses), Pattern(b, frozenset(losses)))
+        records, s, r, deliveries, green = v
+        losses = frozenset(
+            PlannedLoss(str(x["dir"]), str(x["key"]), int(x["off"]), int(x["occ"])) for x in records
+        )
+        p = found.setdefault(losses, Pattern(b, losses))
         p.outcomes.add((str(s), str(r), int(deliveries), frozenset(green)))
     actions = {str(v[0]) for v in printed(text, "dtnc-action")}
     return list(found.values()), actions, res.distinct_states or 0, res.seconds
@@ -279,6 +248,6 @@ def retx_scenarios(workdir: Path, b: Bound = TABLE_BOUND) -> list[Scenario]:
     """The retransmission table's rows: every loss pattern of the bound made
     of data segments and reports only, nominal first, then by loss count."""
     patterns, _actions, states, _secs = run_bound(b, workdir)
-    rows = [p for p in patterns if all(str(x["key"]) in TABLE_KEYS for x in p.losses)]
+    rows = [p for p in patterns if all(x.key in TABLE_KEYS for x in p.losses)]
     rows.sort(key=lambda p: (len(p.losses), sorted(map(_order, p.losses))))
     return [scenario(p, states) for p in rows]

@@ -28,6 +28,7 @@ from conformance.protocols.ltp import LtpBlock, LtpDelivery
 from conformance.types import (
     Expectation,
     ExpectedOutcome,
+    FieldValue,
     Impairment,
     Outcome,
     Scenario,
@@ -59,6 +60,20 @@ class PlannedLoss:
     def tla(self) -> str:
         return (
             f'[dir |-> "{self.dir}", key |-> "{self.key}", off |-> {self.off}, occ |-> {self.occ}]'
+        )
+
+    def impairment(self, block: LtpBlock, note: str = "") -> Impairment:
+        """The channel rule that makes this loss (the inverse of :func:`plan`)."""
+        match: dict[str, FieldValue] = (
+            {"kind": self.key, "offset": self.off * block.segment_size}
+            if self.key in ("red_data", "green_data")
+            else {"type": self.key}
+        )
+        return Impairment(
+            direction=self.dir,  # type: ignore[arg-type]
+            match=match,
+            occurrence=self.occ,
+            note=note,
         )
 
 
@@ -129,19 +144,27 @@ def green_bytes(offsets: Sequence[int], block: LtpBlock) -> int:
     return total
 
 
+def outcome_of(
+    sender: str, receiver: str, deliveries: int, green: Sequence[int], block: LtpBlock
+) -> ExpectedOutcome:
+    """One terminal state of the model as an outcome: each side's notice, the
+    red part delivered or not, the green model segments that arrived."""
+    return ExpectedOutcome(
+        delivered=LtpDelivery(
+            red_bytes_delivered=block.red_len if deliveries > 0 else 0,
+            green_bytes_delivered=green_bytes(green, block),
+        ),
+        sender_outcome=_outcome(sender),
+        receiver_outcome=_outcome(receiver),
+    )
+
+
 def parse_outcomes(text: str, block: LtpBlock) -> list[ExpectedOutcome]:
     seen: dict[tuple[int | str, ...], ExpectedOutcome] = {}
     for m in _LINE.finditer(text):
         sender, receiver, delivered, green = m.groups()
         offs = [int(x) for x in green.replace(" ", "").split(",") if x]
-        o = ExpectedOutcome(
-            delivered=LtpDelivery(
-                red_bytes_delivered=block.red_len if int(delivered) > 0 else 0,
-                green_bytes_delivered=green_bytes(offs, block),
-            ),
-            sender_outcome=_outcome(sender),
-            receiver_outcome=_outcome(receiver),
-        )
+        o = outcome_of(sender, receiver, int(delivered), offs, block)
         seen.setdefault(o.key(), o)
     return list(seen.values())
 
