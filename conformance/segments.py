@@ -71,7 +71,8 @@ class Datagram:
 
 
 def datagrams(pcap: Path, port: int) -> list[Datagram]:
-    """Every unfragmented IPv4/UDP datagram on ``port`` in ``pcap``."""
+    """Every unfragmented IPv4/UDP datagram on ``port`` in ``pcap``, and every
+    frame the file cuts short (its payload empty if too little is left)."""
     from scapy.utils import RawPcapReader
 
     out: list[Datagram] = []
@@ -83,18 +84,21 @@ def datagrams(pcap: Path, port: int) -> list[Datagram]:
     nano = getattr(reader, "nano", False)
     try:
         for number, (frame, meta) in enumerate(reader, start=1):
+            caplen = getattr(meta, "caplen", len(frame))
+            cut = (len(frame), caplen) if len(frame) < caplen else None
             udp = udp_payload(frame)
-            if udp is None or port not in (udp[0], udp[1]):
+            if udp is not None and port not in (udp[0], udp[1]):
                 continue
+            if udp is None and cut is None:
+                continue
+            # a cut frame is kept even when too little of it is left to read
             sec = getattr(meta, "sec", None)
             if sec is None:  # pcapng
                 ts = (meta.tshigh << 32 | meta.tslow) / meta.tsresol
             else:
                 ts = sec + meta.usec / (1e9 if nano else 1e6)
-            caplen = getattr(meta, "caplen", len(frame))
-            cut = (len(frame), caplen) if len(frame) < caplen else None
             src = ".".join(str(b) for b in frame[26:30])
-            out.append(Datagram(number, ts, src, udp[2], cut))
+            out.append(Datagram(number, ts, src, udp[2] if udp else b"", cut))
     finally:
         reader.close()
     return out
@@ -102,7 +106,7 @@ def datagrams(pcap: Path, port: int) -> list[Datagram]:
 
 def _payloads(pcap: Path, port: int) -> dict[int, tuple[str, bytes]]:
     """frame number -> (source IPv4, UDP payload) for datagrams on ``port``."""
-    return {d.number: (d.src, d.payload) for d in datagrams(pcap, port)}
+    return {d.number: (d.src, d.payload) for d in datagrams(pcap, port) if d.payload or not d.cut}
 
 
 def _channel_verdicts(channel_log: Path | None) -> dict[str, list[bool]]:
