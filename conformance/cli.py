@@ -426,13 +426,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     sut = get(args.sut)
     if scn.protocol != sut.protocol:
         raise InputError(f"{args.scenario}: a {scn.protocol} scenario cannot run on {sut.name}")
+    if args.tester or scn.probes:
+        from conformance.tester import launch
+
+        launch.check(scn, args.tester)
     run_dir = _live_dir(args, sut, scn.name, "run directory")
+    who = f"{sut.name} vs tester {args.tester}" if args.tester else sut.name
     with _progress() as prog:
-        task = prog.add_task(f"{scn.name} on {sut.name}", total=None, info="")
+        task = prog.add_task(f"{scn.name} on {who}", total=None, info="")
         try:
-            outcome = run_scenario(scn, sut, run_dir, step=lambda m: prog.update(task, info=m))
+            outcome = run_scenario(
+                scn, sut, run_dir, step=lambda m: prog.update(task, info=m), tester=args.tester
+            )
         except KeyboardInterrupt:
-            error_outcome(scn, sut, run_dir, KeyboardInterrupt())
+            error_outcome(scn, sut, run_dir, KeyboardInterrupt(), tester=args.tester)
             err_console.print(f"interrupted; namespaces removed; partial run in {run_dir}")
             return 130
     print_verdicts([outcome])
@@ -828,6 +835,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--sut", required=True, help="implementation under test: licklider")
     s.add_argument("--out", help="run directory, new or empty (default runs/<time>-<scenario>)")
     s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
+    s.add_argument(
+        "--tester",
+        choices=("sender", "receiver"),
+        help="dtnconform's model-driven tester plays this role, the SUT the other",
+    )
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("certify", help="generate, run every scenario under Robot Framework, report")

@@ -130,9 +130,21 @@ def channel_saw(records: list[ChannelRecord], imp: Impairment) -> str:
     return ", ".join(parts)
 
 
-def trace_reasons(trace: TraceCheck | None) -> tuple[list[Reason], list[Reason]]:
+def tester_blamed(trace: TraceCheck, tester: str | None) -> bool:
+    """Trace validation held the deviation against the tester's own role
+    only: every blamed action is one of that role's (Sender*, Receiver*)."""
+    if tester is None or not trace.actions:
+        return False
+    return all(a.lower().startswith(tester) for a in trace.actions)
+
+
+def trace_reasons(
+    trace: TraceCheck | None, tester: str | None = None
+) -> tuple[list[Reason], list[Reason]]:
     """(fails, notes) from trace validation: a rejected trace is a fail with
-    the rule and the frame; an unchecked one is said, and judged no further."""
+    the rule and the frame; an unchecked one is said, and judged no further.
+    A rejection held against the tester's role alone is our harness's
+    failure: use :func:`tester_blamed` first."""
     if trace is None or trace.status == "accepted":
         return [], []
     if trace.status == "rejected":
@@ -156,11 +168,26 @@ def judge(
     findings: list[Finding],
     *,
     trace: TraceCheck | None = None,
+    tester: str | None = None,
 ) -> Verdict:
     from conformance.emulator import read_log
 
     errors: list[Reason] = []
-    fails, notes = trace_reasons(trace)
+    if trace is not None and trace.status == "rejected" and tester_blamed(trace, tester):
+        # A false fail is the worst defect there is: our tester left the
+        # model, so nothing about the implementation can be concluded.
+        errors.append(
+            Reason(
+                code="tester-deviation",
+                message=f"the model-driven tester ({tester}) left the model: {trace.message}",
+                rule=trace.rule,
+                actions=trace.actions,
+                frames=[trace.frame] if trace.frame else [],
+            )
+        )
+        fails, notes = [], []
+    else:
+        fails, notes = trace_reasons(trace)
 
     for end in (result.sender, result.receiver):
         if end.outcome == "error":
@@ -173,12 +200,38 @@ def judge(
             )
 
     seen = result.outcome()
+    probe_unsent: list[Reason] = []
     stale = ""
     if not errors and not scn.expect.allows(seen):
         spec = protocols.get(scn.protocol)
         stale = spec.generator_module().stale(scn) if spec.generator else ""
         if not stale:
             fails += outcome_reasons(scn, seen)
+    for end in (result.sender, result.receiver):
+        for pr in end.probes:
+            if pr.status == "fail":
+                fails.append(
+                    Reason(
+                        code=f"probe-{pr.kind}",
+                        message=f"robustness probe {pr.kind}: {pr.message}",
+                        rule=pr.rule,
+                    )
+                )
+            elif pr.status == "unsent":
+                probe_unsent.append(
+                    Reason(
+                        code=f"probe-{pr.kind}-unsent",
+                        message=f"robustness probe {pr.kind} was never sent: the run never "
+                        "reached the point where the tester sends it",
+                    )
+                )
+            elif pr.status == "undelivered":
+                probe_unsent.append(
+                    Reason(
+                        code=f"probe-{pr.kind}-undelivered",
+                        message=f"robustness probe {pr.kind}: {pr.message}",
+                    )
+                )
     if result.receiver.payload_ok is False:
         fails.append(
             Reason(
@@ -211,6 +264,7 @@ def judge(
         for i, imp in enumerate(scn.impairments)
         if i not in fired
     ]
+    unmet += probe_unsent
     # The outcome set assumes every planned loss happened; with one missing,
     # an outcome outside it says nothing, so it is reported, not judged.
     outcome_codes = {"outcome-not-allowed"} | {outcome_code(f) for f in seen.parts()}

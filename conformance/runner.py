@@ -21,13 +21,22 @@ import datetime as dt
 import logging
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance import classifiers, emulator, judge, netns, provenance, timers, tracecheck
+from conformance import (
+    classifiers,
+    emulator,
+    judge,
+    netns,
+    protocols,
+    provenance,
+    timers,
+    tracecheck,
+)
 from conformance.errors import DtncError, InputError
-from conformance.segments import records_from_captures
+from conformance.segments import datagrams, records_from_captures
 from conformance.types import (
     EndpointResult,
     Reason,
@@ -105,11 +114,27 @@ def _stop(proc: subprocess.Popen[bytes], timeout: float = 3.0) -> None:
 
 
 def run_scenario(
-    scn: Scenario, sut: SutAdapter, run_dir: Path, *, step: Step | None = None
+    scn: Scenario,
+    sut: SutAdapter,
+    run_dir: Path,
+    *,
+    step: Step | None = None,
+    tester: str | None = None,
 ) -> RunOutcome:
     """Run one scenario; never raises for a misbehaving SUT (that is a verdict),
-    only for a broken set-up (missing tool, not root) or Ctrl-C."""
+    only for a broken set-up (missing tool, not root) or Ctrl-C. ``tester``:
+    the role dtnconform's model-driven tester plays (conformance.tester);
+    the SUT plays the other."""
+    from conformance.tester import launch
+
     say = step or (lambda _msg: None)
+    if tester is not None:
+        launch.check(scn, tester)
+    elif scn.probes:
+        raise InputError(
+            f"{scn.name}: probes: robustness probes are sent by the model-driven tester; run "
+            "with --tester sender or --tester receiver"
+        )
     run_dir.mkdir(parents=True, exist_ok=True)
     dump_model(scn, run_dir / "scenario.json")
     netns.require_root()
@@ -155,8 +180,20 @@ def run_scenario(
         procs = {}
         files = {}
         for role, ns, argv in (
-            ("receiver", topo.ns_b, sut.receiver_argv(scn, rx_ep)),
-            ("sender", topo.ns_a, sut.sender_argv(scn, tx_ep)),
+            (
+                "receiver",
+                topo.ns_b,
+                launch.argv(scn, rx_ep, "receiver", run_dir)
+                if tester == "receiver"
+                else sut.receiver_argv(scn, rx_ep),
+            ),
+            (
+                "sender",
+                topo.ns_a,
+                launch.argv(scn, tx_ep, "sender", run_dir)
+                if tester == "sender"
+                else sut.sender_argv(scn, tx_ep),
+            ),
         ):
             out, err = (run_dir / f"{role}.out").open("wb"), (run_dir / f"{role}.log").open("wb")
             files[role] = (out, err)
@@ -204,6 +241,8 @@ def run_scenario(
         stdout = (run_dir / f"{role}.out").read_text(errors="replace")
         stderr = (run_dir / f"{role}.log").read_text(errors="replace")
         res = sut.parse_result(role, stdout, stderr, proc.returncode)
+        if role == tester:
+            res.detail = f"tester: {res.detail}".strip()
         if role in hung:
             res.outcome = "error"
             res.detail = f"hung past the run's deadline and was killed. {res.detail}".strip()
@@ -212,6 +251,7 @@ def run_scenario(
         ends[role] = res
 
     say("decoding captures")
+    skip = probe_payloads(ends.values())
     segments, experts = records_from_captures(
         scn.protocol,
         run_dir / "a.pcap",
@@ -219,7 +259,9 @@ def run_scenario(
         port=port,
         ip_a=topo.ip_a,
         channel_log=run_dir / "channel.jsonl",
+        skip=skip,
     )
+    segments = settle_probes(scn, ends, segments, run_dir)
     with (run_dir / "segments.jsonl").open("w") as fh:
         for rec in segments:
             fh.write(rec.model_dump_json() + "\n")
@@ -229,7 +271,7 @@ def run_scenario(
     result = RunResult(
         scenario=scn.name,
         protocol=scn.protocol,
-        sut=f"{sut.name} {sut.version}",
+        sut=sut_label(sut, tester),
         started_at=started.isoformat(timespec="seconds"),
         duration_s=round(duration, 3),
         sender=ends["sender"],
@@ -247,11 +289,14 @@ def run_scenario(
         captures={"sender side": "a.pcap", "receiver side": "b.pcap"},
         channel_log="channel.jsonl",
         provenance=provenance.collect(scn, sut, emulator.resolve(scn.channel)),
+        tester=tester,  # type: ignore[arg-type]
     )
     dump_model(result, run_dir / "result.json")
     say("validating the trace")
     trace = validate_trace(scn, segments, run_dir, port=port, ip_a=topo.ip_a, result=result)
-    verdict = judge.judge(scn, result, run_dir / "channel.jsonl", experts, trace=trace)
+    verdict = judge.judge(
+        scn, result, run_dir / "channel.jsonl", experts, trace=trace, tester=tester
+    )
     if crashed:
         # Nothing the endpoints did can be judged over a channel that died.
         verdict = Verdict(
@@ -302,18 +347,69 @@ def validate_trace(
             exits=exits,
             workdir=run_dir / "trace",
             out=run_dir / "trace.ndjson",
+            skip=probe_payloads([result.sender, result.receiver]) if result else frozenset(),
         )
     except DtncError as exc:
         return TraceCheck(status="unchecked", message=f"trace validation could not run: {exc}")
 
 
-def error_outcome(scn: Scenario, sut: SutAdapter, run_dir: Path, exc: BaseException) -> RunOutcome:
+def probe_payloads(ends: Iterable[EndpointResult]) -> frozenset[bytes]:
+    """The datagrams of the tester's robustness probes and of their answers:
+    judged by each probe, left out of the run's segments and trace."""
+    return frozenset(
+        bytes.fromhex(h)
+        for e in ends
+        for pr in e.probes
+        for h in (*pr.payloads, *pr.answer_payloads)
+    )
+
+
+def settle_probes(
+    scn: Scenario, ends: Mapping[str, EndpointResult], segments: list[SegmentRecord], run_dir: Path
+) -> list[SegmentRecord]:
+    """After a run with robustness probes: a probe the channel did not
+    deliver whole is 'undelivered' (nothing can be said of its answer), and
+    the segments of the probes' own sessions leave the run's segments (an
+    answer the channel lost never reached the tester to be attributed)."""
+    probes = [pr for e in ends.values() for pr in e.probes]
+    if not probes:
+        return segments
+    port = PORTS[scn.protocol]
+    arrived = {
+        side: {d.payload for d in datagrams(run_dir / f"{side}.pcap", port)} for side in "ab"
+    }
+    for role, end in ends.items():
+        other = "b" if role == "sender" else "a"
+        for pr in end.probes:
+            if pr.status in ("pass", "fail") and not all(
+                bytes.fromhex(h) in arrived[other] for h in pr.payloads
+            ):
+                pr.status = "undelivered"
+                pr.message += "; the channel did not deliver the probe whole"
+    sessions = {tuple(s) for pr in probes for s in pr.sessions}
+    if not sessions:
+        return segments
+    gen = protocols.get(scn.protocol).generator_module()
+    return [r for r in segments if tuple(gen.session_of(r.fields)) not in sessions]
+
+
+def sut_label(sut: SutAdapter, tester: str | None = None) -> str:
+    """ "licklider 0.1.1", or with the tester: "licklider 0.1.1 (receiver)"."""
+    label = f"{sut.name} {sut.version}"
+    if tester is not None:
+        label += " (receiver)" if tester == "sender" else " (sender)"
+    return label
+
+
+def error_outcome(
+    scn: Scenario, sut: SutAdapter, run_dir: Path, exc: BaseException, tester: str | None = None
+) -> RunOutcome:
     """A run that could not complete (set-up failure, Ctrl-C) still leaves a verdict."""
     run_dir.mkdir(parents=True, exist_ok=True)
     why = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc) or type(exc).__name__
     verdict = Verdict(
         scenario=scn.name,
-        sut=f"{sut.name} {sut.version}",
+        sut=sut_label(sut, tester),
         status="error",
         reasons=[Reason(code="run-error", message=why)],
     )

@@ -132,7 +132,12 @@ def records_from_captures(
     port: int,
     ip_a: str,
     channel_log: Path | None = None,
+    skip: frozenset[bytes] = frozenset(),
 ) -> tuple[list[SegmentRecord], list[Finding]]:
+    """The segments each side sent, decoded by our dissector, with whether
+    the channel dropped each, and the dissector's expert findings. Datagrams
+    whose payload is in ``skip`` (the tester's robustness probes and their
+    answers) are left out: they are judged by the probe, not as the run."""
     from dissectors.tshark import decode
 
     records: list[SegmentRecord] = []
@@ -155,6 +160,9 @@ def records_from_captures(
             if src_payload is None or (src_payload[0] == ip_a) != sender_ip_is_a:
                 continue  # received here, recorded from the other side's capture
             payload = src_payload[1]
+            if payload in skip:
+                k += 1
+                continue
             if logged is not None:
                 dropped = logged[k]
             else:

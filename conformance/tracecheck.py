@@ -100,11 +100,15 @@ def wire_events(
     ip_a: str | None,
     exits: Mapping[str, float | None],
     window_s: float,
+    skip: frozenset[bytes] = frozenset(),
 ) -> list[WireEvent]:
     """The run's events in time order. Raises Unrepresentable for a capture
     that cannot be read as sends, arrivals and losses (an arrival no send
     explains, a delivered segment the other side never captured)."""
-    frames = {"a": _frames(a_pcap, port), "b": _frames(b_pcap, port)}
+    frames = {
+        side: [f for f in _frames(pcap, port) if f.payload not in skip]
+        for side, pcap in (("a", a_pcap), ("b", b_pcap))
+    }
     by_number = {side: {f.number: f for f in fs} for side, fs in frames.items()}
     if ip_a is None:
         # A stored run: the sender's address is the source of its first segment.
@@ -287,6 +291,14 @@ def _describe_unit(unit: Any) -> str:
     return str(unit)
 
 
+def _owed(d: Any, t: int, window_us: int) -> int:
+    """Overdue answers in diagnosis state ``d`` at time ``t``: arrivals left
+    unprocessed past the window, emissions due before ``t``."""
+    inq, pend = d[1], d[2] if isinstance(d[2], Mapping) else {}
+    late = sum(1 for q in inq.values() if q and q[0]["t"] + window_us < t)
+    return late + sum(1 for dues in pend.values() for x in dues if x < t)
+
+
 def _diagnose(
     tm: TraceModel,
     lines: Sequence[dict[str, Any]],
@@ -309,6 +321,11 @@ def _diagnose(
     line = lines[bad - 1]
     t = line["t_us"]
     actor = line.get("actor", "")
+    # The model's best explanations: the states that reached the line with
+    # the fewest overdue answers. A state that left an arrival unprocessed
+    # where another processed it in time says nothing about who deviated.
+    fewest = min((_owed(x, t, window_us) for x in diag), default=0)
+    diag = [d for d in diag if _owed(d, t, window_us) == fewest]
     enabled: list[str] = sorted({a for d in diag for a in d[0]})
     blame: list[str] = []
     overdue: list[str] = []
@@ -466,6 +483,7 @@ def check(
     exits: Mapping[str, float | None],
     workdir: Path,
     out: Path | None = None,
+    skip: frozenset[bytes] = frozenset(),
 ) -> TraceCheck:
     """Validate the run's trace, session by session; never raises for what
     the trace holds (that is 'rejected' or 'unchecked'), only when TLC
@@ -478,7 +496,14 @@ def check(
     common: dict[str, Any] = {"window_ms": w_ms, "trace_file": out.name if out else ""}
     try:
         events = wire_events(
-            records, a_pcap, b_pcap, port=port, ip_a=ip_a, exits=exits, window_s=w_ms / 1000
+            records,
+            a_pcap,
+            b_pcap,
+            port=port,
+            ip_a=ip_a,
+            exits=exits,
+            window_s=w_ms / 1000,
+            skip=skip,
         )
     except Unrepresentable as exc:
         return TraceCheck(status="unchecked", message=str(exc), **common)

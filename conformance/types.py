@@ -383,6 +383,16 @@ class Origin(_Strict):
     actions: list[str] = Field(default_factory=list, description="TLA+ actions of the trace")
 
 
+class Probe(_Strict):
+    """A robustness case the model-driven tester plays inside a scenario: it
+    sends ``count`` crafted segments of ``kind`` (its protocol's tester
+    lists them, e.g. conformance.tester.ltp.PROBES) and checks the answer
+    the rule requires, while the scenario's transfer goes on."""
+
+    kind: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
+    count: Annotated[int, Field(ge=1, le=20)] = 1
+
+
 class Scenario(_Strict):
     schema_: Literal["dtnconform/scenario/1"] = Field(SCENARIO_SCHEMA, alias="schema")
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=120)
@@ -392,6 +402,10 @@ class Scenario(_Strict):
         description="the protocol's parameters (conformance/protocols/<protocol>.py)"
     )
     impairments: list[Impairment] = Field(default_factory=list)
+    probes: list[Probe] = Field(
+        default_factory=list,
+        description="robustness cases the model-driven tester plays (needs --tester)",
+    )
     channel: Channel = Field(default_factory=Channel)
     timers: Timers = Field(default_factory=Timers)
     expect: Expectation
@@ -495,6 +509,29 @@ class SegmentRecord(_Strict):
     dropped: bool = False
 
 
+class ProbeResult(_Strict):
+    """What became of one probe: the answer the rule requires (``discard``:
+    none; a unit type; ``any``: the spec leaves it open) and the answers seen."""
+
+    kind: str
+    sent: int
+    expect: str
+    answers: list[str] = Field(default_factory=list)
+    status: Literal["pass", "fail", "unsent", "undelivered"]
+    rule: str = ""
+    message: str = ""
+    payloads: list[str] = Field(
+        default_factory=list, description="hex of each datagram of the probe"
+    )
+    answer_payloads: list[str] = Field(
+        default_factory=list, description="hex of each answer the tester attributed to the probe"
+    )
+    sessions: list[list[int]] = Field(
+        default_factory=list,
+        description="the probe's own sessions (their segments are kept out of the trace)",
+    )
+
+
 class EndpointResult(_Strict):
     role: Literal["sender", "receiver"]
     outcome: Outcome
@@ -511,11 +548,14 @@ class EndpointResult(_Strict):
     )
     detail: str = ""
     log: str = Field("", description="path of the endpoint's log, relative to the run directory")
+    probes: list[ProbeResult] = Field(
+        default_factory=list, description="robustness probes the tester played (tester only)"
+    )
 
 
 _GENERIC_ENDPOINT_KEYS = {
     "role", "outcome", "delivered", "payload_ok", "duration_s", "exit_code", "exited_at",
-    "detail", "log",
+    "detail", "log", "probes",
 }  # fmt: skip
 
 
@@ -578,6 +618,9 @@ class RunResult(_Strict):
     )
     channel_log: str = ""
     provenance: Provenance | None = None
+    tester: Literal["sender", "receiver"] | None = Field(
+        None, description="the role dtnconform's model-driven tester played (the SUT the other)"
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

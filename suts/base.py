@@ -16,7 +16,7 @@ from typing import get_args
 from pydantic import ValidationError
 
 from conformance import protocols
-from conformance.types import EndpointResult, Outcome, Scenario
+from conformance.types import EndpointResult, Outcome, ProbeResult, Scenario
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -28,6 +28,11 @@ class Endpoint:
     ip: str
     peer_ip: str
     port: int
+
+
+# Engine IDs (LTP) or entity IDs of each role: the sender runs in namespace
+# A, the receiver in B. Adapters and the tester use the same ones.
+ENGINES: dict[str, tuple[int, int]] = {"sender": (1, 2), "receiver": (2, 1)}
 
 
 class SutAdapter(ABC):
@@ -86,9 +91,17 @@ class SutAdapter(ABC):
         except ValidationError as exc:
             detail = f"bad delivery counters {counters} ({exc.errors()[0]['msg']}); {detail}"
             outcome, delivered = "error", delivery(protocol=self.protocol)
+        probes = []
+        for i, raw in enumerate(data.get("probes") or []):
+            try:
+                probes.append(ProbeResult.model_validate(raw))
+            except ValidationError as exc:
+                detail = f"bad probe result {i} ({exc.errors()[0]['msg']}); {detail}"
+                outcome = "error"
         return EndpointResult(
             role=role,  # type: ignore[arg-type]
             outcome=outcome,
+            probes=probes,
             delivered=delivered,
             payload_ok=data.get("payload_ok"),
             duration_s=float(data.get("duration_s") or 0.0),

@@ -145,6 +145,7 @@ class ProtocolSpec:
     label: Callable[[Mapping[str, object]], str] = lambda fields: str(fields.get("type", "?"))
     colors: dict[str, str] = field(default_factory=dict)
     generator: str = ""  # module with check/generate/expectation_for/stale, if any
+    tester: str = ""  # module with ROLES and check(scenario, role) (conformance.tester)
     unit: str = "segment"  # what one datagram carries: segment, PDU, message
     # The judge's rule table: outcome part -> value the model allows -> rule.
     # Part "" of each is the default; "closed" names the rule a session that

@@ -237,6 +237,7 @@ SPEC = ProtocolSpec(
         record_extras=("claim.offset", "claim.length"),
     ),
     label=segment_label,
+    tester="conformance.tester.ltp",
     colors={
         "red_data": "#c0392b",
         "green_data": "#1e8449",

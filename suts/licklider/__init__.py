@@ -13,13 +13,11 @@ from conformance.classifiers import default_port
 from conformance.errors import DtncError, ToolMissing
 from conformance.protocols.ltp import LtpBlock
 from conformance.types import Scenario
-from suts.base import REPO, Endpoint, SutAdapter
+from suts.base import ENGINES, REPO, Endpoint, SutAdapter
 
 HARNESS = REPO / "suts" / "licklider" / "harness"
 BINARY = HARNESS / "target" / "release" / "dtnc-licklider"
 
-# Engine IDs: the block sender runs in namespace A, the receiver in B.
-ENGINES = {"sender": (1, 2), "receiver": (2, 1)}
 
 # Knobs whose values conformance.timers derives from the channel unless the
 # scenario gives them, by harness flag.

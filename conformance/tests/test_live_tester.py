@@ -1,0 +1,95 @@
+"""The model-driven tester against licklider 0.1.1 between namespaces: each
+role played by the tester and the other by licklider, trace validation of
+both sides, robustness probes, and a known licklider deviation pinned on the
+side that makes it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.runner import run_scenario
+from conformance.tester.ltp import PROBES
+from conformance.types import Scenario
+from generators import outcomes
+from suts.base import get
+
+pytestmark = [pytest.mark.netns, pytest.mark.integration]
+
+FINDINGS = Path(__file__).resolve().parents[2] / "reports" / "findings" / "ltp" / "scenarios"
+
+
+def _scenario(name: str, impairments: list[dict[str, object]], probes: list[str]) -> Scenario:
+    return Scenario.model_validate(
+        {
+            "name": name,
+            "protocol": "ltp",
+            "params": {"block_len": 3000, "red_len": 2000, "segment_size": 1000},
+            "impairments": impairments,
+            "probes": [{"kind": k} for k in probes],
+            # replaced by what TLC computes (outcomes.expectation_for)
+            "expect": {
+                "red_bytes_delivered": 0,
+                "green_bytes_delivered": 0,
+                "sender_outcome": "cancelled",
+                "receiver_outcome": "cancelled",
+            },
+            "time_limit_s": 20,
+        }
+    )
+
+
+@pytest.mark.parametrize("tester", ["sender", "receiver"])
+def test_tester_and_licklider_move_a_block_with_a_lost_report(tester: str, tmp_path: Path) -> None:
+    scn = _scenario(
+        f"tester-{tester}-rs-lost", [{"direction": "return", "match": {"type": "RS"}}], []
+    )
+    scn.expect = outcomes.expectation_for(scn, tmp_path / "tlc")
+    out = run_scenario(scn, get("licklider"), tmp_path / "run", tester=tester)
+    assert out.verdict.status == "pass", out.verdict.reasons
+    assert out.verdict.trace is not None and out.verdict.trace.status == "accepted"
+    assert out.result is not None and out.result.tester == tester
+    played = out.result.sender if tester == "sender" else out.result.receiver
+    assert played.detail.startswith("tester:")
+    log = (out.run_dir / f"tester-{tester}.jsonl").read_text().splitlines()
+    steps = {json.loads(ln)["action"] for ln in log}
+    # the report was lost: the tester's sender resent its checkpoint, or
+    # the tester's receiver answered licklider's resent checkpoint
+    want = "SenderExpireCheckpointTimer" if tester == "sender" else "ReceiverRxRedundantCheckpoint"
+    assert want in steps
+
+
+@pytest.mark.parametrize("tester", ["sender", "receiver"])
+def test_licklider_survives_every_robustness_probe(tester: str, tmp_path: Path) -> None:
+    kinds = [k for k, p in PROBES.items() if p.role == tester]
+    scn = _scenario(f"tester-{tester}-probes", [], kinds)
+    scn.expect = outcomes.expectation_for(scn, tmp_path / "tlc")
+    out = run_scenario(scn, get("licklider"), tmp_path / "run", tester=tester)
+    assert out.verdict.status == "pass", out.verdict.reasons
+    assert out.result is not None
+    played = out.result.sender if tester == "sender" else out.result.receiver
+    assert {pr.kind: pr.status for pr in played.probes} == dict.fromkeys(kinds, "pass")
+    answered = {pr.kind: pr.answers for pr in played.probes if pr.answers}
+    assert answered == (
+        {"unknown-session-cancel": ["CAS"]}
+        if tester == "sender"
+        else {"unknown-session-report": ["RA"], "unknown-session-cancel-receiver": ["CAR"]}
+    )
+    # neither the probes nor their answers are in the trace: it holds the
+    # one session the model has, and TLC took all of it
+    assert out.verdict.trace is not None and out.verdict.trace.status == "accepted"
+    lines = (out.run_dir / "trace.ndjson").read_text().splitlines()
+    assert {json.loads(ln)["session"] for ln in lines} == {1}
+
+
+def test_licklider_receivers_missing_cas_is_pinned_on_the_receiver(tmp_path: Path) -> None:
+    """The tester sends; licklider receives and leaves the first CS without
+    a CAS (reports/findings/ltp/licklider-0.1.1-first-cs-not-acknowledged)."""
+    scn = Scenario.model_validate_json((FINDINGS / "ltp-sender-rlexc-cancel.json").read_text())
+    out = run_scenario(scn, get("licklider"), tmp_path / "run", tester="sender")
+    assert out.verdict.status == "fail", out.verdict.reasons
+    (reason,) = [r for r in out.verdict.reasons if r.code == "trace-rejected"]
+    assert reason.actions == ["ReceiverRxCancel"]
+    assert "§6.17" in reason.rule
