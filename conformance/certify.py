@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,21 +39,72 @@ class CertifyOutcome:
     report: Path
 
 
-def write_suite(protocol: str, scenarios: list[Path], suite: Path) -> None:
+# Who plays which side of a case: the SUT both, or the tester one of them.
+SUT_ROLES = ("both", "sender", "receiver")
+ROBUSTNESS = "robustness"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test case: a scenario, and the role the tester plays (None: the
+    SUT plays both sides). ``name`` is its Robot test and run directory."""
+
+    path: Path
+    tester: str | None
+
+    @property
+    def name(self) -> str:
+        stem = json.loads(self.path.read_text())["name"]
+        return stem if self.tester is None else f"{stem}--tester-{self.tester}"
+
+
+def cases(protocol: str, scenarios: list[Path], sut_roles: Sequence[str]) -> list[Case]:
+    """Every scenario once per SUT role ("both": the SUT on each side;
+    "sender": the SUT sends to the tester; "receiver": the tester sends to
+    the SUT), then each robustness scenario in the one role its probes
+    need, when that role is asked for."""
+    tester_for = {"both": None, "sender": "receiver", "receiver": "sender"}
+    out = [Case(p, tester_for[r]) for p in scenarios for r in sut_roles]
+    if not scenarios:
+        return out
+    for path in sorted((scenarios[0].parent / ROBUSTNESS).glob("*.json")):
+        scn = load_scenario(path)
+        tester = probe_role(scn)
+        if tester is not None and {"sender": "receiver", "receiver": "sender"}[tester] in sut_roles:
+            out.append(Case(path, tester))
+    return out
+
+
+def probe_role(scn: Scenario) -> str | None:
+    """The tester role a scenario's probes are sent from (None: no probes)."""
+    if not scn.probes:
+        return None
+    from conformance.tester import launch
+
+    module = launch.module(scn)
+    return str(module.PROBES[scn.probes[0].kind].role)
+
+
+def write_suite(protocol: str, cases: list[Case], suite: Path) -> None:
     lines = [
         "*** Settings ***",
         f"Documentation     Certification of {protocol.upper()} scenarios generated from the "
-        "TLA+ model (one test case per scenario).",
+        "TLA+ model (one test case per scenario and SUT role).",
         f"Resource          {RESOURCE}",
         "Test Template     Scenario Should Pass",
         f"Test Tags         {protocol}",
         "",
-        "*** Test Cases ***    SCENARIO",
+        "*** Test Cases ***    SCENARIO    TESTER    RUN",
     ]
-    for path in scenarios:
-        scn = load_scenario(path)
-        lines.append(f"{scn.name}    {path.resolve()}")
-        lines.append("    [Tags]    " + "    ".join(scenario_tags(scn)))
+    for case in cases:
+        scn = load_scenario(case.path)
+        tags = scenario_tags(scn)
+        tags.append(f"tester:{case.tester}" if case.tester else "sut:both")
+        tags += [f"probe:{p.kind}" for p in scn.probes]
+        lines.append(
+            f"{case.name}    {case.path.resolve()}    {case.tester or 'none'}    {case.name}"
+        )
+        lines.append("    [Tags]    " + "    ".join(tags))
     suite.write_text("\n".join(lines) + "\n")
 
 
@@ -124,6 +175,7 @@ def certify(
     on_test: Callable[[int, int, str], None] | None = None,
     only: str | None = None,
     retx_table: bool = False,
+    sut_roles: Sequence[str] = SUT_ROLES,
 ) -> CertifyOutcome:
     import robot
 
@@ -131,11 +183,12 @@ def certify(
 
     # coverage.json beside the scenarios is the generator's summary, not a scenario.
     scenarios = sorted(p for p in (out / "scenarios").glob("*.json") if p.name != COVERAGE)
+    todo = cases(protocol, scenarios, sut_roles)
     if only:
-        scenarios = [p for p in scenarios if only in p.stem]
+        todo = [c for c in todo if only in c.name]
     sut.ensure_built()
     suite = out / f"{protocol}_certification.robot"
-    write_suite(protocol, scenarios, suite)
+    write_suite(protocol, todo, suite)
     robot_dir = out / "robot"
     runs_dir = out / "runs"
     with (out / "robot-console.txt").open("w") as console_out:
@@ -143,16 +196,16 @@ def certify(
             str(suite),
             outputdir=str(robot_dir),
             variable=[f"RUNS_DIR:{runs_dir}", f"SUT:{sut.name}"],
-            listener=[_Progress(len(scenarios), on_test)],
+            listener=[_Progress(len(todo), on_test)],
             stdout=console_out,
             stderr=console_out,
             console="verbose",
         )
-    runs = []
-    for path in scenarios:
-        name = json.loads(path.read_text())["name"]
-        if (runs_dir / name / "verdict.json").exists():
-            runs.append(load_outcome(runs_dir / name))
+    runs = [
+        load_outcome(runs_dir / c.name)
+        for c in todo
+        if (runs_dir / c.name / "verdict.json").exists()
+    ]
     table = None
     if retx_table:
         from conformance import protocols, retxtable
@@ -165,7 +218,7 @@ def certify(
         protocol,
         sut,
         out,
-        scenarios,
+        list(dict.fromkeys(c.path for c in todo)),
         runs,
         robot_dir / "log.html",
         coverage=read_coverage(out),

@@ -356,6 +356,12 @@ def _generate(protocol: str, out: Path) -> object:
     )
     if hasattr(gen, "catalogue"):
         _catalogue(gen, out / "catalogue")
+    if hasattr(gen, "robustness"):
+        robust = gen.robustness(out / "robustness", report)
+        console.print(
+            f"robustness: {len(robust)} scenarios of tester probes in {out / 'robustness'} "
+            "(run with --tester, or by dtnconform certify)"
+        )
     return report
 
 
@@ -471,10 +477,22 @@ def print_verdicts(outcomes: list[object]) -> None:
         )
         style = STATUS_STYLE[v.status]
         trace = v.trace.status if v.trace is not None else "-"
-        table.add_row(v.scenario, allowed, observed, segs, trace, f"[{style}]{v.status}[/]")
+        name = v.scenario
+        if r is not None and r.tester is not None:
+            from reports.html import roles_label
+
+            name += f"\n[dim]{roles_label(v.sut.split()[0], r.tester)}[/]"
+        table.add_row(name, allowed, observed, segs, trace, f"[{style}]{v.status}[/]")
     console.print(table)
     for o in outcomes:
         v = o.verdict  # type: ignore[attr-defined]
+        r = o.result  # type: ignore[attr-defined]
+        for pr in [p for e in (r.sender, r.receiver) for p in e.probes] if r else []:
+            style = {"pass": "green", "fail": "red"}.get(pr.status, "yellow")
+            console.print(
+                f"  {v.scenario}: probe {pr.kind}: [{style}]{pr.status}[/] ({pr.message})",
+                highlight=False,
+            )
         for reason in v.reasons:
             if v.status != "pass":
                 rule = f" [{reason.rule}]" if reason.rule else ""
@@ -499,6 +517,13 @@ def cmd_certify(args: argparse.Namespace) -> int:
     from suts.base import get
 
     sut = get(args.sut)
+    roles = [r.strip() for r in args.sut_roles.split(",") if r.strip()]
+    bad = [r for r in roles if r not in certify.SUT_ROLES]
+    if bad or not roles:
+        raise InputError(
+            f"--sut-roles: {', '.join(bad) or 'none given'}: use a comma-separated list of "
+            f"{', '.join(certify.SUT_ROLES)}"
+        )
     out = _live_dir(args, sut, f"certify-{args.protocol}-{sut.name}", "certification directory")
     _generate(args.protocol, out / "scenarios")
     with _sigint_watch() as interrupted, _progress() as prog:
@@ -515,6 +540,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
                 on_test=on_test,
                 only=args.only,
                 retx_table=args.retx_table,
+                sut_roles=roles,
             )
         except SystemExit:  # Robot's answer to a second Ctrl-C
             if interrupted():
@@ -856,6 +882,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--retx-table",
         action="store_true",
         help="also run the retransmission table (about 2 min) and put it in the report",
+    )
+    s.add_argument(
+        "--sut-roles",
+        default="both,sender,receiver",
+        help="which sides the SUT plays, comma-separated (default all three): both (the SUT "
+        "against itself), sender (the model-driven tester receives), receiver (the tester "
+        "sends); the robustness probes run in the tester roles asked for",
     )
     s.set_defaults(func=cmd_certify)
 

@@ -291,6 +291,13 @@ def run_scenario(
         provenance=provenance.collect(scn, sut, emulator.resolve(scn.channel)),
         tester=tester,  # type: ignore[arg-type]
     )
+    if tester is not None and result.provenance is not None:
+        # The tester played one side: that side's SUT flags did not run.
+        knobs = result.provenance.knobs
+        result.provenance.knobs = {
+            "tester": tester,
+            **{k: v for k, v in knobs.items() if not k.startswith(f"{tester}.")},
+        }
     dump_model(result, run_dir / "result.json")
     say("validating the trace")
     trace = validate_trace(scn, segments, run_dir, port=port, ip_a=topo.ip_a, result=result)

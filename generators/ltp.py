@@ -40,7 +40,10 @@ from conformance.types import (
     Impairment,
     Origin,
     Outcome,
+    Probe,
     Scenario,
+    dump_model,
+    load_scenario,
 )
 from generators import catalogue as _catalogue
 from generators import outcomes, traps
@@ -441,6 +444,38 @@ def catalogue(
     return _catalogue.catalogue(
         outdir, model_actions(), terminal_action="Terminating", lanes=LANES, on_bound=on_bound
     )
+
+
+def robustness(outdir: Path, report: GenerateReport) -> list[Path]:
+    """The robustness scenarios into ``outdir``: the nominal transfer with
+    every probe of one tester role (conformance.tester.ltp.PROBES), one
+    scenario per role. The RFC has the implementation discard or merely
+    acknowledge each probe, so the nominal scenario's expectation holds
+    unchanged; each probe is judged by its own rule."""
+    from conformance.tester.ltp import PROBES
+
+    nominal = next((s for s in map(load_scenario, report.scenarios) if not s.impairments), None)
+    if nominal is None:
+        return []
+    outdir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for role in ("sender", "receiver"):
+        kinds = [k for k, p in PROBES.items() if p.role == role]
+        scn = nominal.model_copy(deep=True)
+        scn.name = f"ltp-robustness-{role}"
+        scn.probes = [Probe(kind=k) for k in kinds]
+        if scn.origin is not None:
+            scn.origin.purpose = f"robustness-{role}"
+            scn.origin.purposes = [scn.origin.purpose]
+        scn.description = (
+            f"robustness: the tester's {role} sends {', '.join(kinds)} during a nominal "
+            "transfer; the implementation must discard each, or give the acknowledgment "
+            "RFC 5326 asks for (§6, §6.13, §6.17), and complete the transfer"
+        )
+        path = outdir / f"{scn.name}.json"
+        dump_model(scn, path)
+        written.append(path)
+    return written
 
 
 def retx_scenarios(workdir: Path) -> list[Scenario]:

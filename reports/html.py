@@ -416,6 +416,15 @@ def coverage_view(coverage: Mapping[str, Any] | None) -> dict[str, Any] | None:
 # ---------------------------------------------------------------------------
 
 
+def roles_label(sut: str, tester: str | None) -> str:
+    """Who played which side: "licklider → licklider", "tester → licklider"."""
+    if tester == "sender":
+        return f"tester → {sut}"
+    if tester == "receiver":
+        return f"{sut} → tester"
+    return f"{sut} → {sut}"
+
+
 def render_certification(
     protocol: str,
     sut: SutAdapter,
@@ -428,12 +437,17 @@ def render_certification(
 ) -> Path:
     """The certification report; ``retx_table``: a retransmission table's
     JSON (conformance/retxtable.py) to show as a section of its own."""
-    by_name = {r.verdict.scenario: r for r in runs}
+    by_name: dict[str, list[RunOutcome]] = {}
+    for r in runs:
+        by_name.setdefault(r.verdict.scenario, []).append(r)
     rows = []
     provs: list[Provenance] = []
-    for path in scenarios:
-        scn = load_scenario(path)
-        run = by_name.get(scn.name)
+    pairs = [
+        (scn, run)
+        for scn in (load_scenario(p) for p in scenarios)
+        for run in by_name.get(scn.name) or [None]
+    ]
+    for scn, run in pairs:
         res = run.result if run else None
         prov = res.provenance if res else None
         if prov is not None:
@@ -447,9 +461,15 @@ def render_certification(
             {"o": o, "matched": observed is not None and o.key() == observed.key()}
             for o in scn.expect.outcomes
         ]
+        tester = res.tester if res else None
         rows.append(
             {
                 "scn": scn,
+                "anchor": run.run_dir.name if run else scn.name,
+                "roles": roles_label(sut.name, tester),
+                "probes": [pr for e in (res.sender, res.receiver) for pr in e.probes]
+                if res
+                else [],
                 "run": run,
                 "res": res,
                 "prov": prov,

@@ -27,17 +27,20 @@ class DtnConformance:
         self.last: RunOutcome | None = None
 
     @keyword("Run Scenario")
-    def run_scenario(self, scenario: str, sut: str) -> str:
+    def run_scenario(self, scenario: str, sut: str, tester: str = "none", run: str = "") -> str:
         """Replay ``scenario`` (a scenario JSON file) against ``sut`` between
-        network namespaces; return the verdict status (pass, fail,
-        inconclusive, error). The run's files go to RUNS_DIR/<scenario name>."""
+        network namespaces, the model-driven tester playing ``tester``
+        (sender, receiver; none: the SUT plays both sides); return the
+        verdict status (pass, fail, inconclusive, error). The run's files go
+        to RUNS_DIR/``run`` (default: the scenario's name)."""
         scn = load_scenario(Path(scenario))
         adapter = get(sut)
-        run_dir = self.runs_dir / scn.name
+        role = None if tester in ("", "none") else tester
+        run_dir = self.runs_dir / (run or scn.name)
         try:
-            self.last = run_scenario(scn, adapter, run_dir)
+            self.last = run_scenario(scn, adapter, run_dir, tester=role)
         except Exception as exc:  # set-up failure: still leave a verdict behind
-            self.last = error_outcome(scn, adapter, run_dir, exc)
+            self.last = error_outcome(scn, adapter, run_dir, exc, tester=role)
         v = self.last.verdict
         logger.info(f"verdict {v.status} for {scn.name}; run directory {run_dir}")
         for reason in v.reasons:

@@ -8,7 +8,9 @@ ${SUT}            licklider
 
 *** Keywords ***
 Scenario Should Pass
-    [Documentation]    Replay one generated scenario and require a pass verdict.
-    [Arguments]    ${scenario}
-    Run Scenario    ${scenario}    ${SUT}
+    [Documentation]    Replay one generated scenario and require a pass verdict; the
+    ...    model-driven tester plays ${tester} (sender, receiver, or none: the SUT
+    ...    plays both sides); the run's files go to RUNS_DIR/${run}.
+    [Arguments]    ${scenario}    ${tester}=none    ${run}=${EMPTY}
+    Run Scenario    ${scenario}    ${SUT}    ${tester}    ${run}
     Verdict Should Be    pass

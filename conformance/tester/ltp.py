@@ -108,7 +108,7 @@ PROBES: dict[str, ProbeKind] = {
         "sender", "discard", _HEADER, "a checkpoint of the session cut 3 octets short"
     ),
     "bad-sdnv-checkpoint": ProbeKind(
-        "sender", "discard", _HEADER, "a checkpoint whose offset SDNV never ends"
+        "sender", "discard", _HEADER, "a checkpoint whose offset SDNV runs to 13 octets"
     ),
     "long-sdnv-checkpoint": ProbeKind(
         "sender",
@@ -147,7 +147,7 @@ PROBES: dict[str, ProbeKind] = {
         "receiver", "discard", _HEADER, "a report segment cut 2 octets short"
     ),
     "bad-sdnv-report": ProbeKind(
-        "receiver", "discard", _HEADER, "a report segment whose upper bound SDNV never ends"
+        "receiver", "discard", _HEADER, "a report segment whose upper bound SDNV runs to 13 octets"
     ),
     "claims-outside-bounds": ProbeKind(
         "receiver",
@@ -187,11 +187,11 @@ class _Probe:
         e = self.spec.expect
         if e == "discard":
             ok = not self.answers
-            want = "no answer"
+            want = "no answer allowed"
         elif e == "any":
-            ok, want = True, "either"
+            ok, want = True, "an answer or none allowed"
         else:
-            ok, want = e in self.answers, f"a {e}"
+            ok, want = e in self.answers, f"{'an' if e[0] in 'AEIOU' else 'a'} {e} required"
         seen = ", ".join(self.answers) or "no answer"
         status = "unsent" if not self.sent else "pass" if ok else "fail"
         return {
@@ -201,7 +201,7 @@ class _Probe:
             "answers": self.answers,
             "status": status,
             "rule": self.spec.rule,
-            "message": f"{self.spec.text} ({self.sent} sent): {want} required, {seen} seen",
+            "message": f"{self.spec.text} ({self.sent} sent): {want}, {seen} seen",
             "payloads": self.payloads,
             "answer_payloads": self.answer_payloads,
             "sessions": [list(self.session)] if self.session else [],

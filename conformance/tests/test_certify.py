@@ -39,9 +39,22 @@ def test_certify_runs_a_robot_suite_and_reports(tmp_path: Path) -> None:
     (scen / "a.json").write_text(json.dumps(_scenario("green-lost-right", 0)))
     (scen / "b.json").write_text(json.dumps(_scenario("green-lost-wrong", 1000)))
     seen: list[tuple[int, int, str]] = []
-    out = certify("ltp", get("licklider"), tmp_path, on_test=lambda *a: seen.append(a))
-    status = {r.verdict.scenario: r.verdict.status for r in out.runs}
-    assert status == {"green-lost-right": "pass", "green-lost-wrong": "fail"}
+    out = certify(
+        "ltp",
+        get("licklider"),
+        tmp_path,
+        on_test=lambda *a: seen.append(a),
+        sut_roles=("both", "receiver"),
+    )
+    # each scenario twice: licklider against itself, and licklider receiving
+    # from the model-driven tester
+    status = {r.run_dir.name: r.verdict.status for r in out.runs}
+    assert status == {
+        "green-lost-right": "pass",
+        "green-lost-wrong": "fail",
+        "green-lost-right--tester-sender": "pass",
+        "green-lost-wrong--tester-sender": "fail",
+    }
     # Robot saw the same: one test per scenario, the wrong one failed with
     # expected vs observed in its message.
     root = ET.parse(tmp_path / "robot" / "output.xml").getroot()
@@ -57,4 +70,5 @@ def test_certify_runs_a_robot_suite_and_reports(tmp_path: Path) -> None:
     prov = out.runs[0].result.provenance if out.runs[0].result else None
     assert prov is not None and prov.sut == "licklider" and prov.knobs and prov.tshark
     assert prov.tool_commit in html and prov.tshark in html
-    assert seen[-1][:2] == (2, 2)
+    assert seen[-1][:2] == (4, 4)
+    assert "tester → licklider" in html

@@ -228,6 +228,31 @@ def test_missing_and_binary_scenario(tmp_path: Path) -> None:
     one_line_error(cli("run", str(blob), "--sut", "licklider"), str(blob))
 
 
+def test_what_the_tester_cannot_play_is_refused_before_any_run(tmp_path: Path) -> None:
+    data = json.loads(SCENARIO.read_text())
+    data["impairments"] = []
+    data["probes"] = [{"kind": "truncated-report"}]
+    path = tmp_path / "probes.json"
+    path.write_text(json.dumps(data))
+    one_line_error(cli("run", str(path), "--sut", "licklider"), "probes:", "--tester")
+    one_line_error(
+        cli("run", str(path), "--sut", "licklider", "--tester", "sender"),
+        "probes[0].kind: truncated-report is sent by the tester's receiver",
+    )
+    data["probes"] = []
+    data["params"] = {**data.get("params", data.get("ltp", {})), "receiver_client_service_id": 7}
+    data.pop("ltp", None)
+    path.write_text(json.dumps(data))
+    one_line_error(
+        cli("run", str(path), "--sut", "licklider", "--tester", "receiver"),
+        "params.receiver_client_service_id",
+    )
+    one_line_error(
+        cli("certify", "ltp", "--sut-roles", "both,tester", "--out", str(tmp_path / "c")),
+        "--sut-roles: tester",
+    )
+
+
 # ---------------------------------------------------------------------------
 # 3. --out is a file, or a non-empty directory
 # ---------------------------------------------------------------------------

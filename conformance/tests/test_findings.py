@@ -77,20 +77,77 @@ def crossing_cancels_not_acknowledged(out: RunOutcome) -> None:
     assert "CAR" not in fwd and "CAS" not in ret, (fwd, ret)
 
 
-CHECKS: dict[str, tuple[str, Callable[[RunOutcome], None]]] = {
-    "ltp-two-reports-lost.json": ("licklider", redundant_checkpoint_ignores_report_limit),
-    "ltp-sender-rlexc-cancel.json": ("licklider", first_cs_not_acknowledged),
-    "ltp-crossing-cancels.json": ("licklider", crossing_cancels_not_acknowledged),
+def first_cs_not_acknowledged_by_the_receiver(out: RunOutcome) -> None:
+    """The same, with the model-driven tester as the block sender: the
+    deviation is the receiver's alone (licklider receives)."""
+    assert out.result is not None and out.result.tester == "sender"
+    first_cs_not_acknowledged(out)
+    tc = out.verdict.trace
+    assert tc is not None and tc.actions == ["ReceiverRxCancel"], tc
+
+
+def first_cr_not_acknowledged_by_the_sender(out: RunOutcome) -> None:
+    """licklider-0.1.1-first-cs-not-acknowledged, the other direction: the
+    model-driven tester receives, its report is lost twice, and at the
+    redundant checkpoint it cancels (RFC 5326 §6.8 b). licklider's sender,
+    still open, leaves that first CR unanswered; the CAR answers only the
+    retransmitted CR (§6.17)."""
+    assert out.result is not None and out.result.tester == "receiver"
+    assert out.verdict.status == "fail", out.verdict.reasons
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+    assert tc.actions == ["SenderRxCancel"] and "§6.17" in tc.rule, tc
+    cr = [s for s in out.segments if s.direction == "return" and s.fields.get("type") == "CR"]
+    car = [s for s in out.segments if s.direction == "forward" and s.fields.get("type") == "CAR"]
+    assert len(cr) >= 2 and not cr[0].dropped, cr
+    assert car, "no CAR at all"
+    assert car[0].time > cr[1].time, "the first CR was acknowledged: the finding no longer holds"
+
+
+# test id -> (scenario file, implementation, the role the tester plays, check)
+CHECKS: dict[str, tuple[str, str, str | None, Callable[[RunOutcome], None]]] = {
+    "two-reports-lost": (
+        "ltp-two-reports-lost.json",
+        "licklider",
+        None,
+        redundant_checkpoint_ignores_report_limit,
+    ),
+    "two-reports-lost-tester-receiver": (
+        "ltp-two-reports-lost.json",
+        "licklider",
+        "receiver",
+        first_cr_not_acknowledged_by_the_sender,
+    ),
+    "sender-rlexc-cancel": (
+        "ltp-sender-rlexc-cancel.json",
+        "licklider",
+        None,
+        first_cs_not_acknowledged,
+    ),
+    "sender-rlexc-cancel-tester-sender": (
+        "ltp-sender-rlexc-cancel.json",
+        "licklider",
+        "sender",
+        first_cs_not_acknowledged_by_the_receiver,
+    ),
+    "crossing-cancels": (
+        "ltp-crossing-cancels.json",
+        "licklider",
+        None,
+        crossing_cancels_not_acknowledged,
+    ),
 }
 
 
 def test_every_finding_scenario_has_a_check() -> None:
-    assert sorted(p.name for p in SCENARIOS.glob("*.json")) == sorted(CHECKS)
+    assert sorted(p.name for p in SCENARIOS.glob("*.json")) == sorted(
+        {c[0] for c in CHECKS.values()}
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CHECKS))
 def test_finding_still_shows(name: str, tmp_path: Path) -> None:
-    sut, check = CHECKS[name]
-    scn = load_scenario(SCENARIOS / name)
-    out = run_scenario(scn, get(sut), tmp_path / "run")
+    path, sut, tester, check = CHECKS[name]
+    scn = load_scenario(SCENARIOS / path)
+    out = run_scenario(scn, get(sut), tmp_path / "run", tester=tester)
     check(out)

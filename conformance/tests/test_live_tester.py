@@ -1,7 +1,7 @@
 """The model-driven tester against licklider 0.1.1 between namespaces: each
 role played by the tester and the other by licklider, trace validation of
-both sides, robustness probes, and a known licklider deviation pinned on the
-side that makes it."""
+both sides, robustness probes. The known licklider deviations, pinned on the side that
+makes them, are in test_findings.py."""
 
 from __future__ import annotations
 
@@ -17,8 +17,6 @@ from generators import outcomes
 from suts.base import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
-
-FINDINGS = Path(__file__).resolve().parents[2] / "reports" / "findings" / "ltp" / "scenarios"
 
 
 def _scenario(name: str, impairments: list[dict[str, object]], probes: list[str]) -> Scenario:
@@ -82,14 +80,3 @@ def test_licklider_survives_every_robustness_probe(tester: str, tmp_path: Path) 
     assert out.verdict.trace is not None and out.verdict.trace.status == "accepted"
     lines = (out.run_dir / "trace.ndjson").read_text().splitlines()
     assert {json.loads(ln)["session"] for ln in lines} == {1}
-
-
-def test_licklider_receivers_missing_cas_is_pinned_on_the_receiver(tmp_path: Path) -> None:
-    """The tester sends; licklider receives and leaves the first CS without
-    a CAS (reports/findings/ltp/licklider-0.1.1-first-cs-not-acknowledged)."""
-    scn = Scenario.model_validate_json((FINDINGS / "ltp-sender-rlexc-cancel.json").read_text())
-    out = run_scenario(scn, get("licklider"), tmp_path / "run", tester="sender")
-    assert out.verdict.status == "fail", out.verdict.reasons
-    (reason,) = [r for r in out.verdict.reasons if r.code == "trace-rejected"]
-    assert reason.actions == ["ReceiverRxCancel"]
-    assert "§6.17" in reason.rule

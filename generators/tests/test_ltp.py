@@ -206,3 +206,14 @@ def test_two_generate_runs_at_once_both_succeed(tmp_path):
     cov = json.loads((tmp_path / "a" / "coverage.json").read_text())
     assert cov["uncovered"] == a.actions_uncovered
     assert list((tmp_path / "a" / "tlc").glob("*.tlc.log"))
+    # The command line also wrote the robustness scenarios: the nominal
+    # transfer with every probe of one tester role, its outcome set unchanged.
+    from conformance.tester.ltp import PROBES
+
+    robust = {p.stem: load_scenario(p) for p in (tmp_path / "b" / "robustness").glob("*.json")}
+    assert set(robust) == {"ltp-robustness-sender", "ltp-robustness-receiver"}
+    for role in ("sender", "receiver"):
+        scn = robust[f"ltp-robustness-{role}"]
+        assert [p.kind for p in scn.probes] == [k for k, p in PROBES.items() if p.role == role]
+        assert scn.impairments == []
+        assert scn.expect == nominal.expect
