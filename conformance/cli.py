@@ -651,7 +651,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not cap.is_file():
         raise InputError(f"{cap}: no such capture file")
     ports = sorted({p for group in args.port for p in group}) if args.port else None
-    decoded = decode_capture(cap, port=ports, protocol=spec.name)
+    decoded = decode_capture(cap, port=ports, protocol=spec.name, analysis=True)
     frames = decoded.frames
     on_ports = f" on UDP {port_ranges(ports)}" if ports else ""
     unit = f"{spec.name.upper()} {spec.unit}s"
@@ -661,11 +661,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     table.add_column("findings")
     n_findings = 0
     for f in frames:
-        notes = "; ".join(
-            f"[{_sev_style(e)}]{e.get('name')}[/]: {e.get('message')}" for e in f.experts
-        )
-        n_findings += len(f.experts)
-        if f.experts or args.all:
+        # chat-level analysis (a retransmitted copy) is shown with --all only
+        shown = [e for e in f.experts if args.all or e.get("severity") != "chat"]
+        notes = "; ".join(f"[{_sev_style(e)}]{e.get('name')}[/]: {e.get('message')}" for e in shown)
+        n_findings += len(shown)
+        if shown or args.all:
             table.add_row(str(f.number), f.summary, notes)
     console.print(table)
     console.print(f"{n_findings} conformance findings in {len(frames)} {spec.unit}s")
@@ -911,7 +911,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="UDP ports decoded as --proto, e.g. 1113,4556,5000-5010; repeatable "
                    "(default: the protocol's own port, LTP 1113)")  # fmt: skip
     s.add_argument(
-        "--all", action="store_true", help="list every segment, not just those with findings"
+        "--all",
+        action="store_true",
+        help="list every segment, not just those with findings, and the chat-level analysis "
+        "(retransmitted copies)",
     )
     s.set_defaults(func=cmd_validate)
 

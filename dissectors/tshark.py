@@ -458,7 +458,12 @@ def _skipped_udp(root: ET.Element, proto: str) -> tuple[Counter[int], int]:
 
 
 def decode_capture(
-    pcap: Path, *, protocol: str, port: Ports = None, prefs: dict[str, str] | None = None
+    pcap: Path,
+    *,
+    protocol: str,
+    port: Ports = None,
+    prefs: dict[str, str] | None = None,
+    analysis: bool = False,
 ) -> CaptureDecode:
     """Decode every frame of ``protocol`` in ``pcap`` with our Lua dissector
     (one tshark run), count the UDP datagrams it skipped, and say where a
@@ -467,10 +472,17 @@ def decode_capture(
 
     ``port``: one UDP port or several (replacing the protocol's default, the
     preference <proto>.udp_ports); ``prefs`` sets further preferences of the
-    dissector, e.g. ``{"heuristic": "TRUE"}``.
+    dissector, e.g. ``{"heuristic": "TRUE"}``. ``analysis``: the dissector's
+    session analysis, with tshark's second pass so that links to later
+    frames are known (off: one pass, no analysis; a protocol without
+    analysis ignores it).
     """
     d = dissector(protocol)
     args = ["-X", f"lua_script:{d.lua}", "-r", str(pcap)]
+    if d.analysis_pref:
+        args += ["-o", f"{d.proto}.{d.analysis_pref}:{'TRUE' if analysis else 'FALSE'}"]
+        if analysis:
+            args.append("-2")
     ports = port_list(port)
     if ports is not None:
         args += ["-o", f"{d.proto}.udp_ports:{port_ranges(ports)}"]
@@ -488,14 +500,20 @@ def decode_capture(
 
 
 def decode(
-    pcap: Path, *, protocol: str, port: Ports = None, prefs: dict[str, str] | None = None
+    pcap: Path,
+    *,
+    protocol: str,
+    port: Ports = None,
+    prefs: dict[str, str] | None = None,
+    analysis: bool = False,
 ) -> list[DecodedFrame]:
     """Decode every frame of ``protocol`` in ``pcap`` with our Lua dissector
-    (one tshark run); ``port`` and ``prefs`` as for :func:`decode_capture`.
-    A truncated capture raises :class:`CaptureTruncated`, which carries the
-    frames before the cut (:func:`decode_capture` returns them instead).
+    (one tshark run); ``port``, ``prefs`` and ``analysis`` as for
+    :func:`decode_capture`. A truncated capture raises
+    :class:`CaptureTruncated`, which carries the frames before the cut
+    (:func:`decode_capture` returns them instead).
     """
-    result = decode_capture(pcap, protocol=protocol, port=port, prefs=prefs)
+    result = decode_capture(pcap, protocol=protocol, port=port, prefs=prefs, analysis=analysis)
     if result.truncation is not None:
         raise CaptureTruncated(pcap, result)
     return result.frames

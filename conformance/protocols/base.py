@@ -128,6 +128,9 @@ class Dissector:
     match_renames: dict[str, str] = field(default_factory=dict)
     # dissector fields kept on each SegmentRecord beside the classifier's
     record_extras: tuple[str, ...] = ()
+    # the boolean preference that turns session analysis on ("" if none):
+    # off when runs are decoded, on (with tshark's second pass) for validate
+    analysis_pref: str = ""
 
 
 @dataclass(frozen=True)

@@ -235,6 +235,7 @@ SPEC = ProtocolSpec(
         match_renames={"type": "type_code", "type_name": "type"},
         # the reception claims of an RS, for the report's ladder
         record_extras=("claim.offset", "claim.length"),
+        analysis_pref="analysis",
     ),
     label=segment_label,
     tester="conformance.tester.ltp",

@@ -12,10 +12,17 @@
     RFC 5326 §3.1.4  header extensions, §3.3 trailer extensions
     RFC 5326 §3.2.1  data segment, §3.2.2 report segment, §3.2.3 report ack,
                      §3.2.4 cancel segments and reason codes
+  Session analysis (preference dtnltp.analysis, on by default): block and
+    red-part sizes, copies (retransmissions), checkpoint -> report -> RA and
+    cancel -> acknowledgment links with response times, and the checks they
+    allow: miscolored data (§6.21), data beyond the end of block, a changed
+    block size, segments sent beyond a retransmission limit (preference
+    dtnltp.rtx_limit), acknowledgments of nothing seen, and (second pass
+    only: Wireshark, tshark -2) checkpoints, reports and cancels never
+    answered.
   Left out on purpose:
-    no session tracking or reassembly (one datagram = one segment, as ION's
-    udplso/udplsi and licklider-udp send), no hand-off of block data to the
-    bundle dissector.
+    no reassembly (one datagram = one segment, as ION's udplso/udplsi and
+    licklider-udp send), no hand-off of block data to the bundle dissector.
 
   Field leaf names are the emulator classifier's field names ("fields" of
   specs/ltp/wire.json, the shared field vocabulary) and those of the Scapy
@@ -178,6 +185,26 @@ local F = {
     reason = ProtoField.uint8("dtnltp.reason", "Reason code", base.DEC, CANCEL_REASONS,
         nil, SECTION.cancel_reasons .. " reason code"),
     data = ProtoField.bytes("dtnltp.data", "Client service data"),
+    -- session analysis (preference dtnltp.analysis): generated fields
+    a_block_size = ProtoField.uint64("dtnltp.analysis.block_size", "Block size", base.DEC,
+        nil, nil, "offset + length of the session's end-of-block segment"),
+    a_red_size = ProtoField.uint64("dtnltp.analysis.red_part_size", "Red-part size", base.DEC,
+        nil, nil, "offset + length of the session's end-of-red-part checkpoint"),
+    a_copy = ProtoField.uint32("dtnltp.analysis.copy", "Transmission", base.DEC, nil, nil,
+        "1 for the first copy of this segment seen in the session, 2 for the first "
+        .. "retransmission, ..."),
+    a_copy_of = ProtoField.framenum("dtnltp.analysis.copy_of", "Copy of frame", base.NONE,
+        frametype.DUP_ACK),
+    a_cp_frame = ProtoField.framenum("dtnltp.analysis.checkpoint_frame",
+        "Answers the checkpoint in frame", base.NONE, frametype.REQUEST),
+    a_rs_frame = ProtoField.framenum("dtnltp.analysis.report_frame",
+        "Report in frame", base.NONE, frametype.RESPONSE),
+    a_ra_frame = ProtoField.framenum("dtnltp.analysis.ack_frame",
+        "Acknowledged in frame", base.NONE, frametype.ACK),
+    a_acked_frame = ProtoField.framenum("dtnltp.analysis.acks_frame",
+        "Acknowledges the segment in frame", base.NONE, frametype.REQUEST),
+    a_response_time = ProtoField.relative_time("dtnltp.analysis.response_time",
+        "Response time", "time since the last copy of the segment this one answers"),
 }
 proto.fields = {
     F.version, F.type, F.type_name, F.kind, F.red, F.checkpoint, F.eorp, F.eob,
@@ -185,6 +212,8 @@ proto.fields = {
     F.ext_tag, F.ext_length, F.ext_value, F.client_service_id, F.offset, F.length,
     F.checkpoint_serial, F.report_serial, F.upper_bound, F.lower_bound, F.claim_count,
     F.claim_offset, F.claim_length, F.reason, F.data,
+    F.a_block_size, F.a_red_size, F.a_copy, F.a_copy_of, F.a_cp_frame, F.a_rs_frame,
+    F.a_ra_frame, F.a_acked_frame, F.a_response_time,
 }
 
 ---------------------------------------------------------------------------
@@ -193,8 +222,9 @@ proto.fields = {
 local function new_expert(slug, text, group, severity)
     return ProtoExpert.new("dtnltp.expert." .. slug, text, group, severity)
 end
-local MAL, PROTO = expert.group.MALFORMED, expert.group.PROTOCOL
+local MAL, PROTO, SEQ = expert.group.MALFORMED, expert.group.PROTOCOL, expert.group.SEQUENCE
 local ERR, WARN = expert.severity.ERROR, expert.severity.WARN
+local NOTE, CHAT = expert.severity.NOTE, expert.severity.CHAT
 
 -- Citations: those of a wire fact come from the generated SECTION/KINDS
 -- tables; the rest (data segment §3.2.1, trailer §3.3, ...) are written here.
@@ -246,6 +276,36 @@ local E = {
         "Cancel reason code not defined (" .. SECTION.cancel_reasons .. ")", PROTO, WARN),
     data_zero_length = new_expert("data_zero_length",
         "Data segment carries no data (" .. DS_RULES .. ")", PROTO, WARN),
+    -- session analysis (preference dtnltp.analysis; the ones that look ahead
+    -- need the whole capture: Wireshark's second pass, tshark -2)
+    miscolored = new_expert("miscolored",
+        "Miscolored data: red data above green, or green below red, in one session "
+        .. "(RFC 5326 §6.21: the red part is the block's prefix)", PROTO, ERR),
+    beyond_eob = new_expert("beyond_eob",
+        "Data beyond the end of the block its end-of-block segment gave (RFC 5326 §3.1.1, "
+        .. "§3.2.1)", PROTO, ERR),
+    size_changed = new_expert("size_changed",
+        "A second end-of-block or end-of-red-part segment gives another size (RFC 5326 "
+        .. "§3.1.1)", PROTO, ERR),
+    copy = new_expert("copy",
+        "Retransmission: a copy of an earlier segment of the session", SEQ, CHAT),
+    rtx_limit = new_expert("rtx_limit",
+        "Sent more often than the retransmission limit allows (preference "
+        .. "dtnltp.rtx_limit; RFC 5326 §6.7, §6.8, §6.16)", SEQ, WARN),
+    report_unknown_cp = new_expert("report_unknown_cp",
+        "Report answers a checkpoint serial not seen in the session", SEQ, NOTE),
+    ack_unknown_report = new_expert("ack_unknown_report",
+        "Report acknowledgment for a report serial not seen in the session (RFC 5326 §3.2.3)",
+        SEQ, NOTE),
+    ack_no_cancel = new_expert("ack_no_cancel",
+        "Cancel acknowledgment with no cancel segment before it in the session "
+        .. "(RFC 5326 §6.17)", SEQ, WARN),
+    checkpoint_no_report = new_expert("checkpoint_no_report",
+        "Checkpoint never answered by a report in this capture (RFC 5326 §6.11)", SEQ, WARN),
+    report_no_ack = new_expert("report_no_ack",
+        "Report never acknowledged in this capture (RFC 5326 §6.13)", SEQ, WARN),
+    cancel_no_ack = new_expert("cancel_no_ack",
+        "Cancel segment never acknowledged in this capture (RFC 5326 §6.17)", SEQ, WARN),
 }
 -- the RFC reference appended to messages of parse failures
 local CITE = {
@@ -260,6 +320,9 @@ proto.experts = {
     E.undefined_type, E.bounds_inverted, E.claim_beyond_bound, E.claim_order,
     E.claim_adjacent, E.claim_zero_length, E.claim_count_zero, E.serial_zero,
     E.reason_unknown, E.data_zero_length,
+    E.miscolored, E.beyond_eob, E.size_changed, E.copy, E.rtx_limit, E.report_unknown_cp,
+    E.ack_unknown_report, E.ack_no_cancel, E.checkpoint_no_report, E.report_no_ack,
+    E.cancel_no_ack,
 }
 
 ---------------------------------------------------------------------------
@@ -271,6 +334,13 @@ proto.prefs.udp_ports = Pref.range("UDP ports", DEFAULT_PORTS,
     65535)
 proto.prefs.heuristic = Pref.bool("Heuristic on other UDP ports", false,
     "Try every UDP datagram; claim it only if it parses as exactly one LTP segment")
+proto.prefs.analysis = Pref.bool("Analyze sessions", true,
+    "Track each session: block sizes, checkpoint-report-acknowledgment and "
+    .. "cancel-acknowledgment links, copies, response times, and the checks that need "
+    .. "them (links to later frames need a second pass: tshark -2)")
+proto.prefs.rtx_limit = Pref.uint("Retransmission limit", 0,
+    "Flag a checkpoint, report or cancel segment sent more than 1 + this many times "
+    .. "(0: do not check)")
 
 ---------------------------------------------------------------------------
 -- Parsing (no tree): returns a table of positions and values.
@@ -316,6 +386,7 @@ end
 local function parse(tvb)
     local seg = { ext = {}, claims = {} }
     local raw = tvb:raw()
+    seg.raw = raw
     local size = #raw
     local pos = 0
 
@@ -541,6 +612,251 @@ local function check_report(tree, seg, items)
     end
 end
 
+---------------------------------------------------------------------------
+-- Session analysis (preference dtnltp.analysis)
+--
+-- The first time a frame is seen (not pinfo.visited) it is recorded in its
+-- session and what it can know from earlier frames is kept in frames[n]:
+-- block sizes so far, the copy count, the frame of the segment it answers,
+-- the response time, the checks that look back. Links to later frames (the
+-- report a checkpoint got, the acknowledgment of a report or cancel) and the
+-- "never answered" checks read the session's final state, so they appear
+-- only when the frame is dissected again after the whole capture was read:
+-- in Wireshark, and in tshark with -2.
+---------------------------------------------------------------------------
+local sessions, frames = {}, {}
+-- the preferences, read once per change (a preference read is a C call)
+local prefs_analysis, prefs_rtx_limit = true, 0
+
+function proto.init()
+    sessions, frames = {}, {}
+    prefs_analysis, prefs_rtx_limit = proto.prefs.analysis, proto.prefs.rtx_limit
+end
+
+-- the acknowledgment type of each cancel type, and back
+local CANCEL_ACK = { CS = "CAS", CR = "CAR" }
+local ACKED_CANCEL = { CAS = "CS", CAR = "CR" }
+
+local function seconds(d)
+    if d < 0 then d = 0 end
+    local whole = math.floor(d)
+    return NSTime(whole, math.floor((d - whole) * 1e9 + 0.5))
+end
+
+local function session_state(seg, raw)
+    -- the session ID's own octets (originator and number SDNVs) as the key
+    local sn = seg.session_number
+    local key = raw:sub(2, sn.pos + sn.len)
+    local st = sessions[key]
+    if st == nil then
+        st = { copies = {}, counts = {}, cps = {}, rss = {}, cancels = {} }
+        sessions[key] = st
+    end
+    return st
+end
+
+-- a serial's entry: every frame that carried it, the frames that answered it
+local function entry(list, serial)
+    local e = list[serial]
+    if e == nil then
+        e = { frames = {}, answers = {}, last_time = nil }
+        list[serial] = e
+    end
+    return e
+end
+
+local NO_NOTES = {}
+
+-- notes with one more (expert, message); NO_NOTES is never written to
+local function add_note(notes, ex, msg)
+    if notes == NO_NOTES then notes = {} end
+    notes[#notes + 1] = { ex, msg }
+    return notes
+end
+
+local function record(seg, pinfo, raw)
+    local st = session_state(seg, raw)
+    -- what this frame knows; a table only if there is more than its session
+    local copy_of, answers_frame, response_time, asks, index
+    local notes = NO_NOTES
+    local n, now = pinfo.number, pinfo.abs_ts
+    local name = SEGMENT_TYPES[seg.type]
+
+    -- a copy has the same octets; a data segment's header (up to its data)
+    -- stands for it, a short key
+    -- (numbers, not tables: what a long capture keeps must stay light for
+    -- Lua's collector)
+    local key = seg.data and raw:sub(1, seg.data.pos) or raw
+    local first = st.copies[key]
+    local count = 1
+    if first == nil then
+        st.copies[key] = n
+    else
+        count = (st.counts[key] or 1) + 1
+        st.counts[key] = count
+        copy_of = first
+        notes = add_note(notes, E.copy, "copy " .. count .. " of the " .. name .. " in frame " .. first)
+    end
+    local limit = prefs_rtx_limit
+    local guarded = seg.type == 8 or type_info(seg.type).checkpoint or CANCEL_ACK[name]
+    if limit > 0 and guarded and count > limit + 1 then
+        notes = add_note(notes, E.rtx_limit, name .. " sent " .. count .. " times, more than 1 + the "
+            .. "retransmission limit " .. limit .. " (preference dtnltp.rtx_limit)")
+    end
+
+    if is_data(seg.type) then
+        -- Lua numbers: exact below 2^53 octets
+        local off = seg.offset.v:tonumber()
+        local stop = off + seg.length.v:tonumber()
+        local ty = type_info(seg.type)
+        -- (an end-of-block segment of its own that disagrees is size_changed)
+        if st.block_size ~= nil and stop > st.block_size and not ty.eob then
+            notes = add_note(notes, E.beyond_eob, "data ends at " .. tostring(stop) .. ", beyond the block size "
+                .. tostring(st.block_size) .. " the end-of-block segment gave")
+        end
+        if ty.red then
+            if st.green_min ~= nil and off > st.green_min then
+                notes = add_note(notes, E.miscolored, "red data at offset " .. tostring(off) .. " above green "
+                    .. "data at offset " .. tostring(st.green_min) .. " (RFC 5326 §6.21)")
+            end
+            if st.red_max == nil or off > st.red_max then st.red_max = off end
+        else
+            if st.red_max ~= nil and off < st.red_max then
+                notes = add_note(notes, E.miscolored, "green data at offset " .. tostring(off) .. " below red "
+                    .. "data at offset " .. tostring(st.red_max) .. " (RFC 5326 §6.21)")
+            end
+            if st.green_min == nil or off < st.green_min then st.green_min = off end
+        end
+        if ty.eob then
+            if st.block_size ~= nil and st.block_size ~= stop then
+                notes = add_note(notes, E.size_changed, "end of block at " .. tostring(stop) .. ", an earlier "
+                    .. "end-of-block segment said " .. tostring(st.block_size))
+            end
+            st.block_size = stop
+        end
+        if ty.eorp then
+            if st.red_size ~= nil and st.red_size ~= stop then
+                notes = add_note(notes, E.size_changed, "end of red part at " .. tostring(stop) .. ", an "
+                    .. "earlier end-of-red-part segment said " .. tostring(st.red_size))
+            end
+            st.red_size = stop
+        end
+        if ty.checkpoint then
+            local cp = entry(st.cps, tostring(seg.checkpoint_serial.v))
+            cp.frames[#cp.frames + 1] = n
+            cp.last_time = now
+            asks, index = cp, #cp.frames
+        end
+    elseif name == "RS" then
+        local cps = tostring(seg.checkpoint_serial.v)
+        local cp = st.cps[cps]
+        if cp ~= nil then
+            answers_frame = cp.frames[1]
+            response_time = now - cp.last_time
+            cp.answers[#cp.answers + 1] = n
+        elseif cps ~= "0" then
+            notes = add_note(notes, E.report_unknown_cp, "no checkpoint with serial " .. cps .. " earlier in "
+                .. "the session (lost before this capture point, or outside the capture)")
+        end
+        local rs = entry(st.rss, tostring(seg.report_serial.v))
+        rs.frames[#rs.frames + 1] = n
+        rs.last_time = now
+        asks, index = rs, #rs.frames
+    elseif name == "RA" then
+        local rs = st.rss[tostring(seg.report_serial.v)]
+        if rs ~= nil then
+            answers_frame = rs.frames[#rs.frames]
+            response_time = now - rs.last_time
+            rs.answers[#rs.answers + 1] = n
+        else
+            notes = add_note(notes, E.ack_unknown_report, "no report with serial "
+                .. tostring(seg.report_serial.v) .. " earlier in the session")
+        end
+    elseif CANCEL_ACK[name] then
+        local cx = entry(st.cancels, name)
+        cx.frames[#cx.frames + 1] = n
+        cx.last_time = now
+        asks, index = cx, #cx.frames
+    elseif ACKED_CANCEL[name] then
+        local cx = st.cancels[ACKED_CANCEL[name]]
+        if cx ~= nil then
+            answers_frame = cx.frames[#cx.frames]
+            response_time = now - cx.last_time
+            cx.answers[#cx.answers + 1] = n
+        else
+            notes = add_note(notes, E.ack_no_cancel, name .. " with no " .. ACKED_CANCEL[name]
+                .. " earlier in the session (RFC 5326 §6.17)")
+        end
+    end
+    if count == 1 and answers_frame == nil and asks == nil and notes == NO_NOTES then
+        return st -- a plain first copy: the session is all there is to show
+    end
+    return {
+        st = st, copy = count, copy_of = copy_of, answers_frame = answers_frame,
+        response_time = response_time, asks = asks, index = index, notes = notes,
+    }
+end
+
+local function analyze(tvb, pinfo, root, seg, raw)
+    local a = frames[pinfo.number]
+    if a == nil then
+        if pinfo.visited then return end -- analysis was off when the capture was read
+        a = record(seg, pinfo, raw)
+        frames[pinfo.number] = a
+    end
+    if a.st == nil then -- a plain first copy: frames[n] is its session
+        if a.block_size == nil and a.red_size == nil then return end
+        a = { st = a, copy = 1, notes = NO_NOTES }
+    end
+    local name = SEGMENT_TYPES[seg.type]
+    local st = a.st
+    local look_ahead = pinfo.visited and a.asks ~= nil
+    -- nothing to show on a first copy of plain data in a session of unknown size
+    if st.block_size == nil and st.red_size == nil and a.copy == 1 and a.answers_frame == nil
+        and #a.notes == 0 and not look_ahead then
+        return
+    end
+    local sub = root:add(tvb(0, 0), "[Session analysis]")
+    sub:set_generated()
+    if st.block_size ~= nil then
+        sub:add(F.a_block_size, UInt64(st.block_size)):set_generated()
+    end
+    if st.red_size ~= nil then sub:add(F.a_red_size, UInt64(st.red_size)):set_generated() end
+    sub:add(F.a_copy, a.copy):set_generated()
+    if a.copy_of then sub:add(F.a_copy_of, a.copy_of):set_generated() end
+    if a.answers_frame then
+        local field = (name == "RS") and F.a_cp_frame or F.a_acked_frame
+        sub:add(field, a.answers_frame):set_generated()
+        sub:add(F.a_response_time, seconds(a.response_time)):set_generated()
+    end
+    for _, x in ipairs(a.notes) do
+        sub:add_proto_expert_info(x[1], x[2])
+    end
+    -- what came later: only once the whole capture has been read
+    if look_ahead then
+        -- the answers that came after this copy and before the next one
+        local nxt = a.asks.frames[a.index + 1] or math.huge
+        local later = {}
+        for _, f in ipairs(a.asks.answers) do
+            if f > pinfo.number and f < nxt then later[#later + 1] = f end
+        end
+        local field = (name == "RS" or CANCEL_ACK[name]) and F.a_ra_frame or F.a_rs_frame
+        for _, f in ipairs(later) do sub:add(field, f):set_generated() end
+        if #a.asks.answers == 0 then
+            if name == "RS" then
+                sub:add_proto_expert_info(E.report_no_ack, "no RA with report serial "
+                    .. tostring(seg.report_serial.v) .. " in this capture")
+            elseif CANCEL_ACK[name] then
+                sub:add_proto_expert_info(E.cancel_no_ack, "no " .. CANCEL_ACK[name]
+                    .. " in this capture")
+            else
+                sub:add_proto_expert_info(E.checkpoint_no_report, "no RS with checkpoint "
+                    .. "serial " .. tostring(seg.checkpoint_serial.v) .. " in this capture")
+            end
+        end
+    end
+end
+
 local function dissect(tvb, pinfo, tree)
     local seg = parse(tvb)
     pinfo.cols.protocol = "DTN-LTP"
@@ -721,6 +1037,9 @@ local function dissect(tvb, pinfo, tree)
             info[#info + 1] = CANCEL_REASONS[seg.reason.v] or ("reason " .. seg.reason.v)
         end
     end
+    if seg.ok and prefs_analysis then
+        analyze(tvb, pinfo, root, seg, seg.raw)
+    end
     local summary = table.concat(info, " ")
     pinfo.cols.info = summary
     -- the same summary on the protocol item, where tree-based output (PDML) sees it
@@ -754,6 +1073,7 @@ udp_table:add(registered_ports, proto)
 proto:register_heuristic("udp", heuristic)
 
 function proto.prefs_changed()
+    prefs_analysis, prefs_rtx_limit = proto.prefs.analysis, proto.prefs.rtx_limit
     local wanted = proto.prefs.udp_ports
     if wanted ~= registered_ports then
         if registered_ports ~= "" then udp_table:remove(registered_ports, proto) end

@@ -177,6 +177,7 @@ RS = dict(report_serial=3, checkpoint_serial=2)
 MALFORMED_CASES: list[tuple[str, bytes, str]] = [
     ("sdnv truncated", b"\x00\x81", "sdnv_truncated"),
     ("sdnv > 10 bytes", b"\x09\x01\x01\x00" + b"\x81" * 11 + b"\x01", "sdnv_too_long"),
+    ("sdnv > 64 bits", b"\x09\x01\x82" + b"\x80" * 8 + b"\x00\x00\x01", "sdnv_overflow"),
     ("trailing bytes", bytes(segment(9, 1, 1, report_serial=5)) + b"zz", "trailing_bytes"),
     ("bad version", bytes(segment(9, 1, 1, version=1, report_serial=5)), "bad_version"),
     ("data overrun", segment(0, 1, 1, client_service_id=1, offset=0, data=b"abcd").truncate(-2),
@@ -194,6 +195,8 @@ PROTOCOL_CASES: list[tuple[str, LTP, str]] = [
      claims=[(40, 20)], **RS), "claim_beyond_bound"),
     ("lower > upper", segment(8, 1, 1, upper_bound=50, lower_bound=100, claims=[], **RS),
      "bounds_inverted"),
+    ("no claims", segment(8, 1, 1, upper_bound=50, lower_bound=0, claims=[], **RS),
+     "claim_count_zero"),
     ("claims out of order", segment(8, 1, 1, upper_bound=100, lower_bound=0,
      claims=[(50, 10), (10, 5)], **RS), "claim_order"),
     ("claims overlap", segment(8, 1, 1, upper_bound=100, lower_bound=0,
