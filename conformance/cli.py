@@ -555,6 +555,49 @@ def cmd_certify(args: argparse.Namespace) -> int:
     return 0 if all(r.verdict.status == "pass" for r in outcome.runs) else 1
 
 
+def cmd_search(args: argparse.Namespace) -> int:
+    """Hypothesis search of impairment plans against a live implementation
+    (conformance/search.py); exit 1 when it found a failure."""
+    _protocol(args.protocol)
+    if args.protocol != "ltp":
+        raise InputError(f"search: {args.protocol} has no search machine yet (ltp has)")
+    if args.examples < 1:
+        raise InputError(f"--examples: {args.examples}: at least 1")
+    from conformance import search
+    from suts.base import get
+
+    sut = get(args.sut)
+    out = _live_dir(args, sut, f"search-{args.protocol}-{sut.name}", "search directory")
+    with _progress() as prog:
+        task = prog.add_task(f"search {args.protocol} on {sut.name}", total=None, info="")
+
+        def on_example(n: int, name: str) -> None:
+            prog.update(task, completed=n, info=name)
+
+        try:
+            log, minimal, text = search.search(
+                sut.name,
+                out,
+                examples=args.examples,
+                deterministic=args.deterministic,
+                on_example=on_example,
+            )
+        except KeyboardInterrupt:
+            err_console.print(f"interrupted; the examples so far are in {out / 'search.jsonl'}")
+            return 130
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(log.verdicts.items())) or "none run"
+    console.print(
+        f"{log.examples} examples ({log.rejected} plans the model cannot express): {counts}"
+    )
+    console.print(f"examples: {out / 'search.jsonl'}")
+    if minimal is None:
+        console.print("no failing plan found")
+        return 0
+    console.print(f"failure: {text}", markup=False)
+    console.print(f"minimal regression scenario: {out / 'regressions' / 'minimal.json'}")
+    return 1
+
+
 def cmd_retx_table(args: argparse.Namespace) -> int:
     """The retransmission table: the catalogue's data and report loss
     patterns for one geometry, run live, expected vs. observed bytes."""
@@ -891,6 +934,21 @@ def build_parser() -> argparse.ArgumentParser:
         "sends); the robustness probes run in the tester roles asked for",
     )
     s.set_defaults(func=cmd_certify)
+
+    s = sub.add_parser(
+        "search",
+        help="Hypothesis search of loss plans against a live implementation, the model as "
+        "oracle; shrinks a failure to a regression scenario (root)",
+    )
+    s.add_argument("protocol", help=protos)
+    s.add_argument("--sut", default="licklider", help="implementation (default licklider)")
+    s.add_argument("--examples", type=int, default=20, help="plans to try (default 20)")
+    s.add_argument(
+        "--deterministic", action="store_true", help="the same plans every time (derandomized)"
+    )
+    s.add_argument("--out", help="search directory, new or empty (default runs/<time>-search-...)")
+    s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
+    s.set_defaults(func=cmd_search)
 
     s = sub.add_parser(
         "retx-table",

@@ -181,6 +181,9 @@ class _Block:
         self.sections: dict[str, str] = {}
 
     def cite(self, section: Any) -> str:
+        # a section of another document names it ("RFC 5327 §2.1")
+        if str(section).startswith(("RFC ", "CCSDS ", "draft-")):
+            return str(section)
         return f"{self.spec} §{section}" if self.spec else f"§{section}"
 
     def local(self, name: str, value: Any) -> None:

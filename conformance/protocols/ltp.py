@@ -226,7 +226,9 @@ SPEC = ProtocolSpec(
         fields=FieldTypes(
             bool_fields=frozenset({"red", "checkpoint", "eorp", "eob"}),
             str_fields=frozenset({"type_name", "kind"}),
-            bytes_fields=frozenset({"data", "ext.value"}),
+            bytes_fields=frozenset(
+                {"data", "ext.value", "ext.auth.key_id", "ext.auth.value", "ext.cookie"}
+            ),
             repeated=frozenset(
                 {"ext.tag", "ext.length", "ext.value", "claim.offset", "claim.length"}
             ),

@@ -54,6 +54,19 @@ local sbyte = string.byte
 -- BEGIN GENERATED from specs/ltp/wire.json (python -m dissectors.luagen ltp); do not edit
 -- Licklider Transmission Protocol (RFC 5326)
 local SPEC = "RFC 5326"
+local AUTH_CIPHERSUITES = {
+    [0] = "HMAC-SHA1-80",
+    [1] = "RSA-SHA256",
+    [255] = "NULL",
+}
+local AUTH_CIPHERSUITES_INFO = {
+    [0] = { authval_len = 10 },
+    [1] = {},
+    [255] = { authval_len = 10 },
+}
+local AUTH_CIPHERSUITES_PRIVATE_FROM = 192
+local AUTH_CIPHERSUITES_RESERVED_FROM = 128
+local AUTH_CIPHERSUITES_UNASSIGNED_FROM = 2
 local CANCEL_REASONS = {
     [0] = "USR_CNCLD",
     [1] = "UNREACH",
@@ -116,6 +129,7 @@ local SEGMENT_TYPES_INFO = {
 local UDP_PORT = 1113
 local VERSION = 0
 local SECTION = {
+    auth_ciphersuites = "RFC 5327 §2.1",
     cancel_reasons = "RFC 5326 §3.2.4",
     extension_tags = "RFC 5326 §3.1.4",
     sdnv = "RFC 5326 §2",
@@ -185,6 +199,12 @@ local F = {
     reason = ProtoField.uint8("dtnltp.reason", "Reason code", base.DEC, CANCEL_REASONS,
         nil, SECTION.cancel_reasons .. " reason code"),
     data = ProtoField.bytes("dtnltp.data", "Client service data"),
+    -- RFC 5327 extensions
+    auth_suite = ProtoField.uint8("dtnltp.ext.auth.ciphersuite", "Ciphersuite", base.DEC,
+        AUTH_CIPHERSUITES, nil, SECTION.auth_ciphersuites),
+    auth_key_id = ProtoField.bytes("dtnltp.ext.auth.key_id", "KeyID"),
+    auth_value = ProtoField.bytes("dtnltp.ext.auth.value", "AuthVal"),
+    cookie = ProtoField.bytes("dtnltp.ext.cookie", "Cookie"),
     -- session analysis (preference dtnltp.analysis): generated fields
     a_block_size = ProtoField.uint64("dtnltp.analysis.block_size", "Block size", base.DEC,
         nil, nil, "offset + length of the session's end-of-block segment"),
@@ -212,6 +232,7 @@ proto.fields = {
     F.ext_tag, F.ext_length, F.ext_value, F.client_service_id, F.offset, F.length,
     F.checkpoint_serial, F.report_serial, F.upper_bound, F.lower_bound, F.claim_count,
     F.claim_offset, F.claim_length, F.reason, F.data,
+    F.auth_suite, F.auth_key_id, F.auth_value, F.cookie,
     F.a_block_size, F.a_red_size, F.a_copy, F.a_copy_of, F.a_cp_frame, F.a_rs_frame,
     F.a_ra_frame, F.a_acked_frame, F.a_response_time,
 }
@@ -276,6 +297,24 @@ local E = {
         "Cancel reason code not defined (" .. SECTION.cancel_reasons .. ")", PROTO, WARN),
     data_zero_length = new_expert("data_zero_length",
         "Data segment carries no data (" .. DS_RULES .. ")", PROTO, WARN),
+    -- RFC 5327 extensions
+    auth_empty = new_expert("auth_empty",
+        "LTP authentication extension without its ciphersuite octet ("
+        .. SECTION.auth_ciphersuites .. ")", PROTO, ERR),
+    auth_no_authval = new_expert("auth_no_authval",
+        "LTP authentication header extension with no AuthVal trailer extension ("
+        .. SECTION.auth_ciphersuites .. ")", PROTO, WARN),
+    authval_length = new_expert("authval_length",
+        "AuthVal length is not the ciphersuite's (" .. SECTION.auth_ciphersuites
+        .. ": 10 octets for HMAC-SHA1-80 and NULL)", PROTO, ERR),
+    ciphersuite_unassigned = new_expert("ciphersuite_unassigned",
+        "Ciphersuite unassigned or reserved (" .. SECTION.auth_ciphersuites .. ")", PROTO, WARN),
+    cookie_empty = new_expert("cookie_empty",
+        "Cookie extension with an empty cookie (RFC 5327 §2.2: a sufficiently long random "
+        .. "number)", PROTO, WARN),
+    cookie_in_trailer = new_expert("cookie_in_trailer",
+        "Cookie in a trailer extension (RFC 5327 §2.2: the cookie is a header extension and "
+        .. "has no trailer extension)", PROTO, WARN),
     -- session analysis (preference dtnltp.analysis; the ones that look ahead
     -- need the whole capture: Wireshark's second pass, tshark -2)
     miscolored = new_expert("miscolored",
@@ -320,6 +359,8 @@ proto.experts = {
     E.undefined_type, E.bounds_inverted, E.claim_beyond_bound, E.claim_order,
     E.claim_adjacent, E.claim_zero_length, E.claim_count_zero, E.serial_zero,
     E.reason_unknown, E.data_zero_length,
+    E.auth_empty, E.auth_no_authval, E.authval_length, E.ciphersuite_unassigned,
+    E.cookie_empty, E.cookie_in_trailer,
     E.miscolored, E.beyond_eob, E.size_changed, E.copy, E.rtx_limit, E.report_unknown_cp,
     E.ack_unknown_report, E.ack_no_cancel, E.checkpoint_no_report, E.report_no_ack,
     E.cancel_no_ack,
@@ -542,6 +583,56 @@ local function add_sdnv(tree, field, tvb, item)
     return ti
 end
 
+-- The RFC 5327 extensions' own fields: tag 0 (LTP authentication: header
+-- value = ciphersuite octet then KeyID, trailer value = AuthVal) and tag 1
+-- (cookie, a header extension only).
+local function auth_suite_of(seg)
+    for _, e in ipairs(seg.ext) do
+        if e.where == "header" and e.tag.v == 0 and e.value and e.value.len > 0 then
+            return e.suite
+        end
+    end
+    return nil
+end
+
+local function rfc5327(esub, tvb, seg, e, where)
+    local tag, pos, len = e.tag.v, e.value.pos, e.value.len
+    if tag == 0 and where == "header" then
+        if len == 0 then
+            esub:add_proto_expert_info(E.auth_empty)
+            return
+        end
+        local si = esub:add(F.auth_suite, tvb(pos, 1))
+        e.suite = tvb(pos, 1):uint()
+        if AUTH_CIPHERSUITES[e.suite] == nil and e.suite < AUTH_CIPHERSUITES_PRIVATE_FROM then
+            si:add_proto_expert_info(E.ciphersuite_unassigned, "ciphersuite " .. e.suite
+                .. (e.suite >= AUTH_CIPHERSUITES_RESERVED_FROM and " is reserved" or
+                    " is unassigned") .. " (" .. SECTION.auth_ciphersuites .. ")")
+        end
+        if len > 1 then esub:add(F.auth_key_id, tvb(pos + 1, len - 1)) end
+        local has_authval = false
+        for _, t in ipairs(seg.ext) do
+            if t.where == "trailer" and t.tag.v == 0 then has_authval = true end
+        end
+        if seg.ok and not has_authval then
+            esub:add_proto_expert_info(E.auth_no_authval)
+        end
+    elseif tag == 0 then
+        local vi = esub:add(F.auth_value, tvb(pos, len))
+        local suite = auth_suite_of(seg)
+        local info = suite and AUTH_CIPHERSUITES_INFO[suite]
+        if info and info.authval_len and info.authval_len ~= len then
+            vi:add_proto_expert_info(E.authval_length, "AuthVal of " .. len .. " octets; "
+                .. AUTH_CIPHERSUITES[suite] .. " gives " .. info.authval_len .. " ("
+                .. SECTION.auth_ciphersuites .. ")")
+        end
+    elseif tag == 1 then
+        local ci = esub:add(F.cookie, tvb(pos, len))
+        if len == 0 then ci:add_proto_expert_info(E.cookie_empty) end
+        if where ~= "header" then ci:add_proto_expert_info(E.cookie_in_trailer) end
+    end
+end
+
 local function add_extensions(tree, tvb, seg, where, first_pos, last_pos)
     local list = {}
     for _, e in ipairs(seg.ext) do
@@ -563,6 +654,10 @@ local function add_extensions(tree, tvb, seg, where, first_pos, last_pos)
                 esub:add(F.ext_value, tvb(e.value.pos, e.value.len))
             else
                 esub:add(F.ext_value, tvb(e.value.pos, 0), "")
+            end
+            -- complete only when the segment parsed past it
+            if e.value.len == e.length.v:tonumber() then
+                rfc5327(esub, tvb, seg, e, where)
             end
         end
     end

@@ -142,7 +142,10 @@ def cited_sections(facts: Any, where: str = "") -> Iterator[tuple[str, str | Non
         for key, value in facts.items():
             path = f"{where}.{key}" if where else key
             if (key == "section" or key.endswith("_section")) and isinstance(value, str):
-                yield path, None, value
+                if "§" in value:  # a section of another document: "RFC 5327 §2.1"
+                    yield from ((path, doc, n) for doc, n in references(value))
+                else:
+                    yield path, None, value
             else:
                 yield from cited_sections(value, path)
     elif isinstance(facts, list):

@@ -5,6 +5,7 @@ dissector (RFC 5326 §3)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -53,8 +54,10 @@ def segment(type_code: int, originator: int, number: int, **fields: object) -> L
     return LTP(type=type_code, session_originator=originator, session_number=number, **fields)
 
 
-HDR_EXT = [(0x00, b"\xaa\xbb\xcc"), (0xC0, b"")]  # (tag, value) extensions
-TRL_EXT = [(0x01, b"cookie")]
+# (tag, value) extensions: a cookie and a private-use tag in headers, an AuthVal
+# (RFC 5327 tag 0, HMAC-SHA1-80's 10 octets) in a trailer
+HDR_EXT = [(0x01, b"\xaa\xbb\xcc"), (0xC0, b"")]
+TRL_EXT = [(0x00, b"0123456789")]
 
 
 def all_segment_types() -> list[LTP]:
@@ -104,6 +107,15 @@ def expected_fields(seg: LTP) -> dict[str, object]:
         want["ext.tag"] = [e.tag for e in exts]
         want["ext.length"] = [len(e.value) for e in exts]
         want["ext.value"] = [e.value.hex() for e in exts]
+    # RFC 5327: the AuthVal (trailer tag 0) and cookies (tag 1) as their own
+    # fields; a header tag 0 would add its ciphersuite and KeyID
+    for where, e in [("h", e) for e in seg.header_extensions] + [
+        ("t", e) for e in seg.trailer_extensions
+    ]:
+        if e.tag == 0 and where == "t":
+            want["ext.auth.value"] = e.value.hex()
+        if e.tag == 1:
+            want["ext.cookie"] = e.value.hex()
     if seg.is_data:
         want["data"] = seg.data.hex()
     if seg.type == 8:
@@ -212,6 +224,20 @@ PROTOCOL_CASES: list[tuple[str, LTP, str]] = [
     ("unknown reason", segment(14, 1, 1, reason=9), "reason_unknown"),
     ("data length 0", segment(4, 1, 1, client_service_id=1, offset=0, data=b""),
      "data_zero_length"),
+    # RFC 5327 extensions
+    ("auth without ciphersuite", segment(9, 1, 1, report_serial=5,
+     header_extensions=[(0x00, b"")], trailer_extensions=[(0x00, b"x" * 10)]), "auth_empty"),
+    ("auth without AuthVal", segment(9, 1, 1, report_serial=5,
+     header_extensions=[(0x00, b"\x00\x24")]), "auth_no_authval"),
+    ("AuthVal of 5 octets for HMAC-SHA1-80", segment(9, 1, 1, report_serial=5,
+     header_extensions=[(0x00, b"\x00")], trailer_extensions=[(0x00, b"short")]),
+     "authval_length"),
+    ("ciphersuite 130", segment(9, 1, 1, report_serial=5, header_extensions=[(0x00, b"\x82")],
+     trailer_extensions=[(0x00, b"sig")]), "ciphersuite_unassigned"),
+    ("empty cookie", segment(9, 1, 1, report_serial=5, header_extensions=[(0x01, b"")]),
+     "cookie_empty"),
+    ("cookie in the trailer", segment(9, 1, 1, report_serial=5,
+     trailer_extensions=[(0x01, b"c00k")]), "cookie_in_trailer"),
 ]  # fmt: skip
 
 
@@ -243,9 +269,24 @@ def test_protocol_expert(expert_frames: list, index: int) -> None:
     hits = [e for e in frame.experts if e["name"] == f"dtnltp.expert.{slug}"]
     assert hits, frame.experts
     assert all(e["group"] == "protocol" for e in hits)
-    assert all("RFC 5326" in e["message"] for e in hits)
+    assert all(re.search(r"RFC 532[67]", e["message"]) for e in hits)
     # a well-formed segment never gets a MALFORMED expert
     assert not [e for e in frame.experts if e["group"] == "malformed"]
+
+
+def test_rfc5327_example_decodes_to_its_fields(tmp_path: Path) -> None:
+    """RFC 5327 §2.1's example header (ciphersuite 0, KeyID 0x24) with a
+    10-octet AuthVal, and a cookie (§2.2): every field, no expert."""
+    seg = segment(9, 1, 2, report_serial=3, header_extensions=[(0x00, b"\x00\x24"),
+                  (0x01, b"\xc0\x01\xe5")], trailer_extensions=[(0x00, bytes(range(10)))])  # fmt: skip
+    assert bytes(seg)[3:8] == bytes.fromhex("2100020024")  # ext counts 2/1, tag, len, c-s, k-id
+    (frame,) = decode(write_pcap(tmp_path / "a.pcap", [bytes(seg)]))
+    f = frame.fields
+    assert f["ext.auth.ciphersuite"] == 0
+    assert f["ext.auth.key_id"] == "24"
+    assert f["ext.auth.value"] == bytes(range(10)).hex()
+    assert f["ext.cookie"] == "c001e5"
+    assert frame.experts == []
 
 
 # ---------------------------------------------------------------------------
@@ -295,8 +336,9 @@ def test_builtin_misparses_second_header_extension(tmp_path: Path) -> None:
     from the wrong offset and shows wrong values."""
     seg = segment(1, 1, 77, client_service_id=1, offset=0, data=b"abcdefgh",
                   checkpoint_serial=9, report_serial=0,
-                  header_extensions=list(HDR_EXT))  # fmt: skip
+                  header_extensions=[(0x00, b"\xaa\xbb\xcc"), (0xC0, b"")])  # fmt: skip
     # 01 01 4d 20 00 03 aa bb cc c0 00 01 00 08 09 00 61 62 63 64 65 66 67 68
+    # (the bytes of the finding wireshark-4.0.17-ltp-second-header-extension)
     pcap = write_pcap(tmp_path / "hdr2.pcap", [bytes(seg)])
     assert decode(pcap)[0].fields["ext.tag"] == [0x00, 0xC0]
     report = compare_with_builtin(pcap)

@@ -1,0 +1,287 @@
+"""Hypothesis search: random impairment plans against a live implementation,
+with the model as the oracle, shrunk to a minimal regression scenario.
+
+A ``RuleBasedStateMachine`` builds one scenario per example. Its rules are
+the model's channel actions (``ChannelLoseForward``, ``ChannelLoseReturn``
+in specs/ltp/LTP.tla): each loses the n-th segment of a type in one
+direction, named by protocol fields as every impairment is. Its initialize
+rule (``Init``) picks the retransmission limit and who plays which side: the
+implementation on both, or the model-driven tester on one
+(conformance.tester), whose steps are the model's sender or receiver
+actions. At the end of the example (teardown) TLC computes every outcome the
+model allows under exactly those losses (generators.outcomes), the scenario
+runs between namespaces, and the verdict is the oracle: ``fail`` (an outcome
+or a trace the model does not allow) fails the example. Hypothesis then
+shrinks the plan (fewer losses, earlier occurrences, the simplest roles),
+re-running each candidate live, and the smallest plan that still fails is
+saved as a regression scenario.
+
+A plan the model cannot express is skipped before anything runs (logged as
+rejected); a run whose verdict is
+``error`` or ``inconclusive`` says nothing about the implementation and does
+not fail the example.
+
+``dtnconform search ltp --sut licklider`` runs it; the regression scenarios
+go to ``OUT/regressions/``, every run to ``OUT/runs/``, and ``OUT/search.jsonl``
+has one line per example (plan, verdict, reasons).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.errors import DtncError
+from conformance.types import Impairment, Scenario, dump_model
+
+# What each channel direction can lose, as the model names it: a data
+# segment by its kind and byte offset, a control segment by its type.
+FORWARD = (
+    "red_data@0",
+    "red_data@1000",
+    "red_data@2000",
+    "green_data@3000",
+    "RA",
+    "CS",
+    "CAR",
+)
+RETURN = ("RS", "CR", "CAS")
+
+
+def match_of(segment: str) -> dict[str, str | int]:
+    """ "red_data@1000" -> {kind, offset}; "RS" -> {type}."""
+    if "@" in segment:
+        kind, offset = segment.split("@")
+        return {"kind": kind, "offset": int(offset)}
+    return {"type": segment}
+
+
+ROLES = ("none", "sender", "receiver")  # the tester's role; none: the SUT on both sides
+MAX_LOSSES = 3
+
+
+@dataclass
+class SearchLog:
+    """What a search did, example by example."""
+
+    out: Path
+    examples: int = 0
+    rejected: int = 0
+    verdicts: dict[str, int] = field(default_factory=dict)
+    failures: list[Path] = field(default_factory=list)
+    on_example: Callable[[int, str], None] | None = None
+
+    def write(self, line: dict[str, Any]) -> None:
+        with (self.out / "search.jsonl").open("a") as fh:
+            fh.write(json.dumps(line, sort_keys=True) + "\n")
+
+
+def base_scenario(name: str, limit: int) -> Scenario:
+    """The block every example transfers: 3 red segments and 1 green, 1000
+    bytes each (the model's CI geometry), the given retransmission limit."""
+    return Scenario.model_validate(
+        {
+            "name": name,
+            "protocol": "ltp",
+            "description": "Hypothesis search (conformance/search.py)",
+            "params": {
+                "block_len": 4000,
+                "red_len": 3000,
+                "segment_size": 1000,
+                "retransmission_limit": limit,
+            },
+            "expect": {
+                "red_bytes_delivered": 0,
+                "green_bytes_delivered": 0,
+                "sender_outcome": "cancelled",
+                "receiver_outcome": "cancelled",
+            },
+            "time_limit_s": 30,
+        }
+    )
+
+
+def plan_name(tester: str, limit: int, losses: list[tuple[str, str, int]]) -> str:
+    parts = [f"{d[0]}{t.replace('_data@', '')}.{k}" for d, t, k in losses] or ["nominal"]
+    who = "" if tester == "none" else f"-tester-{tester}"
+    key = hashlib.sha1(repr((tester, limit, losses)).encode()).hexdigest()[:6]
+    return f"search-l{limit}{who}-" + "-".join(parts)[:60] + f"-{key}"
+
+
+def machine(sut_name: str, log: SearchLog, budget: int) -> type:
+    """The state machine class for one search (its runs go under log.out;
+    at most ``budget`` live runs, shrinking included)."""
+    from hypothesis import strategies as st
+    from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
+
+    from conformance.runner import error_outcome, run_scenario
+    from generators import outcomes
+    from suts.base import get
+
+    sut = get(sut_name)
+    seen: dict[str, str | None] = {}  # plan -> its failure, None if it did not fail
+
+    class LtpChannelMachine(RuleBasedStateMachine):
+        """Rules: the model's channel actions. Teardown: the live run."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.tester = "none"
+            self.limit = 1
+            self.losses: list[tuple[str, str, int]] = []
+
+        @initialize(
+            tester=st.sampled_from(ROLES),
+            limit=st.integers(1, 2),
+            first=st.one_of(
+                st.tuples(st.just("forward"), st.sampled_from(FORWARD), st.integers(1, 3)),
+                st.tuples(st.just("return"), st.sampled_from(RETURN), st.integers(1, 3)),
+            ),
+        )
+        def Init(self, tester: str, limit: int, first: tuple[str, str, int]) -> None:  # noqa: N802
+            """Who plays which side, the retransmission limit, and the plan's
+            first loss (a plan without one is the nominal scenario, run by
+            every certification already)."""
+            self.tester, self.limit = tester, limit
+            self.losses.append(first)
+
+        @rule(segment=st.sampled_from(FORWARD), occurrence=st.integers(1, 3))
+        def ChannelLoseForward(self, segment: str, occurrence: int) -> None:  # noqa: N802
+            self.losses.append(("forward", segment, occurrence))
+
+        @rule(segment=st.sampled_from(RETURN), occurrence=st.integers(1, 3))
+        def ChannelLoseReturn(self, segment: str, occurrence: int) -> None:  # noqa: N802
+            self.losses.append(("return", segment, occurrence))
+
+        def scenario(self) -> Scenario:
+            losses = sorted(set(self.losses))
+            scn = base_scenario(plan_name(self.tester, self.limit, losses), self.limit)
+            scn.impairments = [
+                Impairment(direction=d, match=match_of(t), occurrence=k)  # type: ignore[arg-type]
+                for d, t, k in losses
+            ]
+            return scn
+
+        def teardown(self) -> None:
+            scn = self.scenario()
+            if scn.name in seen:
+                # the same plan again (Hypothesis drew other choices that
+                # give it): its verdict stands, nothing is run twice
+                if seen[scn.name] is not None:
+                    raise AssertionError(seen[scn.name])
+                return
+            if log.examples >= budget:
+                return
+            work = log.out / "tlc" / scn.name
+            try:
+                scn.expect = outcomes.expectation_for(scn, work)
+            except DtncError as exc:  # Unplannable, or no end with exactly these losses
+                # (teardown cannot reject an example: it is skipped, as a pass)
+                log.rejected += 1
+                seen[scn.name] = None
+                log.write({"scenario": scn.name, "rejected": str(exc)})
+                return
+            log.examples += 1
+            tester = None if self.tester == "none" else self.tester
+            run_dir = log.out / "runs" / f"{log.examples:04d}-{scn.name}"
+            if log.on_example:
+                log.on_example(log.examples, scn.name)
+            try:
+                verdict = run_scenario(scn, sut, run_dir, tester=tester).verdict
+            except Exception as exc:  # set-up failure: an error, not a finding
+                verdict = error_outcome(scn, sut, run_dir, exc, tester=tester).verdict
+            log.verdicts[verdict.status] = log.verdicts.get(verdict.status, 0) + 1
+            log.write(
+                {
+                    "scenario": scn.name,
+                    "tester": self.tester,
+                    "limit": self.limit,
+                    "losses": [list(x) for x in sorted(set(self.losses))],
+                    "verdict": verdict.status,
+                    "reasons": [r.code for r in verdict.reasons],
+                    "run": str(run_dir),
+                    "t": time.time(),
+                }
+            )
+            seen[scn.name] = None
+            if verdict.status == "fail":
+                path = log.out / "regressions" / f"{scn.name}.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                scn.description = (
+                    f"found by Hypothesis search (conformance/search.py) against {sut.name} "
+                    f"{sut.version}, tester {self.tester}: "
+                    + "; ".join(f"{r.code}: {r.message}" for r in verdict.reasons)[:600]
+                )
+                dump_model(scn, path)
+                log.failures.append(path)
+                seen[scn.name] = (
+                    f"{scn.name}: verdict fail ("
+                    + "; ".join(r.code for r in verdict.reasons)
+                    + f"); run {run_dir}; regression scenario {path}"
+                )
+                raise AssertionError(seen[scn.name])
+
+    return LtpChannelMachine
+
+
+def search(
+    sut_name: str,
+    out: Path,
+    *,
+    examples: int = 20,
+    deterministic: bool = False,
+    on_example: Callable[[int, str], None] | None = None,
+) -> tuple[SearchLog, Path | None, str]:
+    """Run the search; return its log, the minimal regression scenario (the
+    last failing plan Hypothesis ran: its shrunk example) or None, and the
+    failure's text. ``deterministic``: Hypothesis's derandomized mode (the
+    same plans every time)."""
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis.database import DirectoryBasedExampleDatabase
+    from hypothesis.stateful import run_state_machine_as_test
+
+    out.mkdir(parents=True, exist_ok=True)
+    log = SearchLog(out, on_example=on_example)
+    cls = machine(sut_name, log, budget=3 * examples)
+    config = settings(
+        max_examples=examples,
+        # Init's loss and at most two more: plans of up to three losses
+        stateful_step_count=MAX_LOSSES - 1,
+        deadline=None,
+        derandomize=deterministic,
+        # derandomized runs keep no database (Hypothesis's rule); the others
+        # remember failing plans and try them first next time
+        database=None
+        if deterministic
+        else DirectoryBasedExampleDatabase(str(out.parent / ".hypothesis-search")),
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
+        report_multiple_bugs=False,
+        print_blob=False,
+    )
+    try:
+        run_state_machine_as_test(cls, settings=config)
+    except Exception as exc:  # the failure, or Hypothesis's Flaky when a replay passed
+        if not log.failures:
+            raise
+        minimal = log.failures[-1]
+        dump_model(_load(minimal), out / "regressions" / "minimal.json")
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if not isinstance(exc, AssertionError):
+            text = (
+                f"{type(exc).__name__}: a failing plan passed when replayed (timers that "
+                f"race); the smallest failing plan is kept. {text}"
+            )
+        return log, minimal, text
+    return log, None, ""
+
+
+def _load(path: Path) -> Scenario:
+    from conformance.types import load_scenario
+
+    return load_scenario(path)

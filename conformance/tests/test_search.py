@@ -1,0 +1,60 @@
+"""The Hypothesis search against licklider between namespaces: a plan the
+model judges (here the lost report that licklider's redundant-checkpoint
+deviation needs) fails its example and leaves a regression scenario that
+fails again when run on its own; a short search runs end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance import search
+from conformance.runner import run_scenario
+from conformance.types import load_scenario
+from suts.base import get
+
+pytestmark = [pytest.mark.netns, pytest.mark.integration]
+
+
+def test_rules_are_the_models_channel_actions() -> None:
+    text = (Path(search.__file__).parents[1] / "specs" / "ltp" / "LTP.tla").read_text()
+    cls = search.machine("licklider", search.SearchLog(Path("/nonexistent")), budget=0)
+    rules = {n for n, f in vars(cls).items() if hasattr(f, "hypothesis_stateful_rule")}
+    assert rules == {"ChannelLoseForward", "ChannelLoseReturn"}
+    assert all(f"\n{name}(s) ==" in text for name in rules)
+    inits = {n for n, f in vars(cls).items() if hasattr(f, "hypothesis_stateful_initialize_rule")}
+    assert inits == {"Init"} and "\nInit ==" in text
+
+
+def test_a_failing_plan_leaves_a_regression_that_reproduces(tmp_path: Path) -> None:
+    log = search.SearchLog(tmp_path)
+    cls = search.machine("licklider", log, budget=5)
+    m = cls()
+    # licklider on both sides, limit 1, the first report lost: its
+    # redundant checkpoint is answered past the report limit (finding
+    # licklider-0.1.1-redundant-checkpoint-ignores-report-limit)
+    m.Init(tester="none", limit=1, first=("return", "RS", 1))
+    with pytest.raises(AssertionError, match="verdict fail"):
+        m.teardown()
+    (path,) = log.failures
+    scn = load_scenario(path)
+    assert [(i.direction, i.match, i.occurrence) for i in scn.impairments] == [
+        ("return", {"type": "RS"}, 1)
+    ]
+    assert "found by Hypothesis search" in scn.description
+    line = json.loads((tmp_path / "search.jsonl").read_text().splitlines()[-1])
+    assert line["verdict"] == "fail" and line["losses"] == [["return", "RS", 1]]
+    again = run_scenario(scn, get("licklider"), tmp_path / "again")
+    assert again.verdict.status == "fail", again.verdict.reasons
+
+
+def test_a_short_search_runs_each_plan_once(tmp_path: Path) -> None:
+    log, minimal, _text = search.search("licklider", tmp_path, examples=2, deterministic=True)
+    lines = [json.loads(x) for x in (tmp_path / "search.jsonl").read_text().splitlines()]
+    ran = [x["scenario"] for x in lines if "verdict" in x]
+    assert ran and len(ran) == len(set(ran)) == log.examples
+    assert all(x["losses"] for x in lines if "verdict" in x)  # every plan loses something
+    if minimal is not None:
+        assert (tmp_path / "regressions" / "minimal.json").exists()
