@@ -114,8 +114,9 @@ def plan_name(tester: str, limit: int, losses: list[tuple[str, str, int]]) -> st
 
 
 def machine(sut_name: str, log: SearchLog, budget: int) -> type:
-    """The state machine class for one search (its runs go under log.out;
-    at most ``budget`` live runs, shrinking included)."""
+    """The state machine class for one search (its runs go under log.out):
+    ``budget`` live runs of new plans, and twice as many more to shrink a
+    failure once one is found."""
     from hypothesis import strategies as st
     from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
@@ -175,7 +176,7 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
                 if seen[scn.name] is not None:
                     raise AssertionError(seen[scn.name])
                 return
-            if log.examples >= budget:
+            if log.examples >= budget * (3 if log.failures else 1):
                 return
             work = log.out / "tlc" / scn.name
             try:
@@ -247,9 +248,11 @@ def search(
 
     out.mkdir(parents=True, exist_ok=True)
     log = SearchLog(out, on_example=on_example)
-    cls = machine(sut_name, log, budget=3 * examples)
+    cls = machine(sut_name, log, budget=examples)
     config = settings(
-        max_examples=examples,
+        # plans the model cannot realize (a cancel that never happens) are
+        # skipped without a run: draw more than the runs asked for
+        max_examples=5 * examples,
         # Init's loss and at most two more: plans of up to three losses
         stateful_step_count=MAX_LOSSES - 1,
         deadline=None,

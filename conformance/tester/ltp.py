@@ -332,6 +332,18 @@ class _Side(_Probing, Role):
         extra = {"rx": _unit(rx)} if rx is not None else {}
         self.ctx.send(bytes(seg), action, tx=_unit(seg), **extra)
 
+    def on_datagram(self, data: bytes) -> None:
+        """A probe's answer is the probe's; a segment of our session goes to
+        the role's :meth:`process`; anything else is discarded (logged)."""
+        if self.attribute(data):
+            return
+        seg = self.read(data)
+        if seg is not None:
+            self.process(seg)
+
+    def process(self, seg: LTP) -> None:  # pragma: no cover - per role
+        raise NotImplementedError
+
     def read(self, data: bytes) -> LTP | None:
         """The segment of our session in ``data``, else None (logged): §6
         discards a segment whose header does not conform."""
@@ -566,12 +578,7 @@ class LtpSender(_Side):
                 out.add(i)
         return out
 
-    def on_datagram(self, data: bytes) -> None:
-        if self.attribute(data):
-            return
-        seg = self.read(data)
-        if seg is None:
-            return
+    def process(self, seg: LTP) -> None:
         t = seg.type_name
         if t == "RS":
             self.rx_report(seg)
@@ -661,12 +668,7 @@ class LtpReceiver(_Side):
                       reason=RLEXC)  # fmt: skip
         return [bytes(seg)]
 
-    def on_datagram(self, data: bytes) -> None:
-        if self.attribute(data):
-            return
-        seg = self.read(data)
-        if seg is None:
-            return
+    def process(self, seg: LTP) -> None:
         t = seg.type_name
         if seg.is_data:
             self.rx_data(seg)
