@@ -113,6 +113,12 @@ def plan_name(tester: str, limit: int, losses: list[tuple[str, str, int]]) -> st
     return f"search-l{limit}{who}-" + "-".join(parts)[:60] + f"-{key}"
 
 
+def fail(message: str) -> None:
+    """The one place an example fails: Hypothesis tells failures apart by
+    where they are raised, so a replayed plan must fail from here too."""
+    raise AssertionError(message)
+
+
 def machine(sut_name: str, log: SearchLog, budget: int) -> type:
     """The state machine class for one search (its runs go under log.out):
     ``budget`` live runs of new plans, and twice as many more to shrink a
@@ -174,7 +180,7 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
                 # the same plan again (Hypothesis drew other choices that
                 # give it): its verdict stands, nothing is run twice
                 if seen[scn.name] is not None:
-                    raise AssertionError(seen[scn.name])
+                    fail(seen[scn.name])
                 return
             if log.examples >= budget * (3 if log.failures else 1):
                 return
@@ -225,7 +231,7 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
                     + "; ".join(r.code for r in verdict.reasons)
                     + f"); run {run_dir}; regression scenario {path}"
                 )
-                raise AssertionError(seen[scn.name])
+                fail(seen[scn.name])
 
     return LtpChannelMachine
 

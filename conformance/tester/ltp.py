@@ -25,6 +25,7 @@ unknown client service at the receiver (§6.21 UNREACH).
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -383,8 +384,6 @@ class _Side(_Probing, Role):
 
     def end(self, outcome: str, detail: str) -> None:
         """The notice to the client (7.3-7.6); the last one is the outcome."""
-        import time
-
         self.outcome = outcome
         self.detail = detail
         self.ended_at = time.monotonic()
