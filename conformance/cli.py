@@ -487,18 +487,21 @@ def print_verdicts(outcomes: list[object]) -> None:
     for o in outcomes:
         v = o.verdict  # type: ignore[attr-defined]
         r = o.result  # type: ignore[attr-defined]
+        name = v.scenario
+        if r is not None and r.tester is not None:
+            from reports.html import roles_label
+
+            name += f" ({roles_label(v.sut.split()[0], r.tester)})"
         for pr in [p for e in (r.sender, r.receiver) for p in e.probes] if r else []:
             style = {"pass": "green", "fail": "red"}.get(pr.status, "yellow")
             console.print(
-                f"  {v.scenario}: probe {pr.kind}: [{style}]{pr.status}[/] ({pr.message})",
+                f"  {name}: probe {pr.kind}: [{style}]{pr.status}[/] ({pr.message})",
                 highlight=False,
             )
         for reason in v.reasons:
             if v.status != "pass":
                 rule = f" [{reason.rule}]" if reason.rule else ""
-                console.print(
-                    f"  {v.scenario}: {reason.code}: {reason.message}{rule}", markup=False
-                )
+                console.print(f"  {name}: {reason.code}: {reason.message}{rule}", markup=False)
 
 
 def _outcome_cell(o: ExpectedOutcome) -> str:

@@ -74,6 +74,7 @@ class SearchLog:
     rejected: int = 0
     verdicts: dict[str, int] = field(default_factory=dict)
     failures: list[Path] = field(default_factory=list)
+    messages: dict[Path, str] = field(default_factory=dict)  # failure -> its reasons
     on_example: Callable[[int, str], None] | None = None
 
     def write(self, line: dict[str, Any]) -> None:
@@ -226,6 +227,7 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
                 )
                 dump_model(scn, path)
                 log.failures.append(path)
+                log.messages[path] = "; ".join(f"{r.code}: {r.message}" for r in verdict.reasons)
                 seen[scn.name] = (
                     f"{scn.name}: verdict fail ("
                     + "; ".join(r.code for r in verdict.reasons)
@@ -280,11 +282,11 @@ def search(
             raise
         minimal = log.failures[-1]
         dump_model(_load(minimal), out / "regressions" / "minimal.json")
-        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        text = f"{minimal.stem}: {log.messages[minimal]}"
         if not isinstance(exc, AssertionError):
             text = (
-                f"{type(exc).__name__}: a failing plan passed when replayed (timers that "
-                f"race); the smallest failing plan is kept. {text}"
+                f"({type(exc).__name__}: a failing plan passed when replayed, timers that "
+                f"race; the smallest failing plan is kept) {text}"
             )
         return log, minimal, text
     return log, None, ""
