@@ -228,6 +228,14 @@ def warnings(scn: Scenario, timers: DerivedTimers | None = None) -> list[str]:
             f"arrive (RFC 5326 §6.2; the derived value would be "
             f"{math.ceil(t.needed_ms + t.margin_ms)} ms)"
         )
+    tester = scn.timers.tester_retransmission_ms
+    if tester is not None and tester < t.needed_ms:
+        out.append(
+            f"timers.tester_retransmission_ms {tester:g} ms is below the channel's round trip "
+            f"with serialization ({t.needed_ms:.1f} ms): the tester's timers would expire "
+            "before their answers could arrive, which the model excludes (a tester-deviation "
+            "error, RFC 5326 §6.2)"
+        )
     if "time_limit_s" in t.explicit and t.time_limit_s * 1000 < t.needed_ms:
         out.append(
             f"time_limit_s {t.time_limit_s:g} s is shorter than one round trip with "

@@ -113,6 +113,13 @@ class Timers(_Strict):
         description="how long each endpoint keeps serving after its session ended, so late "
         "segments meet a running engine (default: two round trips)",
     )
+    tester_retransmission_ms: Annotated[float, Field(gt=0, le=86_400_000)] | None = Field(
+        None,
+        description="the model-driven tester's own retransmission timer (default: the "
+        "implementation's). Set apart from the implementation's, it decides which of two "
+        "equal timers fires first, a timing hint the model allows (its timers may expire at "
+        "any time once the guarded segment has left the channel)",
+    )
     margin_ms: Annotated[float, Field(ge=0, le=3_600_000)] = Field(
         1000.0,
         description="processing and scheduling margin added to derived timers (RFC 5325 "

@@ -66,7 +66,7 @@ def argv(scn: Scenario, ep: Endpoint, role: str, run_dir: Path) -> list[str]:
         "--peer-engine",
         str(peer_engine),
         "--rtx-timeout-ms",
-        f"{t.retransmission_ms:g}",
+        f"{scn.timers.tester_retransmission_ms or t.retransmission_ms:g}",
         "--linger-ms",
         f"{t.linger_ms:g}",
         "--close-wait-ms",

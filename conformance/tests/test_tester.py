@@ -18,7 +18,7 @@ from conformance.errors import InputError
 from conformance.tester import launch
 from conformance.tester.core import Context, Limits, open_socket, serve
 from conformance.tester.ltp import PROBES, LtpReceiver, LtpSender
-from conformance.types import Scenario, TraceCheck
+from conformance.types import Channel, Scenario, TraceCheck
 from dissectors.ltp.layer import LtpDecodeError, parse
 
 LTP_TLA = Path(__file__).resolve().parents[2] / "specs" / "ltp" / "LTP.tla"
@@ -286,3 +286,29 @@ def test_a_rejection_held_against_the_tester_alone_is_an_error() -> None:
     assert [r.code for r in v.reasons] == ["tester-deviation"]
     v = judging.judge(scn, res, log, [], trace=_rejected(["ReceiverRxCancel"]), tester="sender")
     assert (v.status, [r.code for r in v.reasons]) == ("fail", ["trace-rejected"])
+
+
+def test_a_timing_hint_sets_the_testers_timer_alone(tmp_path: Path) -> None:
+    from conformance import timers
+    from suts.base import Endpoint
+
+    scn = _scenario()
+    ep = Endpoint(ip="10.0.0.1", peer_ip="10.0.0.2", port=1113)
+
+    def tester_timer(s: Scenario) -> str:
+        argv = launch.argv(s, ep, "sender", tmp_path)
+        return argv[argv.index("--rtx-timeout-ms") + 1]
+
+    derived = timers.derive(scn).retransmission_ms
+    assert tester_timer(scn) == f"{derived:g}"
+    scn.timers.tester_retransmission_ms = 1600
+    assert tester_timer(scn) == "1600"
+    assert timers.derive(scn).retransmission_ms == derived  # the implementation's stays
+    assert not timers.warnings(scn)
+    # over a 200 ms round trip, a 100 ms tester timer would fire too early
+    scn.channel = Channel.model_validate(
+        {"forward": {"link": {"delay_ms": 100}}, "return": {"link": {"delay_ms": 100}}}
+    )
+    scn.timers.tester_retransmission_ms = 100
+    (warning,) = timers.warnings(scn)
+    assert warning.startswith("timers.tester_retransmission_ms 100 ms is below")
