@@ -42,6 +42,7 @@ class CertifyOutcome:
 # Who plays which side of a case: the SUT both, or the tester one of them.
 SUT_ROLES = ("both", "sender", "receiver")
 ROBUSTNESS = "robustness"
+CATALOGUE, CATALOGUE_INDEX = "catalogue", "catalogue.json"
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,8 @@ def cases(protocol: str, scenarios: list[Path], sut_roles: Sequence[str]) -> lis
     out = [Case(p, tester_for[r]) for p in scenarios for r in sut_roles]
     if not scenarios:
         return out
-    for path in sorted((scenarios[0].parent / ROBUSTNESS).glob("*.json")):
+    top = next((p.parent for p in scenarios if p.parent.name != CATALOGUE), scenarios[0].parent)
+    for path in sorted((top / ROBUSTNESS).glob("*.json")):
         scn = load_scenario(path)
         tester = probe_role(scn)
         if tester is not None and {"sender": "receiver", "receiver": "sender"}[tester] in sut_roles:
@@ -176,6 +178,7 @@ def certify(
     only: str | None = None,
     retx_table: bool = False,
     sut_roles: Sequence[str] = SUT_ROLES,
+    catalogue: bool = False,
 ) -> CertifyOutcome:
     import robot
 
@@ -183,6 +186,11 @@ def certify(
 
     # coverage.json beside the scenarios is the generator's summary, not a scenario.
     scenarios = sorted(p for p in (out / "scenarios").glob("*.json") if p.name != COVERAGE)
+    if catalogue:
+        # every loss pattern within the catalogue's bounds (generators.catalogue)
+        scenarios += sorted(
+            p for p in (out / "scenarios" / CATALOGUE).glob("*.json") if p.name != CATALOGUE_INDEX
+        )
     todo = cases(protocol, scenarios, sut_roles)
     if only:
         todo = [c for c in todo if only in c.name]

@@ -544,6 +544,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
                 only=args.only,
                 retx_table=args.retx_table,
                 sut_roles=roles,
+                catalogue=args.catalogue,
             )
         except SystemExit:  # Robot's answer to a second Ctrl-C
             if interrupted():
@@ -928,6 +929,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--retx-table",
         action="store_true",
         help="also run the retransmission table (about 2 min) and put it in the report",
+    )
+    s.add_argument(
+        "--catalogue",
+        action="store_true",
+        help="also run the catalogue: 543 scenarios, one per loss pattern within its bounds, in "
+        "each SUT role (about 1 hour per role; --only narrows, e.g. --only ltp-r1g0l1-)",
     )
     s.add_argument(
         "--sut-roles",
