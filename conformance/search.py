@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.errors import DtncError
-from conformance.types import Impairment, Scenario, dump_model
+from conformance.types import Impairment, Scenario, dump_model, load_scenario
 
 # What each channel direction can lose, as the model names it: a data
 # segment by its kind and byte offset, a control segment by its type.
@@ -281,7 +281,7 @@ def search(
         if not log.failures:
             raise
         minimal = log.failures[-1]
-        dump_model(_load(minimal), out / "regressions" / "minimal.json")
+        dump_model(load_scenario(minimal), out / "regressions" / "minimal.json")
         text = f"{minimal.stem}: {log.messages[minimal]}"
         if not isinstance(exc, AssertionError):
             text = (
@@ -290,9 +290,3 @@ def search(
             )
         return log, minimal, text
     return log, None, ""
-
-
-def _load(path: Path) -> Scenario:
-    from conformance.types import load_scenario
-
-    return load_scenario(path)

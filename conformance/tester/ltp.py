@@ -598,15 +598,12 @@ class LtpSender(_Side):
             return
         self.rs_seen.add(serial)
         lb, ub = int(seg.lower_bound), int(seg.upper_bound)
-        self.claimed |= self.claimed_segments(seg)
+        claims = self.claimed_segments(seg)
+        self.claimed |= claims
         if self.cp is not None and int(seg.checkpoint_serial) == int(self.cp.checkpoint_serial):
             self.ctx.stop("checkpoint")
             self.cp = None
-        missing = [
-            i
-            for i in range(self.n_red)
-            if lb <= self.grid[i][0] < ub and i not in self.claimed_segments(seg)
-        ]
+        missing = [i for i in range(self.n_red) if lb <= self.grid[i][0] < ub and i not in claims]
         self.tx("SenderRxReport", ack, rx=seg)  # 6.13
         for i in missing[:-1]:
             self.tx("SenderRetxRedData", self.data(i))
