@@ -1,6 +1,6 @@
 """The Hypothesis search against licklider between namespaces: a plan the
-model judges (here the lost report that licklider's redundant-checkpoint
-deviation needs) fails its example and leaves a regression scenario that
+model judges (here the checkpoint lost twice, where licklider leaves the
+first CS unanswered) fails its example and leaves a regression scenario that
 fails again when run on its own; a short search runs end to end."""
 
 from __future__ import annotations
@@ -32,20 +32,24 @@ def test_a_failing_plan_leaves_a_regression_that_reproduces(tmp_path: Path) -> N
     log = search.SearchLog(tmp_path)
     cls = search.machine("licklider", log, budget=5)
     m = cls()
-    # licklider on both sides, limit 1, the first report lost: its
-    # redundant checkpoint is answered past the report limit (finding
-    # licklider-0.1.1-redundant-checkpoint-ignores-report-limit)
-    m.Init(tester="none", limit=1, first=("return", "RS", 1))
+    # licklider on both sides, limit 1, the checkpoint lost twice: the sender
+    # cancels, and the first CS gets no CAS (finding
+    # licklider-0.1.1-first-cs-not-acknowledged; no timers race here)
+    m.Init(tester="none", limit=1, first=("forward", "red_data@2000", 1))
+    m.ChannelLoseForward(segment="red_data@2000", occurrence=2)
     with pytest.raises(AssertionError, match="verdict fail"):
         m.teardown()
     (path,) = log.failures
     scn = load_scenario(path)
+    cp = {"kind": "red_data", "offset": 2000}
     assert [(i.direction, i.match, i.occurrence) for i in scn.impairments] == [
-        ("return", {"type": "RS"}, 1)
+        ("forward", cp, 1),
+        ("forward", cp, 2),
     ]
     assert "found by Hypothesis search" in scn.description
     line = json.loads((tmp_path / "search.jsonl").read_text().splitlines()[-1])
-    assert line["verdict"] == "fail" and line["losses"] == [["return", "RS", 1]]
+    assert line["verdict"] == "fail"
+    assert line["losses"] == [["forward", "red_data@2000", 1], ["forward", "red_data@2000", 2]]
     again = run_scenario(scn, get("licklider"), tmp_path / "again")
     assert again.verdict.status == "fail", again.verdict.reasons
 
