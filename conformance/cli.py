@@ -32,7 +32,7 @@ from conformance.types import ExpectedOutcome
 
 if TYPE_CHECKING:
     from conformance.protocols import ProtocolSpec
-    from conformance.types import Scenario
+    from conformance.types import RunResult, Scenario, TraceCheck
     from suts.base import SutAdapter
 
 REPO = Path(__file__).resolve().parent.parent
@@ -666,11 +666,13 @@ def cmd_expect(args: argparse.Namespace) -> int:
             raise InputError(f"{path}: {exc}") from None
     table = Table(title=f"{scn.name}: {len(expect.outcomes)} outcomes the model allows")
     delivery = _protocol(scn.protocol).delivery
-    for col in (*delivery.labels().values(), "sender", "receiver", "in the file now"):
+    for col in (*delivery.labels().values(), "sender", "receiver", "readings",
+                "in the file now"):  # fmt: skip
         table.add_column(col)
     for o in expect.outcomes:
+        under = ", ".join(r or "default" for r in o.readings)
         table.add_row(*(str(v) for v in o.delivered.parts().values()),
-                      o.sender_outcome, o.receiver_outcome,
+                      o.sender_outcome, o.receiver_outcome, under,
                       "yes" if scn.expect.allows(o) else "no")  # fmt: skip
     console.print(table)
     console.print(expect.source, markup=False)
@@ -758,7 +760,48 @@ def cmd_trace(args: argparse.Namespace) -> int:
         console.print(f"rule: {tc.rule}", markup=False)
     if tc.states is not None:
         console.print(f"{tc.lines} lines, {tc.states} states, {tc.seconds:g} s of TLC")
+    if args.judge:
+        return _rejudge(run_dir, scn, result, tc)
     return {"accepted": 0, "rejected": 1, "unchecked": 2}[tc.status]
+
+
+def _rejudge(run_dir: Path, scn: Scenario, result: RunResult | None, tc: TraceCheck) -> int:
+    """Judge a stored run again (after the model or its scenario's outcome
+    set changed): its captures decoded anew, the trace check just made;
+    verdict.json is rewritten, the old one kept as verdict.previous.json."""
+    from conformance import judge
+    from conformance.runner import PORTS
+    from conformance.segments import records_from_captures
+    from conformance.types import Verdict, dump_model, load_model
+
+    if result is None:
+        raise InputError(f"{run_dir}: no result.json to judge")
+    if not (run_dir / "channel.jsonl").is_file():
+        raise InputError(f"{run_dir}: no channel.jsonl to judge")
+    _segments, experts = records_from_captures(
+        scn.protocol,
+        run_dir / "a.pcap",
+        run_dir / "b.pcap",
+        port=PORTS[scn.protocol],
+        ip_a=None,
+        channel_log=run_dir / "channel.jsonl",
+    )
+    verdict = judge.judge(
+        scn, result, run_dir / "channel.jsonl", experts, trace=tc, tester=result.tester
+    )
+    old = run_dir / "verdict.json"
+    if old.is_file():
+        before = load_model(Verdict, old).status
+        old.replace(run_dir / "verdict.previous.json")
+        console.print(f"verdict was {before}")
+    dump_model(verdict, old)
+    console.print(
+        f"verdict: {verdict.status}"
+        + (f" (readings {', '.join(verdict.readings)})" if verdict.readings else "")
+    )
+    for r in verdict.reasons:
+        console.print(f"  {r.code}: {r.message}", markup=False)
+    return 0 if verdict.status == "pass" else 1
 
 
 def _sev_style(exp: dict[str, object]) -> str:
@@ -933,7 +976,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--catalogue",
         action="store_true",
-        help="also run the catalogue: 543 scenarios, one per loss pattern within its bounds, in "
+        help="also run the catalogue: 551 scenarios, one per loss pattern within its bounds, in "
         "each SUT role (about 1 hour per role; --only narrows, e.g. --only ltp-r1g0l1-)",
     )
     s.add_argument(
@@ -988,6 +1031,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("trace", help="validate a stored run's captures against the model with TLC")
     s.add_argument("run_dir", help="a run directory (dtnconform run --out)")
+    s.add_argument(
+        "--judge",
+        action="store_true",
+        help="also judge the run again (its verdict.json is rewritten, the old one kept as "
+        "verdict.previous.json): after the model or the scenario's outcome set changed",
+    )
     s.set_defaults(func=cmd_trace)
 
     s = sub.add_parser(

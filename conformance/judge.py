@@ -62,10 +62,15 @@ def _cited(scn: Scenario, rule: Rule | None, **kw: Any) -> dict[str, Any]:
     return {**kw, "rule": rule.cite(spec), "actions": list(rule.actions), "tags": rule.tags(spec)}
 
 
-def outcome_reasons(scn: Scenario, seen: ExpectedOutcome) -> list[Reason]:
-    """Why an observed outcome is not in the scenario's set: one reason per
-    part that differs from the nearest allowed outcome, each with its rule."""
-    allowed = scn.expect.outcomes
+def outcome_reasons(
+    scn: Scenario, seen: ExpectedOutcome, reading: str | None = None
+) -> list[Reason]:
+    """Why an observed outcome is not in the scenario's set (under the
+    reading that explained the trace, if given): one reason per part that
+    differs from the nearest allowed outcome, each with its rule."""
+    allowed = [
+        o for o in scn.expect.outcomes if reading is None or reading in o.readings
+    ] or scn.expect.outcomes
     have = seen.parts()
     nearest = min(
         allowed,
@@ -87,10 +92,16 @@ def outcome_reasons(scn: Scenario, seen: ExpectedOutcome) -> list[Reason]:
                 )
             )
         )
+    under = ""
+    if reading is not None and scn.expect.allows(seen):
+        under = (
+            f" under the reading that explains the trace ({reading or 'the default'}; the "
+            f"outcome needs reading {', '.join(x or 'default' for x in scn.expect.readings_allowing(seen))})"
+        )
     head = Reason(
         code="outcome-not-allowed",
         message=f"observed outcome ({seen.describe()}) is none of the {len(allowed)} the model "
-        f"allows under the scenario's losses: {scn.expect.describe()}",
+        f"allows under the scenario's losses{under}: " + " | ".join(o.describe() for o in allowed),
         rule="; ".join(dict.fromkeys(r.rule for r in reasons if r.rule)),
         actions=list(dict.fromkeys(a for r in reasons for a in r.actions)),
         tags=list(dict.fromkeys(t for r in reasons for t in r.tags)),
@@ -200,13 +211,16 @@ def judge(
             )
 
     seen = result.outcome()
+    # The outcome is judged under the reading that explained the trace (any
+    # reading when the trace was not validated).
+    reading = trace.reading if trace is not None and trace.status == "accepted" else None
     probe_unsent: list[Reason] = []
     stale = ""
-    if not errors and not scn.expect.allows(seen):
+    if not errors and not scn.expect.allows(seen, reading):
         spec = protocols.get(scn.protocol)
         stale = spec.generator_module().stale(scn) if spec.generator else ""
         if not stale:
-            fails += outcome_reasons(scn, seen)
+            fails += outcome_reasons(scn, seen, reading)
     for end in (result.sender, result.receiver):
         for pr in end.probes:
             if pr.status == "fail":
@@ -295,7 +309,33 @@ def judge(
         status, reasons = "fail", fails + unmet + notes
     else:
         status, reasons = "pass", notes
-    return Verdict(scenario=scn.name, sut=result.sut, status=status, reasons=reasons, trace=trace)
+    needed = reading
+    if needed is None and scn.expect.allows(seen):
+        # no validated trace: the readings the outcome alone needs
+        allowing = scn.expect.readings_allowing(seen)
+        needed = "" if "" in allowing else allowing[0]
+    readings = [needed] if needed else []
+    if status == "pass" and needed:
+        r = protocols.get(scn.protocol).reading(needed)
+        reasons = [
+            Reason(
+                code=f"reading-{needed}",
+                message=f"explained only under {r.label(protocols.get(scn.protocol).spec)}'s "
+                f"alternative: {r.alternative_text} (the model's default: {r.default_text}; "
+                f"the question: {r.question})",
+                rule=f"{protocols.get(scn.protocol).spec} "
+                + ", ".join(f"§{x}" for x in r.sections),
+            ),
+            *reasons,
+        ]
+    return Verdict(
+        scenario=scn.name,
+        sut=result.sut,
+        status=status,
+        reasons=reasons,
+        trace=trace,
+        readings=readings,
+    )
 
 
 def _rule_in(message: str) -> str:

@@ -343,6 +343,11 @@ def validate_trace(
         "sender": result.sender.exited_at if result else None,
         "receiver": result.receiver.exited_at if result else None,
     }
+    # Readings that allow the observed outcome are tried first, so that one
+    # reading explains both the trace and the outcome where one can.
+    every = ["", *(r.id for r in protocols.get(scn.protocol).readings)]
+    first = scn.expect.readings_allowing(result.outcome()) if result else []
+    order = [*first, *(r for r in every if r not in first)]
     try:
         return tracecheck.check(
             scn,
@@ -355,6 +360,7 @@ def validate_trace(
             workdir=run_dir / "trace",
             out=run_dir / "trace.ndjson",
             skip=probe_payloads([result.sender, result.receiver]) if result else frozenset(),
+            readings=order,
         )
     except DtncError as exc:
         return TraceCheck(status="unchecked", message=f"trace validation could not run: {exc}")

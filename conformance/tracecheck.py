@@ -26,7 +26,7 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -430,21 +430,34 @@ class _Session:
 
 
 def _validate(
-    sess: _Session, records: Sequence[SegmentRecord], workdir: Path, spec: str
-) -> tuple[int, float, dict[str, Any] | None]:
-    """(states, seconds, None) for an accepted session, else the rejection's
-    TraceCheck fields. The eager pass first; if it rejects, the full one;
-    if that rejects too, the diagnosis pass at the furthest line."""
+    sess: _Session,
+    records: Sequence[SegmentRecord],
+    workdir: Path,
+    spec: str,
+    readings: Sequence[tuple[str, Mapping[str, int | bool | str]]] = (("", {}),),
+) -> tuple[int, float, dict[str, Any] | None, str]:
+    """(states, seconds, None, reading) for an accepted session, else the
+    rejection's TraceCheck fields. Under each reading in turn (its id and
+    model constants, the default first unless the caller orders otherwise):
+    the eager pass first; if it rejects, the full one. If every reading
+    rejects, the diagnosis pass at the furthest line of the default's."""
     inv = ["Furthest"]
     states, seconds = 0, 0.0
-    for eager in (True, False):
-        res = _run(sess.tm, sess.data(0, eager), workdir, inv, "eager" if eager else "trace")
-        states += res.states or 0
-        seconds += res.seconds
-        if res.accepted:
-            return states, seconds, None
-    bad = res.furthest
-    diag = _run(sess.tm, sess.data(bad, False), workdir, ["Diag"], "diag")
+    default_tm, bad = sess.tm, 0
+    for rid, consts in readings:
+        tm = replace(sess.tm, constants={**sess.tm.constants, **consts})
+        if not rid:
+            default_tm = tm
+        tag = f"_reading{rid}" if rid else ""
+        for eager in (True, False):
+            res = _run(tm, sess.data(0, eager), workdir, inv, ("eager" if eager else "trace") + tag)
+            states += res.states or 0
+            seconds += res.seconds
+            if res.accepted:
+                return states, seconds, None, rid
+        if not rid or not bad:
+            bad = res.furthest
+    diag = _run(default_tm, sess.data(bad, False), workdir, ["Diag"], "diag")
     seconds += diag.seconds
 
     def label(k: int) -> str:
@@ -455,6 +468,12 @@ def _validate(
     message, enabled, blamed, rule, tags = _diagnose(
         sess.tm, sess.lines, bad, diag.diag, sess.window_us, label, spec
     )
+    alternatives = [rid for rid, _c in readings if rid]
+    if alternatives:
+        message += (
+            f" (no alternative reading explains the trace either: "
+            f"{', '.join('reading ' + r for r in alternatives)})"
+        )
     bad_ev = sess.events[bad - 1]
     return (
         states,
@@ -469,6 +488,7 @@ def _validate(
             "rule": rule,
             "tags": tags,
         },
+        "",
     )
 
 
@@ -484,10 +504,14 @@ def check(
     workdir: Path,
     out: Path | None = None,
     skip: frozenset[bytes] = frozenset(),
+    readings: Sequence[str] | None = None,
 ) -> TraceCheck:
     """Validate the run's trace, session by session; never raises for what
     the trace holds (that is 'rejected' or 'unchecked'), only when TLC
-    itself fails. ``out`` receives the NDJSON trace."""
+    itself fails. ``out`` receives the NDJSON trace. ``readings``: the
+    model readings to try, in order ('' the default; None: the default,
+    then each alternative the protocol declares); the first that accepts
+    is the TraceCheck's ``reading``."""
     spec = protocols.get(scn.protocol)
     if not spec.generator or not hasattr(spec.generator_module(), "trace_model"):
         return TraceCheck(status="unchecked", message=f"{scn.protocol} has no trace model yet")
@@ -536,9 +560,15 @@ def check(
     if out is not None:
         _write(out, [{"session": n, **ln} for n, ss in enumerate(sessions, 1) for ln in ss.lines])
     common["lines"] = sum(len(ss.lines) for ss in sessions)
+    order = list(readings) if readings is not None else ["", *(r.id for r in spec.readings)]
+    tries = [(r, spec.reading_constants(r)) for r in order]
     states, seconds = 0, 0.0
+    needed = ""
     for n, sess in enumerate(sessions, start=1):
-        st, sec, rejected = _validate(sess, records, workdir / f"session-{n}", spec.spec)
+        st, sec, rejected, rid = _validate(
+            sess, records, workdir / f"session-{n}", spec.spec, tries
+        )
+        needed = needed or rid
         states, seconds = states + st, seconds + sec
         if rejected is not None:
             if len(sessions) > 1:
@@ -546,10 +576,15 @@ def check(
             return TraceCheck(
                 status="rejected", states=states, seconds=round(seconds, 3), **common, **rejected
             )
+    under = ""
+    if needed:
+        r = spec.reading(needed)
+        under = f", under {r.label(spec.spec)}'s alternative ({r.alternative_text})"
     return TraceCheck(
         status="accepted",
+        reading=needed,
         message=f"TLC took all {common['lines']} lines of {len(sessions)} session(s) "
-        f"with a reaction window of {w_ms:g} ms",
+        f"with a reaction window of {w_ms:g} ms{under}",
         states=states,
         seconds=round(seconds, 3),
         **common,

@@ -301,6 +301,11 @@ class ExpectedOutcome(_Strict):
     sender_outcome: Outcome
     receiver_outcome: Outcome
     delivered: AnyDelivery  # type: ignore[valid-type]
+    readings: list[str] = Field(
+        default_factory=lambda: [""],
+        description="the model readings under which this outcome is reachable: '' the "
+        "default, else a reading's id (specs/<proto>/readings.json)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -328,9 +333,12 @@ class ExpectedOutcome(_Strict):
         return tuple(self.parts().values())
 
     def describe(self) -> str:
+        under = (
+            "" if "" in self.readings else " (only under reading " + ", ".join(self.readings) + ")"
+        )
         return (
             f"{self.delivered.describe()}, sender {self.sender_outcome}, "
-            f"receiver {self.receiver_outcome}"
+            f"receiver {self.receiver_outcome}{under}"
         )
 
 
@@ -361,11 +369,28 @@ class Expectation(_Strict):
 
     @model_validator(mode="after")
     def _distinct(self) -> Expectation:
-        self.outcomes = sorted({o.key(): o for o in self.outcomes}.values(), key=_outcome_order)
+        merged: dict[tuple[int | str, ...], ExpectedOutcome] = {}
+        for o in self.outcomes:
+            have = merged.get(o.key())
+            if have is None:
+                merged[o.key()] = o
+            else:
+                have.readings = sorted(set(have.readings) | set(o.readings))
+        self.outcomes = sorted(merged.values(), key=_outcome_order)
         return self
 
-    def allows(self, observed: ExpectedOutcome) -> bool:
-        return any(o.key() == observed.key() for o in self.outcomes)
+    def allows(self, observed: ExpectedOutcome, reading: str | None = None) -> bool:
+        """Is ``observed`` one of the outcomes (under ``reading``: '' the
+        model's default, a reading's id, None any reading)?"""
+        return any(
+            o.key() == observed.key() and (reading is None or reading in o.readings)
+            for o in self.outcomes
+        )
+
+    def readings_allowing(self, observed: ExpectedOutcome) -> list[str]:
+        """The readings under which ``observed`` is allowed, the default first."""
+        out = {r for o in self.outcomes if o.key() == observed.key() for r in o.readings}
+        return sorted(out, key=lambda r: (r != "", r))
 
     def describe(self) -> str:
         return " | ".join(o.describe() for o in self.outcomes)
@@ -700,6 +725,11 @@ class TraceCheck(_Strict):
     rule: str = ""
     tags: list[str] = Field(default_factory=list)
     trace_file: str = Field("", description="the NDJSON trace, relative to the run directory")
+    reading: str = Field(
+        "",
+        description="the model reading the accepted trace needed: '' the default, else the id "
+        "of an alternative (specs/<proto>/readings.json)",
+    )
 
 
 class Verdict(_Strict):
@@ -709,6 +739,11 @@ class Verdict(_Strict):
     status: VerdictStatus
     reasons: list[Reason] = Field(default_factory=list)
     trace: TraceCheck | None = Field(None, description="trace validation of the run's captures")
+    readings: list[str] = Field(
+        default_factory=list,
+        description="the alternative model readings (ids) the run needed to be explained: "
+        "the implementation follows them",
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

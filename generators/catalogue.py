@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpBlock
 from conformance.types import Expectation, Origin, Scenario, dump_model
 from generators.outcomes import PlannedLoss, outcome_of
@@ -38,12 +39,13 @@ class Bound:
     n_green: int
     max_retx: int
     max_loss: int
+    reading: str = ""  # the model reading: '' the default, else a reading's id
 
     @property
     def tag(self) -> str:
         return f"r{self.n_red}g{self.n_green}l{self.max_retx}"
 
-    def constants(self) -> dict[str, int | bool]:
+    def constants(self) -> dict[str, int | bool | str]:
         return {
             "NRed": self.n_red,
             "NGreen": self.n_green,
@@ -51,7 +53,11 @@ class Bound:
             "MaxLoss": self.max_loss,
             "PrematureTimeouts": False,
             "FaultyReceiver": False,
+            **LTP.reading_constants(self.reading),
         }
+
+    def under(self, reading: str) -> Bound:
+        return replace(self, reading=reading)
 
 
 # Red-only, mixed and one-segment blocks; limits 0 and 1; three losses (four
@@ -70,7 +76,8 @@ BOUNDS = (
 class Pattern:
     bound: Bound
     losses: frozenset[PlannedLoss]
-    outcomes: set[tuple[str, str, int, frozenset[int]]] = field(default_factory=set)
+    # (sender, receiver, deliveries, green offsets) -> the readings reaching it
+    outcomes: dict[tuple[str, str, int, frozenset[int]], set[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -102,7 +109,7 @@ def scenario(p: Pattern, states: int) -> Scenario:
     b = p.bound
     losses = sorted(p.losses, key=_order)
     slug = "-".join(_short(x) for x in losses) or "nominal"
-    consts = ", ".join(f"{k}={v}" for k, v in b.constants().items())
+    consts = ", ".join(f"{k}={v}" for k, v in b.constants().items() if k not in READING_CONSTS)
     what = ", ".join(_short(x) for x in losses) or "no loss"
     block = LtpBlock(
         segment_size=SEGMENT_SIZE,
@@ -124,11 +131,13 @@ def scenario(p: Pattern, states: int) -> Scenario:
         ],
         expect=Expectation(
             outcomes=[
-                outcome_of(s, r, deliveries, sorted(green), block)
-                for s, r, deliveries, green in sorted(p.outcomes, key=str)
+                outcome_of(s, r, deliveries, sorted(green), block, sorted(p.outcomes[o]))
+                for o in sorted(p.outcomes, key=str)
+                for s, r, deliveries, green in [o]
             ],
             source=f"TLC, specs/ltp/MCLTPCatalogue.tla: every terminal state with exactly "
-            f"these losses, channels in order ({consts}; {states:,} distinct states)",
+            f"these losses, channels in order ({consts}; {states:,} distinct states), under "
+            "the default reading and each alternative (specs/ltp/readings.json)",
             in_order=True,
         ),
         origin=Origin(
@@ -146,7 +155,8 @@ def run_bound(
     """One TLC run: the patterns of a bound, the actions it took, its
     distinct states and seconds."""
     workdir.mkdir(parents=True, exist_ok=True)
-    cfg = workdir / f"MCLTPCatalogue_{b.tag}m{b.max_loss}.cfg"
+    under = f"_reading{b.reading}" if b.reading else ""
+    cfg = workdir / f"MCLTPCatalogue_{b.tag}m{b.max_loss}{under}.cfg"
     cfg.write_text(
         cfg_text(
             f"Catalogue: every loss pattern within {b.max_loss} losses.",
@@ -169,9 +179,36 @@ def run_bound(
             PlannedLoss(str(x["dir"]), str(x["key"]), int(x["off"]), int(x["occ"])) for x in records
         )
         p = found.setdefault(losses, Pattern(b, losses))
-        p.outcomes.add((str(s), str(r), int(deliveries), frozenset(green)))
+        key = (str(s), str(r), int(deliveries), frozenset(green))
+        p.outcomes.setdefault(key, set()).add(b.reading)
     actions = {str(v[0]) for v in printed(text, "dtnc-action")}
     return list(found.values()), actions, res.distinct_states or 0, res.seconds
+
+
+READINGS = ["", *(r.id for r in LTP.readings)]
+READING_CONSTS = {r.constant for r in LTP.readings}
+
+
+def merge(
+    runs: list[tuple[list[Pattern], set[str], int, float]],
+) -> tuple[list[Pattern], set[str], int, float]:
+    """One bound's runs under each reading as one: a pattern reached under
+    several readings is one scenario, each outcome tagged with the readings
+    that reach it; the states are the default reading's."""
+    found: dict[frozenset[PlannedLoss], Pattern] = {}
+    actions: set[str] = set()
+    for patterns, acts, _states, _secs in runs:
+        actions |= acts
+        for p in patterns:
+            have = found.setdefault(p.losses, Pattern(replace(p.bound, reading=""), p.losses))
+            for o, rs in p.outcomes.items():
+                have.outcomes.setdefault(o, set()).update(rs)
+    return list(found.values()), actions, runs[0][2], sum(r[3] for r in runs)
+
+
+def run_readings(b: Bound, workdir: Path) -> tuple[list[Pattern], set[str], int, float]:
+    """:func:`run_bound` under the default reading and each alternative, merged."""
+    return merge([run_bound(b.under(r), workdir / (f"reading{r}" if r else "")) for r in READINGS])
 
 
 def catalogue(
@@ -189,14 +226,21 @@ def catalogue(
     work = outdir / "tlc"
     results: dict[Bound, tuple[list[Pattern], set[str], int, float]] = {}
     done = 0
+    runs: dict[Bound, list[tuple[list[Pattern], set[str], int, float]]] = {b: [] for b in bounds}
+    jobs = [(b, r) for b in bounds for r in READINGS]
     with ThreadPoolExecutor(max_workers=lanes) as pool:
-        futures = {pool.submit(run_bound, b, work / b.tag): b for b in bounds}
+        futures = {
+            pool.submit(run_bound, b.under(r), work / b.tag / (f"reading{r}" if r else "")): (b, r)
+            for b, r in jobs
+        }
         for fut in futures:
-            b = futures[fut]
-            results[b] = fut.result()
+            b, r = futures[fut]
+            runs[b].append(fut.result())
             done += 1
             if on_bound:
-                on_bound(done, len(bounds), b.tag)
+                on_bound(done, len(jobs), b.tag + (f" (reading {r})" if r else ""))
+    for b in bounds:
+        results[b] = merge(runs[b])
     scenarios: list[Scenario] = []
     covered: set[str] = set()
     seconds = 0.0
@@ -247,7 +291,7 @@ TABLE_KEYS = frozenset({"red_data", "green_data", "RS"})
 def retx_scenarios(workdir: Path, b: Bound = TABLE_BOUND) -> list[Scenario]:
     """The retransmission table's rows: every loss pattern of the bound made
     of data segments and reports only, nominal first, then by loss count."""
-    patterns, _actions, states, _secs = run_bound(b, workdir)
+    patterns, _actions, states, _secs = run_readings(b, workdir)
     rows = [p for p in patterns if all(x.key in TABLE_KEYS for x in p.losses)]
     rows.sort(key=lambda p: (len(p.losses), sorted(map(_order, p.losses))))
     return [scenario(p, states) for p in rows]

@@ -86,6 +86,7 @@ GEN_CONSTANTS: dict[str, int | bool] = {
     "MaxLoss": 2,
     "PrematureTimeouts": False,
     "FaultyReceiver": False,
+    "GreenEobCloses": False,
 }
 SEGMENT_SIZE = 1000
 # TLC processes run side by side during generation (one worker each).
@@ -333,7 +334,7 @@ def impairments(trace: Sequence[TraceState], segment_size: int = SEGMENT_SIZE) -
 
 
 def _outcome(v: object) -> Outcome:
-    return v if v in ("completed", "cancelled") else "timeout"  # type: ignore[return-value]
+    return v if v in ("completed", "cancelled", "closed") else "timeout"  # type: ignore[return-value]
 
 
 def trace_outcome(
@@ -346,7 +347,11 @@ def trace_outcome(
             green_bytes_delivered=len(final["rGreen"]) * segment_size,
         ),
         sender_outcome=_outcome(final["sOutcome"]),
-        receiver_outcome=_outcome(final["rOutcome"]),
+        receiver_outcome=_outcome(
+            "closed"
+            if final["rOutcome"] == "none" and final.get("rState") == "closed"
+            else final["rOutcome"]
+        ),
     )
 
 

@@ -230,6 +230,7 @@ def trace_model(
             "MaxLoss": losses,
             "PrematureTimeouts": True,
             "FaultyReceiver": False,
+            "GreenEobCloses": False,
         },
         units=units,
         actions=model_actions(MODEL, NEXT_BLOCKS),

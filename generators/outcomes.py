@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conformance.errors import DtncError
+from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpBlock, LtpDelivery
 from conformance.types import (
     Expectation,
@@ -145,11 +146,18 @@ def green_bytes(offsets: Sequence[int], block: LtpBlock) -> int:
 
 
 def outcome_of(
-    sender: str, receiver: str, deliveries: int, green: Sequence[int], block: LtpBlock
+    sender: str,
+    receiver: str,
+    deliveries: int,
+    green: Sequence[int],
+    block: LtpBlock,
+    readings: Sequence[str] = ("",),
 ) -> ExpectedOutcome:
     """One terminal state of the model as an outcome: each side's notice, the
-    red part delivered or not, the green model segments that arrived."""
+    red part delivered or not, the green model segments that arrived, and
+    the readings it was reached under."""
     return ExpectedOutcome(
+        readings=list(readings),
         delivered=LtpDelivery(
             red_bytes_delivered=block.red_len if deliveries > 0 else 0,
             green_bytes_delivered=green_bytes(green, block),
@@ -159,20 +167,21 @@ def outcome_of(
     )
 
 
-def parse_outcomes(text: str, block: LtpBlock) -> list[ExpectedOutcome]:
+def parse_outcomes(text: str, block: LtpBlock, reading: str = "") -> list[ExpectedOutcome]:
     seen: dict[tuple[int | str, ...], ExpectedOutcome] = {}
     for m in _LINE.finditer(text):
         sender, receiver, delivered, green = m.groups()
         offs = [int(x) for x in green.replace(" ", "").split(",") if x]
-        o = outcome_of(sender, receiver, int(delivered), offs, block)
+        o = outcome_of(sender, receiver, int(delivered), offs, block, (reading,))
         seen.setdefault(o.key(), o)
     return list(seen.values())
 
 
 def _outcome(v: str) -> Outcome:
-    # "none": the side never gave a notice; the model ends there only for an
-    # orphaned receiver, which a live run sees as its time limit passing.
-    return v if v in ("completed", "cancelled") else "timeout"  # type: ignore[return-value]
+    # "none": the side never gave a notice; the model ends there for an
+    # orphaned receiver or one the session never reached, which a live run
+    # sees as its time limit passing. "closed": closed with no notice.
+    return v if v in ("completed", "cancelled", "closed") else "timeout"  # type: ignore[return-value]
 
 
 # Random losses (a lossy link, an outage) can strike any segment any number of
@@ -243,13 +252,15 @@ def outcome_set(
     random_losses: int = 0,
     name: str = "outcomes",
     progress: Callable[[TlcProgress], None] | None = None,
+    reading: str = "",
 ) -> OutcomeSet:
     """Every terminal outcome the model reaches with exactly these losses.
 
     The block geometry fixes the model's NRed/NGreen (one model segment per
     data segment) and the retransmission limit its MaxRetx. Raises
     Unplannable for impairments the model cannot express, DtncError when
-    TLC finds a safety violation (a model bug) or no outcome at all."""
+    TLC finds a safety violation (a model bug) or no outcome at all.
+    ``reading``: the model reading ('' the default, else a reading's id)."""
     n_red, n_green = _segments(block)
     if n_red == 0:
         raise Unplannable("the LTP model needs a red part (red_len > 0)")
@@ -260,9 +271,10 @@ def outcome_set(
         "MaxRetx": block.retransmission_limit if max_retx is None else max_retx,
         "PrematureTimeouts": False,
         "FaultyReceiver": False,
+        **LTP.reading_constants(reading),
     }
     workdir.mkdir(parents=True, exist_ok=True)
-    cfg = workdir / f"MCLTPOutcomes_{name}.cfg"
+    cfg = workdir / f"MCLTPOutcomes_{name}{'_reading' + reading if reading else ''}.cfg"
     if random_losses:
         # Any segment may be lost, the planned ones among them (the planned
         # ones are then not required: a set that is wider, never narrower).
@@ -290,7 +302,7 @@ def outcome_set(
             f"TLC found {', '.join(res.violated) or 'errors'} while enumerating outcomes "
             f"for {name}: {'; '.join(res.errors)} (log: {res.log_path})"
         )
-    outcomes = parse_outcomes(res.log_path.read_text(encoding="utf-8"), block)
+    outcomes = parse_outcomes(res.log_path.read_text(encoding="utf-8"), block, reading)
     return OutcomeSet(outcomes, res.distinct_states, res.seconds, res.log_path)
 
 
@@ -309,27 +321,40 @@ def expectation(
     state); its absence means the model wrappers disagree, which is a bug."""
     shape = shape or ChannelShape(True, False, "in order, losses as planned")
     extra = RANDOM_LOSS_BOUND if shape.random_loss else 0
-    res = outcome_set(
-        block,
-        impairments,
-        workdir,
-        name=name,
-        progress=progress,
-        in_order=shape.in_order,
-        random_losses=extra,
-    )
-    if not res.outcomes:
-        raise DtncError(
-            f"{name}: the model reaches no end with exactly these losses (log: {res.log})"
+    # The default reading, then each alternative (specs/ltp/readings.json):
+    # an outcome carries every reading it was reached under.
+    runs = [
+        outcome_set(
+            block,
+            impairments,
+            workdir,
+            name=name,
+            progress=progress,
+            in_order=shape.in_order,
+            random_losses=extra,
+            reading=rid,
         )
-    if must_include is not None and not any(o.key() == must_include.key() for o in res.outcomes):
+        for rid in ["", *(r.id for r in LTP.readings)]
+    ]
+    res = runs[0]
+    every = [o for x in runs for o in x.outcomes]
+    if not every:
+        raise DtncError(
+            f"{name}: the model reaches no end with exactly these losses under any reading "
+            f"(log: {res.log})"
+        )
+    if must_include is not None and not any(o.key() == must_include.key() for o in every):
         raise DtncError(
             f"{name}: the trace's end state ({must_include.describe()}) is not among the "
             f"{len(res.outcomes)} outcomes TLC enumerated (log: {res.log})"
         )
     n_red, n_green = _segments(block)
+    alternatives = "; ".join(
+        f"reading {r.id} ({r.constant}): {len(x.outcomes)} outcomes"
+        for r, x in zip(LTP.readings, runs[1:], strict=True)
+    )
     return Expectation(
-        outcomes=res.outcomes,
+        outcomes=every,
         in_order=shape.in_order,
         random_losses=extra,
         source=(
@@ -342,6 +367,7 @@ def expectation(
             + (", channels in order" if shape.in_order else ", channels that may reorder")
             + f" (NRed={n_red}, NGreen={n_green}, MaxRetx={block.retransmission_limit}; "
             f"{res.distinct_states:,} distinct states; channel: {shape.why})"
+            + (f"; and under the alternative {alternatives}" if alternatives else "")
         ),
     )
 

@@ -498,8 +498,21 @@ def render_certification(
     counts = Counter(r["status"] for r in rows)
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
     spec = protocols.get(protocol)
+    readings = [
+        {
+            "r": reading,
+            "runs": [
+                {"name": r["scn"].name, "anchor": r["anchor"], "roles": r["roles"]}
+                for r in rows
+                if r["run"] is not None and reading.id in r["run"].verdict.readings
+            ],
+        }
+        for reading in spec.readings
+    ]
     page = env.get_template("certification.html").render(
         protocol=protocol.upper(),
+        spec_name=spec.spec,
+        readings=readings,
         delivery_labels=spec.delivery.labels(),
         dissector_proto=spec.dissector.proto,
         sut=f"{sut.name} {sut.version}",

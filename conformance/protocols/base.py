@@ -8,6 +8,7 @@ modules and :mod:`conformance.types` can both build on it.
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,6 +135,47 @@ class Dissector:
 
 
 @dataclass(frozen=True)
+class Reading:
+    """A question the protocol's standard leaves open, answered by a model
+    constant: ``default`` is the model's first reading, ``alternative`` the
+    other (specs/<proto>/readings.json). A run is judged under the default
+    first; one that only an alternative explains passes, and says so."""
+
+    id: str
+    constant: str
+    default: bool | int | str
+    alternative: bool | int | str
+    sections: tuple[str, ...]
+    question: str
+    default_text: str
+    alternative_text: str
+
+    def label(self, spec: str) -> str:
+        """ "reading 5 (RFC 5326 §6.20, §8.2)"."""
+        return f"reading {self.id} ({spec} " + ", ".join(f"§{s}" for s in self.sections) + ")"
+
+
+def load_readings(path: Path) -> tuple[Reading, ...]:
+    """The readings a protocol's model declares (none if no file)."""
+    if not path.is_file():
+        return ()
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    return tuple(
+        Reading(
+            id=str(r["id"]),
+            constant=r["constant"],
+            default=r["default"],
+            alternative=r["alternative"],
+            sections=tuple(r["sections"]),
+            question=r["question"],
+            default_text=r["default_text"],
+            alternative_text=r["alternative_text"],
+        )
+        for r in raw["readings"]
+    )
+
+
+@dataclass(frozen=True)
 class ProtocolSpec:
     """Everything generic code needs to know about one protocol."""
 
@@ -156,6 +198,22 @@ class ProtocolSpec:
     rules: dict[str, dict[str, Rule]] = field(default_factory=dict)
     closed_rule: Rule | None = None
     payload_rule: Rule | None = None
+    # the model's readings of the standard's open questions (Reading)
+    readings: tuple[Reading, ...] = ()
+
+    def reading(self, rid: str) -> Reading:
+        for r in self.readings:
+            if r.id == rid:
+                return r
+        raise InputError(f"{self.name} has no reading {rid!r}")
+
+    def reading_constants(self, rid: str) -> dict[str, bool | int | str]:
+        """The model constants of reading ``rid`` ("" = every default)."""
+        out = {r.constant: r.default for r in self.readings}
+        if rid:
+            r = self.reading(rid)
+            out[r.constant] = r.alternative
+        return out
 
     def generator_module(self) -> ModuleType:
         if not self.generator:

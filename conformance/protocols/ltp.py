@@ -22,6 +22,7 @@ from conformance.protocols.base import (
     ProtocolParams,
     ProtocolSpec,
     Rule,
+    load_readings,
 )
 
 if TYPE_CHECKING:
@@ -296,7 +297,15 @@ SPEC = ProtocolSpec(
                 ),
             ),
             "timeout": Rule(
-                "6", "no procedure ends a receiving session that got no checkpoint and no cancel"
+                "6, 6.17, 8.2",
+                "no procedure ends a receiving session that got no checkpoint and no cancel, "
+                "and a receiver the session never reached gives no notice",
+            ),
+            "closed": Rule(
+                "6.20, 8.2",
+                "under reading 5's alternative only, a receiver with the green EOB and no red "
+                "data closes with no notice",
+                ("ReceiverCloseOnGreenEob",),
             ),
         },
     },
@@ -305,4 +314,5 @@ SPEC = ProtocolSpec(
         "a session closed with neither a red-part reception nor a cancellation notice",
     ),
     payload_rule=Rule("7.2, 7.3", "delivered data is the data the sender sent"),
+    readings=load_readings(wire.SPECS / "ltp" / "readings.json"),
 )

@@ -174,3 +174,53 @@ def test_a_set_computed_for_another_channel_is_not_judged(tmp_path: Path) -> Non
     assert "channels in order" in stale.message and "dtnconform expect" in stale.message
     scn.channel = scn.channel.model_validate({})  # back in order: judged, and it fails
     assert judge(scn, _result(3000, 1000, "completed", "completed"), log, []).status == "fail"
+
+
+def _red_lost_scenario() -> Scenario:
+    """The red part lost, the green EOB delivered: the alternative of
+    reading 5 adds the outcome 'receiver closed' (specs/ltp/readings.json)."""
+    scn = _scenario(
+        [(1000, 1000, "completed", "completed"), (0, 1000, "cancelled", "closed")],
+        impairments=[{"direction": "forward", "match": {"kind": "red_data", "offset": 0}}],
+    )
+    scn.expect.outcomes[0].readings = ["", "5"]
+    closed = next(o for o in scn.expect.outcomes if o.receiver_outcome == "closed")
+    closed.readings = ["5"]
+    return scn
+
+
+def _fwd(i: int, rule: int | None) -> dict[str, object]:
+    rec = _rs(i, rule)
+    rec.update(dir="forward", fields={"kind": "red_data", "offset": 0})
+    return rec
+
+
+def test_an_outcome_of_an_alternative_reading_passes_under_it(tmp_path: Path) -> None:
+    """The trace was explained only under reading 5, and the outcome is one
+    that reading allows: pass, saying which reading the run follows."""
+    from conformance.types import TraceCheck
+
+    log = _log(tmp_path, [_fwd(1, 0)])
+    res = _result(0, 1000, "cancelled", "closed")
+    v = judge(_red_lost_scenario(), res, log, [], trace=TraceCheck(status="accepted", reading="5"))
+    assert v.status == "pass", v.reasons
+    assert v.readings == ["5"]
+    assert v.reasons[0].code == "reading-5" and "§6.20" in v.reasons[0].rule
+
+
+def test_an_outcome_of_another_reading_than_the_traces_fails(tmp_path: Path) -> None:
+    """The trace fits the default reading only, yet the outcome is one only
+    reading 5 reaches: no one reading explains the run, so it fails, and
+    says so."""
+    from conformance.types import TraceCheck
+
+    log = _log(tmp_path, [_fwd(1, 0)])
+    res = _result(0, 1000, "cancelled", "closed")
+    v = judge(_red_lost_scenario(), res, log, [], trace=TraceCheck(status="accepted"))
+    assert v.status == "fail"
+    assert v.readings == []
+    assert "the outcome needs reading 5" in v.reasons[0].message
+    # without a validated trace, any reading may explain the outcome
+    v = judge(_red_lost_scenario(), res, log, [])
+    assert v.status == "pass", v.reasons
+    assert v.readings == ["5"]

@@ -211,6 +211,7 @@ def _run_dir(
     segments: list[str],
     status: str,
     prov: Provenance,
+    readings: list[str] | None = None,
 ) -> None:
     d = runs / scn.name
     d.mkdir(parents=True)
@@ -237,7 +238,13 @@ def _run_dir(
         provenance=prov,
     )
     dump_model(result, d / "result.json")
-    dump_model(Verdict(scenario=scn.name, sut="fakeltp 9.8.7", status=status), d / "verdict.json")  # type: ignore[arg-type]
+    verdict = Verdict(
+        scenario=scn.name,
+        sut="fakeltp 9.8.7",
+        status=status,  # type: ignore[arg-type]
+        readings=readings or [],
+    )
+    dump_model(verdict, d / "verdict.json")
     (d / "segments.jsonl").write_text("".join(s + "\n" for s in segments))
 
 
@@ -265,7 +272,7 @@ def report(tmp_path: Path) -> str:
     )
     _run_dir(runs, cancelled, red=0, green=0, snd="cancelled", rcv="cancelled", rx_duration=0.8,
              segments=_cancel_segments(), status="pass",
-             prov=_provenance(**{"segment-size": 1000}))  # fmt: skip
+             prov=_provenance(**{"segment-size": 1000}), readings=["5"])  # fmt: skip
     # Receiver session time 0: no goodput may be shown.
     _run_dir(runs, instant, red=2000, green=0, snd="completed", rcv="completed", rx_duration=0.0,
              segments=[_seg(0.0, "forward", "RD-CP-EORP-EOB", "red_data", 1, offset=0,
@@ -430,3 +437,14 @@ def test_tool_versions_are_cached() -> None:
     assert provenance.tlc_version() is provenance.tlc_version()
     assert provenance.tshark_version() is provenance.tshark_version()
     assert provenance.tlc_version.cache_info().currsize == 1
+
+
+def test_report_says_which_reading_a_run_needed(report: str) -> None:
+    """A run only reading 5's alternative explains is listed under that
+    reading, and its row says so; the reading's question is shown."""
+    section = _section(report, "readings")
+    assert "reading 5 (RFC 5326 §6.20, §8.2)" in section
+    assert "green end-of-block" in section
+    assert '<a href="#cp-lost-twice">cp-lost-twice</a>' in section
+    assert "instant-delivery" not in section
+    assert "(reading 5)" in _section(report, "summary")

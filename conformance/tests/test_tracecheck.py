@@ -48,14 +48,20 @@ class Wire(pcapkit.Wire):
     def __init__(self) -> None:
         super().__init__(port=PORT, t0=T0, delay=DELAY)
 
-    def check(self, tmp: Path, *, exits: dict[str, float | None] | None = None) -> Any:
+    def check(
+        self,
+        tmp: Path,
+        *,
+        exits: dict[str, float | None] | None = None,
+        readings: list[str] | None = None,
+    ) -> Any:
         a, b = self.write(tmp)
         records, _ = records_from_captures("ltp", a, b, port=PORT, ip_a=IP_A)
         scn = Scenario.model_validate(SCENARIO)
         ends = {k: (T0 + v if v is not None else None) for k, v in (exits or {}).items()}
         return tracecheck.check(
             scn, records, a, b, port=PORT, ip_a=IP_A, exits=ends,
-            workdir=tmp / "trace", out=tmp / "trace.ndjson",
+            workdir=tmp / "trace", out=tmp / "trace.ndjson", readings=readings,
         )  # fmt: skip
 
     def send(self, t: float, direction: str, s: Any, *, lost: bool = False) -> None:  # type: ignore[override]
@@ -245,3 +251,53 @@ def test_identical_copies_in_flight_are_checked(tmp_path: Path) -> None:
         want = "accepted" if answered else "rejected"
         assert tc.status == want, tc.message
     assert "SenderRxRedundantReport" in tc.actions and "§6.13" in tc.rule, tc
+
+
+def red_part_lost(w: Wire) -> None:
+    """The whole red part lost (RD 0 and the checkpoint), the green EOB
+    delivered; the receiver answers neither the retransmitted checkpoint
+    nor anything else until the sender cancels, then acknowledges the CS."""
+    w.send(0.000, "forward", data("RD", 0), lost=True)
+    w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0),
+           lost=True)  # fmt: skip
+    w.send(0.002, "forward", data("GD-EOB", 2000))
+    w.send(1.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0))
+    w.send(2.001, "forward", seg("CS", reason=2))
+    w.send(2.0035, "return", seg("CAS"))
+
+
+def test_a_reading_explains_what_the_default_rejects(tmp_path: Path) -> None:
+    """Reading 5 (specs/ltp/readings.json): a receiver with the green EOB and
+    no red data that closes, as licklider 0.1.1 does. The model's default
+    rejects the trace (the retransmitted checkpoint goes unanswered); the
+    alternative accepts it, and the check says which reading it needed."""
+    default = Wire()
+    red_part_lost(default)
+    (tmp_path / "default").mkdir()
+    tc = default.check(tmp_path / "default", exits={"sender": 2.01, "receiver": 2.02},
+                       readings=[""])  # fmt: skip
+    assert tc.status == "rejected", tc.message
+    assert tc.reading == ""
+    w = Wire()
+    red_part_lost(w)
+    (tmp_path / "both").mkdir()
+    tc = w.check(tmp_path / "both", exits={"sender": 2.01, "receiver": 2.02})
+    assert tc.status == "accepted", tc.message
+    assert tc.reading == "5"
+    assert "reading 5" in tc.message
+
+
+def test_no_reading_explains_a_real_deviation(tmp_path: Path) -> None:
+    """The same loss with the CS left unanswered: every reading rejects it,
+    and the message says the alternatives were tried."""
+    w = Wire()
+    w.send(0.000, "forward", data("RD", 0), lost=True)
+    w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0),
+           lost=True)  # fmt: skip
+    w.send(0.002, "forward", data("GD-EOB", 2000))
+    w.send(1.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0))
+    w.send(2.001, "forward", seg("CS", reason=2))
+    tc = w.check(tmp_path, exits={"sender": 2.9, "receiver": 2.9})
+    assert tc.status == "rejected", tc.message
+    assert tc.reading == ""
+    assert "no alternative reading explains the trace either: reading 5" in tc.message

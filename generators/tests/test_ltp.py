@@ -92,7 +92,7 @@ CHECKPOINT_ACTIONS = {
 
 def test_model_actions_are_the_disjuncts_of_next():
     actions = ltp.model_actions()
-    assert len(actions) == len(set(actions)) == 36
+    assert len(actions) == len(set(actions)) == 37
     assert {"SenderTxCheckpoint", "ChannelLoseReturn", "Terminating"} <= set(actions)
     for a in sorted(CHECKPOINT_ACTIONS):
         assert a in actions, a
@@ -188,8 +188,10 @@ def test_two_generate_runs_at_once_both_succeed(tmp_path):
         ("completed", "completed")
     }
     # Not reached with two losses: the cancel timers (a third loss), and a
-    # segment meeting a receiver or sender that is no longer open.
+    # segment meeting a receiver or sender that is no longer open; nor, under
+    # the default reading the traps use, reading 5's alternative.
     assert set(a.actions_uncovered) <= {
+        "ReceiverCloseOnGreenEob",
         "SenderRxRedundantCancel",
         "SenderExpireCancelTimer",
         "SenderAbandonCancel",
@@ -200,7 +202,7 @@ def test_two_generate_runs_at_once_both_succeed(tmp_path):
         "ReceiverExpireCancelTimer",
         "ReceiverAbandonCancel",
     }
-    assert a.coverage >= 0.75
+    assert len(a.actions_covered) >= 27  # of 37; the catalogue covers all
     assert {"Terminating", "SenderRxRedundantReport"} <= set(a.actions_covered)
     assert CHECKPOINT_ACTIONS - {"ReceiverDiscardCheckpoint"} <= set(a.actions_covered)
     cov = json.loads((tmp_path / "a" / "coverage.json").read_text())

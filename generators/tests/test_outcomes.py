@@ -124,3 +124,31 @@ def test_a_loss_that_cannot_happen_has_no_outcome(tlc: None, tmp_path: Path):
     assert got.outcomes == []
     with pytest.raises(outcomes.DtncError, match="no end"):
         outcomes.expectation(BLOCK, [_drop("return", 5, type="RS")], tmp_path / "x")
+
+
+@pytest.mark.integration
+def test_a_receiver_the_session_never_reached_gives_no_notice(tlc: None, tmp_path: Path):
+    """Reading 11 resolved: a one-segment block lost twice (limit 1), so
+    the sender cancels and its CS reaches a receiver that never saw the
+    session. 8.2 has it in CLOSED, 6.17 takes "no further action": it
+    acknowledges and its client sees nothing (a live run's time limit)."""
+    block = LtpBlock(block_len=1000, red_len=1000, segment_size=1000)
+    imps = [_drop("forward", 1, 2, kind="red_data", offset=0)]
+    got = outcomes.expectation(block, imps, tmp_path)
+    assert {(o.sender_outcome, o.receiver_outcome) for o in got.outcomes} == {
+        ("cancelled", "timeout")
+    }
+
+
+@pytest.mark.integration
+def test_reading_5_adds_the_receiver_that_closes_on_the_green_eob(tlc: None, tmp_path: Path):
+    """A mixed block whose one red segment is lost once: the default reading
+    recovers it; the alternative (GreenEobCloses) may also close the
+    receiver on the green EOB with no notice, and the sender then cancels.
+    Each outcome carries the readings that reach it."""
+    block = LtpBlock(block_len=2000, red_len=1000, segment_size=1000)
+    got = outcomes.expectation(block, [_drop("forward", kind="red_data", offset=0)], tmp_path)
+    by = {(o.sender_outcome, o.receiver_outcome): o.readings for o in got.outcomes}
+    assert by[("completed", "completed")] == ["", "5"]
+    assert by[("cancelled", "closed")] == ["5"]
+    assert "reading 5 (GreenEobCloses)" in got.source

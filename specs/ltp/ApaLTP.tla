@@ -19,6 +19,7 @@ ConstInit ==
     /\ MaxLoss = 2
     /\ PrematureTimeouts = FALSE
     /\ FaultyReceiver = FALSE
+    /\ GreenEobCloses = FALSE
 
 \* The inductive-invariant candidate Apalache checks at every step.
 Inv == TypeOK /\ Safety

@@ -71,6 +71,13 @@
 (*     as redundant (SenderRxRedundantReport)                              *)
 (*   - rOutcome is the receiver's last notice: a CS after delivery turns   *)
 (*     "completed" into "cancelled" (rDeliveries still records 7.3)        *)
+(*   - reading 5 (constant GreenEobCloses, README): FALSE, as 8.2 draws   *)
+(*     it, a receiver with the green EOB waits for the red part; TRUE, one *)
+(*     that has no red data at all may close on the EOB, with no notice   *)
+(*                                                                         *)
+(* The receiver starts "idle" (8.2: CLOSED, no record of the session); the *)
+(* first data segment opens it, and a CS reaching it then is acknowledged  *)
+(* with no notice (6.17), so its client sees nothing.                     *)
 (*                                                                         *)
 (* Actions are named role + verb + object.  Where RFC 5326's response to   *)
 (* an event has branches (session open or not, a limit reached or not),    *)
@@ -98,7 +105,10 @@ CONSTANTS
     \* @type: Bool;
     PrematureTimeouts,  \* may a timer expire while its reply is in flight?
     \* @type: Bool;
-    FaultyReceiver      \* fault injection: deliver the red part on EORP alone
+    FaultyReceiver,     \* fault injection: deliver the red part on EORP alone
+    \* @type: Bool;
+    GreenEobCloses      \* reading 5 (specs/ltp/README.md): may a receiver that got
+                        \* the green EOB and no red data at all close, no notice?
 
 ASSUME NRed \in Nat \ {0}           \* at least one red segment (red-only and mixed blocks)
 ASSUME NGreen \in Nat
@@ -106,6 +116,7 @@ ASSUME MaxRetx \in Nat
 ASSUME MaxLoss \in Nat
 ASSUME PrematureTimeouts \in BOOLEAN
 ASSUME FaultyReceiver \in BOOLEAN
+ASSUME GreenEobCloses \in BOOLEAN
 
 NSeg == NRed + NGreen
 RedSet == 0 .. (NRed - 1)
@@ -176,7 +187,8 @@ VARIABLES
     sCxTx,      \* times the CS has been queued (6.16)
     \* --- block receiver ---
     \* @type: Str;
-    rState,     \* "open", "cr_sent" (cancelling), "closed"
+    rState,     \* "idle" (no session yet, 8.2's CLOSED before the first data
+                \* segment), "open", "cr_sent" (cancelling), "closed"
     \* @type: Str;
     rOutcome,   \* notice to the client: "none", "completed" (7.3), "cancelled" (7.6)
     \* @type: Set(Int);
@@ -227,7 +239,7 @@ TypeOK ==
     /\ sRetx \subseteq RedSet
     /\ sRetxRs \in Nat
     /\ sCxTx \in Nat
-    /\ rState \in {"open", "cr_sent", "closed"}
+    /\ rState \in {"idle", "open", "cr_sent", "closed"}
     /\ rOutcome \in {"none", "completed", "cancelled"}
     /\ rRed \subseteq RedSet
     /\ rGreen \subseteq GreenSet
@@ -253,7 +265,7 @@ Init ==
     /\ sRetx = {}
     /\ sRetxRs = 0
     /\ sCxTx = 0
-    /\ rState = "open"
+    /\ rState = "idle"
     /\ rOutcome = "none"
     /\ rRed = {}
     /\ rGreen = {}
@@ -497,21 +509,27 @@ SenderAbandonCancel ==
 
 (* ----------------------------- receiver -------------------------------- *)
 
+\* 8.2: the receiver begins in CLOSED, with no record of the session, and
+\* the first data segment (red or green) opens it; "idle" is that state.
+\* Data is processed while the session is open or is opened by it.
+ReceiverTakesData == rState \in {"idle", "open"}
+
 \* The reports issued for checkpoint serial c (at most one: a checkpoint
 \* seen before gets no new report).
 ReportsFor(c) == {i \in DOMAIN rReports : rReports[i].cp = c}
 
 \* 3.2.1, 8.2: red data that is not a checkpoint arrives while the session is
-\* open: its offset is recorded (for the reports of 6.11 and the delivery of
-\* 6.9).
+\* open (or opens it): its offset is recorded (for the reports of 6.11 and
+\* the delivery of 6.9).
 ReceiverRxRedData(s) ==
     /\ s \in fwd
     /\ s.type = "RD"
-    /\ rState = "open"
+    /\ ReceiverTakesData
     /\ fwd' = fwd \ {s}
+    /\ rState' = "open"
     /\ rRed' = rRed \cup {s.off}
     /\ lastEvent' = Ev("receiver", "ReceiverRxRedData", "", <<s>>, <<>>, <<>>)
-    /\ UNCHANGED <<senderVars, rState, rOutcome, rGreen, rDeliveries, rReports, rRsTx, rAcked,
+    /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rReports, rRsTx, rAcked,
                    rCxTx, rtn, lostLog>>
 
 \* Red data that is not a checkpoint arrives while the session is cancelling
@@ -521,13 +539,13 @@ ReceiverRxRedData(s) ==
 ReceiverDiscardRedData(s) ==
     /\ s \in fwd
     /\ s.type = "RD"
-    /\ rState # "open"
+    /\ ~ReceiverTakesData
     /\ fwd' = fwd \ {s}
     /\ lastEvent' = Ev("receiver", "ReceiverDiscardRedData", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
 
 \* 6.11 (a), 6.3: a checkpoint with a new serial arrives while the session is
-\* open: its data is recorded and an RS is queued (its timer starts).  Upper
+\* open (or opens it, 8.2): its data is recorded and an RS is queued (its timer starts).  Upper
 \* bound = the checkpoint's upper bound; lower bound = 0 for the (only)
 \* primary report, else the lower bound of the RS the checkpoint answers;
 \* claims = red data received in [lb, ub).  The 6.11 limit on reception
@@ -541,22 +559,23 @@ ReceiverRxCheckpoint(s) ==
     IN
     /\ s \in fwd
     /\ IsCp(s)
-    /\ rState = "open"
+    /\ ReceiverTakesData
     /\ ReportsFor(s.cp) = {}
     /\ fwd' = fwd \ {s}
+    /\ rState' = "open"
     /\ rRed' = red
     /\ rReports' = Append(rReports, rs)
     /\ rRsTx' = Append(rRsTx, 1)
     /\ rtn' = rtn \cup {rs}
     /\ lastEvent' = TxRtn("ReceiverRxCheckpoint", <<s>>, <<rs>>)
-    /\ UNCHANGED <<senderVars, rState, rOutcome, rGreen, rDeliveries, rAcked, rCxTx, lostLog>>
+    /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rAcked, rCxTx, lostLog>>
 
 \* A checkpoint (new or not) arrives while the session is cancelling or
 \* closed: discarded, no RS, like any data then (ReceiverDiscardRedData).
 ReceiverDiscardCheckpoint(s) ==
     /\ s \in fwd
     /\ IsCp(s)
-    /\ rState # "open"
+    /\ ~ReceiverTakesData
     /\ fwd' = fwd \ {s}
     /\ lastEvent' = Ev("receiver", "ReceiverDiscardCheckpoint", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
@@ -604,16 +623,17 @@ ReceiverCancelOnRedundantCheckpoint(s) ==
     /\ lastEvent' = TxRtn("ReceiverCancelOnRedundantCheckpoint", <<s>>, <<cr>>)
     /\ UNCHANGED <<senderVars, rGreen, rDeliveries, rReports, rRsTx, rAcked, lostLog>>
 
-\* 6.10, 7.2: a green segment arrives while the session is open: one
-\* green-part segment arrival notice.
+\* 6.10, 7.2: a green segment arrives while the session is open (or opens
+\* it, 8.2): one green-part segment arrival notice.
 ReceiverRxGreenData(s) ==
     /\ s \in fwd
     /\ s.type \in GreenTypes
-    /\ rState = "open"
+    /\ ReceiverTakesData
     /\ fwd' = fwd \ {s}
+    /\ rState' = "open"
     /\ rGreen' = rGreen \cup {s.off}
     /\ lastEvent' = Ev("receiver", "ReceiverRxGreenData", "", <<s>>, <<>>, <<>>)
-    /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rDeliveries, rReports, rRsTx, rAcked,
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rDeliveries, rReports, rRsTx, rAcked,
                    rCxTx, rtn, lostLog>>
 
 \* A green segment arrives while the session is cancelling or closed:
@@ -621,7 +641,7 @@ ReceiverRxGreenData(s) ==
 ReceiverDiscardGreenData(s) ==
     /\ s \in fwd
     /\ s.type \in GreenTypes
-    /\ rState # "open"
+    /\ ~ReceiverTakesData
     /\ fwd' = fwd \ {s}
     /\ lastEvent' = Ev("receiver", "ReceiverDiscardGreenData", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
@@ -708,13 +728,16 @@ ReceiverRxCancel(s) ==
 \* the same.  A closed session keeps no record (6.20; "the CAS is scheduled
 \* for retransmission"); a cancelling one (the CS crossed its CR) closes
 \* (6.20) without a second notice, its 7.6 notice was given when it cancelled.
+\* A receiver the session never reached ("idle": every data segment was
+\* lost) has no record either, so no notice (6.17: "no further action"), and
+\* stays in 8.2's CLOSED, where a late data segment would still open it.
 ReceiverRxRedundantCancel(s) ==
     /\ s \in fwd
     /\ s.type = "CS"
     /\ rState # "open"
     /\ fwd' = fwd \ {s}
     /\ rtn' = rtn \cup {CancelSeg("CAS", "")}
-    /\ rState' = "closed"
+    /\ rState' = IF rState = "idle" THEN "idle" ELSE "closed"
     /\ lastEvent' = TxRtn("ReceiverRxRedundantCancel", <<s>>, <<CancelSeg("CAS", "")>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
                    rCxTx, lostLog>>
@@ -750,6 +773,23 @@ ReceiverAbandonCancel ==
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
                    rCxTx, fwd, rtn, lostLog>>
 
+\* Reading 5 (GreenEobCloses, specs/ltp/README.md): the green EOB has
+\* arrived and not one red segment, and no report was issued.  The RFC's
+\* receiver diagram (8.2) waits in WAIT_RP_REC for the red part; a receiver
+\* that takes the EOB for the block's end closes (6.20) with no notice.
+\* Only under the alternative reading.
+ReceiverCloseOnGreenEob ==
+    /\ GreenEobCloses
+    /\ rState = "open"
+    /\ NGreen > 0
+    /\ NSeg - 1 \in rGreen
+    /\ rRed = {}
+    /\ rReports = <<>>
+    /\ rState' = "closed"
+    /\ lastEvent' = Ev("receiver", "ReceiverCloseOnGreenEob", "", <<>>, <<>>, <<>>)
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
+                   rCxTx, fwd, rtn, lostLog>>
+
 (* ------------------------------ channel -------------------------------- *)
 
 \* The channel loses a segment in flight to the receiver (within the budget).
@@ -773,7 +813,8 @@ ChannelLoseReturn(s) ==
 -----------------------------------------------------------------------------
 
 SenderEnded == sState = "closed"
-ReceiverEnded == rState = "closed"
+\* Closed, or never reached by the session (8.2's CLOSED either way).
+ReceiverEnded == rState \in {"idle", "closed"}
 \* Both sides closed and nothing left in flight.
 SessionEnded == SenderEnded /\ ReceiverEnded /\ fwd = {} /\ rtn = {}
 
@@ -837,6 +878,7 @@ ReceiverNext ==
     \/ \E i \in DOMAIN rReports : ReceiverExpireReportTimer(i)
     \/ \E i \in DOMAIN rReports : ReceiverCancelSession(i)
     \/ ReceiverCloseSession
+    \/ ReceiverCloseOnGreenEob
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRxCancel(s)
                       \/ ReceiverRxRedundantCancel(s)
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRxCancelAck(s)
@@ -879,10 +921,12 @@ ClaimsAreTrue == sClaimed \subseteq rRed
 \* red part (6.12), hence only when the receiver has it all.
 SuccessOnlyWhenClaimed ==
     sOutcome = "completed" => (RedSet \subseteq sClaimed /\ RedSet \subseteq rRed)
-\* Notices are final: an outcome once given is kept by a closed side.
+\* Notices are final: an outcome once given is kept by a closed side.  A
+\* receiver closes without one only under reading 5's alternative.
 OutcomeOnClose ==
     /\ SenderEnded => sOutcome # "none"
-    /\ (ReceiverEnded /\ rDeliveries = 0) => rOutcome = "cancelled"
+    /\ (rState = "closed" /\ rDeliveries = 0)
+           => rOutcome = "cancelled" \/ (GreenEobCloses /\ rOutcome = "none")
 
 Safety ==
     /\ RedDeliveredOnlyWhenComplete

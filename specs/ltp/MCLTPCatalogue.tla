@@ -44,5 +44,5 @@ ActionSeen ==
 \* Never fails: prints each terminal state's loss pattern and outcome.
 CatalogueReport ==
     Terminal =>
-        PrintT(<<"dtnc-pattern", planHit, sOutcome, rOutcome, rDeliveries, rGreen>>)
+        PrintT(<<"dtnc-pattern", planHit, sOutcome, ReceiverNotice, rDeliveries, rGreen>>)
 =============================================================================

@@ -141,9 +141,13 @@ NoStaleLoss ==
         (lostLog' # lostLog /\ fwd' = fwd \ {s} /\ IsData(s))
             => s.off \notin rRed \cup rGreen
 
+\* What the receiver's client saw last: a notice, "closed" for a session
+\* that closed with none (reading 5's alternative), or "none".
+ReceiverNotice == IF rOutcome = "none" /\ rState = "closed" THEN "closed" ELSE rOutcome
+
 \* Never fails: prints each terminal outcome reached with every planned loss.
 Report ==
     ((AnyLoss \/ planHit = Plan) /\ Terminal) =>
-        PrintT("dtnc-outcome sender=" \o sOutcome \o " receiver=" \o rOutcome
+        PrintT("dtnc-outcome sender=" \o sOutcome \o " receiver=" \o ReceiverNotice
                \o " delivered=" \o ToString(rDeliveries) \o " green=" \o ToString(rGreen))
 =============================================================================
