@@ -39,11 +39,13 @@ class Bound:
     n_green: int
     max_retx: int
     max_loss: int
+    max_claims: int = 20  # reception claims per RS (more: several RSs per report)
     reading: str = ""  # the model reading: '' the default, else a reading's id
 
     @property
     def tag(self) -> str:
-        return f"r{self.n_red}g{self.n_green}l{self.max_retx}"
+        claims = f"c{self.max_claims}" if self.max_claims < self.n_red else ""
+        return f"r{self.n_red}g{self.n_green}l{self.max_retx}{claims}"
 
     def constants(self) -> dict[str, int | bool | str]:
         return {
@@ -53,6 +55,7 @@ class Bound:
             "MaxLoss": self.max_loss,
             "PrematureTimeouts": False,
             "FaultyReceiver": False,
+            "MaxClaims": self.max_claims,
             **LTP.reading_constants(self.reading),
         }
 
@@ -61,7 +64,9 @@ class Bound:
 
 
 # Red-only, mixed and one-segment blocks; limits 0 and 1; three losses (four
-# for the smallest block), enough to reach every cancel-timer path.
+# for the smallest block), enough to reach every cancel-timer path; and one
+# claim per RS, so that a report with a gap is two RSs (RFC 5326 §6.11), some
+# of them lost (ION issue #14's sessions).
 BOUNDS = (
     Bound(3, 1, 1, 3),
     Bound(2, 1, 1, 3),
@@ -69,6 +74,7 @@ BOUNDS = (
     Bound(1, 1, 1, 3),
     Bound(3, 1, 0, 3),
     Bound(1, 0, 1, 4),
+    Bound(3, 0, 1, 3, max_claims=1),
 )
 
 
@@ -116,6 +122,7 @@ def scenario(p: Pattern, states: int) -> Scenario:
         red_len=b.n_red * SEGMENT_SIZE,
         block_len=(b.n_red + b.n_green) * SEGMENT_SIZE,
         retransmission_limit=b.max_retx,
+        max_claims_per_rs=b.max_claims,
     )
     return Scenario(
         name=f"ltp-{b.tag}-{slug}",

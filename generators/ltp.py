@@ -86,6 +86,7 @@ GEN_CONSTANTS: dict[str, int | bool] = {
     "MaxLoss": 2,
     "PrematureTimeouts": False,
     "FaultyReceiver": False,
+    "MaxClaims": 20,
     "GreenEobCloses": False,
 }
 SEGMENT_SIZE = 1000

@@ -151,6 +151,12 @@ def trace_model(
     if block.service_at_receiver != block.client_service_id:
         raise Unrepresentable("an unknown client service (RFC 5326 §6.21 is not modelled yet)")
     geo = _Geometry(block)
+    if geo.n_red > 3 and block.max_claims_per_rs < geo.n_red:
+        raise Unrepresentable(
+            f"max_claims_per_rs {block.max_claims_per_rs} with {geo.n_red} red segments: the "
+            "model's reports split into several RSs only for blocks of up to 3 red segments "
+            "(its sender keeps one retransmission at a time; specs/ltp/LTP.tla, MaxClaims)"
+        )
     reasons = wire.names("ltp", "cancel_reasons")
     cps: dict[int, int] = {}
     rss: dict[int, int] = {}
@@ -230,6 +236,7 @@ def trace_model(
             "MaxLoss": losses,
             "PrematureTimeouts": True,
             "FaultyReceiver": False,
+            "MaxClaims": block.max_claims_per_rs,
             "GreenEobCloses": False,
         },
         units=units,

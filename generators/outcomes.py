@@ -264,6 +264,11 @@ def outcome_set(
     n_red, n_green = _segments(block)
     if n_red == 0:
         raise Unplannable("the LTP model needs a red part (red_len > 0)")
+    if n_red > 3 and block.max_claims_per_rs < n_red:
+        raise Unplannable(
+            f"max_claims_per_rs {block.max_claims_per_rs} with {n_red} red segments: the model "
+            "splits reports into several RSs only for blocks of up to 3 red segments"
+        )
     losses = plan(impairments, block)
     constants: dict[str, int | bool] = {
         "NRed": n_red,
@@ -271,6 +276,7 @@ def outcome_set(
         "MaxRetx": block.retransmission_limit if max_retx is None else max_retx,
         "PrematureTimeouts": False,
         "FaultyReceiver": False,
+        "MaxClaims": block.max_claims_per_rs,
         **LTP.reading_constants(reading),
     }
     workdir.mkdir(parents=True, exist_ok=True)
@@ -365,7 +371,8 @@ def expectation(
                 else "exactly the planned losses"
             )
             + (", channels in order" if shape.in_order else ", channels that may reorder")
-            + f" (NRed={n_red}, NGreen={n_green}, MaxRetx={block.retransmission_limit}; "
+            + f" (NRed={n_red}, NGreen={n_green}, MaxRetx={block.retransmission_limit}, "
+            f"MaxClaims={block.max_claims_per_rs}; "
             f"{res.distinct_states:,} distinct states; channel: {shape.why})"
             + (f"; and under the alternative {alternatives}" if alternatives else "")
         ),

@@ -73,6 +73,12 @@ class LtpBlock(ProtocolParams):
         "assumes (RFC 5326 §6.7, §6.8, §6.16); the endpoints are configured with it",
     )
 
+    max_claims_per_rs: Annotated[int, Field(ge=1, le=1000)] = Field(
+        20,
+        description="the most reception claims one report segment carries; a report with "
+        "more is several RSs (RFC 5326 §6.11). The receiver is configured with it",
+    )
+
     protocol: Literal["ltp"] = "ltp"
 
     @model_validator(mode="before")

@@ -209,6 +209,23 @@ class _Probe:
         }
 
 
+def split_report(
+    spans: list[tuple[int, int]], lb: int, ub: int, max_claims: int
+) -> list[tuple[int, int, list[tuple[int, int]]]]:
+    """RFC 5326 §6.11: a report on ``spans`` within [lb, ub) as RSs of at
+    most ``max_claims`` claims each, (lower, upper, spans) per RS: the first
+    starts at lb, the last ends at ub, each other ends where its last claim
+    ends (LTP.tla's ReportSegs)."""
+    groups = [spans[i : i + max_claims] for i in range(0, len(spans), max_claims)] or [[]]
+    out = []
+    lo = lb
+    for k, group in enumerate(groups):
+        hi = ub if k == len(groups) - 1 else group[-1][1]
+        out.append((lo, hi, group))
+        lo = hi
+    return out
+
+
 def check_probes(scn: Scenario, role: str) -> None:
     for i, pr in enumerate(scn.probes):
         spec = PROBES.get(pr.kind)
@@ -633,7 +650,7 @@ class LtpReceiver(_Side):
         self.rs_serial = random.randint(1, 2**14 - 1) - 1
         self.reports: dict[int, LTP] = {}  # report serial -> RS
         self.rs_tx: dict[int, int] = {}
-        self.by_cp: dict[int, int] = {}  # checkpoint serial -> report serial
+        self.by_cp: dict[int, list[int]] = {}  # checkpoint serial -> its RSs' serials
         self.acked: set[int] = set()
 
     def start(self) -> None:
@@ -707,13 +724,16 @@ class LtpReceiver(_Side):
     def rx_checkpoint(self, seg: LTP) -> None:
         cp = int(seg.checkpoint_serial)
         self.record(seg)
-        if cp in self.by_cp:  # 6.8 (b)
-            i = self.by_cp[cp]
-            if self.rs_tx[i] <= self.limit:
-                self.rs_tx[i] += 1
-                self.tx("ReceiverRxRedundantCheckpoint", self.reports[i], rx=seg)
-                if i not in self.acked:
-                    self.ctx.arm(f"report-{i}", self.rtx_s, lambda i=i: self.expire_report_timer(i))
+        if cp in self.by_cp:  # 6.8 (b): a new copy of each affected RS
+            mine = self.by_cp[cp]
+            if all(self.rs_tx[i] <= self.limit for i in mine):
+                for i in mine:
+                    self.rs_tx[i] += 1
+                    self.tx("ReceiverRxRedundantCheckpoint", self.reports[i], rx=seg)
+                    if i not in self.acked:
+                        self.ctx.arm(
+                            f"report-{i}", self.rtx_s, lambda i=i: self.expire_report_timer(i)
+                        )
             else:
                 self.cancel(
                     "ReceiverCancelOnRedundantCheckpoint",
@@ -723,31 +743,38 @@ class LtpReceiver(_Side):
                     rx=seg,
                 )
             return
-        # 6.11 (a): the bounds and claims of the RS answering this checkpoint.
+        # 6.11 (a): the bounds and claims of the report answering this
+        # checkpoint, as one RS or more (at most max_claims_per_rs claims each).
         answered = int(seg.report_serial)
         lb = int(self.reports[answered].lower_bound) if answered in self.reports else 0
         ub = int(seg.offset) + len(bytes(seg.data))
-        self.rs_serial += 1
-        serial = self.rs_serial
-        rs = self.seg(
-            "RS",
-            report_serial=serial,
-            checkpoint_serial=cp,
-            upper_bound=ub,
-            lower_bound=lb,
-            claims=[(a - lb, b - a) for a, b in self.claims(lb, ub)],
-        )
-        self.reports[serial] = rs
-        self.rs_tx[serial] = 1
-        self.by_cp[cp] = serial
-        if self.probes and sum(b - a for a, b in self.claims(lb, ub)) == ub - lb:
+        spans = self.claims(lb, ub)
+        rss = []
+        for lo, hi, group in split_report(spans, lb, ub, self.p.max_claims_per_rs):
+            self.rs_serial += 1
+            rs = self.seg(
+                "RS",
+                report_serial=self.rs_serial,
+                checkpoint_serial=cp,
+                upper_bound=hi,
+                lower_bound=lo,
+                claims=[(a - lo, b - a) for a, b in group],
+            )
+            self.reports[self.rs_serial] = rs
+            self.rs_tx[self.rs_serial] = 1
+            rss.append(self.rs_serial)
+        self.by_cp[cp] = rss
+        if self.probes and sum(b - a for a, b in spans) == ub - lb:
             # Before the RS, at the first checkpoint whose report claims all
             # of its bounds: a probe whose claims are taken leaves the
             # sender with nothing to retransmit, as the real RS does.
-            self.probe_rs = rs
+            self.probe_rs = self.reports[rss[0]]
             self.send_probes()
-        self.tx("ReceiverRxCheckpoint", rs, rx=seg)
-        self.ctx.arm(f"report-{serial}", self.rtx_s, lambda: self.expire_report_timer(serial))
+        for serial in rss:
+            self.tx("ReceiverRxCheckpoint", self.reports[serial], rx=seg)
+            self.ctx.arm(
+                f"report-{serial}", self.rtx_s, lambda i=serial: self.expire_report_timer(i)
+            )
 
     def claims(self, lb: int, ub: int) -> list[tuple[int, int]]:
         """Received red data in [lb, ub) as maximal ranges."""

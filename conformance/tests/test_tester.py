@@ -312,3 +312,24 @@ def test_a_timing_hint_sets_the_testers_timer_alone(tmp_path: Path) -> None:
     scn.timers.tester_retransmission_ms = 100
     (warning,) = timers.warnings(scn)
     assert warning.startswith("timers.tester_retransmission_ms 100 ms is below")
+
+
+def test_a_report_splits_as_the_model_splits_it() -> None:
+    """RFC 5326 §6.11 (LTP.tla ReportSegs): at most max_claims claims per RS,
+    the first RS from the report's lower bound, the last to its upper bound,
+    the others ending where their last claim ends, scopes tiling."""
+    from conformance.tester.ltp import split_report
+
+    spans = [(0, 1000), (2000, 3000), (4000, 4500)]
+    assert split_report(spans, 0, 5000, 20) == [(0, 5000, spans)]
+    assert split_report(spans, 0, 5000, 1) == [
+        (0, 1000, [(0, 1000)]),
+        (1000, 3000, [(2000, 3000)]),
+        (3000, 5000, [(4000, 4500)]),
+    ]
+    assert split_report(spans, 0, 5000, 2) == [
+        (0, 3000, spans[:2]),
+        (3000, 5000, spans[2:]),
+    ]
+    # nothing received in scope: one RS with no claims
+    assert split_report([], 1000, 2000, 1) == [(1000, 2000, [])]

@@ -125,7 +125,9 @@ def test_tlc_matches_manifest(bound):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("cfg", ["MCLTP_early.cfg", "MCLTP_orphan.cfg", "MCLTP_reading5.cfg"])
+@pytest.mark.parametrize(
+    "cfg", ["MCLTP_early.cfg", "MCLTP_orphan.cfg", "MCLTP_reading5.cfg", "MCLTP_claims.cfg"]
+)
 def test_other_bounds_match_manifest(cfg, tmp_path):
     """Unguarded timers stay safe; the orphaned receiver is still found."""
     try:
@@ -139,5 +141,10 @@ def test_other_bounds_match_manifest(cfg, tmp_path):
         assert r.ok and r.distinct_states == expected["distinct_states"]
         assert (r.states_generated, r.depth) == (expected["states_generated"], expected["depth"])
     else:
+        # A liveness counterexample is found by TLC's periodic temporal check,
+        # which runs on a timer: its length varies from run to run. What it
+        # shows does not: the sender closed, the receiver open for ever.
         assert r.violated == [expected["violated"]]
-        assert len(r.trace) == expected["trace_length"]
+        assert r.trace[-1].action == "Stuttering"
+        last = r.trace[-2].variables
+        assert (last["sState"], last["rState"], last["rDeliveries"]) == ("closed", "open", 0)

@@ -19,6 +19,7 @@ ConstInit ==
     /\ MaxLoss = 2
     /\ PrematureTimeouts = FALSE
     /\ FaultyReceiver = FALSE
+    /\ MaxClaims = 20
     /\ GreenEobCloses = FALSE
 
 \* The inductive-invariant candidate Apalache checks at every step.

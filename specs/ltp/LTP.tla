@@ -23,7 +23,8 @@
 (*            checkpoint, RLEXC cancellation at the limit                  *)
 (*   6.9      red-part reception (delivery), 7.3 notice                    *)
 (*   6.10     green-part segment arrival, 7.2 notice                       *)
-(*   6.11     reception reports: bounds and claims                         *)
+(*   6.11     reception reports: bounds and claims; a report of several RSs *)
+(*            when its claims exceed MaxClaims per RS                      *)
 (*   6.12     transmission completion, 7.4 notice                          *)
 (*   6.13     RA for every RS (also after the session closed), data        *)
 (*            retransmission whose last segment is a new checkpoint        *)
@@ -106,6 +107,8 @@ CONSTANTS
     PrematureTimeouts,  \* may a timer expire while its reply is in flight?
     \* @type: Bool;
     FaultyReceiver,     \* fault injection: deliver the red part on EORP alone
+    \* @type: Int;
+    MaxClaims,          \* the most reception claims one RS carries (6.11, 3.2.2)
     \* @type: Bool;
     GreenEobCloses      \* reading 5 (specs/ltp/README.md): may a receiver that got
                         \* the green EOB and no red data at all close, no notice?
@@ -117,6 +120,11 @@ ASSUME MaxLoss \in Nat
 ASSUME PrematureTimeouts \in BOOLEAN
 ASSUME FaultyReceiver \in BOOLEAN
 ASSUME GreenEobCloses \in BOOLEAN
+\* A report whose claims exceed MaxClaims is several RSs (6.11).  The sender
+\* keeps one retransmission and one checkpoint timer at a time, so the model
+\* admits only bounds where at most one RS of a report leaves gaps: with at
+\* most three red segments, or one RS per report.
+ASSUME MaxClaims \in Nat \ {0} /\ (NRed <= 3 \/ MaxClaims >= NRed)
 
 NSeg == NRed + NGreen
 RedSet == 0 .. (NRed - 1)
@@ -157,6 +165,25 @@ AckSeg(r) == Mk("RA", 0, 0, r)
 CancelSeg(t, why) == [Mk(t, 0, 0, 0) EXCEPT !.reason = why]
 
 IsCp(s) == s.type \in CpTypes
+
+\* 6.11: the RSs of one reception report on red offsets red within [lb, ub),
+\* report serials first, first + 1, ...: each carries at most MaxClaims
+\* claims (one claim per run of contiguous offsets); the first RS's lower
+\* bound is the report's, the last RS's upper bound the report's, and each
+\* RS ends where its last claim ends, so that their scopes tile the report's.
+RunStarts(S) == {o \in S : o - 1 \notin S}
+RunEnd(S, o) == CHOOSE e \in (o + 1) .. (NRed + 1) : e \notin S /\ \A x \in o .. (e - 1) : x \in S
+\* The end (exclusive) of the k-th run of S, in offset order.
+NthRunEnd(S, k) ==
+    RunEnd(S, CHOOSE o \in RunStarts(S) : Cardinality({x \in RunStarts(S) : x < o}) = k - 1)
+ReportSegs(first, c, lb, ub, red) ==
+    LET S == {o \in red : lb <= o /\ o < ub}
+        runs == Cardinality(RunStarts(S))
+        n == IF runs = 0 THEN 1 ELSE (runs + MaxClaims - 1) \div MaxClaims
+        Lo(g) == IF g = 1 THEN lb ELSE NthRunEnd(S, (g - 1) * MaxClaims)
+        Hi(g) == IF g = n THEN ub ELSE NthRunEnd(S, g * MaxClaims)
+    IN [g \in 1 .. n |-> ReportSeg(first + g - 1, c, Lo(g), Hi(g),
+                                   {o \in S : Lo(g) <= o /\ o < Hi(g)})]
 IsData(s) == s.type \in RedTypes \cup GreenTypes
 
 Min(S) == CHOOSE x \in S : \A y \in S : x <= y
@@ -514,9 +541,14 @@ SenderAbandonCancel ==
 \* Data is processed while the session is open or is opened by it.
 ReceiverTakesData == rState \in {"idle", "open"}
 
-\* The reports issued for checkpoint serial c (at most one: a checkpoint
-\* seen before gets no new report).
+\* The RSs issued for checkpoint serial c: one report (a checkpoint seen
+\* before gets no new one), of one RS or more, with consecutive serials.
 ReportsFor(c) == {i \in DOMAIN rReports : rReports[i].cp = c}
+\* Those RSs in serial order.
+ReportSeqFor(c) ==
+    LET first == Min(ReportsFor(c)) IN
+    [k \in 1 .. Cardinality(ReportsFor(c)) |-> rReports[first + k - 1]]
+Range(f) == {f[x] : x \in DOMAIN f}
 
 \* 3.2.1, 8.2: red data that is not a checkpoint arrives while the session is
 \* open (or opens it): its offset is recorded (for the reports of 6.11 and
@@ -545,7 +577,8 @@ ReceiverDiscardRedData(s) ==
     /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
 
 \* 6.11 (a), 6.3: a checkpoint with a new serial arrives while the session is
-\* open (or opens it, 8.2): its data is recorded and an RS is queued (its timer starts).  Upper
+\* open (or opens it, 8.2): its data is recorded and a reception report is
+\* queued, as one RS or more (ReportSegs; each RS's timer starts).  Upper
 \* bound = the checkpoint's upper bound; lower bound = 0 for the (only)
 \* primary report, else the lower bound of the RS the checkpoint answers;
 \* claims = red data received in [lb, ub).  The 6.11 limit on reception
@@ -555,7 +588,7 @@ ReceiverRxCheckpoint(s) ==
         n == Len(rReports) + 1
         lb == IF s.rs = 0 THEN 0 ELSE rReports[s.rs].lb
         ub == s.off + 1
-        rs == ReportSeg(n, s.cp, lb, ub, {o \in red : lb <= o /\ o < ub})
+        rs == ReportSegs(n, s.cp, lb, ub, red)
     IN
     /\ s \in fwd
     /\ IsCp(s)
@@ -564,10 +597,10 @@ ReceiverRxCheckpoint(s) ==
     /\ fwd' = fwd \ {s}
     /\ rState' = "open"
     /\ rRed' = red
-    /\ rReports' = Append(rReports, rs)
-    /\ rRsTx' = Append(rRsTx, 1)
-    /\ rtn' = rtn \cup {rs}
-    /\ lastEvent' = TxRtn("ReceiverRxCheckpoint", <<s>>, <<rs>>)
+    /\ rReports' = rReports \o rs
+    /\ rRsTx' = rRsTx \o [g \in DOMAIN rs |-> 1]
+    /\ rtn' = rtn \cup Range(rs)
+    /\ lastEvent' = TxRtn("ReceiverRxCheckpoint", <<s>>, rs)
     /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rAcked, rCxTx, lostLog>>
 
 \* A checkpoint (new or not) arrives while the session is cancelling or
@@ -581,39 +614,36 @@ ReceiverDiscardCheckpoint(s) ==
     /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
 
 \* 6.8 (b): a redundantly retransmitted checkpoint (its serial was answered
-\* before) arrives while the session is open, and the RS issued for it has
-\* been queued at most MaxRetx times: its data is recorded and a new copy of
-\* that RS is queued.
+\* before) arrives while the session is open, and no RS issued for it has
+\* been queued more than MaxRetx times: its data is recorded and a new copy
+\* of each of those RSs ("each affected RS segment") is queued.
 ReceiverRxRedundantCheckpoint(s) ==
-    LET i == CHOOSE x \in ReportsFor(s.cp) : TRUE IN
+    LET mine == ReportsFor(s.cp) IN
     /\ s \in fwd
     /\ IsCp(s)
     /\ rState = "open"
-    /\ ReportsFor(s.cp) # {}
-    /\ rRsTx[i] <= MaxRetx
+    /\ mine # {}
+    /\ \A i \in mine : rRsTx[i] <= MaxRetx
     /\ fwd' = fwd \ {s}
     /\ rRed' = rRed \cup {s.off}
-    /\ rtn' = rtn \cup {rReports[i]}
-    /\ rRsTx' = [rRsTx EXCEPT ![i] = @ + 1]
-    /\ lastEvent' = TxRtn("ReceiverRxRedundantCheckpoint", <<s>>, <<rReports[i]>>)
+    /\ rtn' = rtn \cup Range(ReportSeqFor(s.cp))
+    /\ rRsTx' = [i \in DOMAIN rRsTx |-> IF i \in mine THEN rRsTx[i] + 1 ELSE rRsTx[i]]
+    /\ lastEvent' = TxRtn("ReceiverRxRedundantCheckpoint", <<s>>, ReportSeqFor(s.cp))
     /\ UNCHANGED <<senderVars, rState, rOutcome, rGreen, rDeliveries, rReports, rAcked, rCxTx,
                    lostLog>>
 
 \* 6.8 (b), 6.19, 7.6: a redundantly retransmitted checkpoint arrives while
-\* the session is open, and the RS issued for it has been queued more than
+\* the session is open, and an RS issued for it has been queued more than
 \* MaxRetx times: its data is recorded, then the session is cancelled exactly
 \* as in ReceiverCancelSession (a CR with reason RLEXC is queued, 6.15: the
 \* cancel timer starts).  RFC 5326 applies the limit whether or not the RS
 \* was acknowledged; so does the model.
 ReceiverCancelOnRedundantCheckpoint(s) ==
-    LET i == CHOOSE x \in ReportsFor(s.cp) : TRUE
-        cr == CancelSeg("CR", "RLEXC")
-    IN
+    LET cr == CancelSeg("CR", "RLEXC") IN
     /\ s \in fwd
     /\ IsCp(s)
     /\ rState = "open"
-    /\ ReportsFor(s.cp) # {}
-    /\ rRsTx[i] > MaxRetx
+    /\ \E i \in ReportsFor(s.cp) : rRsTx[i] > MaxRetx
     /\ fwd' = fwd \ {s}
     /\ rRed' = rRed \cup {s.off}
     /\ rtn' = rtn \cup {cr}

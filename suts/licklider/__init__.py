@@ -79,6 +79,7 @@ class Licklider(SutAdapter):
             # The expectation assumes the model's retransmission limit.
             "max-retransmissions": b.retransmission_limit,
             "cancel-rtx-limit": b.retransmission_limit,
+            "max-claims-per-rs": b.max_claims_per_rs,
             # Keep serving after the session ended, so late segments (a resent
             # checkpoint, report or cancel) meet a running engine.
             "linger-ms": _ms(t.linger_ms),
