@@ -430,6 +430,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # Input first, then tools, then root: all before any namespace exists.
     scn = _load_scenario_file(Path(args.scenario))
     sut = get(args.sut)
+    sut.set_options(args.sut_option)
     if scn.protocol != sut.protocol:
         raise InputError(f"{args.scenario}: a {scn.protocol} scenario cannot run on {sut.name}")
     if args.tester or scn.probes:
@@ -955,6 +956,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--tester",
         choices=("sender", "receiver"),
         help="dtnconform's model-driven tester plays this role, the SUT the other",
+    )
+    s.add_argument(
+        "--sut-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a configuration choice the implementation offers (repeatable; licklider: "
+        "report-upper-bound=cp-end|max-seen); recorded in the run's provenance",
     )
     s.set_defaults(func=cmd_run)
 

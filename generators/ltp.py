@@ -87,6 +87,7 @@ GEN_CONSTANTS: dict[str, int | bool] = {
     "PrematureTimeouts": False,
     "FaultyReceiver": False,
     "MaxClaims": 20,
+    "ReportBoundsMay": False,
     "GreenEobCloses": False,
 }
 SEGMENT_SIZE = 1000

@@ -20,6 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from conformance import wire
+from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpBlock
 from conformance.tracecheck import TraceModel, Unrepresentable, WireEvent
 from conformance.types import Scenario, SegmentRecord
@@ -237,7 +238,8 @@ def trace_model(
             "PrematureTimeouts": True,
             "FaultyReceiver": False,
             "MaxClaims": block.max_claims_per_rs,
-            "GreenEobCloses": False,
+            # the default reading of each question (tracecheck tries the others)
+            **LTP.reading_constants(""),
         },
         units=units,
         actions=model_actions(MODEL, NEXT_BLOCKS),

@@ -39,6 +39,28 @@ class SutAdapter(ABC):
     name: str
     protocol: str
     version: str
+    # Configuration choices the implementation offers beyond the scenario's
+    # knobs (name -> what it does, its values): `dtnconform run --sut-option`.
+    OPTIONS: dict[str, str] = {}
+
+    def __init__(self) -> None:
+        self.options: dict[str, str] = {}
+
+    def set_options(self, pairs: list[str]) -> None:
+        """``NAME=VALUE`` pairs into :attr:`options` (InputError for a name
+        the adapter does not offer, or a pair without '=')."""
+        from conformance.errors import InputError
+
+        for pair in pairs:
+            name, eq, value = pair.partition("=")
+            if not eq or not name or not value:
+                raise InputError(f"--sut-option {pair!r}: expected NAME=VALUE")
+            if name not in self.OPTIONS:
+                offered = "; ".join(f"{k}: {v}" for k, v in self.OPTIONS.items()) or "none"
+                raise InputError(
+                    f"--sut-option {name}: {self.name} has no such option (it offers: {offered})"
+                )
+            self.options[name] = value
 
     @abstractmethod
     def ensure_built(self) -> None:

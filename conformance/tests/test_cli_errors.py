@@ -228,6 +228,18 @@ def test_missing_and_binary_scenario(tmp_path: Path) -> None:
     one_line_error(cli("run", str(blob), "--sut", "licklider"), str(blob))
 
 
+def test_an_option_the_sut_does_not_offer_is_refused(tmp_path: Path) -> None:
+    one_line_error(
+        cli("run", str(SCENARIO), "--sut", "licklider", "--sut-option", "speed=fast"),
+        "--sut-option speed",
+        "report-upper-bound",
+    )
+    one_line_error(
+        cli("run", str(SCENARIO), "--sut", "licklider", "--sut-option", "report-upper-bound"),
+        "NAME=VALUE",
+    )
+
+
 def test_what_the_tester_cannot_play_is_refused_before_any_run(tmp_path: Path) -> None:
     data = json.loads(SCENARIO.read_text())
     data["impairments"] = []

@@ -258,3 +258,31 @@ def test_channel_crash_is_an_error_verdict_and_leaves_no_namespaces(
     assert "channel.stderr" in out.verdict.reasons[0].message
     assert (tmp_path / "run" / "verdict.json").exists()
     assert set(netns.ours()) == before, "namespaces left behind"
+
+
+def test_an_alternative_reading_is_named_not_failed(tmp_path: Path) -> None:
+    """licklider configured to take RFC 5326 §6.11's MAY upper bound
+    (report-upper-bound=max-seen): with the second red segment lost, its
+    secondary report reaches past the retransmitted checkpoint, which the
+    model's default reading (the SHOULD bound) rejects. The run passes under
+    reading 2's alternative and says so; the same run with licklider's
+    default needs no alternative."""
+    scn = _scenario(
+        "live-max-seen",
+        [{"direction": "forward", "match": {"kind": "red_data", "offset": 1000}}],
+        red=2000,
+        green=1000,
+    )
+    assert scn.params is not None
+    scn.params.red_len, scn.params.block_len = 3000, 4000
+    scn.expect = outcomes.expectation_for(scn, tmp_path / "tlc")
+    sut = get("licklider")
+    sut.set_options(["report-upper-bound=max-seen"])
+    out = run_scenario(scn, sut, tmp_path / "max-seen")
+    assert out.verdict.status == "pass", out.verdict.reasons
+    assert out.verdict.readings == ["2"]
+    assert out.verdict.reasons[0].code == "reading-2"
+    assert "[report-upper-bound=max-seen]" in out.verdict.sut
+    out = run_scenario(scn, get("licklider"), tmp_path / "default")
+    assert out.verdict.status == "pass", out.verdict.reasons
+    assert out.verdict.readings == []

@@ -149,6 +149,6 @@ def test_reading_5_adds_the_receiver_that_closes_on_the_green_eob(tlc: None, tmp
     block = LtpBlock(block_len=2000, red_len=1000, segment_size=1000)
     got = outcomes.expectation(block, [_drop("forward", kind="red_data", offset=0)], tmp_path)
     by = {(o.sender_outcome, o.receiver_outcome): o.readings for o in got.outcomes}
-    assert by[("completed", "completed")] == ["", "5"]
+    assert {"", "5"} <= set(by[("completed", "completed")])
     assert by[("cancelled", "closed")] == ["5"]
     assert "reading 5 (GreenEobCloses)" in got.source

@@ -126,7 +126,14 @@ def test_tlc_matches_manifest(bound):
 
 @pytest.mark.integration
 @pytest.mark.parametrize(
-    "cfg", ["MCLTP_early.cfg", "MCLTP_orphan.cfg", "MCLTP_reading5.cfg", "MCLTP_claims.cfg"]
+    "cfg",
+    [
+        "MCLTP_early.cfg",
+        "MCLTP_orphan.cfg",
+        "MCLTP_reading2.cfg",
+        "MCLTP_reading5.cfg",
+        "MCLTP_claims.cfg",
+    ],
 )
 def test_other_bounds_match_manifest(cfg, tmp_path):
     """Unguarded timers stay safe; the orphaned receiver is still found."""

@@ -20,6 +20,7 @@ ConstInit ==
     /\ PrematureTimeouts = FALSE
     /\ FaultyReceiver = FALSE
     /\ MaxClaims = 20
+    /\ ReportBoundsMay = FALSE
     /\ GreenEobCloses = FALSE
 
 \* The inductive-invariant candidate Apalache checks at every step.

@@ -72,6 +72,8 @@
 (*     as redundant (SenderRxRedundantReport)                              *)
 (*   - rOutcome is the receiver's last notice: a CS after delivery turns   *)
 (*     "completed" into "cancelled" (rDeliveries still records 7.3)        *)
+(*   - reading 2 (constant ReportBoundsMay, README): FALSE, a report     *)
+(*     takes 6.11's SHOULD bounds; TRUE, also its MAY bounds               *)
 (*   - reading 5 (constant GreenEobCloses, README): FALSE, as 8.2 draws   *)
 (*     it, a receiver with the green EOB waits for the red part; TRUE, one *)
 (*     that has no red data at all may close on the EOB, with no notice   *)
@@ -110,6 +112,8 @@ CONSTANTS
     \* @type: Int;
     MaxClaims,          \* the most reception claims one RS carries (6.11, 3.2.2)
     \* @type: Bool;
+    ReportBoundsMay,    \* reading 2 (README): may a report take 6.11's MAY bounds?
+    \* @type: Bool;
     GreenEobCloses      \* reading 5 (specs/ltp/README.md): may a receiver that got
                         \* the green EOB and no red data at all close, no notice?
 
@@ -120,6 +124,7 @@ ASSUME MaxLoss \in Nat
 ASSUME PrematureTimeouts \in BOOLEAN
 ASSUME FaultyReceiver \in BOOLEAN
 ASSUME GreenEobCloses \in BOOLEAN
+ASSUME ReportBoundsMay \in BOOLEAN
 \* A report whose claims exceed MaxClaims is several RSs (6.11).  The sender
 \* keeps one retransmission and one checkpoint timer at a time, so the model
 \* admits only bounds where at most one RS of a report leaves gaps: with at
@@ -187,6 +192,7 @@ ReportSegs(first, c, lb, ub, red) ==
 IsData(s) == s.type \in RedTypes \cup GreenTypes
 
 Min(S) == CHOOSE x \in S : \A y \in S : x <= y
+Max(S) == CHOOSE x \in S : \A y \in S : x >= y
 
 VARIABLES
     \* --- block sender ---
@@ -576,31 +582,40 @@ ReceiverDiscardRedData(s) ==
     /\ lastEvent' = Ev("receiver", "ReceiverDiscardRedData", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
 
+\* 6.11: the bounds a report answering checkpoint s may take.  Upper bound:
+\* the checkpoint's upper bound (SHOULD), or, under reading 2's alternative
+\* (ReportBoundsMay), the highest red offset received so far (MAY).  Lower
+\* bound: 0 for the (only) primary report (MUST); for a secondary report the
+\* lower bound of the RS the checkpoint answers (SHOULD), or 0 (MAY, under
+\* the alternative).
+ReportUpperBounds(s, red) ==
+    IF ReportBoundsMay THEN {s.off + 1, Max(red) + 1} ELSE {s.off + 1}
+ReportLowerBounds(s) ==
+    IF s.rs = 0 THEN {0}
+    ELSE IF ReportBoundsMay THEN {rReports[s.rs].lb, 0} ELSE {rReports[s.rs].lb}
+
 \* 6.11 (a), 6.3: a checkpoint with a new serial arrives while the session is
 \* open (or opens it, 8.2): its data is recorded and a reception report is
-\* queued, as one RS or more (ReportSegs; each RS's timer starts).  Upper
-\* bound = the checkpoint's upper bound; lower bound = 0 for the (only)
-\* primary report, else the lower bound of the RS the checkpoint answers;
-\* claims = red data received in [lb, ub).  The 6.11 limit on reception
-\* problems is not modelled.
+\* queued, as one RS or more (ReportSegs; each RS's timer starts), with
+\* bounds as above and claims = red data received in [lb, ub).  The 6.11
+\* limit on reception problems is not modelled.
 ReceiverRxCheckpoint(s) ==
     LET red == rRed \cup {s.off}
         n == Len(rReports) + 1
-        lb == IF s.rs = 0 THEN 0 ELSE rReports[s.rs].lb
-        ub == s.off + 1
-        rs == ReportSegs(n, s.cp, lb, ub, red)
     IN
     /\ s \in fwd
     /\ IsCp(s)
     /\ ReceiverTakesData
     /\ ReportsFor(s.cp) = {}
+    /\ \E lb \in ReportLowerBounds(s), ub \in ReportUpperBounds(s, red) :
+         LET rs == ReportSegs(n, s.cp, lb, ub, red) IN
+         /\ rReports' = rReports \o rs
+         /\ rRsTx' = rRsTx \o [g \in DOMAIN rs |-> 1]
+         /\ rtn' = rtn \cup Range(rs)
+         /\ lastEvent' = TxRtn("ReceiverRxCheckpoint", <<s>>, rs)
     /\ fwd' = fwd \ {s}
     /\ rState' = "open"
     /\ rRed' = red
-    /\ rReports' = rReports \o rs
-    /\ rRsTx' = rRsTx \o [g \in DOMAIN rs |-> 1]
-    /\ rtn' = rtn \cup Range(rs)
-    /\ lastEvent' = TxRtn("ReceiverRxCheckpoint", <<s>>, rs)
     /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rAcked, rCxTx, lostLog>>
 
 \* A checkpoint (new or not) arrives while the session is cancelling or

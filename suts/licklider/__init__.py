@@ -37,6 +37,10 @@ class Licklider(SutAdapter):
     name = "licklider"
     protocol = "ltp"
     version = "0.1.1"
+    OPTIONS = {
+        "report-upper-bound": "cp-end (RFC 5326 §6.11's SHOULD, the default) or max-seen (its "
+        "MAY: the highest red data received), the upper bound of reception reports",
+    }
 
     def ensure_built(self) -> None:
         if BINARY.exists() and not os.environ.get("DTNC_REBUILD"):
@@ -55,7 +59,7 @@ class Licklider(SutAdapter):
         if proc.returncode != 0 or not BINARY.exists():
             raise DtncError(f"building the licklider harness failed:\n{proc.stderr[-2000:]}")
 
-    def flags(self, scn: Scenario, role: str) -> dict[str, int]:
+    def flags(self, scn: Scenario, role: str) -> dict[str, int | str]:
         """Every behaviour knob one role is started with, by harness flag
         (addresses aside). One source for the command line and for
         :meth:`knobs`."""
@@ -89,7 +93,9 @@ class Licklider(SutAdapter):
             # licklider never closes a session whose green EOB was lost: once
             # nothing of its own is outstanding, the receiver waits this long.
             out["close-wait-ms"] = _ms(t.close_wait_ms)
-        return out
+        # --sut-option choices go to both roles as the harness flags of the
+        # same names (specs/ltp/readings.json says which the model judges).
+        return {**out, **self.options}
 
     def _argv(self, scn: Scenario, ep: Endpoint, role: str) -> list[str]:
         cmd = "send" if role == "sender" else "recv"
