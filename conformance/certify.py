@@ -203,7 +203,11 @@ def certify(
         robot.run(
             str(suite),
             outputdir=str(robot_dir),
-            variable=[f"RUNS_DIR:{runs_dir}", f"SUT:{sut.name}"],
+            variable=[
+                f"RUNS_DIR:{runs_dir}",
+                f"SUT:{sut.name}",
+                "SUT_OPTIONS:" + ",".join(f"{k}={v}" for k, v in sut.options.items()),
+            ],
             listener=[_Progress(len(todo), on_test)],
             stdout=console_out,
             stderr=console_out,

@@ -521,6 +521,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
     from suts.base import get
 
     sut = get(args.sut)
+    sut.set_options(args.sut_option)
     roles = [r.strip() for r in args.sut_roles.split(",") if r.strip()]
     bad = [r for r in roles if r not in certify.SUT_ROLES]
     if bad or not roles:
@@ -994,6 +995,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="which sides the SUT plays, comma-separated (default all three): both (the SUT "
         "against itself), sender (the model-driven tester receives), receiver (the tester "
         "sends); the robustness probes run in the tester roles asked for",
+    )
+    s.add_argument(
+        "--sut-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a configuration choice the implementation offers, for every run (repeatable; "
+        "licklider: report-upper-bound=cp-end|max-seen)",
     )
     s.set_defaults(func=cmd_certify)
 

@@ -515,7 +515,8 @@ def render_certification(
         readings=readings,
         delivery_labels=spec.delivery.labels(),
         dissector_proto=spec.dissector.proto,
-        sut=f"{sut.name} {sut.version}",
+        sut=f"{sut.name} {sut.version}"
+        + ("".join(f" [{k}={v}]" for k, v in sut.options.items()) if sut.options else ""),
         rows=rows,
         counts=counts,
         provenance=summary,

@@ -27,14 +27,18 @@ class DtnConformance:
         self.last: RunOutcome | None = None
 
     @keyword("Run Scenario")
-    def run_scenario(self, scenario: str, sut: str, tester: str = "none", run: str = "") -> str:
+    def run_scenario(
+        self, scenario: str, sut: str, tester: str = "none", run: str = "", options: str = ""
+    ) -> str:
         """Replay ``scenario`` (a scenario JSON file) against ``sut`` between
         network namespaces, the model-driven tester playing ``tester``
         (sender, receiver; none: the SUT plays both sides); return the
         verdict status (pass, fail, inconclusive, error). The run's files go
-        to RUNS_DIR/``run`` (default: the scenario's name)."""
+        to RUNS_DIR/``run`` (default: the scenario's name). ``options``: the
+        SUT's configuration choices, ``NAME=VALUE`` separated by commas."""
         scn = load_scenario(Path(scenario))
         adapter = get(sut)
+        adapter.set_options([o for o in options.split(",") if o])
         role = None if tester in ("", "none") else tester
         run_dir = self.runs_dir / (run or scn.name)
         try:

@@ -5,6 +5,7 @@ Library           conformance.robot.DtnConformance.DtnConformance    ${RUNS_DIR}
 *** Variables ***
 ${RUNS_DIR}       runs
 ${SUT}            licklider
+${SUT_OPTIONS}    ${EMPTY}
 
 *** Keywords ***
 Scenario Should Pass
@@ -12,5 +13,5 @@ Scenario Should Pass
     ...    model-driven tester plays ${tester} (sender, receiver, or none: the SUT
     ...    plays both sides); the run's files go to RUNS_DIR/${run}.
     [Arguments]    ${scenario}    ${tester}=none    ${run}=${EMPTY}
-    Run Scenario    ${scenario}    ${SUT}    ${tester}    ${run}
+    Run Scenario    ${scenario}    ${SUT}    ${tester}    ${run}    ${SUT_OPTIONS}
     Verdict Should Be    pass
