@@ -440,14 +440,14 @@ def _validate(
     rejection's TraceCheck fields. Under each reading in turn (its id and
     model constants, the default first unless the caller orders otherwise):
     the eager pass first; if it rejects, the full one. If every reading
-    rejects, the diagnosis pass at the furthest line of the default's."""
+    rejects, the diagnosis pass runs under the reading that took the trace
+    furthest (the first of those tied): what an alternative reading
+    explains is not held against the implementation."""
     inv = ["Furthest"]
     states, seconds = 0, 0.0
-    default_tm, bad = sess.tm, 0
+    reached: list[tuple[int, str, TraceModel]] = []
     for rid, consts in readings:
         tm = replace(sess.tm, constants={**sess.tm.constants, **consts})
-        if not rid:
-            default_tm = tm
         tag = f"_reading{rid}" if rid else ""
         for eager in (True, False):
             res = _run(tm, sess.data(0, eager), workdir, inv, ("eager" if eager else "trace") + tag)
@@ -455,9 +455,9 @@ def _validate(
             seconds += res.seconds
             if res.accepted:
                 return states, seconds, None, rid
-        if not rid or not bad:
-            bad = res.furthest
-    diag = _run(default_tm, sess.data(bad, False), workdir, ["Diag"], "diag")
+        reached.append((res.furthest, rid, tm))
+    bad, diag_rid, diag_tm = max(reached, key=lambda x: x[0])
+    diag = _run(diag_tm, sess.data(bad, False), workdir, ["Diag"], "diag")
     seconds += diag.seconds
 
     def label(k: int) -> str:
@@ -468,12 +468,14 @@ def _validate(
     message, enabled, blamed, rule, tags = _diagnose(
         sess.tm, sess.lines, bad, diag.diag, sess.window_us, label, spec
     )
-    alternatives = [rid for rid, _c in readings if rid]
-    if alternatives:
-        message += (
-            f" (no alternative reading explains the trace either: "
-            f"{', '.join('reading ' + r for r in alternatives)})"
+    others = [f"{'reading ' + r if r else 'the default reading'} stops at line {n}"
+              for n, r, _tm in reached if r != diag_rid]  # fmt: skip
+    if diag_rid:
+        message = f"under reading {diag_rid}'s alternative, which takes the trace furthest: " + (
+            message
         )
+    if others:
+        message += f" (no other reading explains the trace either: {'; '.join(others)})"
     bad_ev = sess.events[bad - 1]
     return (
         states,

@@ -40,12 +40,14 @@ class Bound:
     max_retx: int
     max_loss: int
     max_claims: int = 20  # reception claims per RS (more: several RSs per report)
+    service_known: bool = True  # the receiver has the client service the data names
     reading: str = ""  # the model reading: '' the default, else a reading's id
 
     @property
     def tag(self) -> str:
         claims = f"c{self.max_claims}" if self.max_claims < self.n_red else ""
-        return f"r{self.n_red}g{self.n_green}l{self.max_retx}{claims}"
+        unknown = "" if self.service_known else "u"
+        return f"r{self.n_red}g{self.n_green}l{self.max_retx}{claims}{unknown}"
 
     def constants(self) -> dict[str, int | bool | str]:
         return {
@@ -56,6 +58,7 @@ class Bound:
             "PrematureTimeouts": False,
             "FaultyReceiver": False,
             "MaxClaims": self.max_claims,
+            "ServiceKnown": self.service_known,
             **LTP.reading_constants(self.reading),
         }
 
@@ -75,6 +78,7 @@ BOUNDS = (
     Bound(3, 1, 0, 3),
     Bound(1, 0, 1, 4),
     Bound(3, 0, 1, 3, max_claims=1),
+    Bound(2, 1, 1, 3, service_known=False),
 )
 
 
@@ -123,6 +127,7 @@ def scenario(p: Pattern, states: int) -> Scenario:
         block_len=(b.n_red + b.n_green) * SEGMENT_SIZE,
         retransmission_limit=b.max_retx,
         max_claims_per_rs=b.max_claims,
+        receiver_client_service_id=None if b.service_known else 2,
     )
     return Scenario(
         name=f"ltp-{b.tag}-{slug}",

@@ -75,7 +75,7 @@ MODEL = SPEC_DIR / "MCLTP.tla"
 TRAPS = SPEC_DIR / "MCLTPTraps.tla"
 SPEC = SPEC_DIR / "LTP.tla"
 
-Bound = Literal["ci", "deep", "bug"]
+Bound = str  # a specs/ltp/MCLTP_<bound>.cfg: ci, deep, bug, reading2, claims, ...
 
 # The bound test generation runs at: 3 red + 1 green segments, timers that
 # never expire while their reply is in flight, up to two losses.
@@ -87,7 +87,9 @@ GEN_CONSTANTS: dict[str, int | bool] = {
     "PrematureTimeouts": False,
     "FaultyReceiver": False,
     "MaxClaims": 20,
+    "ServiceKnown": True,
     "ReportBoundsMay": False,
+    "RefusalStateless": False,
     "GreenEobCloses": False,
 }
 SEGMENT_SIZE = 1000
@@ -208,7 +210,8 @@ def check(
     ``workdir`` (default: a new folder of this run's own)."""
     cfg = SPEC_DIR / f"MCLTP_{bound}.cfg"
     if not cfg.is_file():
-        raise InputError(f"unknown bound {bound!r}: {cfg} does not exist")
+        known = sorted(p.stem.removeprefix("MCLTP_") for p in SPEC_DIR.glob("MCLTP_*.cfg"))
+        raise InputError(f"unknown bound {bound!r} (the LTP bounds: {', '.join(known)})")
     # One worker for the failing model: breadth-first search then returns a
     # shortest counterexample, the same every time (two workers may not).
     workers = {"deep": None, "bug": 1}.get(bound, 2)

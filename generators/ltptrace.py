@@ -35,8 +35,10 @@ MODEL = SPEC_DIR / "LTP.tla"
 NEXT_BLOCKS = ("SenderNext", "ReceiverNext", "ChannelNext", "Step", "Next")
 
 DATA_TYPES = frozenset({"RD", "RD-CP", "RD-CP-EORP", "RD-CP-EORP-EOB", "GD", "GD-EOB"})
-# The model's cancels carry RLEXC only: the limits are its one cause of cancel.
-MODELLED_REASONS = frozenset({"RLEXC"})
+# The model's cancels, by segment type: a retransmission limit exceeded
+# (RLEXC) at either side, and a receiver refusing a session for an unknown
+# client service (UNREACH, 8.2).
+MODELLED_REASONS = {"CS": frozenset({"RLEXC"}), "CR": frozenset({"RLEXC", "UNREACH"})}
 
 
 def _mk(
@@ -149,8 +151,6 @@ def trace_model(
     assert isinstance(block, LtpBlock)
     if block.red_len == 0:
         raise Unrepresentable("a green-only block (the model has a red part)")
-    if block.service_at_receiver != block.client_service_id:
-        raise Unrepresentable("an unknown client service (RFC 5326 §6.21 is not modelled yet)")
     geo = _Geometry(block)
     if geo.n_red > 3 and block.max_claims_per_rs < geo.n_red:
         raise Unrepresentable(
@@ -217,10 +217,11 @@ def trace_model(
         elif t in ("CS", "CR"):
             code = f.get("reason")
             name = reasons.get(code) if isinstance(code, int) else None  # type: ignore[call-overload]
-            if name not in MODELLED_REASONS:
+            if name not in MODELLED_REASONS[t]:
                 raise Unrepresentable(
                     f"{where} cancels with reason {name or code}; the model cancels only when a "
-                    "retransmission limit is exceeded (RLEXC)"
+                    "retransmission limit is exceeded (RLEXC), or, at the receiver, when the "
+                    "client service is unknown (UNREACH)"
                 )
             units[k] = _mk(t, reason=str(name))
         elif t in ("CAS", "CAR"):
@@ -238,6 +239,7 @@ def trace_model(
             "PrematureTimeouts": True,
             "FaultyReceiver": False,
             "MaxClaims": block.max_claims_per_rs,
+            "ServiceKnown": block.service_at_receiver == block.client_service_id,
             # the default reading of each question (tracecheck tries the others)
             **LTP.reading_constants(""),
         },

@@ -277,6 +277,7 @@ def outcome_set(
         "PrematureTimeouts": False,
         "FaultyReceiver": False,
         "MaxClaims": block.max_claims_per_rs,
+        "ServiceKnown": block.service_at_receiver == block.client_service_id,
         **LTP.reading_constants(reading),
     }
     workdir.mkdir(parents=True, exist_ok=True)

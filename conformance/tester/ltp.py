@@ -42,8 +42,10 @@ from dissectors.ltp.layer import (
     parse,
 )
 
-# The cancel reason every cancel of the model carries (RFC 5326 §3.2.4).
+# The cancel reasons of the model (RFC 5326 §3.2.4): a retransmission limit
+# exceeded, and a session refused for an unknown client service (8.2).
 RLEXC = 2
+UNREACH = 1
 
 
 def pattern(offset: int, length: int) -> bytes:
@@ -64,11 +66,6 @@ def check(scn: Scenario, role: str) -> None:
     """Raise CannotPlay, naming the field, for what the tester cannot play."""
     p = scn.params
     assert isinstance(p, LtpBlock)
-    if role == "receiver" and p.service_at_receiver != p.client_service_id:
-        raise CannotPlay(
-            "params.receiver_client_service_id: the tester's receiver cannot play an unknown "
-            "client service (RFC 5326 §6.21 UNREACH is not in the model yet)"
-        )
     check_probes(scn, role)
     if p.red_len == 0:
         raise CannotPlay(
@@ -331,6 +328,7 @@ class _Side(_Probing, Role):
         self.state = "open"  # "open", "cs_sent"/"cr_sent" (cancelling), "closed"
         self.session: tuple[int, int] | None = None
         self.cx_tx = 0  # times the cancel segment was queued (6.16)
+        self.cx_reason = RLEXC  # the reason its cancel segments carry
         self.ignored = 0
         self.probes = [_Probe(pr.kind, PROBES[pr.kind], pr.count) for pr in scn.probes]
 
@@ -417,7 +415,7 @@ class _Side(_Probing, Role):
         self.state = state
         self.cx_tx = 1
         self.end("cancelled", detail)
-        self.tx(action, self.seg(type_, reason=RLEXC), rx=rx)
+        self.tx(action, self.seg(type_, reason=self.cx_reason), rx=rx)
         self.ctx.arm("cancel", self.rtx_s, self.expire_cancel_timer)
 
     def expire_cancel_timer(self) -> None:
@@ -425,7 +423,7 @@ class _Side(_Probing, Role):
         ctype = "CS" if self.name == "sender" else "CR"
         if self.cx_tx <= self.limit:  # 6.16
             self.cx_tx += 1
-            self.tx(f"{role}ExpireCancelTimer", self.seg(ctype, reason=RLEXC))
+            self.tx(f"{role}ExpireCancelTimer", self.seg(ctype, reason=self.cx_reason))
             self.ctx.arm("cancel", self.rtx_s, self.expire_cancel_timer)
         else:  # 6.16, 6.20
             self.state = "closed"
@@ -651,6 +649,8 @@ class LtpReceiver(_Side):
         self.reports: dict[int, LTP] = {}  # report serial -> RS
         self.rs_tx: dict[int, int] = {}
         self.by_cp: dict[int, list[int]] = {}  # checkpoint serial -> its RSs' serials
+        # the model's ServiceKnown = FALSE: the first data segment is refused
+        self.refusing = self.p.service_at_receiver != self.p.client_service_id
         self.acked: set[int] = set()
 
     def start(self) -> None:
@@ -708,6 +708,14 @@ class LtpReceiver(_Side):
 
     def rx_data(self, seg: LTP) -> None:
         name = "Red" if seg.is_red else "Green"
+        if self.refusing:  # 8.2: the data names a client service we do not have
+            self.refusing = False
+            self.state = "cr_sent"
+            self.cx_tx = 1
+            self.cx_reason = UNREACH
+            self.tx("ReceiverRefuseSession", self.seg("CR", reason=UNREACH), rx=seg)
+            self.ctx.arm("cancel", self.rtx_s, self.expire_cancel_timer)
+            return
         if self.state != "open":  # the model's choice: discarded once not open
             action = (
                 "ReceiverDiscardCheckpoint" if seg.is_checkpoint else f"ReceiverDiscard{name}Data"

@@ -104,6 +104,22 @@ def first_cr_not_acknowledged_by_the_sender(out: RunOutcome) -> None:
     assert car[0].time > cr[1].time, "the first CR was acknowledged: the finding no longer holds"
 
 
+def refused_session_cr_not_acknowledged(out: RunOutcome) -> None:
+    """licklider-0.1.1-first-cs-not-acknowledged, through an unknown client
+    service: licklider's receiver refuses each data segment with a CR
+    UNREACH (reading 12's alternative, allowed), and its sender answers
+    fewer CRs than reach it (RFC 5326 §6.17)."""
+    assert out.verdict.status == "fail", out.verdict.reasons
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+    assert tc.message.startswith("under reading 12's alternative"), tc.message
+    assert "§6.17" in tc.rule, tc
+    cr = [s for s in out.segments if s.direction == "return" and s.fields.get("type") == "CR"]
+    car = [s for s in out.segments if s.direction == "forward" and s.fields.get("type") == "CAR"]
+    assert len(cr) == 3 and not any(s.dropped for s in cr), cr
+    assert len(car) < len(cr), "every CR was acknowledged: the finding no longer holds"
+
+
 # test id -> (scenario file, implementation, the role the tester plays, check)
 CHECKS: dict[str, tuple[str, str, str | None, Callable[[RunOutcome], None]]] = {
     "two-reports-lost": (
@@ -135,6 +151,12 @@ CHECKS: dict[str, tuple[str, str, str | None, Callable[[RunOutcome], None]]] = {
         "licklider",
         None,
         crossing_cancels_not_acknowledged,
+    ),
+    "unknown-service": (
+        "ltp-unknown-service.json",
+        "licklider",
+        None,
+        refused_session_cr_not_acknowledged,
     ),
 }
 

@@ -289,7 +289,7 @@ def test_a_reading_explains_what_the_default_rejects(tmp_path: Path) -> None:
 
 def test_no_reading_explains_a_real_deviation(tmp_path: Path) -> None:
     """The same loss with the CS left unanswered: every reading rejects it,
-    and the message says the alternatives were tried."""
+    and the message says where each stopped."""
     w = Wire()
     w.send(0.000, "forward", data("RD", 0), lost=True)
     w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0),
@@ -300,4 +300,10 @@ def test_no_reading_explains_a_real_deviation(tmp_path: Path) -> None:
     tc = w.check(tmp_path, exits={"sender": 2.9, "receiver": 2.9})
     assert tc.status == "rejected", tc.message
     assert tc.reading == ""
-    assert "no alternative reading explains the trace either: reading 5" in tc.message
+    # the diagnosis is made under the reading that explains the most (5: the
+    # receiver closed on the green EOB), so it names the real deviation, the
+    # CS left unanswered (§6.17), not the checkpoint reading 5 explains
+    assert tc.message.startswith("under reading 5's alternative"), tc.message
+    assert "§6.17" in tc.rule and "ReceiverRxRedundantCancel" in tc.actions, tc
+    assert "no other reading explains the trace either" in tc.message
+    assert "the default reading stops at line" in tc.message

@@ -133,6 +133,8 @@ def test_tlc_matches_manifest(bound):
         "MCLTP_reading2.cfg",
         "MCLTP_reading5.cfg",
         "MCLTP_claims.cfg",
+        "MCLTP_unknown.cfg",
+        "MCLTP_reading12.cfg",
     ],
 )
 def test_other_bounds_match_manifest(cfg, tmp_path):

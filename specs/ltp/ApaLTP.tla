@@ -20,7 +20,9 @@ ConstInit ==
     /\ PrematureTimeouts = FALSE
     /\ FaultyReceiver = FALSE
     /\ MaxClaims = 20
+    /\ ServiceKnown = TRUE
     /\ ReportBoundsMay = FALSE
+    /\ RefusalStateless = FALSE
     /\ GreenEobCloses = FALSE
 
 \* The inductive-invariant candidate Apalache checks at every step.

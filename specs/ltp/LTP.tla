@@ -40,7 +40,8 @@
 (*   - SDNV encoding, byte-level offsets and lengths: data is counted in   *)
 (*     abstract segments 0..NRed+NGreen-1 (red first), one segment per     *)
 (*     datagram; claims are sets of segment offsets, not byte ranges       *)
-(*   - multiple sessions, session numbers, engine ids, client services,    *)
+(*   - multiple sessions, session numbers, engine ids, client service ids *)
+(*     (only whether the receiver has the service: ServiceKnown),          *)
 (*     extensions (3.1.4), the link-state cues and timer suspension of     *)
 (*     6.5/6.6, the retransmission-cycle limit (RXMTCYCEXC; cycles are     *)
 (*     bounded here by the loss budget), miscoloured segments (6.21),      *)
@@ -78,6 +79,9 @@
 (*     it, a receiver with the green EOB waits for the red part; TRUE, one *)
 (*     that has no red data at all may close on the EOB, with no notice   *)
 (*                                                                         *)
+(* ServiceKnown = FALSE: the receiver has no client service of the one the *)
+(* data names; it refuses the session (8.2, CR UNREACH) and never opens it. *)
+(*                                                                         *)
 (* The receiver starts "idle" (8.2: CLOSED, no record of the session); the *)
 (* first data segment opens it, and a CS reaching it then is acknowledged  *)
 (* with no notice (6.17), so its client sees nothing.                     *)
@@ -112,7 +116,11 @@ CONSTANTS
     \* @type: Int;
     MaxClaims,          \* the most reception claims one RS carries (6.11, 3.2.2)
     \* @type: Bool;
+    ServiceKnown,       \* the client service the data names is registered at the receiver
+    \* @type: Bool;
     ReportBoundsMay,    \* reading 2 (README): may a report take 6.11's MAY bounds?
+    \* @type: Bool;
+    RefusalStateless,   \* reading 12 (README): does a refused session leave no record?
     \* @type: Bool;
     GreenEobCloses      \* reading 5 (specs/ltp/README.md): may a receiver that got
                         \* the green EOB and no red data at all close, no notice?
@@ -125,6 +133,8 @@ ASSUME PrematureTimeouts \in BOOLEAN
 ASSUME FaultyReceiver \in BOOLEAN
 ASSUME GreenEobCloses \in BOOLEAN
 ASSUME ReportBoundsMay \in BOOLEAN
+ASSUME ServiceKnown \in BOOLEAN
+ASSUME RefusalStateless \in BOOLEAN
 \* A report whose claims exceed MaxClaims is several RSs (6.11).  The sender
 \* keeps one retransmission and one checkpoint timer at a time, so the model
 \* admits only bounds where at most one RS of a report leaves gaps: with at
@@ -323,7 +333,11 @@ Init ==
 CpAwaited == sCp \in fwd \/ \E s \in rtn : s.type = "RS" /\ s.cp = sCp.cp
 RsAwaited(i) == rReports[i] \in rtn \/ AckSeg(i) \in fwd
 CsAwaited == CancelSeg("CS", "RLEXC") \in fwd \/ CancelSeg("CAS", "") \in rtn
-CrAwaited == CancelSeg("CR", "RLEXC") \in rtn \/ CancelSeg("CAR", "") \in fwd
+\* The reason of the receiver's CRs: a receiver whose client service is
+\* unknown refuses the session (UNREACH, 8.2) and never opens it; any other
+\* cancels only when a retransmission limit is exceeded (RLEXC).
+RxCancelReason == IF ServiceKnown THEN "RLEXC" ELSE "UNREACH"
+CrAwaited == CancelSeg("CR", RxCancelReason) \in rtn \/ CancelSeg("CAR", "") \in fwd
 
 -----------------------------------------------------------------------------
 (* ------------------------------ sender --------------------------------- *)
@@ -545,7 +559,10 @@ SenderAbandonCancel ==
 \* 8.2: the receiver begins in CLOSED, with no record of the session, and
 \* the first data segment (red or green) opens it; "idle" is that state.
 \* Data is processed while the session is open or is opened by it.
-ReceiverTakesData == rState \in {"idle", "open"}
+ReceiverTakesData == rState = "open" \/ (rState = "idle" /\ ServiceKnown)
+\* No session to take data: cancelling or closed (an idle receiver with an
+\* unknown service refuses the session instead, ReceiverRefuseSession).
+ReceiverDiscards == rState \in {"cr_sent", "closed"}
 
 \* The RSs issued for checkpoint serial c: one report (a checkpoint seen
 \* before gets no new one), of one RS or more, with consecutive serials.
@@ -577,7 +594,7 @@ ReceiverRxRedData(s) ==
 ReceiverDiscardRedData(s) ==
     /\ s \in fwd
     /\ s.type = "RD"
-    /\ ~ReceiverTakesData
+    /\ ReceiverDiscards
     /\ fwd' = fwd \ {s}
     /\ lastEvent' = Ev("receiver", "ReceiverDiscardRedData", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
@@ -623,7 +640,7 @@ ReceiverRxCheckpoint(s) ==
 ReceiverDiscardCheckpoint(s) ==
     /\ s \in fwd
     /\ IsCp(s)
-    /\ ~ReceiverTakesData
+    /\ ReceiverDiscards
     /\ fwd' = fwd \ {s}
     /\ lastEvent' = Ev("receiver", "ReceiverDiscardCheckpoint", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
@@ -654,7 +671,7 @@ ReceiverRxRedundantCheckpoint(s) ==
 \* cancel timer starts).  RFC 5326 applies the limit whether or not the RS
 \* was acknowledged; so does the model.
 ReceiverCancelOnRedundantCheckpoint(s) ==
-    LET cr == CancelSeg("CR", "RLEXC") IN
+    LET cr == CancelSeg("CR", RxCancelReason) IN
     /\ s \in fwd
     /\ IsCp(s)
     /\ rState = "open"
@@ -667,6 +684,26 @@ ReceiverCancelOnRedundantCheckpoint(s) ==
     /\ rCxTx' = 1
     /\ lastEvent' = TxRtn("ReceiverCancelOnRedundantCheckpoint", <<s>>, <<cr>>)
     /\ UNCHANGED <<senderVars, rGreen, rDeliveries, rReports, rRsTx, rAcked, lostLog>>
+
+\* 8.2: the first data segment (red or green) names a client service the
+\* receiver does not have: the session is refused, with the cancellation
+\* sequence (a CR with reason UNREACH, its timer started, 6.15, 6.16); no
+\* notice is given (there is no client service to give it to).  Reading 12
+\* (RefusalStateless): a receiver that keeps no record of a refused session
+\* stays in CLOSED ("idle"), runs no cancel timer, and refuses each later
+\* data segment of the session anew, as the first one of a session.
+ReceiverRefuseSession(s) ==
+    /\ s \in fwd
+    /\ IsData(s)
+    /\ rState = "idle"
+    /\ ~ServiceKnown
+    /\ fwd' = fwd \ {s}
+    /\ rtn' = rtn \cup {CancelSeg("CR", "UNREACH")}
+    /\ rState' = IF RefusalStateless THEN "idle" ELSE "cr_sent"
+    /\ rCxTx' = IF RefusalStateless THEN rCxTx ELSE 1
+    /\ lastEvent' = TxRtn("ReceiverRefuseSession", <<s>>, <<CancelSeg("CR", "UNREACH")>>)
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
+                   lostLog>>
 
 \* 6.10, 7.2: a green segment arrives while the session is open (or opens
 \* it, 8.2): one green-part segment arrival notice.
@@ -686,7 +723,7 @@ ReceiverRxGreenData(s) ==
 ReceiverDiscardGreenData(s) ==
     /\ s \in fwd
     /\ s.type \in GreenTypes
-    /\ ~ReceiverTakesData
+    /\ ReceiverDiscards
     /\ fwd' = fwd \ {s}
     /\ lastEvent' = Ev("receiver", "ReceiverDiscardGreenData", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
@@ -737,11 +774,11 @@ ReceiverCancelSession(i) ==
     /\ i \notin rAcked
     /\ PrematureTimeouts \/ ~RsAwaited(i)
     /\ rRsTx[i] > MaxRetx
-    /\ rtn' = rtn \cup {CancelSeg("CR", "RLEXC")}
+    /\ rtn' = rtn \cup {CancelSeg("CR", RxCancelReason)}
     /\ rState' = "cr_sent"
     /\ rOutcome' = "cancelled"
     /\ rCxTx' = 1
-    /\ lastEvent' = TxRtn("ReceiverCancelSession", <<>>, <<CancelSeg("CR", "RLEXC")>>)
+    /\ lastEvent' = TxRtn("ReceiverCancelSession", <<>>, <<CancelSeg("CR", RxCancelReason)>>)
     /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, fwd, lostLog>>
 
 \* 6.14, 6.20: red part delivered and every RS acknowledged: the session closes.
@@ -802,9 +839,9 @@ ReceiverExpireCancelTimer ==
     /\ rState = "cr_sent"
     /\ PrematureTimeouts \/ ~CrAwaited
     /\ rCxTx <= MaxRetx
-    /\ rtn' = rtn \cup {CancelSeg("CR", "RLEXC")}
+    /\ rtn' = rtn \cup {CancelSeg("CR", RxCancelReason)}
     /\ rCxTx' = rCxTx + 1
-    /\ lastEvent' = TxRtn("ReceiverExpireCancelTimer", <<>>, <<CancelSeg("CR", "RLEXC")>>)
+    /\ lastEvent' = TxRtn("ReceiverExpireCancelTimer", <<>>, <<CancelSeg("CR", RxCancelReason)>>)
     /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx,
                    rAcked, fwd, lostLog>>
 
@@ -918,6 +955,7 @@ ReceiverNext ==
                       \/ ReceiverCancelOnRedundantCheckpoint(s)
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRxGreenData(s)
                       \/ ReceiverDiscardGreenData(s)
+    \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRefuseSession(s)
     \/ ReceiverDeliverRedPart
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRxReportAck(s)
     \/ \E i \in DOMAIN rReports : ReceiverExpireReportTimer(i)
@@ -971,7 +1009,8 @@ SuccessOnlyWhenClaimed ==
 OutcomeOnClose ==
     /\ SenderEnded => sOutcome # "none"
     /\ (rState = "closed" /\ rDeliveries = 0)
-           => rOutcome = "cancelled" \/ (GreenEobCloses /\ rOutcome = "none")
+           => \/ rOutcome = "cancelled"
+              \/ (GreenEobCloses \/ ~ServiceKnown) /\ rOutcome = "none"
 
 Safety ==
     /\ RedDeliveredOnlyWhenComplete

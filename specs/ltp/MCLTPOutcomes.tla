@@ -143,7 +143,9 @@ NoStaleLoss ==
 
 \* What the receiver's client saw last: a notice, "closed" for a session
 \* that closed with none (reading 5's alternative), or "none".
-ReceiverNotice == IF rOutcome = "none" /\ rState = "closed" THEN "closed" ELSE rOutcome
+\* (A refused session, ServiceKnown = FALSE, was never the client's: "none".)
+ReceiverNotice ==
+    IF rOutcome = "none" /\ rState = "closed" /\ ServiceKnown THEN "closed" ELSE rOutcome
 
 \* Never fails: prints each terminal outcome reached with every planned loss.
 Report ==
