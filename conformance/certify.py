@@ -206,7 +206,8 @@ def certify(
             variable=[
                 f"RUNS_DIR:{runs_dir}",
                 f"SUT:{sut.name}",
-                "SUT_OPTIONS:" + ",".join(f"{k}={v}" for k, v in sut.options.items()),
+                "SUT_OPTIONS:"
+                + ",".join(f"{k}={v}" for k, v in getattr(sut, "options", {}).items()),
             ],
             listener=[_Progress(len(todo), on_test)],
             stdout=console_out,

@@ -409,8 +409,9 @@ def settle_probes(
 def sut_label(sut: SutAdapter, tester: str | None = None) -> str:
     """ "licklider 0.1.1", or with the tester: "licklider 0.1.1 (receiver)"."""
     label = f"{sut.name} {sut.version}"
-    if sut.options:
-        label += " [" + ", ".join(f"{k}={v}" for k, v in sut.options.items()) + "]"
+    options = getattr(sut, "options", {})  # an adapter before SutAdapter.options has none
+    if options:
+        label += " [" + ", ".join(f"{k}={v}" for k, v in options.items()) + "]"
     if tester is not None:
         label += " (receiver)" if tester == "sender" else " (sender)"
     return label

@@ -516,7 +516,7 @@ def render_certification(
         delivery_labels=spec.delivery.labels(),
         dissector_proto=spec.dissector.proto,
         sut=f"{sut.name} {sut.version}"
-        + ("".join(f" [{k}={v}]" for k, v in sut.options.items()) if sut.options else ""),
+        + "".join(f" [{k}={v}]" for k, v in getattr(sut, "options", {}).items()),
         rows=rows,
         counts=counts,
         provenance=summary,

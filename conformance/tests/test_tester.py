@@ -253,10 +253,26 @@ def test_the_conforming_receiver_discards_every_sender_probe(tmp_path: Path) -> 
     assert rx.result["outcome"] == "completed"
 
 
+def test_the_receiver_refuses_a_session_for_an_unknown_service(tmp_path: Path) -> None:
+    """RFC 5326 §8.2 (LTP.tla ReceiverRefuseSession): the data names service
+    1, the receiver has 9: it refuses the session with one CR (UNREACH), the
+    sender cancels and acknowledges, the refused session's other data is
+    discarded, and the receiver's client hears nothing."""
+    scn = _scenario(receiver_client_service_id=9)
+    launch.check(scn, "receiver")
+    launch.check(scn, "sender")
+    tx, rx, _ = _transfer(scn, tmp_path)
+    assert rx is not None
+    assert tx.result["outcome"] == "cancelled"
+    assert rx.result["outcome"] in ("none", "timeout")
+    acts = rx.actions()
+    assert acts.count("ReceiverRefuseSession") == 1
+    assert "ReceiverRxCancelAck" in acts
+    assert "ReceiverDiscardCheckpoint" in acts or "ReceiverDiscardRedData" in acts
+    assert "SenderRxCancel" in tx.actions()
+
+
 def test_what_the_tester_cannot_play_names_the_field() -> None:
-    with pytest.raises(InputError, match=r"params.receiver_client_service_id"):
-        launch.check(_scenario(receiver_client_service_id=9), "receiver")
-    launch.check(_scenario(receiver_client_service_id=9), "sender")
     with pytest.raises(InputError, match=r"probes\[0\].kind: unknown LTP probe 'nope'"):
         launch.check(_scenario(["nope"]), "sender")
     with pytest.raises(InputError, match=r"probes\[0\].kind: truncated-report is sent by the "):

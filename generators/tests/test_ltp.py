@@ -92,7 +92,7 @@ CHECKPOINT_ACTIONS = {
 
 def test_model_actions_are_the_disjuncts_of_next():
     actions = ltp.model_actions()
-    assert len(actions) == len(set(actions)) == 37
+    assert len(actions) == len(set(actions)) == 38
     assert {"SenderTxCheckpoint", "ChannelLoseReturn", "Terminating"} <= set(actions)
     for a in sorted(CHECKPOINT_ACTIONS):
         assert a in actions, a
@@ -189,9 +189,11 @@ def test_two_generate_runs_at_once_both_succeed(tmp_path):
     }
     # Not reached with two losses: the cancel timers (a third loss), and a
     # segment meeting a receiver or sender that is no longer open; nor, under
-    # the default reading the traps use, reading 5's alternative.
+    # the default reading and known service the traps use, reading 5's
+    # alternative and a refused session.
     assert set(a.actions_uncovered) <= {
         "ReceiverCloseOnGreenEob",
+        "ReceiverRefuseSession",
         "SenderRxRedundantCancel",
         "SenderExpireCancelTimer",
         "SenderAbandonCancel",
@@ -202,7 +204,7 @@ def test_two_generate_runs_at_once_both_succeed(tmp_path):
         "ReceiverExpireCancelTimer",
         "ReceiverAbandonCancel",
     }
-    assert len(a.actions_covered) >= 27  # of 37; the catalogue covers all
+    assert len(a.actions_covered) >= 27  # of 38; the catalogue covers all
     assert {"Terminating", "SenderRxRedundantReport"} <= set(a.actions_covered)
     assert CHECKPOINT_ACTIONS - {"ReceiverDiscardCheckpoint"} <= set(a.actions_covered)
     cov = json.loads((tmp_path / "a" / "coverage.json").read_text())
