@@ -988,7 +988,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--catalogue",
         action="store_true",
-        help="also run the catalogue: 672 scenarios, one per loss pattern within its bounds, in "
+        help="also run the catalogue: 957 scenarios, one per loss pattern within its bounds, in "
         "each SUT role (about 1 hour per role; --only narrows, e.g. --only ltp-r1g0l1-)",
     )
     s.add_argument(

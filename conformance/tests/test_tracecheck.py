@@ -253,17 +253,19 @@ def test_identical_copies_in_flight_are_checked(tmp_path: Path) -> None:
     assert "SenderRxRedundantReport" in tc.actions and "§6.13" in tc.rule, tc
 
 
-def red_part_lost(w: Wire) -> None:
+def red_part_lost(w: Wire, *, cs_answered: bool = True) -> None:
     """The whole red part lost (RD 0 and the checkpoint), the green EOB
     delivered; the receiver answers neither the retransmitted checkpoint
-    nor anything else until the sender cancels, then acknowledges the CS."""
+    nor anything else until the sender cancels, then acknowledges the CS
+    (or, ``cs_answered`` False, not even that)."""
     w.send(0.000, "forward", data("RD", 0), lost=True)
     w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0),
            lost=True)  # fmt: skip
     w.send(0.002, "forward", data("GD-EOB", 2000))
     w.send(1.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0))
     w.send(2.001, "forward", seg("CS", reason=2))
-    w.send(2.0035, "return", seg("CAS"))
+    if cs_answered:
+        w.send(2.0035, "return", seg("CAS"))
 
 
 def test_a_reading_explains_what_the_default_rejects(tmp_path: Path) -> None:
@@ -291,12 +293,7 @@ def test_no_reading_explains_a_real_deviation(tmp_path: Path) -> None:
     """The same loss with the CS left unanswered: every reading rejects it,
     and the message says where each stopped."""
     w = Wire()
-    w.send(0.000, "forward", data("RD", 0), lost=True)
-    w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0),
-           lost=True)  # fmt: skip
-    w.send(0.002, "forward", data("GD-EOB", 2000))
-    w.send(1.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0))
-    w.send(2.001, "forward", seg("CS", reason=2))
+    red_part_lost(w, cs_answered=False)
     tc = w.check(tmp_path, exits={"sender": 2.9, "receiver": 2.9})
     assert tc.status == "rejected", tc.message
     assert tc.reading == ""
