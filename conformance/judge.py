@@ -314,7 +314,8 @@ def judge(
         # no validated trace: the readings the outcome alone needs
         allowing = scn.expect.readings_allowing(seen)
         needed = "" if "" in allowing else allowing[0]
-    readings = [needed] if needed else []
+    # A failed run follows no reading: the model explains it under none.
+    readings = [needed] if needed and status != "fail" else []
     if status == "pass" and needed:
         r = protocols.get(scn.protocol).reading(needed)
         reasons = [
