@@ -1096,7 +1096,20 @@ def _stdout_gone() -> int:
     return 141
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``timeout``, a CI job's end): unwound like Ctrl-C, so that
+    TLC, the endpoints and the namespaces are cleaned up."""
+
+
+def _on_sigterm(_signum: int, _frame: object) -> None:
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         args = build_parser().parse_args(argv)
         code = int(args.func(args))
@@ -1111,6 +1124,9 @@ def main(argv: list[str] | None = None) -> int:
             _stdout_gone()
         print(f"dtnconform: {exc}", file=sys.stderr)  # plain: one unwrapped line
         return exc.exit_code
+    except Terminated:
+        err_console.print("dtnconform: terminated")
+        return 143
     except KeyboardInterrupt:
         err_console.print("dtnconform: interrupted")
         return 130

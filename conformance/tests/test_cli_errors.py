@@ -252,12 +252,17 @@ def test_what_the_tester_cannot_play_is_refused_before_any_run(tmp_path: Path) -
         "probes[0].kind: truncated-report is sent by the tester's receiver",
     )
     data["probes"] = []
-    data["params"] = {**data.get("params", data.get("ltp", {})), "receiver_client_service_id": 7}
+    data["params"] = {**data.get("params", data.get("ltp", {})), "red_len": 0}
+    data["expect"] = {
+        "outcomes": [{"sender_outcome": "completed", "receiver_outcome": "completed",
+                      "delivered": {"protocol": "ltp", "red_bytes_delivered": 0,
+                                    "green_bytes_delivered": 4000}}]
+    }  # fmt: skip
     data.pop("ltp", None)
     path.write_text(json.dumps(data))
     one_line_error(
         cli("run", str(path), "--sut", "licklider", "--tester", "receiver"),
-        "params.receiver_client_service_id",
+        "params.red_len",
     )
     one_line_error(
         cli("certify", "ltp", "--sut-roles", "both,tester", "--out", str(tmp_path / "c")),
@@ -537,6 +542,25 @@ def test_ctrl_c_during_check() -> None:
     out, err = _interrupt(proc)
     assert proc.returncode == 130, (proc.returncode, err)
     assert "Traceback" not in err and "interrupted" in err
+
+
+@pytest.mark.skipif(not (ROOT / ".tools").is_dir(), reason="TLC is not set up (make setup)")
+def test_sigterm_during_check_stops_tlc_too(tmp_path: Path) -> None:
+    """``timeout`` or a CI job's end sends SIGTERM: dtnconform unwinds as for
+    Ctrl-C (exit 143) and TLC's JVM, in a session of its own, goes too."""
+    out = tmp_path / "deep"
+    proc = subprocess.Popen(
+        [*CLI, "check", "ltp", "--bound", "deep", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    time.sleep(4)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, (proc.returncode, err)
+    assert "Traceback" not in err and "terminated" in err
+    left = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True).stdout
+    assert not left.strip(), f"TLC still running: {left}"
 
 
 CERTIFY_DRIVER = """
