@@ -345,7 +345,7 @@ def validate_trace(
     }
     # Readings that allow the observed outcome are tried first, so that one
     # reading explains both the trace and the outcome where one can.
-    every = ["", *(r.id for r in protocols.get(scn.protocol).readings)]
+    every = protocols.get(scn.protocol).reading_ids()
     first = scn.expect.readings_allowing(result.outcome()) if result else []
     order = [*first, *(r for r in every if r not in first)]
     try:

@@ -562,7 +562,7 @@ def check(
     if out is not None:
         _write(out, [{"session": n, **ln} for n, ss in enumerate(sessions, 1) for ln in ss.lines])
     common["lines"] = sum(len(ss.lines) for ss in sessions)
-    order = list(readings) if readings is not None else ["", *(r.id for r in spec.readings)]
+    order = list(readings) if readings is not None else spec.reading_ids()
     tries = [(r, spec.reading_constants(r)) for r in order]
     states, seconds = 0, 0.0
     needed = ""

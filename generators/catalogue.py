@@ -197,7 +197,7 @@ def run_bound(
     return list(found.values()), actions, res.distinct_states or 0, res.seconds
 
 
-READINGS = ["", *(r.id for r in LTP.readings)]
+READINGS = LTP.reading_ids()
 READING_CONSTS = {r.constant for r in LTP.readings}
 
 

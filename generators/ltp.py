@@ -39,7 +39,6 @@ from conformance.types import (
     FieldValue,
     Impairment,
     Origin,
-    Outcome,
     Probe,
     Scenario,
     dump_model,
@@ -338,10 +337,6 @@ def impairments(trace: Sequence[TraceState], segment_size: int = SEGMENT_SIZE) -
     return out
 
 
-def _outcome(v: object) -> Outcome:
-    return v if v in ("completed", "cancelled", "closed") else "timeout"  # type: ignore[return-value]
-
-
 def trace_outcome(
     final: Mapping[str, Any], n_red: int, segment_size: int = SEGMENT_SIZE
 ) -> ExpectedOutcome:
@@ -351,8 +346,8 @@ def trace_outcome(
             red_bytes_delivered=n_red * segment_size if int(final["rDeliveries"]) > 0 else 0,
             green_bytes_delivered=len(final["rGreen"]) * segment_size,
         ),
-        sender_outcome=_outcome(final["sOutcome"]),
-        receiver_outcome=_outcome(
+        sender_outcome=outcomes.outcome_name(str(final["sOutcome"])),
+        receiver_outcome=outcomes.outcome_name(
             "closed"
             if final["rOutcome"] == "none" and final.get("rState") == "closed"
             else final["rOutcome"]

@@ -162,8 +162,8 @@ def outcome_of(
             red_bytes_delivered=block.red_len if deliveries > 0 else 0,
             green_bytes_delivered=green_bytes(green, block),
         ),
-        sender_outcome=_outcome(sender),
-        receiver_outcome=_outcome(receiver),
+        sender_outcome=outcome_name(sender),
+        receiver_outcome=outcome_name(receiver),
     )
 
 
@@ -177,7 +177,7 @@ def parse_outcomes(text: str, block: LtpBlock, reading: str = "") -> list[Expect
     return list(seen.values())
 
 
-def _outcome(v: str) -> Outcome:
+def outcome_name(v: str) -> Outcome:
     # "none": the side never gave a notice; the model ends there for an
     # orphaned receiver or one the session never reached, which a live run
     # sees as its time limit passing. "closed": closed with no notice.
@@ -341,7 +341,7 @@ def expectation(
             random_losses=extra,
             reading=rid,
         )
-        for rid in ["", *(r.id for r in LTP.readings)]
+        for rid in LTP.reading_ids()
     ]
     res = runs[0]
     every = [o for x in runs for o in x.outcomes]

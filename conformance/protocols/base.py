@@ -207,6 +207,10 @@ class ProtocolSpec:
                 return r
         raise InputError(f"{self.name} has no reading {rid!r}")
 
+    def reading_ids(self) -> list[str]:
+        """Every reading to judge under: '' (the defaults), then each alternative."""
+        return ["", *(r.id for r in self.readings)]
+
     def reading_constants(self, rid: str) -> dict[str, bool | int | str]:
         """The model constants of reading ``rid`` ("" = every default)."""
         out = {r.constant: r.default for r in self.readings}
