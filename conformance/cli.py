@@ -988,8 +988,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--catalogue",
         action="store_true",
-        help="also run the catalogue: 957 scenarios, one per loss pattern within its bounds, in "
-        "each SUT role (about 1 hour per role; --only narrows, e.g. --only ltp-r1g0l1-)",
+        help="also run the catalogue: about 1,400 scenarios, one per pattern of losses, delays "
+        "and duplicates within its bounds, in each SUT role (about 2 hours per role; --only "
+        "narrows, e.g. --only ltp-r1g0l1-)",
     )
     s.add_argument(
         "--sut-roles",

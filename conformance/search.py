@@ -2,9 +2,10 @@
 with the model as the oracle, shrunk to a minimal regression scenario.
 
 A ``RuleBasedStateMachine`` builds one scenario per example. Its rules are
-the model's channel actions (``ChannelLoseForward``, ``ChannelLoseReturn``
-in specs/ltp/LTP.tla): each loses the n-th segment of a type in one
-direction, named by protocol fields as every impairment is. Its initialize
+the model's channel actions (specs/ltp/LTP.tla): ``ChannelLose…`` loses the
+n-th segment of a type in one direction, ``ChannelDelay…`` holds it back
+past the retransmission timers (``DELAY_MS``), ``ChannelDuplicate…`` delivers
+it twice; each is named by protocol fields as every impairment is. Its initialize
 rule (``Init``) picks the retransmission limit and who plays which side: the
 implementation on both, or the model-driven tester on one
 (conformance.tester), whose steps are the model's sender or receiver
@@ -62,7 +63,13 @@ def match_of(segment: str) -> dict[str, str | int]:
 
 
 ROLES = ("none", "sender", "receiver")  # the tester's role; none: the SUT on both sides
-MAX_LOSSES = 3
+MAX_LOSSES = 3  # impairments per plan: losses, delays and duplicates together
+# A delayed segment arrives this much later: past the examples' 1 s
+# retransmission timers (conformance/timers.py), so that it is overtaken
+# and its timer expires first (the model's release may come at any time).
+DELAY_MS = 1500.0
+# (direction, segment, occurrence, act): act is the emulator rule's action
+Planned = tuple[str, str, int, str]
 
 
 @dataclass
@@ -107,8 +114,13 @@ def base_scenario(name: str, limit: int) -> Scenario:
     )
 
 
-def plan_name(tester: str, limit: int, losses: list[tuple[str, str, int]]) -> str:
-    parts = [f"{d[0]}{t.replace('_data@', '')}.{k}" for d, t, k in losses] or ["nominal"]
+_ACT = {"drop": "", "delay": "late-", "duplicate": "dup-"}
+
+
+def plan_name(tester: str, limit: int, losses: list[Planned]) -> str:
+    parts = [f"{_ACT[a]}{d[0]}{t.replace('_data@', '')}.{k}" for d, t, k, a in losses] or [
+        "nominal"
+    ]
     who = "" if tester == "none" else f"-tester-{tester}"
     key = hashlib.sha1(repr((tester, limit, losses)).encode()).hexdigest()[:6]
     return f"search-l{limit}{who}-" + "-".join(parts)[:60] + f"-{key}"
@@ -141,17 +153,21 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
             super().__init__()
             self.tester = "none"
             self.limit = 1
-            self.losses: list[tuple[str, str, int]] = []
+            self.losses: list[Planned] = []
 
         @initialize(
             tester=st.sampled_from(ROLES),
             limit=st.integers(1, 2),
             first=st.one_of(
-                st.tuples(st.just("forward"), st.sampled_from(FORWARD), st.integers(1, 3)),
-                st.tuples(st.just("return"), st.sampled_from(RETURN), st.integers(1, 3)),
+                st.tuples(
+                    st.just("forward"), st.sampled_from(FORWARD), st.integers(1, 3), st.just("drop")
+                ),
+                st.tuples(
+                    st.just("return"), st.sampled_from(RETURN), st.integers(1, 3), st.just("drop")
+                ),
             ),
         )
-        def Init(self, tester: str, limit: int, first: tuple[str, str, int]) -> None:  # noqa: N802
+        def Init(self, tester: str, limit: int, first: Planned) -> None:  # noqa: N802
             """Who plays which side, the retransmission limit, and the plan's
             first loss (a plan without one is the nominal scenario, run by
             every certification already)."""
@@ -160,18 +176,44 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
 
         @rule(segment=st.sampled_from(FORWARD), occurrence=st.integers(1, 3))
         def ChannelLoseForward(self, segment: str, occurrence: int) -> None:  # noqa: N802
-            self.losses.append(("forward", segment, occurrence))
+            self.losses.append(("forward", segment, occurrence, "drop"))
 
         @rule(segment=st.sampled_from(RETURN), occurrence=st.integers(1, 3))
         def ChannelLoseReturn(self, segment: str, occurrence: int) -> None:  # noqa: N802
-            self.losses.append(("return", segment, occurrence))
+            self.losses.append(("return", segment, occurrence, "drop"))
+
+        @rule(segment=st.sampled_from(FORWARD), occurrence=st.integers(1, 2))
+        def ChannelDelayForward(self, segment: str, occurrence: int) -> None:  # noqa: N802
+            self.losses.append(("forward", segment, occurrence, "delay"))
+
+        @rule(segment=st.sampled_from(RETURN), occurrence=st.integers(1, 2))
+        def ChannelDelayReturn(self, segment: str, occurrence: int) -> None:  # noqa: N802
+            self.losses.append(("return", segment, occurrence, "delay"))
+
+        @rule(segment=st.sampled_from(FORWARD), occurrence=st.integers(1, 2))
+        def ChannelDuplicateForward(self, segment: str, occurrence: int) -> None:  # noqa: N802
+            self.losses.append(("forward", segment, occurrence, "duplicate"))
+
+        @rule(segment=st.sampled_from(RETURN), occurrence=st.integers(1, 2))
+        def ChannelDuplicateReturn(self, segment: str, occurrence: int) -> None:  # noqa: N802
+            self.losses.append(("return", segment, occurrence, "duplicate"))
 
         def scenario(self) -> Scenario:
-            losses = sorted(set(self.losses))
+            # one rule per segment occurrence: the emulator acts once on it
+            first: dict[tuple[str, str, int], str] = {}
+            for d, t, k, a in self.losses:
+                first.setdefault((d, t, k), a)
+            losses = sorted((d, t, k, a) for (d, t, k), a in first.items())
             scn = base_scenario(plan_name(self.tester, self.limit, losses), self.limit)
             scn.impairments = [
-                Impairment(direction=d, match=match_of(t), occurrence=k)  # type: ignore[arg-type]
-                for d, t, k in losses
+                Impairment(
+                    direction=d,  # type: ignore[arg-type]
+                    match=match_of(t),
+                    occurrence=k,
+                    action=a,  # type: ignore[arg-type]
+                    delay_ms=DELAY_MS if a == "delay" else 0.0,
+                )
+                for d, t, k, a in losses
             ]
             return scn
 
@@ -210,6 +252,7 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
                     "tester": self.tester,
                     "limit": self.limit,
                     "losses": [list(x) for x in sorted(set(self.losses))],
+                    "impairments": [i.describe() for i in scn.impairments],
                     "verdict": verdict.status,
                     "reasons": [r.code for r in verdict.reasons],
                     "run": str(run_dir),

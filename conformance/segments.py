@@ -109,18 +109,19 @@ def _payloads(pcap: Path, port: int) -> dict[int, tuple[str, bytes]]:
     return {d.number: (d.src, d.payload) for d in datagrams(pcap, port) if d.payload or not d.cut}
 
 
-def _channel_verdicts(channel_log: Path | None) -> dict[str, list[bool]]:
+def _channel_verdicts(channel_log: Path | None) -> dict[str, list[tuple[bool, int]]]:
     """Per direction, in the order the channel saw the protocol's segments:
     did the segment fail to reach the other side? (Dropped, or corrupted
     with its UDP checksum left wrong, so the receiving kernel discards it.)
+    And how many copies of it did the channel deliver (2: duplicated)?
     Frames that are not segments (ARP, other traffic) carry no ``seg``."""
     from conformance.emulator import read_log
 
-    out: dict[str, list[bool]] = {"forward": [], "return": []}
+    out: dict[str, list[tuple[bool, int]]] = {"forward": [], "return": []}
     for rec in read_log(channel_log) if channel_log is not None else []:
         if rec.seg is None:
             continue
-        out[rec.dir].append(rec.lost)
+        out[rec.dir].append((rec.lost, 1 if rec.lost else rec.copies))
     return out
 
 
@@ -163,8 +164,9 @@ def records_from_captures(
             if payload in skip:
                 k += 1
                 continue
+            copies = 1
             if logged is not None:
-                dropped = logged[k]
+                dropped, copies = logged[k]
             else:
                 dropped = arrived[payload] == 0
                 if not dropped:
@@ -180,6 +182,7 @@ def records_from_captures(
                     summary=frame.summary,
                     fields=_record_fields(frame),
                     dropped=dropped,
+                    copies=copies,
                 )
             )
             for exp in frame.experts:

@@ -139,21 +139,24 @@ def wire_events(
             events.append(WireEvent("lose", sent.t, rec.direction, "channel", i, side, rec.frame))
             continue
         queue = arrivals[other][sent.payload]
-        k = next((j for j, f in enumerate(queue) if f.t >= sent.t - 1e-3), None)
-        if k is None:
-            raise Unrepresentable(
-                f"{rec.summary or 'segment'} (frame {rec.frame} of {side}.pcap) was not dropped "
-                f"by the channel, yet {other}.pcap never shows it arriving"
-            )
-        got = queue.pop(k)
-        events.append(WireEvent("arrive", got.t, rec.direction, actor, i, other, got.number))
+        # a duplicated segment arrives twice (TraceLTP restores the copy)
+        for _copy in range(rec.copies):
+            k = next((j for j, f in enumerate(queue) if f.t >= sent.t - 1e-3), None)
+            if k is None:
+                raise Unrepresentable(
+                    f"{rec.summary or 'segment'} (frame {rec.frame} of {side}.pcap) was not "
+                    f"dropped by the channel, yet {other}.pcap never shows "
+                    + ("its copy arriving" if _copy else "it arriving")
+                )
+            got = queue.pop(k)
+            events.append(WireEvent("arrive", got.t, rec.direction, actor, i, other, got.number))
     extra = [f for side in arrivals for q in arrivals[side].values() for f in q]
     if extra:
         f = min(extra, key=lambda x: x.t)
         raise Unrepresentable(
             f"{len(extra)} arriving datagram(s) match no sent segment, the first frame "
-            f"{f.number} (the channel duplicated or injected them; the model's channel "
-            "neither duplicates nor invents segments)"
+            f"{f.number} (injected, or duplicated where the channel's log says not; the "
+            "model's channel invents no segments)"
         )
     last = max((e.t for e in events), default=0.0)
     for actor in ("sender", "receiver"):

@@ -144,7 +144,9 @@ class Impairment(_Strict):
     match: dict[str, FieldValue] = Field(min_length=1)
     occurrence: Annotated[int, Field(ge=1)] = 1
     count: Annotated[int, Field(ge=1)] = Field(1, description="successive matches acted on")
-    action: Literal["drop", "corrupt", "delay"] = "drop"
+    action: Literal["drop", "corrupt", "delay", "duplicate"] = Field(
+        "drop", description="duplicate: the segment is delivered twice, the copy right behind it"
+    )
     bits: Annotated[int, Field(ge=1, le=1000)] = Field(1, description="corrupt: bits to flip")
     delay_ms: Annotated[float, Field(ge=0, le=86_400_000)] = Field(
         0.0, description="delay: extra one-way delay"
@@ -160,7 +162,8 @@ class Impairment(_Strict):
         if self.count > 1:
             which += f"..{_ordinal(self.occurrence + self.count - 1)}"
         what = {"drop": "drop", "corrupt": f"corrupt ({self.bits} bit)",
-                "delay": f"delay +{self.delay_ms:g} ms"}[self.action]  # fmt: skip
+                "delay": f"delay +{self.delay_ms:g} ms",
+                "duplicate": "duplicate"}[self.action]  # fmt: skip
         return f"{what} {which} {self.direction} segment [{fields}]"
 
 
@@ -358,6 +361,11 @@ class Expectation(_Strict):
     random_losses: Annotated[int, Field(ge=0)] = Field(
         0, description="how many losses beyond the planned ones the set allows for"
     )
+    random_late: Annotated[int, Field(ge=0)] = Field(
+        0,
+        description="how many delayed or duplicated segments beyond the planned ones the set "
+        "allows for",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -539,6 +547,9 @@ class SegmentRecord(_Strict):
     summary: str = ""
     fields: dict[str, FieldValue | list[FieldValue]] = Field(default_factory=dict)
     dropped: bool = False
+    copies: Annotated[int, Field(ge=1, le=2)] = Field(
+        1, description="copies the channel delivered (2: it duplicated the segment)"
+    )
 
 
 class ProbeResult(_Strict):

@@ -41,13 +41,15 @@ class Bound:
     max_loss: int
     max_claims: int = 20  # reception claims per RS (more: several RSs per report)
     service_known: bool = True  # the receiver has the client service the data names
+    max_late: int = 0  # segments the channel may delay or duplicate
     reading: str = ""  # the model reading: '' the default, else a reading's id
 
     @property
     def tag(self) -> str:
         claims = f"c{self.max_claims}" if self.max_claims < self.n_red else ""
         unknown = "" if self.service_known else "u"
-        return f"r{self.n_red}g{self.n_green}l{self.max_retx}{claims}{unknown}"
+        late = f"x{self.max_late}" if self.max_late else ""
+        return f"r{self.n_red}g{self.n_green}l{self.max_retx}{claims}{unknown}{late}"
 
     def constants(self) -> dict[str, int | bool | str]:
         return {
@@ -55,6 +57,7 @@ class Bound:
             "NGreen": self.n_green,
             "MaxRetx": self.max_retx,
             "MaxLoss": self.max_loss,
+            "MaxLate": self.max_late,
             "PrematureTimeouts": False,
             "FaultyReceiver": False,
             "MaxClaims": self.max_claims,
@@ -65,11 +68,19 @@ class Bound:
     def under(self, reading: str) -> Bound:
         return replace(self, reading=reading)
 
+    def readings(self) -> list[str]:
+        """The readings to run it under: the default, and each alternative
+        that can make a difference at this bound (readings.json,
+        matters_when)."""
+        return LTP.reading_ids(self.constants())
+
 
 # Red-only, mixed and one-segment blocks; limits 0 and 1; three losses (four
 # for the smallest block), enough to reach every cancel-timer path; and one
 # claim per RS, so that a report with a gap is two RSs (RFC 5326 §6.11), some
-# of them lost (ION issue #14's sessions).
+# of them lost (ION issue #14's sessions); and one segment delayed past its
+# timer or duplicated, at every point and with a loss or two beside it (the
+# patterns of those bounds with no late segment are the other bounds').
 BOUNDS = (
     Bound(3, 1, 1, 3),
     Bound(2, 1, 1, 3),
@@ -79,6 +90,8 @@ BOUNDS = (
     Bound(1, 0, 1, 4),
     Bound(3, 0, 1, 3, max_claims=1),
     Bound(2, 1, 1, 3, service_known=False),
+    Bound(2, 1, 1, 1, max_late=1),
+    Bound(1, 1, 1, 2, max_late=1),
 )
 
 
@@ -104,14 +117,23 @@ class CatalogueReport:
         return [a for a in self.actions_total if a not in self.actions_covered]
 
 
+# A delayed segment is held back this long: past the retransmission timers of
+# the catalogue's channel (1 s, conformance/timers.py), so that it arrives
+# after the segments sent behind it and after its timer expired, as the
+# model's ChannelDelay... allows (its release may come at any later time).
+DELAY_MS = 1500.0
+_ACT_PREFIX = {"drop": "", "delay": "late-", "duplicate": "dup-"}
+
+
 def _short(loss: PlannedLoss) -> str:
+    what = _ACT_PREFIX[loss.act]
     if loss.key in ("red_data", "green_data"):
-        return f"{loss.key.split('_')[0]}{loss.off * SEGMENT_SIZE}.{loss.occ}"
-    return f"{loss.key}.{loss.occ}"
+        return f"{what}{loss.key.split('_')[0]}{loss.off * SEGMENT_SIZE}.{loss.occ}"
+    return f"{what}{loss.key}.{loss.occ}"
 
 
-def _order(loss: PlannedLoss) -> tuple[str, str, int, int]:
-    return (loss.dir, loss.key, loss.off, loss.occ)
+def _order(loss: PlannedLoss) -> tuple[str, str, int, int, str]:
+    return (loss.dir, loss.key, loss.off, loss.occ, loss.act)
 
 
 def scenario(p: Pattern, states: int) -> Scenario:
@@ -121,6 +143,11 @@ def scenario(p: Pattern, states: int) -> Scenario:
     slug = "-".join(_short(x) for x in losses) or "nominal"
     consts = ", ".join(f"{k}={v}" for k, v in b.constants().items() if k not in READING_CONSTS)
     what = ", ".join(_short(x) for x in losses) or "no loss"
+    late = (
+        f"; 'late-' segments are delayed by {DELAY_MS:g} ms, 'dup-' ones duplicated"
+        if any(x.late for x in losses)
+        else ""
+    )
     block = LtpBlock(
         segment_size=SEGMENT_SIZE,
         red_len=b.n_red * SEGMENT_SIZE,
@@ -133,13 +160,18 @@ def scenario(p: Pattern, states: int) -> Scenario:
         name=f"ltp-{b.tag}-{slug}",
         protocol="ltp",
         description=(
-            f"Catalogue: {what}; {b.n_red} red and {b.n_green} green segments of "
+            f"Catalogue: {what}{late}; {b.n_red} red and {b.n_green} green segments of "
             f"{SEGMENT_SIZE} bytes, retransmission limit {b.max_retx} (checkpoints, reports "
             "and cancels must all use it for the expected outcomes)."
         ),
         params=block,
         impairments=[
-            x.impairment(block, note=f"catalogue loss: {_short(x)} ({x.dir})") for x in losses
+            x.impairment(
+                block,
+                note=f"catalogue {'impairment' if x.late else 'loss'}: {_short(x)} ({x.dir})",
+                delay_ms=DELAY_MS,
+            )
+            for x in losses
         ],
         expect=Expectation(
             outcomes=[
@@ -148,7 +180,8 @@ def scenario(p: Pattern, states: int) -> Scenario:
                 for s, r, deliveries, green in [o]
             ],
             source=f"TLC, specs/ltp/MCLTPCatalogue.tla: every terminal state with exactly "
-            f"these losses, channels in order ({consts}; {states:,} distinct states), under "
+            f"these {'impairments' if late else 'losses'}, channels in order ({consts}; "
+            f"{states:,} distinct states), under "
             "the default reading and each alternative (specs/ltp/readings.json)",
             in_order=True,
         ),
@@ -188,8 +221,11 @@ def run_bound(
     for v in printed(text, "dtnc-pattern"):
         records, s, r, deliveries, green = v
         losses = frozenset(
-            PlannedLoss(str(x["dir"]), str(x["key"]), int(x["off"]), int(x["occ"])) for x in records
+            PlannedLoss(str(x["dir"]), str(x["key"]), int(x["off"]), int(x["occ"]), str(x["act"]))
+            for x in records
         )
+        if b.max_late and not any(x.late for x in losses):
+            continue
         p = found.setdefault(losses, Pattern(b, losses))
         key = (str(s), str(r), int(deliveries), frozenset(green))
         p.outcomes.setdefault(key, set()).add(b.reading)
@@ -197,7 +233,6 @@ def run_bound(
     return list(found.values()), actions, res.distinct_states or 0, res.seconds
 
 
-READINGS = LTP.reading_ids()
 READING_CONSTS = {r.constant for r in LTP.readings}
 
 
@@ -220,7 +255,9 @@ def merge(
 
 def run_readings(b: Bound, workdir: Path) -> tuple[list[Pattern], set[str], int, float]:
     """:func:`run_bound` under the default reading and each alternative, merged."""
-    return merge([run_bound(b.under(r), workdir / (f"reading{r}" if r else "")) for r in READINGS])
+    return merge(
+        [run_bound(b.under(r), workdir / (f"reading{r}" if r else "")) for r in b.readings()]
+    )
 
 
 def catalogue(
@@ -239,7 +276,7 @@ def catalogue(
     results: dict[Bound, tuple[list[Pattern], set[str], int, float]] = {}
     done = 0
     runs: dict[Bound, list[tuple[list[Pattern], set[str], int, float]]] = {b: [] for b in bounds}
-    jobs = [(b, r) for b in bounds for r in READINGS]
+    jobs = [(b, r) for b in bounds for r in b.readings()]
     with ThreadPoolExecutor(max_workers=lanes) as pool:
         futures = {
             pool.submit(run_bound, b.under(r), work / b.tag / (f"reading{r}" if r else "")): (b, r)

@@ -83,6 +83,7 @@ GEN_CONSTANTS: dict[str, int | bool] = {
     "NGreen": 1,
     "MaxRetx": 1,
     "MaxLoss": 2,
+    "MaxLate": 0,
     "PrematureTimeouts": False,
     "FaultyReceiver": False,
     "MaxClaims": 20,

@@ -32,7 +32,7 @@ TRACE_SPEC = SPEC_DIR / "TraceLTP.tla"
 MODEL = SPEC_DIR / "LTP.tla"
 
 # The definitions of LTP.tla whose disjuncts are actions (or other blocks).
-NEXT_BLOCKS = ("SenderNext", "ReceiverNext", "ChannelNext", "Step", "Next")
+NEXT_BLOCKS = ("SenderNext", "ReceiverNext", "ChannelNext", "ChannelReleaseNext", "Step", "Next")
 
 DATA_TYPES = frozenset({"RD", "RD-CP", "RD-CP-EORP", "RD-CP-EORP-EOB", "GD", "GD-EOB"})
 # The model's cancels, by segment type: a retransmission limit exceeded
@@ -236,6 +236,8 @@ def trace_model(
             "NGreen": geo.n_green,
             "MaxRetx": block.retransmission_limit,
             "MaxLoss": losses,
+            # duplicates in the trace are restored copies (TraceLTP), no budget
+            "MaxLate": 0,
             "PrematureTimeouts": True,
             "FaultyReceiver": False,
             "MaxClaims": block.max_claims_per_rs,

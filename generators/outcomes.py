@@ -6,12 +6,14 @@ planned segments, named as the live channel names them (direction, wire key,
 occurrence), and prints every terminal outcome it reaches. A run then passes
 with any of them: the expectation is not one interleaving's end state.
 
-Drops keyed on what the model has (``kind`` + ``offset`` of data segments,
-``type`` of control segments) are planned losses. A delay changes only when
-a segment arrives, and the model lets every timer expire at any time after
-the round trip, so a delay plans nothing and adds no outcome. Anything else
-(a corruption the application sees, a field the model abstracts away) has
-no model counterpart, and :class:`Unplannable` says which impairment and why.
+Drops, delays and duplicates keyed on what the model has (``kind`` +
+``offset`` of data segments, ``type`` of control segments) are planned
+impairments: a drop is a loss; a delay holds the segment back, to arrive
+after segments sent later and after any timer that guards it; a duplicate
+holds back a copy delivered after the original (LTP.tla's ChannelDelay...,
+ChannelDuplicate...). Anything else (a corruption the application sees, a
+field the model abstracts away) has no model counterpart, and
+:class:`Unplannable` says which impairment and why.
 """
 
 from __future__ import annotations
@@ -49,22 +51,36 @@ class Unplannable(DtncError):
     """An impairment the model cannot express as a planned loss."""
 
 
+# What the channel does to a planned segment, as the model and the emulator's
+# rules name it.
+ACTS = ("drop", "delay", "duplicate")
+
+
 @dataclass(frozen=True)
 class PlannedLoss:
-    """One loss the model may take: direction, wire key, model offset, occurrence."""
+    """One impairment the model may take: direction, wire key, model offset,
+    occurrence, and what the channel does (``act``: drop, delay, duplicate)."""
 
     dir: str
     key: str
     off: int
     occ: int
+    act: str = "drop"
+
+    @property
+    def late(self) -> bool:
+        """A delay or a duplicate (the model's MaxLate budget), not a loss."""
+        return self.act != "drop"
 
     def tla(self) -> str:
         return (
-            f'[dir |-> "{self.dir}", key |-> "{self.key}", off |-> {self.off}, occ |-> {self.occ}]'
+            f'[dir |-> "{self.dir}", key |-> "{self.key}", off |-> {self.off}, '
+            f'occ |-> {self.occ}, act |-> "{self.act}"]'
         )
 
-    def impairment(self, block: LtpBlock, note: str = "") -> Impairment:
-        """The channel rule that makes this loss (the inverse of :func:`plan`)."""
+    def impairment(self, block: LtpBlock, note: str = "", delay_ms: float = 0.0) -> Impairment:
+        """The channel rule that makes this impairment (the inverse of :func:`plan`);
+        ``delay_ms``: a delay's length."""
         match: dict[str, FieldValue] = (
             {"kind": self.key, "offset": self.off * block.segment_size}
             if self.key in ("red_data", "green_data")
@@ -74,6 +90,8 @@ class PlannedLoss:
             direction=self.dir,  # type: ignore[arg-type]
             match=match,
             occurrence=self.occ,
+            action=self.act,  # type: ignore[arg-type]
+            delay_ms=delay_ms if self.act == "delay" else 0.0,
             note=note,
         )
 
@@ -87,12 +105,10 @@ class OutcomeSet:
 
 
 def plan(impairments: Sequence[Impairment], block: LtpBlock) -> list[PlannedLoss]:
-    """The planned losses of a scenario's impairments (one per dropped match)."""
+    """The planned impairments of a scenario (one per match acted on)."""
     out: list[PlannedLoss] = []
     for i, imp in enumerate(impairments):
-        if imp.action == "delay":
-            continue
-        if imp.action != "drop":
+        if imp.action not in ACTS:
             raise Unplannable(f"impairments[{i}]: a {imp.action} has no counterpart in the model")
         m = dict(imp.match)
         if set(m) == {"type"} and m["type"] in CTRL_TYPES:
@@ -111,7 +127,7 @@ def plan(impairments: Sequence[Impairment], block: LtpBlock) -> list[PlannedLoss
                 "(type of a control segment, or kind + offset of a data segment)"
             )
         for n in range(imp.count):
-            out.append(PlannedLoss(imp.direction, key, off, imp.occurrence + n))
+            out.append(PlannedLoss(imp.direction, key, off, imp.occurrence + n, imp.action))
     return out
 
 
@@ -189,6 +205,9 @@ def outcome_name(v: str) -> Outcome:
 # planned ones. The outcome values (delivered or not, each side's notice)
 # stop growing well before that for the short blocks scenarios use.
 RANDOM_LOSS_BOUND = 3
+# Likewise for a link that duplicates or reorders at random: segments it may
+# duplicate or hold back, on top of the planned ones.
+RANDOM_LATE_BOUND = 2
 
 
 @dataclass(frozen=True)
@@ -199,6 +218,7 @@ class ChannelShape:
     in_order: bool
     random_loss: bool
     why: str
+    random_late: bool = False  # can it duplicate or hold back segments the rules do not name?
 
 
 def stale(scn: Scenario) -> str:
@@ -213,6 +233,8 @@ def stale(scn: Scenario) -> str:
         return f"the outcome set assumes channels in order, but {shape.why}"
     if exp.random_losses == 0 and shape.random_loss:
         return f"the outcome set assumes only the planned losses, but {shape.why}"
+    if exp.random_late == 0 and shape.random_late:
+        return f"the outcome set assumes only the planned delays and duplicates, but {shape.why}"
     return ""
 
 
@@ -220,11 +242,15 @@ def channel_shape(scn: Scenario) -> ChannelShape:
     from conformance.emulator import resolve
 
     fwd, ret, _ = resolve(scn.channel)
-    reasons_order, reasons_loss = [], []
+    reasons_order, reasons_loss, late = [], [], False
     for name, d in (("forward", fwd), ("return", ret)):
         link = d.link
         if link.reorder.probability > 0 or link.duplicate > 0:
             reasons_order.append(f"{name} reorders or duplicates")
+            late = True
+        if any((e.set.duplicate or 0) > 0 for e in d.timeline):
+            reasons_order.append(f"{name} duplicates in some periods")
+            late = True
         if any(e.set.delay_ms is not None or e.set.reorder is not None for e in d.timeline):
             reasons_order.append(f"{name} delay changes over time")
         if link.loss > 0 or link.packet_error > 0 or link.ber > 0:
@@ -236,10 +262,8 @@ def channel_shape(scn: Scenario) -> ChannelShape:
             reasons_loss.append(f"{name} has outages or lossy periods")
         if link.queue_bytes < 64 * 1024 and link.rate_bps > 0:
             reasons_loss.append(f"{name} queue may overflow")
-    if any(imp.action == "delay" for imp in scn.impairments):
-        reasons_order.append("a delayed segment can be overtaken")
     why = "; ".join(reasons_order + reasons_loss) or "in order, losses as planned"
-    return ChannelShape(not reasons_order, bool(reasons_loss), why)
+    return ChannelShape(not reasons_order, bool(reasons_loss), why, late)
 
 
 def outcome_set(
@@ -250,6 +274,7 @@ def outcome_set(
     max_retx: int | None = None,
     in_order: bool = True,
     random_losses: int = 0,
+    random_late: int = 0,
     name: str = "outcomes",
     progress: Callable[[TlcProgress], None] | None = None,
     reading: str = "",
@@ -282,14 +307,20 @@ def outcome_set(
     }
     workdir.mkdir(parents=True, exist_ok=True)
     cfg = workdir / f"MCLTPOutcomes_{name}{'_reading' + reading if reading else ''}.cfg"
-    if random_losses:
-        # Any segment may be lost, the planned ones among them (the planned
-        # ones are then not required: a set that is wider, never narrower).
+    if random_losses or random_late:
+        # Any segment may be lost (or held back), the planned ones among them
+        # (the planned ones are then not required: a set that is wider,
+        # never narrower).
         constants["AnyLoss"] = True
+    n_late = sum(1 for x in losses if x.late)
     cfg.write_text(
         cfg_text(
-            "Every terminal outcome under a planned set of losses.",
-            {**constants, "MaxLoss": len(losses) + random_losses},
+            "Every terminal outcome under a planned set of losses, delays and duplicates.",
+            {
+                **constants,
+                "MaxLoss": len(losses) - n_late + random_losses,
+                "MaxLate": n_late + random_late,
+            },
             spec="OutcomeSpec",
             view="OutcomeView",
             invariants=["TypeOK", "Safety", "Report"],
@@ -328,8 +359,13 @@ def expectation(
     state); its absence means the model wrappers disagree, which is a bug."""
     shape = shape or ChannelShape(True, False, "in order, losses as planned")
     extra = RANDOM_LOSS_BOUND if shape.random_loss else 0
+    extra_late = RANDOM_LATE_BOUND if shape.random_late else 0
     # The default reading, then each alternative (specs/ltp/readings.json):
     # an outcome carries every reading it was reached under.
+    n_red, n_green = _segments(block)
+    rids = LTP.reading_ids(
+        {"NGreen": n_green, "ServiceKnown": block.service_at_receiver == block.client_service_id}
+    )
     runs = [
         outcome_set(
             block,
@@ -339,9 +375,10 @@ def expectation(
             progress=progress,
             in_order=shape.in_order,
             random_losses=extra,
+            random_late=extra_late,
             reading=rid,
         )
-        for rid in LTP.reading_ids()
+        for rid in rids
     ]
     res = runs[0]
     every = [o for x in runs for o in x.outcomes]
@@ -355,22 +392,23 @@ def expectation(
             f"{name}: the trace's end state ({must_include.describe()}) is not among the "
             f"{len(res.outcomes)} outcomes TLC enumerated (log: {res.log})"
         )
-    n_red, n_green = _segments(block)
     alternatives = "; ".join(
         f"reading {r.id} ({r.constant}): {len(x.outcomes)} outcomes"
-        for r, x in zip(LTP.readings, runs[1:], strict=True)
+        for r, x in zip((LTP.reading(i) for i in rids[1:]), runs[1:], strict=True)
     )
     return Expectation(
         outcomes=every,
         in_order=shape.in_order,
         random_losses=extra,
+        random_late=extra_late,
         source=(
             "TLC, specs/ltp/MCLTPOutcomes.tla: every terminal state with "
             + (
-                f"the planned losses and up to {extra} more of any segment"
+                f"the planned impairments and up to {extra} more losses of any segment"
                 if extra
-                else "exactly the planned losses"
+                else "exactly the planned impairments"
             )
+            + (f" and up to {extra_late} delays or duplicates of any segment" if extra_late else "")
             + (", channels in order" if shape.in_order else ", channels that may reorder")
             + f" (NRed={n_red}, NGreen={n_green}, MaxRetx={block.retransmission_limit}, "
             f"MaxClaims={block.max_claims_per_rs}; "
@@ -400,6 +438,7 @@ def expectation_for(
             [i.model_dump(mode="json", exclude={"note"}) for i in scn.impairments],
             shape.in_order,
             shape.random_loss,
+            shape.random_late,
         ],
         sort_keys=True,
     )

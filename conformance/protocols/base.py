@@ -149,6 +149,22 @@ class Reading:
     question: str
     default_text: str
     alternative_text: str
+    # Model constants outside of which the alternative behaves as the default
+    # does (its action can never be enabled): constant -> a value it must
+    # have, or ">0". Empty: it can matter everywhere.
+    matters_when: tuple[tuple[str, bool | int | str], ...] = ()
+
+    def matters(self, constants: Mapping[str, object]) -> bool:
+        """Can the alternative make a difference under these model constants?"""
+        for name, need in self.matters_when:
+            have = constants.get(name)
+            if have is None:
+                continue
+            if need == ">0" and not (isinstance(have, int) and have > 0):
+                return False
+            if need != ">0" and have != need:
+                return False
+        return True
 
     def label(self, spec: str) -> str:
         """ "reading 5 (RFC 5326 §6.20, §8.2)"."""
@@ -170,6 +186,7 @@ def load_readings(path: Path) -> tuple[Reading, ...]:
             question=r["question"],
             default_text=r["default_text"],
             alternative_text=r["alternative_text"],
+            matters_when=tuple(sorted(r.get("matters_when", {}).items())),
         )
         for r in raw["readings"]
     )
@@ -207,9 +224,14 @@ class ProtocolSpec:
                 return r
         raise InputError(f"{self.name} has no reading {rid!r}")
 
-    def reading_ids(self) -> list[str]:
-        """Every reading to judge under: '' (the defaults), then each alternative."""
-        return ["", *(r.id for r in self.readings)]
+    def reading_ids(self, constants: Mapping[str, object] | None = None) -> list[str]:
+        """Every reading to judge under: '' (the defaults), then each
+        alternative; with ``constants`` (the model's), only the alternatives
+        that can make a difference there."""
+        return [
+            "",
+            *(r.id for r in self.readings if constants is None or r.matters(constants)),
+        ]
 
     def reading_constants(self, rid: str) -> dict[str, bool | int | str]:
         """The model constants of reading ``rid`` ("" = every default)."""

@@ -5,6 +5,7 @@ fails again when run on its own; a short search runs end to end."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -22,7 +23,9 @@ def test_rules_are_the_models_channel_actions() -> None:
     text = (Path(search.__file__).parents[1] / "specs" / "ltp" / "LTP.tla").read_text()
     cls = search.machine("licklider", search.SearchLog(Path("/nonexistent")), budget=0)
     rules = {n for n, f in vars(cls).items() if hasattr(f, "hypothesis_stateful_rule")}
-    assert rules == {"ChannelLoseForward", "ChannelLoseReturn"}
+    assert rules == {
+        f"Channel{act}{d}" for act in ("Lose", "Delay", "Duplicate") for d in ("Forward", "Return")
+    }
     assert all(f"\n{name}(s) ==" in text for name in rules)
     inits = {n for n, f in vars(cls).items() if hasattr(f, "hypothesis_stateful_initialize_rule")}
     assert inits == {"Init"} and "\nInit ==" in text
@@ -35,7 +38,7 @@ def test_a_failing_plan_leaves_a_regression_that_reproduces(tmp_path: Path) -> N
     # licklider on both sides, limit 1, the checkpoint lost twice: the sender
     # cancels, and the first CS gets no CAS (finding
     # licklider-0.1.1-first-cs-not-acknowledged; no timers race here)
-    m.Init(tester="none", limit=1, first=("forward", "red_data@2000", 1))
+    m.Init(tester="none", limit=1, first=("forward", "red_data@2000", 1, "drop"))
     m.ChannelLoseForward(segment="red_data@2000", occurrence=2)
     with pytest.raises(AssertionError, match="verdict fail"):
         m.teardown()
@@ -49,9 +52,42 @@ def test_a_failing_plan_leaves_a_regression_that_reproduces(tmp_path: Path) -> N
     assert "found by Hypothesis search" in scn.description
     line = json.loads((tmp_path / "search.jsonl").read_text().splitlines()[-1])
     assert line["verdict"] == "fail"
-    assert line["losses"] == [["forward", "red_data@2000", 1], ["forward", "red_data@2000", 2]]
+    assert line["losses"] == [
+        ["forward", "red_data@2000", 1, "drop"],
+        ["forward", "red_data@2000", 2, "drop"],
+    ]
     again = run_scenario(scn, get("licklider"), tmp_path / "again")
     assert again.verdict.status == "fail", again.verdict.reasons
+
+
+def test_a_duplicate_plan_is_judged_with_its_copy(tmp_path: Path) -> None:
+    """The RA lost and the checkpoint duplicated (the copy is a redundant
+    checkpoint, RFC 5326 §6.8 b): the plan's scenario carries the duplicate
+    rule, its expectation allows the receiver's cancel only a duplicating
+    channel reaches, and the run's trace takes the copy's second arrival."""
+    log = search.SearchLog(tmp_path)
+    cls = search.machine("licklider", log, budget=5)
+    m = cls()
+    m.Init(tester="none", limit=1, first=("forward", "RA", 1, "drop"))
+    m.ChannelDuplicateForward(segment="red_data@2000", occurrence=1)
+    scn = m.scenario()
+    assert [(i.action, i.match) for i in scn.impairments] == [
+        ("drop", {"type": "RA"}),
+        ("duplicate", {"kind": "red_data", "offset": 2000}),
+    ]
+    # a fail is licklider's (its limit finding); the run is what is checked
+    with contextlib.suppress(AssertionError):
+        m.teardown()
+    line = json.loads((tmp_path / "search.jsonl").read_text().splitlines()[-1])
+    assert line["verdict"] in ("pass", "fail", "inconclusive"), line
+    verdict = json.loads((Path(line["run"]) / "verdict.json").read_text())
+    assert verdict["trace"]["status"] in ("accepted", "rejected"), verdict["trace"]
+    arrivals = [
+        json.loads(x)
+        for x in (Path(line["run"]) / "trace.ndjson").read_text().splitlines()
+        if '"arrive"' in x and '"RD-CP-EORP"' in x
+    ]
+    assert len(arrivals) >= 2  # the original and the channel's copy
 
 
 def test_a_short_search_runs_each_plan_once(tmp_path: Path) -> None:

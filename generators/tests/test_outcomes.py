@@ -39,9 +39,14 @@ def test_plan_names_losses_as_the_channel_does():
         outcomes.PlannedLoss("forward", "red_data", 2, 3),
     ]
     delayed = Impairment(direction="forward", match={"type": "RA"}, action="delay", delay_ms=9)
-    assert outcomes.plan([delayed], BLOCK) == []  # timing only: no loss to plan
+    doubled = Impairment(direction="return", match={"type": "RS"}, occurrence=2, action="duplicate")
+    assert outcomes.plan([delayed, doubled], BLOCK) == [
+        outcomes.PlannedLoss("forward", "RA", 0, 1, "delay"),
+        outcomes.PlannedLoss("return", "RS", 0, 2, "duplicate"),
+    ]
     text = outcomes.plan_module(plan, in_order=True)
-    assert 'key |-> "red_data", off |-> 2, occ |-> 3' in text and "InOrder == TRUE" in text
+    assert 'key |-> "red_data", off |-> 2, occ |-> 3, act |-> "drop"' in text
+    assert "InOrder == TRUE" in text
 
 
 @pytest.mark.parametrize(
@@ -102,6 +107,28 @@ def test_reordering_channels_allow_more(tlc: None, tmp_path: Path):
     sets = outcomes.outcome_set(BLOCK, [], tmp_path / "set", in_order=False)
     assert {o.key() for o in fifo.outcomes} < {o.key() for o in sets.outcomes}
     assert any(o.sender_outcome == "cancelled" for o in sets.outcomes)
+
+
+@pytest.mark.integration
+def test_a_duplicated_checkpoint_counts_against_the_report_limit(tlc: None, tmp_path: Path):
+    """The RA lost alone: the RS timer resends the RS once (limit 1) and the
+    session completes. With the checkpoint also duplicated by the channel,
+    the copy is a redundant checkpoint that queues the RS again (RFC 5326
+    §6.8 b), so the RS timer that follows the lost RA finds the limit
+    exceeded and the receiver may cancel: an outcome that only a channel
+    that duplicates can reach (LTP.tla's ChannelDuplicateForward)."""
+    cp = {"kind": "red_data", "offset": 2000}
+    ra = _drop("forward", type="RA")
+    alone = outcomes.outcome_set(BLOCK, [ra], tmp_path / "alone")
+    dup = Impairment(direction="forward", match=cp, action="duplicate")  # type: ignore[arg-type]
+    both = outcomes.outcome_set(BLOCK, [ra, dup], tmp_path / "both")
+    assert {(o.sender_outcome, o.receiver_outcome) for o in alone.outcomes} == {
+        ("completed", "completed")
+    }
+    assert {o.key() for o in alone.outcomes} < {o.key() for o in both.outcomes}
+    assert ("completed", "cancelled") in {
+        (o.sender_outcome, o.receiver_outcome) for o in both.outcomes
+    }
 
 
 @pytest.mark.integration

@@ -17,6 +17,7 @@ ConstInit ==
     /\ NGreen = 1
     /\ MaxRetx = 1
     /\ MaxLoss = 2
+    /\ MaxLate = 0
     /\ PrematureTimeouts = FALSE
     /\ FaultyReceiver = FALSE
     /\ MaxClaims = 20

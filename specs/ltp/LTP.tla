@@ -1,8 +1,8 @@
 -------------------------------- MODULE LTP --------------------------------
 (***************************************************************************)
 (* One session of the Licklider Transmission Protocol (LTP), RFC 5326:     *)
-(* a block sender, a block receiver and a lossy, reordering channel in     *)
-(* each direction.                                                         *)
+(* a block sender, a block receiver and a channel in each direction that  *)
+(* loses, reorders, delays and duplicates segments.                        *)
 (*                                                                         *)
 (* Modelled (RFC 5326 sections):                                           *)
 (*   3.1      segment types RD, RD-CP, RD-CP-EORP, RD-CP-EORP-EOB, GD,     *)
@@ -50,9 +50,11 @@
 (*   - timing: a timer may expire at any time, except that (unless         *)
 (*     PrematureTimeouts) it never expires while the segment it guards or  *)
 (*     the awaited reply is still in a channel (timers are sized above the *)
-(*     round-trip time, 6.2)                                               *)
+(*     round-trip time, 6.2); a segment the channel holds back is not in  *)
+(*     it: a delay may outlast a timer                                     *)
 (*   - the channels are sets: two identical copies in flight at once are   *)
-(*     one element                                                         *)
+(*     one element; a copy the channel duplicated is held back and         *)
+(*     delivered once the original has left the channel                    *)
 (*   - one outstanding checkpoint timer at the sender (the protocol as     *)
 (*     modelled never has two)                                             *)
 (*                                                                         *)
@@ -109,6 +111,8 @@ CONSTANTS
     MaxRetx,            \* retransmission limit of checkpoints, RSs, CSs, CRs (6.7, 6.8, 6.16)
     \* @type: Int;
     MaxLoss,            \* loss budget of the channel (both directions together)
+    \* @type: Int;
+    MaxLate,            \* the channel's budget of segments it delays or duplicates
     \* @type: Bool;
     PrematureTimeouts,  \* may a timer expire while its reply is in flight?
     \* @type: Bool;
@@ -129,6 +133,7 @@ ASSUME NRed \in Nat \ {0}           \* at least one red segment (red-only and mi
 ASSUME NGreen \in Nat
 ASSUME MaxRetx \in Nat
 ASSUME MaxLoss \in Nat
+ASSUME MaxLate \in Nat
 ASSUME PrematureTimeouts \in BOOLEAN
 ASSUME FaultyReceiver \in BOOLEAN
 ASSUME GreenEobCloses \in BOOLEAN
@@ -255,13 +260,16 @@ VARIABLES
     rtn,        \* in flight receiver -> sender
     \* @type: Seq($loss);
     lostLog,    \* history: the segments the channel lost, in order
+    \* @type: {held: Set($loss), made: Int};
+    late,       \* copies the channel holds back (delayed or duplicated segments),
+                \* and how many it has made (against MaxLate)
     \* @type: $event;
     lastEvent   \* history: what the last step did
 
 senderVars == <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx,
                 sRetx, sRetxRs, sCxTx>>
 receiverVars == <<rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, rCxTx>>
-vars == <<senderVars, receiverVars, fwd, rtn, lostLog, lastEvent>>
+vars == <<senderVars, receiverVars, fwd, rtn, lostLog, late, lastEvent>>
 
 Ev(actor, action, dir, rx, tx, lost) ==
     [actor |-> actor, action |-> action, dir |-> dir, rx |-> rx, tx |-> tx, lost |-> lost]
@@ -295,6 +303,8 @@ TypeOK ==
     /\ \A s \in fwd : s.type \in RedTypes \cup GreenTypes \cup {"RA", "CS", "CAR"}
     /\ \A s \in rtn : s.type \in {"RS", "CR", "CAS"}
     /\ Len(lostLog) <= MaxLoss
+    /\ \A h \in late.held : h.dir \in {"forward", "return"}
+    /\ late.made \in 0 .. MaxLate
 
 Init ==
     /\ sState = "open"
@@ -320,6 +330,7 @@ Init ==
     /\ fwd = {}
     /\ rtn = {}
     /\ lostLog = <<>>
+    /\ late = [held |-> {}, made |-> 0]
     /\ lastEvent = Ev("none", "Init", "", <<>>, <<>>, <<>>)
 
 -----------------------------------------------------------------------------
@@ -350,7 +361,7 @@ SenderTxRedData ==
     /\ sNext' = sNext + 1
     /\ lastEvent' = TxFwd("SenderTxRedData", <<>>, <<DataSeg(sNext)>>)
     /\ UNCHANGED <<sState, sOutcome, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
-                   sCxTx, receiverVars, rtn, lostLog>>
+                   sCxTx, receiverVars, rtn, lostLog, late>>
 
 \* 6.1, 6.2: the last red segment is a checkpoint (EORP; EOB too if no green);
 \* its timer starts.
@@ -365,7 +376,7 @@ SenderTxCheckpoint ==
     /\ sCpTx' = 1
     /\ lastEvent' = TxFwd("SenderTxCheckpoint", <<>>, <<cp>>)
     /\ UNCHANGED <<sState, sOutcome, sClaimed, sRsSeen, sRetx, sRetxRs, sCxTx, receiverVars,
-                   rtn, lostLog>>
+                   rtn, lostLog, late>>
 
 \* 6.1: initial transmission of a green segment; the last one is GD-EOB.
 SenderTxGreenData ==
@@ -376,7 +387,7 @@ SenderTxGreenData ==
     /\ sNext' = sNext + 1
     /\ lastEvent' = TxFwd("SenderTxGreenData", <<>>, <<DataSeg(sNext)>>)
     /\ UNCHANGED <<sState, sOutcome, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
-                   sCxTx, receiverVars, rtn, lostLog>>
+                   sCxTx, receiverVars, rtn, lostLog, late>>
 
 \* 6.13: a fresh RS arrives (the session is open and the report serial is
 \* new).  An RA with its report serial is queued, the timer of the RS's
@@ -398,7 +409,7 @@ SenderRxReport(s) ==
     /\ sRetx' = sRetx \cup missing
     /\ sRetxRs' = IF missing # {} THEN s.rs ELSE sRetxRs
     /\ lastEvent' = TxFwd("SenderRxReport", <<s>>, <<AckSeg(s.rs)>>)
-    /\ UNCHANGED <<sState, sOutcome, sNext, sCpSerial, sCpTx, sCxTx, receiverVars, lostLog>>
+    /\ UNCHANGED <<sState, sOutcome, sNext, sCpSerial, sCpTx, sCxTx, receiverVars, lostLog, late>>
 
 \* 6.13, 8.1: a redundant RS -- its report serial was received before, or the
 \* session is closed ("received after the session has been completed or
@@ -413,7 +424,7 @@ SenderRxRedundantReport(s) ==
     /\ fwd' = fwd \cup {AckSeg(s.rs)}
     /\ lastEvent' = TxFwd("SenderRxRedundantReport", <<s>>, <<AckSeg(s.rs)>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx,
-                   sRetxRs, sCxTx, receiverVars, lostLog>>
+                   sRetxRs, sCxTx, receiverVars, lostLog, late>>
 
 \* 6.13: retransmission of a missing red segment other than the last one.
 SenderRetxRedData ==
@@ -424,7 +435,7 @@ SenderRetxRedData ==
     /\ sRetx' = sRetx \ {o}
     /\ lastEvent' = TxFwd("SenderRetxRedData", <<>>, <<DataSeg(o)>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetxRs,
-                   sCxTx, receiverVars, rtn, lostLog>>
+                   sCxTx, receiverVars, rtn, lostLog, late>>
 
 \* 6.13: the last retransmitted segment is a checkpoint with a new serial,
 \* carrying the serial of the RS it answers; 6.2: its timer starts.
@@ -441,7 +452,7 @@ SenderRetxCheckpoint ==
     /\ sCpTx' = 1
     /\ lastEvent' = TxFwd("SenderRetxCheckpoint", <<>>, <<cp>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sRetxRs, sCxTx, receiverVars,
-                   rtn, lostLog>>
+                   rtn, lostLog, late>>
 
 \* 6.7: the checkpoint timer expires below the limit: a new copy of the same
 \* checkpoint (same serials) is queued and the timer restarts.
@@ -454,7 +465,7 @@ SenderExpireCheckpointTimer ==
     /\ sCpTx' = sCpTx + 1
     /\ lastEvent' = TxFwd("SenderExpireCheckpointTimer", <<>>, <<sCp>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sRetx, sRetxRs,
-                   sCxTx, receiverVars, rtn, lostLog>>
+                   sCxTx, receiverVars, rtn, lostLog, late>>
 
 \* 6.7, 6.19, 7.5: the checkpoint timer expires with the checkpoint queued more
 \* than MaxRetx times: the session is cancelled, a CS with reason RLEXC is
@@ -472,7 +483,7 @@ SenderCancelSession ==
     /\ sCxTx' = 1
     /\ lastEvent' = TxFwd("SenderCancelSession", <<>>, <<CancelSeg("CS", "RLEXC")>>)
     /\ UNCHANGED <<sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, receiverVars, rtn,
-                   lostLog>>
+                   lostLog, late>>
 
 \* 6.12, 7.4, 6.20: all data sent and the red part fully claimed: completion
 \* notice, the session closes.
@@ -486,7 +497,7 @@ SenderSignalCompletion ==
     /\ sRetx' = {}
     /\ lastEvent' = Ev("sender", "SenderSignalCompletion", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, sCxTx, receiverVars,
-                   fwd, rtn, lostLog>>
+                   fwd, rtn, lostLog, late>>
 
 \* 6.17, 6.19, 7.5, 6.20: a CR arrives while the session is open: a CAR is
 \* queued, the session is cancelled (transmission-session cancellation
@@ -503,7 +514,7 @@ SenderRxCancel(s) ==
     /\ sRetx' = {}
     /\ lastEvent' = TxFwd("SenderRxCancel", <<s>>, <<CancelSeg("CAR", "")>>)
     /\ UNCHANGED <<sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, sCxTx, receiverVars,
-                   lostLog>>
+                   lostLog, late>>
 
 \* 6.17, 8.1: a CR arrives while the session is not open: a CAR is queued all
 \* the same.  A closed session keeps no record (6.20; "retransmits the
@@ -521,7 +532,7 @@ SenderRxRedundantCancel(s) ==
     /\ sRetx' = {}
     /\ lastEvent' = TxFwd("SenderRxRedundantCancel", <<s>>, <<CancelSeg("CAR", "")>>)
     /\ UNCHANGED <<sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, sCxTx,
-                   receiverVars, lostLog>>
+                   receiverVars, lostLog, late>>
 
 \* 6.18: a CAS arrives: the cancel timer stops and the session closes.
 SenderRxCancelAck(s) ==
@@ -531,7 +542,7 @@ SenderRxCancelAck(s) ==
     /\ sState' = IF sState = "cs_sent" THEN "closed" ELSE sState
     /\ lastEvent' = Ev("sender", "SenderRxCancelAck", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
-                   sCxTx, receiverVars, fwd, lostLog>>
+                   sCxTx, receiverVars, fwd, lostLog, late>>
 
 \* 6.16: the cancel timer expires below the limit: the CS is queued again.
 SenderExpireCancelTimer ==
@@ -542,7 +553,7 @@ SenderExpireCancelTimer ==
     /\ sCxTx' = sCxTx + 1
     /\ lastEvent' = TxFwd("SenderExpireCancelTimer", <<>>, <<CancelSeg("CS", "RLEXC")>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx,
-                   sRetxRs, receiverVars, rtn, lostLog>>
+                   sRetxRs, receiverVars, rtn, lostLog, late>>
 
 \* 6.16, 6.20: the cancel timer expires beyond the limit: the session closes.
 SenderAbandonCancel ==
@@ -552,7 +563,7 @@ SenderAbandonCancel ==
     /\ sState' = "closed"
     /\ lastEvent' = Ev("sender", "SenderAbandonCancel", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
-                   sCxTx, receiverVars, fwd, rtn, lostLog>>
+                   sCxTx, receiverVars, fwd, rtn, lostLog, late>>
 
 (* ----------------------------- receiver -------------------------------- *)
 
@@ -585,7 +596,7 @@ ReceiverRxRedData(s) ==
     /\ rRed' = rRed \cup {s.off}
     /\ lastEvent' = Ev("receiver", "ReceiverRxRedData", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, rtn, lostLog>>
+                   rCxTx, rtn, lostLog, late>>
 
 \* Red data that is not a checkpoint arrives while the session is cancelling
 \* (6.19) or closed (6.20: no record is left): discarded.  RFC 5326 has no
@@ -597,7 +608,7 @@ ReceiverDiscardRedData(s) ==
     /\ ReceiverDiscards
     /\ fwd' = fwd \ {s}
     /\ lastEvent' = Ev("receiver", "ReceiverDiscardRedData", "", <<s>>, <<>>, <<>>)
-    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
+    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, late>>
 
 \* 6.11: the bounds a report answering checkpoint s may take.  Upper bound:
 \* the checkpoint's upper bound (SHOULD), or, under reading 2's alternative
@@ -633,7 +644,7 @@ ReceiverRxCheckpoint(s) ==
     /\ fwd' = fwd \ {s}
     /\ rState' = "open"
     /\ rRed' = red
-    /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rAcked, rCxTx, lostLog>>
+    /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rAcked, rCxTx, lostLog, late>>
 
 \* A checkpoint (new or not) arrives while the session is cancelling or
 \* closed: discarded, no RS, like any data then (ReceiverDiscardRedData).
@@ -643,7 +654,7 @@ ReceiverDiscardCheckpoint(s) ==
     /\ ReceiverDiscards
     /\ fwd' = fwd \ {s}
     /\ lastEvent' = Ev("receiver", "ReceiverDiscardCheckpoint", "", <<s>>, <<>>, <<>>)
-    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
+    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, late>>
 
 \* 6.8 (b): a redundantly retransmitted checkpoint (its serial was answered
 \* before) arrives while the session is open, and no RS issued for it has
@@ -662,7 +673,7 @@ ReceiverRxRedundantCheckpoint(s) ==
     /\ rRsTx' = [i \in DOMAIN rRsTx |-> IF i \in mine THEN rRsTx[i] + 1 ELSE rRsTx[i]]
     /\ lastEvent' = TxRtn("ReceiverRxRedundantCheckpoint", <<s>>, ReportSeqFor(s.cp))
     /\ UNCHANGED <<senderVars, rState, rOutcome, rGreen, rDeliveries, rReports, rAcked, rCxTx,
-                   lostLog>>
+                   lostLog, late>>
 
 \* 6.8 (b), 6.19, 7.6: a redundantly retransmitted checkpoint arrives while
 \* the session is open, and an RS issued for it has been queued more than
@@ -683,7 +694,7 @@ ReceiverCancelOnRedundantCheckpoint(s) ==
     /\ rOutcome' = "cancelled"
     /\ rCxTx' = 1
     /\ lastEvent' = TxRtn("ReceiverCancelOnRedundantCheckpoint", <<s>>, <<cr>>)
-    /\ UNCHANGED <<senderVars, rGreen, rDeliveries, rReports, rRsTx, rAcked, lostLog>>
+    /\ UNCHANGED <<senderVars, rGreen, rDeliveries, rReports, rRsTx, rAcked, lostLog, late>>
 
 \* 8.2: the first data segment (red or green) names a client service the
 \* receiver does not have: the session is refused, with the cancellation
@@ -703,7 +714,7 @@ ReceiverRefuseSession(s) ==
     /\ rCxTx' = IF RefusalStateless THEN rCxTx ELSE 1
     /\ lastEvent' = TxRtn("ReceiverRefuseSession", <<s>>, <<CancelSeg("CR", "UNREACH")>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   lostLog>>
+                   lostLog, late>>
 
 \* 6.10, 7.2: a green segment arrives while the session is open (or opens
 \* it, 8.2): one green-part segment arrival notice.
@@ -716,7 +727,7 @@ ReceiverRxGreenData(s) ==
     /\ rGreen' = rGreen \cup {s.off}
     /\ lastEvent' = Ev("receiver", "ReceiverRxGreenData", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, rtn, lostLog>>
+                   rCxTx, rtn, lostLog, late>>
 
 \* A green segment arrives while the session is cancelling or closed:
 \* discarded without a notice, like red data then (ReceiverDiscardRedData).
@@ -726,7 +737,7 @@ ReceiverDiscardGreenData(s) ==
     /\ ReceiverDiscards
     /\ fwd' = fwd \ {s}
     /\ lastEvent' = Ev("receiver", "ReceiverDiscardGreenData", "", <<s>>, <<>>, <<>>)
-    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
+    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, late>>
 
 \* 6.9, 7.3: the whole red part has arrived: one red-part reception notice.
 \* (FaultyReceiver: delivers as soon as the EORP segment is in.)  rRed holds
@@ -740,7 +751,7 @@ ReceiverDeliverRedPart ==
     /\ rOutcome' = "completed"
     /\ lastEvent' = Ev("receiver", "ReceiverDeliverRedPart", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rState, rRed, rGreen, rReports, rRsTx, rAcked, rCxTx, fwd, rtn,
-                   lostLog>>
+                   lostLog, late>>
 
 \* 6.14: an RA stops the timer of the RS it acknowledges.
 ReceiverRxReportAck(s) ==
@@ -751,7 +762,7 @@ ReceiverRxReportAck(s) ==
                  ELSE rAcked
     /\ lastEvent' = Ev("receiver", "ReceiverRxReportAck", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx,
-                   rCxTx, rtn, lostLog>>
+                   rCxTx, rtn, lostLog, late>>
 
 \* 6.8 (a): an RS timer expires below the limit: a new copy of the RS.
 ReceiverExpireReportTimer(i) ==
@@ -764,7 +775,7 @@ ReceiverExpireReportTimer(i) ==
     /\ rRsTx' = [rRsTx EXCEPT ![i] = @ + 1]
     /\ lastEvent' = TxRtn("ReceiverExpireReportTimer", <<>>, <<rReports[i]>>)
     /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rAcked,
-                   rCxTx, fwd, lostLog>>
+                   rCxTx, fwd, lostLog, late>>
 
 \* 6.8, 6.19, 7.6: an RS timer expires beyond the limit: the session is
 \* cancelled, a CR with reason RLEXC is queued (6.15: the cancel timer starts).
@@ -779,7 +790,7 @@ ReceiverCancelSession(i) ==
     /\ rOutcome' = "cancelled"
     /\ rCxTx' = 1
     /\ lastEvent' = TxRtn("ReceiverCancelSession", <<>>, <<CancelSeg("CR", RxCancelReason)>>)
-    /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, fwd, lostLog>>
+    /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, fwd, lostLog, late>>
 
 \* 6.14, 6.20: red part delivered and every RS acknowledged: the session closes.
 ReceiverCloseSession ==
@@ -789,7 +800,7 @@ ReceiverCloseSession ==
     /\ rState' = "closed"
     /\ lastEvent' = Ev("receiver", "ReceiverCloseSession", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, fwd, rtn, lostLog>>
+                   rCxTx, fwd, rtn, lostLog, late>>
 
 \* 6.17, 6.19, 7.6, 6.20: a CS arrives while the session is open: a CAS is
 \* queued, the session is cancelled (reception-session cancellation notice,
@@ -804,7 +815,7 @@ ReceiverRxCancel(s) ==
     /\ rOutcome' = "cancelled"
     /\ lastEvent' = TxRtn("ReceiverRxCancel", <<s>>, <<CancelSeg("CAS", "")>>)
     /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, rCxTx,
-                   lostLog>>
+                   lostLog, late>>
 
 \* 6.17, 8.2: a CS arrives while the session is not open: a CAS is queued all
 \* the same.  A closed session keeps no record (6.20; "the CAS is scheduled
@@ -822,7 +833,7 @@ ReceiverRxRedundantCancel(s) ==
     /\ rState' = IF rState = "idle" THEN "idle" ELSE "closed"
     /\ lastEvent' = TxRtn("ReceiverRxRedundantCancel", <<s>>, <<CancelSeg("CAS", "")>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, lostLog>>
+                   rCxTx, lostLog, late>>
 
 \* 6.18: a CAR arrives: the cancel timer stops and the session closes.
 ReceiverRxCancelAck(s) ==
@@ -832,7 +843,7 @@ ReceiverRxCancelAck(s) ==
     /\ rState' = IF rState = "cr_sent" THEN "closed" ELSE rState
     /\ lastEvent' = Ev("receiver", "ReceiverRxCancelAck", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, rtn, lostLog>>
+                   rCxTx, rtn, lostLog, late>>
 
 \* 6.16: the cancel timer expires below the limit: the CR is queued again.
 ReceiverExpireCancelTimer ==
@@ -843,7 +854,7 @@ ReceiverExpireCancelTimer ==
     /\ rCxTx' = rCxTx + 1
     /\ lastEvent' = TxRtn("ReceiverExpireCancelTimer", <<>>, <<CancelSeg("CR", RxCancelReason)>>)
     /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx,
-                   rAcked, fwd, lostLog>>
+                   rAcked, fwd, lostLog, late>>
 
 \* 6.16, 6.20: the cancel timer expires beyond the limit: the session closes.
 ReceiverAbandonCancel ==
@@ -853,7 +864,7 @@ ReceiverAbandonCancel ==
     /\ rState' = "closed"
     /\ lastEvent' = Ev("receiver", "ReceiverAbandonCancel", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, fwd, rtn, lostLog>>
+                   rCxTx, fwd, rtn, lostLog, late>>
 
 \* Reading 5 (GreenEobCloses, specs/ltp/README.md): the green EOB has
 \* arrived and not one red segment, and no report was issued.  The RFC's
@@ -870,7 +881,7 @@ ReceiverCloseOnGreenEob ==
     /\ rState' = "closed"
     /\ lastEvent' = Ev("receiver", "ReceiverCloseOnGreenEob", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, fwd, rtn, lostLog>>
+                   rCxTx, fwd, rtn, lostLog, late>>
 
 (* ------------------------------ channel -------------------------------- *)
 
@@ -881,7 +892,7 @@ ChannelLoseForward(s) ==
     /\ fwd' = fwd \ {s}
     /\ lostLog' = Append(lostLog, [dir |-> "forward", seg |-> s])
     /\ lastEvent' = Ev("channel", "ChannelLoseForward", "forward", <<>>, <<>>, <<s>>)
-    /\ UNCHANGED <<senderVars, receiverVars, rtn>>
+    /\ UNCHANGED <<senderVars, receiverVars, rtn, late>>
 
 \* The channel loses a segment in flight to the sender (within the budget).
 ChannelLoseReturn(s) ==
@@ -890,15 +901,78 @@ ChannelLoseReturn(s) ==
     /\ rtn' = rtn \ {s}
     /\ lostLog' = Append(lostLog, [dir |-> "return", seg |-> s])
     /\ lastEvent' = Ev("channel", "ChannelLoseReturn", "return", <<>>, <<>>, <<s>>)
-    /\ UNCHANGED <<senderVars, receiverVars, fwd>>
+    /\ UNCHANGED <<senderVars, receiverVars, fwd, late>>
+
+(***************************************************************************)
+(* Late segments.  The channel may hold a segment in flight back and let   *)
+(* it arrive later, after segments sent after it and after any timer that  *)
+(* guards it (a delay: the channel reorders), or hold back a copy of it    *)
+(* and deliver that after the original (a duplicate).  Both use the budget *)
+(* MaxLate.  A held copy is released only once no identical copy is in     *)
+(* flight (the channels are sets); it is then an ordinary segment in       *)
+(* flight, which the channel may also lose.  In each event the segment     *)
+(* acted on is in "lost" (held back) or "tx" (released).                   *)
+(***************************************************************************)
+Held(d, s) == [dir |-> d, seg |-> s]
+HeldIn(d) == {h.seg : h \in {x \in late.held : x.dir = d}}
+CanHold(d, s) == late.made < MaxLate /\ Held(d, s) \notin late.held
+HoldBack(d, s) == late' = [held |-> late.held \cup {Held(d, s)}, made |-> late.made + 1]
+
+ChannelDelayForward(s) ==
+    /\ s \in fwd
+    /\ CanHold("forward", s)
+    /\ fwd' = fwd \ {s}
+    /\ HoldBack("forward", s)
+    /\ lastEvent' = Ev("channel", "ChannelDelayForward", "forward", <<>>, <<>>, <<s>>)
+    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
+
+ChannelDelayReturn(s) ==
+    /\ s \in rtn
+    /\ CanHold("return", s)
+    /\ rtn' = rtn \ {s}
+    /\ HoldBack("return", s)
+    /\ lastEvent' = Ev("channel", "ChannelDelayReturn", "return", <<>>, <<>>, <<s>>)
+    /\ UNCHANGED <<senderVars, receiverVars, fwd, lostLog>>
+
+ChannelDuplicateForward(s) ==
+    /\ s \in fwd
+    /\ CanHold("forward", s)
+    /\ HoldBack("forward", s)
+    /\ lastEvent' = Ev("channel", "ChannelDuplicateForward", "forward", <<>>, <<>>, <<s>>)
+    /\ UNCHANGED <<senderVars, receiverVars, fwd, rtn, lostLog>>
+
+ChannelDuplicateReturn(s) ==
+    /\ s \in rtn
+    /\ CanHold("return", s)
+    /\ HoldBack("return", s)
+    /\ lastEvent' = Ev("channel", "ChannelDuplicateReturn", "return", <<>>, <<>>, <<s>>)
+    /\ UNCHANGED <<senderVars, receiverVars, fwd, rtn, lostLog>>
+
+ChannelReleaseForward(s) ==
+    /\ Held("forward", s) \in late.held
+    /\ s \notin fwd
+    /\ fwd' = fwd \cup {s}
+    /\ late' = [late EXCEPT !.held = @ \ {Held("forward", s)}]
+    /\ lastEvent' = Ev("channel", "ChannelReleaseForward", "forward", <<>>, <<s>>, <<>>)
+    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
+
+ChannelReleaseReturn(s) ==
+    /\ Held("return", s) \in late.held
+    /\ s \notin rtn
+    /\ rtn' = rtn \cup {s}
+    /\ late' = [late EXCEPT !.held = @ \ {Held("return", s)}]
+    /\ lastEvent' = Ev("channel", "ChannelReleaseReturn", "return", <<>>, <<s>>, <<>>)
+    /\ UNCHANGED <<senderVars, receiverVars, fwd, lostLog>>
 
 -----------------------------------------------------------------------------
 
 SenderEnded == sState = "closed"
 \* Closed, or never reached by the session (8.2's CLOSED either way).
 ReceiverEnded == rState \in {"idle", "closed"}
+\* Nothing in flight, nothing held back.
+ChannelsEmpty == fwd = {} /\ rtn = {} /\ late.held = {}
 \* Both sides closed and nothing left in flight.
-SessionEnded == SenderEnded /\ ReceiverEnded /\ fwd = {} /\ rtn = {}
+SessionEnded == SenderEnded /\ ReceiverEnded /\ ChannelsEmpty
 
 \* The sender has closed and nothing is in flight, but the receiver is still
 \* open, has not got the whole red part, and has no unacknowledged RS, so it
@@ -910,8 +984,7 @@ ReceiverOrphaned ==
     /\ rState = "open"
     /\ rDeliveries = 0
     /\ DOMAIN rReports \subseteq rAcked
-    /\ fwd = {}
-    /\ rtn = {}
+    /\ ChannelsEmpty
 
 \* Nothing more happens once the session has ended or the receiver is
 \* orphaned (neither is a deadlock).
@@ -968,9 +1041,19 @@ ReceiverNext ==
     \/ ReceiverExpireCancelTimer
     \/ ReceiverAbandonCancel
 
+\* The channel delivers what it held back (a fair step: see Spec).
+ChannelReleaseNext ==
+    \/ \E s \in HeldIn("forward") : ChannelReleaseForward(s)
+    \/ \E s \in HeldIn("return") : ChannelReleaseReturn(s)
+
 ChannelNext ==
     \/ \E s \in Losable(fwd, "forward") : ChannelLoseForward(s)
     \/ \E s \in Losable(rtn, "return") : ChannelLoseReturn(s)
+    \/ \E s \in fwd : ChannelDelayForward(s)
+    \/ \E s \in fwd : ChannelDuplicateForward(s)
+    \/ \E s \in rtn : ChannelDelayReturn(s)
+    \/ \E s \in rtn : ChannelDuplicateReturn(s)
+    \/ ChannelReleaseNext
 
 \* A step of the protocol or the channel.
 Step ==
@@ -984,12 +1067,14 @@ Next ==
 
 \* Fairness per role: the sender and the receiver keep taking steps while
 \* they can (which includes receiving what is in flight to them); the
-\* channel's losses are never forced, and bounded by MaxLoss.
+\* channel's losses, delays and duplicates are never forced, and bounded by
+\* MaxLoss and MaxLate; what it held back it delivers in the end.
 Spec ==
     /\ Init
     /\ [][Next]_vars
     /\ WF_vars(SenderNext)
     /\ WF_vars(ReceiverNext)
+    /\ WF_vars(ChannelReleaseNext)
 
 -----------------------------------------------------------------------------
 (* Safety *)

@@ -15,12 +15,14 @@
 (***************************************************************************)
 EXTENDS MCLTPOutcomes
 
-\* A loss is recorded under its live rule; any other step counts its
-\* transmissions (the occurrences the next losses are named by).
+\* A loss, delay or duplicate is recorded under its live rule; a release
+\* of a held-back segment counts nothing; any other step counts its
+\* transmissions (the occurrences the next impairments are named by).
 Recorded(ev) ==
-    IF IsLoss(ev)
+    IF IsImpairment(ev)
     THEN /\ planHit' = planHit \cup {LossOf(ev)}
          /\ UNCHANGED txCount
+    ELSE IF IsRelease(ev) THEN UNCHANGED <<txCount, planHit>>
     ELSE /\ txCount' = Counted(ev)
          /\ UNCHANGED planHit
 

@@ -1,19 +1,22 @@
 --------------------------- MODULE MCLTPOutcomes ---------------------------
 (***************************************************************************)
-(* One LTP session (RFC 5326) under exactly a planned set of losses, and   *)
-(* every terminal outcome it can reach.                                    *)
+(* One LTP session (RFC 5326) under exactly a planned set of impairments   *)
+(* (losses, delays, duplicates), and every terminal outcome it can reach.  *)
 (*                                                                         *)
-(* A scenario names each loss as a live channel rule does: a direction, the*)
-(* segment's wire key (kind and offset for data, type for control segments)*)
-(* and an occurrence, "the 2nd RS on the return channel". Plan is the set of*)
-(* those, as records [dir, key, off, occ] with off counted in model segments;*)
-(* generators/outcomes.py writes it into the module MCLTPPlan (the copy in *)
-(* specs/ltp/ holds the empty plan of a nominal run). The wrapper counts every*)
-(* transmission per key (txCount) and lets the channel lose a segment only *)
-(* when that transmission is a planned one not yet used (planHit). Each state*)
-(* in which the session has ended and every planned loss has happened is a *)
-(* terminal outcome; the invariant Report prints it (it never fails), so one*)
-(* exhaustive TLC run lists the whole set.                                 *)
+(* A scenario names each impairment as a live channel rule does: a         *)
+(* direction, the segment's wire key (kind and offset for data, type for   *)
+(* control segments), an occurrence and what the channel does to it, "drop *)
+(* the 2nd RS on the return channel". Plan is the set of those, as records *)
+(* [dir, key, off, occ, act] with off counted in model segments and act    *)
+(* "drop", "delay" or "duplicate";                                         *)
+(* generators/outcomes.py writes it into the module MCLTPPlan (the copy   *)
+(* in specs/ltp/ holds the empty plan of a nominal run).  The wrapper      *)
+(* counts every transmission per key (txCount) and lets the channel lose,  *)
+(* hold back or copy a segment only when that transmission is a planned    *)
+(* one not yet used (planHit).  Each state in which the session has ended  *)
+(* and every planned impairment has happened is a terminal outcome; the    *)
+(* invariant Report prints it (it never fails), so one exhaustive TLC run  *)
+(* lists the whole set.                                                    *)
 (*                                                                         *)
 (* A copy lost while an identical copy is in flight loses both (the model's*)
 (* channels are sets): that can only add outcomes, so a run is never failed*)
@@ -21,11 +24,12 @@
 (***************************************************************************)
 EXTENDS MCLTP, MCLTPPlan
 
-\* @type: Set({dir: Str, key: Str, off: Int, occ: Int});
+\* @type: Set({dir: Str, key: Str, off: Int, occ: Int, act: Str});
 Plan == ThePlan
 \* @type: Bool;
 Fifo == InOrder
-\* The channel may lose any segment, within MaxLoss (and Plan is ignored):
+\* The channel may lose any segment, within MaxLoss, and delay or duplicate
+\* any, within MaxLate (and Plan is ignored):
 \* test generation (MCLTPTraps) and scenarios whose links lose frames at
 \* random override this with TRUE.
 \* @type: Bool;
@@ -38,8 +42,8 @@ VARIABLES
     rq,         \* history: segments in flight to the sender, in send order
     \* @type: {dir: Str, key: Str, off: Int} -> Int;
     txCount,    \* transmissions so far per direction and wire key
-    \* @type: Set({dir: Str, key: Str, off: Int, occ: Int});
-    planHit     \* the planned losses that have happened
+    \* @type: Set({dir: Str, key: Str, off: Int, occ: Int, act: Str});
+    planHit     \* the planned impairments that have happened
 
 \* The variables this wrapper adds to LTP's.
 wrapperVars == <<txCount, planHit, fq, rq>>
@@ -55,30 +59,45 @@ Slots ==
     [dir : {"forward", "return"}, key : {"red_data", "green_data"}, off : 0 .. (NSeg - 1)]
     \cup [dir : {"forward", "return"}, key : CtrlTypes, off : {0}]
 
-\* The direction a step's transmissions go in.
-TxDir(ev) == IF ev.actor = "sender" THEN "forward" ELSE "return"
+\* The direction a step's transmissions go in (the channel's: the one it
+\* delivers a held-back segment in).
+TxDir(ev) == CASE ev.actor = "sender" -> "forward"
+               [] ev.actor = "receiver" -> "return"
+               [] OTHER -> ev.dir
 
 \* txCount after the transmissions of event ev.
 Counted(ev) ==
     [x \in Slots |->
         txCount[x] + Cardinality({i \in DOMAIN ev.tx : Slot(TxDir(ev), ev.tx[i]) = x})]
 
-\* The planned loss that event ev (a channel loss) is, if any.
+\* What the channel did to a segment in event ev, as a rule names it ("" if
+\* ev is not a channel's impairment).
+ChannelAct(ev) ==
+    CASE ev.action \in {"ChannelLoseForward", "ChannelLoseReturn"} -> "drop"
+      [] ev.action \in {"ChannelDelayForward", "ChannelDelayReturn"} -> "delay"
+      [] ev.action \in {"ChannelDuplicateForward", "ChannelDuplicateReturn"} -> "duplicate"
+      [] OTHER -> ""
+IsLoss(ev) == ChannelAct(ev) = "drop"
+IsImpairment(ev) == ChannelAct(ev) # ""
+IsRelease(ev) == ev.action \in {"ChannelReleaseForward", "ChannelReleaseReturn"}
+
+\* The planned impairment that event ev (a channel's) is, if any.
 LossOf(ev) ==
     LET s == ev.lost[1] IN
-    [dir |-> ev.dir, key |-> Key(s), off |-> KeyOff(s), occ |-> txCount[Slot(ev.dir, s)]]
-
-IsLoss(ev) == ev.action \in {"ChannelLoseForward", "ChannelLoseReturn"}
+    [dir |-> ev.dir, key |-> Key(s), off |-> KeyOff(s), occ |-> txCount[Slot(ev.dir, s)],
+     act |-> ChannelAct(ev)]
 
 \* In-order channels (Fifo, from the scenario's channel: no reordering): a
 \* side receives only the oldest segment in flight to it.  Losses may take
 \* any segment.  Copies merged in the set channel leave the queue together.
+\* A delayed segment leaves the queue and joins its tail when the channel
+\* releases it; a duplicated one stays, and its copy joins the tail then.
 Without(q, s) == SelectSeq(q, LAMBDA x : x # s)
 Queued(q, ev, d) == IF ev.tx # <<>> /\ TxDir(ev) = d THEN q \o ev.tx ELSE q
 \* (IF, not \/: TLC explores each disjunct of an action as a branch.)
 RxOk(q, ev) == IF ~Fifo \/ ev.rx = <<>> THEN TRUE ELSE q # <<>> /\ Head(q) = ev.rx[1]
 Dequeued(q, ev, d) ==
-    IF IsLoss(ev) /\ ev.dir = d THEN Without(q, ev.lost[1])
+    IF ChannelAct(ev) \in {"drop", "delay"} /\ ev.dir = d THEN Without(q, ev.lost[1])
     ELSE IF ev.rx # <<>> /\ (d = "forward") = (ev.actor = "receiver")
     THEN Without(q, ev.rx[1])
     ELSE q
@@ -97,14 +116,17 @@ Ordered(ev) ==
     /\ rq' = Queued(Dequeued(rq, ev, "return"), ev, "return")
 
 \* The counters after event ev: a transmission counts towards its key's
-\* occurrences; a loss must be a planned one not used yet, and uses it.
-\* With AnyLoss every loss is allowed and nothing needs counting.
+\* occurrences; an impairment must be a planned one not used yet, and uses
+\* it; a held-back segment's release is no transmission (the live rules
+\* counted it once, as it entered the channel).
+\* With AnyLoss every impairment is allowed and nothing needs counting.
 Accounted(ev) ==
     IF AnyLoss THEN UNCHANGED <<txCount, planHit>>
-    ELSE IF IsLoss(ev)
+    ELSE IF IsImpairment(ev)
     THEN /\ LossOf(ev) \in Plan \ planHit
          /\ planHit' = planHit \cup {LossOf(ev)}
          /\ UNCHANGED txCount
+    ELSE IF IsRelease(ev) THEN UNCHANGED <<txCount, planHit>>
     ELSE /\ txCount' = Counted(ev)
          /\ UNCHANGED planHit
 
@@ -136,10 +158,11 @@ Terminal ==
 \* constraint a shortest trace may "lose" a stale copy that arrived already
 \* (through reordering) -- a loss no live run can reproduce, since the
 \* implementation never sends that copy again. Used as ACTION_CONSTRAINT.
+\* The same for delays and duplicates of data.
 NoStaleLoss ==
-    \A s \in fwd :
-        (lostLog' # lostLog /\ fwd' = fwd \ {s} /\ IsData(s))
-            => s.off \notin rRed \cup rGreen
+    LET ev == lastEvent' IN
+    (IsImpairment(ev) /\ ev.dir = "forward" /\ IsData(ev.lost[1]))
+        => ev.lost[1].off \notin rRed \cup rGreen
 
 \* What the receiver's client saw last: a notice, "closed" for a session
 \* that closed with none (reading 5's alternative), or "none".

@@ -232,6 +232,8 @@ pub enum ActionKind {
     Corrupt,
     /// Add `delay_ms` of delay.
     Delay,
+    /// Deliver the segment twice (the copy right behind it).
+    Duplicate,
 }
 
 /// A match value: number, code name or flag.

@@ -337,6 +337,10 @@ impl Link {
                         extra = delay_ns;
                         cause = Some(Cause::Rule);
                     }
+                    crate::config::ActionKind::Duplicate => {
+                        copies = 2;
+                        cause = Some(Cause::Rule);
+                    }
                 }
             }
             if self.timeline.in_outage(now) {
@@ -623,6 +627,9 @@ mod tests {
             None,
         );
         assert_eq!(d.release, 7 * MS);
+        let mut h = udp_frame(&[0u8; 100], 1, 2);
+        let d = l.decide(0, &mut h, &lay, Some(act(ActionKind::Duplicate, 1, 0)), None);
+        assert_eq!((d.fate, d.copies, d.rule), (Fate::Pass, 2, Some(3)));
     }
 
     #[test]
