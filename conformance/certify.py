@@ -62,10 +62,17 @@ class Case:
 def cases(protocol: str, scenarios: list[Path], sut_roles: Sequence[str]) -> list[Case]:
     """Every scenario once per SUT role ("both": the SUT on each side;
     "sender": the SUT sends to the tester; "receiver": the tester sends to
-    the SUT), then each robustness scenario in the one role its probes
-    need, when that role is asked for."""
+    the SUT; a scenario one of whose sides only the tester plays, e.g. a
+    miscolored sender, in that role alone), then each robustness scenario in
+    the one role its probes need, when that role is asked for."""
+    from conformance.runner import tester_role
+
     tester_for = {"both": None, "sender": "receiver", "receiver": "sender"}
-    out = [Case(p, tester_for[r]) for p in scenarios for r in sut_roles]
+    out = []
+    for p in scenarios:
+        # a scenario whose one side only the tester plays runs in that role
+        need = tester_role(load_scenario(p))
+        out += [Case(p, tester_for[r]) for r in sut_roles if need in (None, tester_for[r])]
     if not scenarios:
         return out
     top = next((p.parent for p in scenarios if p.parent.name != CATALOGUE), scenarios[0].parent)

@@ -113,6 +113,13 @@ def _stop(proc: subprocess.Popen[bytes], timeout: float = 3.0) -> None:
         proc.wait()
 
 
+def tester_role(scn: Scenario) -> str | None:
+    """The role a scenario's parameters leave to the model-driven tester
+    alone (the protocol's params ``tester_role``; None: any)."""
+    role = getattr(scn.params, "tester_role", None)
+    return role() if callable(role) else None
+
+
 def run_scenario(
     scn: Scenario,
     sut: SutAdapter,
@@ -134,6 +141,11 @@ def run_scenario(
         raise InputError(
             f"{scn.name}: probes: robustness probes are sent by the model-driven tester; run "
             "with --tester sender or --tester receiver"
+        )
+    elif (need := tester_role(scn)) is not None:
+        raise InputError(
+            f"{scn.name}: params: only the model-driven tester plays this scenario's {need} "
+            f"(e.g. params.miscolored_sender); run with --tester {need}"
         )
     run_dir.mkdir(parents=True, exist_ok=True)
     dump_model(scn, run_dir / "scenario.json")

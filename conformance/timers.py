@@ -25,9 +25,9 @@ data segment sent before it. So, with the resolved channel's worst figures
                  + block serialization + linger + extra rule delays + 5 s,
                  at most 24 h
 
-Field-keyed ``delay`` impairments are left out of the timers on purpose: a
-scenario that delays one segment usually does so to make a timer expire. They
-lengthen the time limit instead. Outages are left out too: licklider has no
+Field-keyed ``delay`` and ``outage`` impairments are left out of the timers on
+purpose: a scenario that delays one segment, or takes the link down, usually
+does so to make a timer expire. They lengthen the time limit instead. Outages are left out too: licklider has no
 link-state cues (§6.5, §6.6), its timers run on through an outage, so the
 retransmission limits bound a session's life whatever the outages.
 
@@ -191,7 +191,9 @@ def derive(scn: Scenario) -> DerivedTimers:
         limit = scn.time_limit_s
         explicit.add("time_limit_s")
     else:
-        extra_ms = sum(i.delay_ms * i.count for i in scn.impairments if i.action == "delay")
+        extra_ms = sum(
+            i.delay_ms * i.count for i in scn.impairments if i.action in ("delay", "outage")
+        )
         worst_ms = (_retransmission_limit(scn) + 2) * 2 * rtx + block_ser + linger + extra_ms
         limit = math.ceil(worst_ms / 1000.0 + SLACK_S)
         if limit > TIME_LIMIT_CAP_S:

@@ -144,17 +144,26 @@ class Impairment(_Strict):
     match: dict[str, FieldValue] = Field(min_length=1)
     occurrence: Annotated[int, Field(ge=1)] = 1
     count: Annotated[int, Field(ge=1)] = Field(1, description="successive matches acted on")
-    action: Literal["drop", "corrupt", "delay", "duplicate"] = Field(
-        "drop", description="duplicate: the segment is delivered twice, the copy right behind it"
+    action: Literal["drop", "corrupt", "delay", "duplicate", "outage"] = Field(
+        "drop",
+        description="duplicate: the segment is delivered twice, the copy right behind it; "
+        "outage: the link goes down both ways for delay_ms from the segment's arrival (the "
+        "segment is lost with the rest)",
     )
     bits: Annotated[int, Field(ge=1, le=1000)] = Field(1, description="corrupt: bits to flip")
     delay_ms: Annotated[float, Field(ge=0, le=86_400_000)] = Field(
-        0.0, description="delay: extra one-way delay"
+        0.0, description="delay: extra one-way delay; outage: how long the link is down"
     )
     checksum: Literal["keep", "recompute"] | None = Field(
         None, description="corrupt: UDP checksum handling (default: the link's)"
     )
     note: str = ""
+
+    @model_validator(mode="after")
+    def _outage_has_a_length(self) -> Impairment:
+        if self.action == "outage" and self.delay_ms <= 0:
+            raise ValueError("delay_ms: an outage needs a length > 0 ms")
+        return self
 
     def describe(self) -> str:
         fields = ", ".join(f"{k}={v}" for k, v in self.match.items())
@@ -163,7 +172,8 @@ class Impairment(_Strict):
             which += f"..{_ordinal(self.occurrence + self.count - 1)}"
         what = {"drop": "drop", "corrupt": f"corrupt ({self.bits} bit)",
                 "delay": f"delay +{self.delay_ms:g} ms",
-                "duplicate": "duplicate"}[self.action]  # fmt: skip
+                "duplicate": "duplicate",
+                "outage": f"{self.delay_ms:g} ms outage from"}[self.action]  # fmt: skip
         return f"{what} {which} {self.direction} segment [{fields}]"
 
 

@@ -15,6 +15,7 @@ groups them. The test purposes of generators/ltp.py stay the curated set
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpBlock
-from conformance.types import Expectation, Origin, Scenario, dump_model
+from conformance.types import Expectation, Impairment, Origin, Scenario, dump_model
 from generators.outcomes import PlannedLoss, outcome_of
 from generators.tlc import REPO_ROOT, TlcProgress, cfg_text, printed, run_tlc
 
@@ -42,6 +43,7 @@ class Bound:
     max_claims: int = 20  # reception claims per RS (more: several RSs per report)
     service_known: bool = True  # the receiver has the client service the data names
     max_late: int = 0  # segments the channel may delay or duplicate
+    miscolored: bool = False  # the sender sends green data at offset 0 (RFC 5326 §6.21)
     reading: str = ""  # the model reading: '' the default, else a reading's id
 
     @property
@@ -49,7 +51,8 @@ class Bound:
         claims = f"c{self.max_claims}" if self.max_claims < self.n_red else ""
         unknown = "" if self.service_known else "u"
         late = f"x{self.max_late}" if self.max_late else ""
-        return f"r{self.n_red}g{self.n_green}l{self.max_retx}{claims}{unknown}{late}"
+        mis = "mis" if self.miscolored else ""
+        return f"r{self.n_red}g{self.n_green}l{self.max_retx}{claims}{unknown}{late}{mis}"
 
     def constants(self) -> dict[str, int | bool | str]:
         return {
@@ -60,6 +63,7 @@ class Bound:
             "MaxLate": self.max_late,
             "PrematureTimeouts": False,
             "FaultyReceiver": False,
+            "MiscoloredSender": self.miscolored,
             "MaxClaims": self.max_claims,
             "ServiceKnown": self.service_known,
             **LTP.reading_constants(self.reading),
@@ -80,7 +84,9 @@ class Bound:
 # claim per RS, so that a report with a gap is two RSs (RFC 5326 §6.11), some
 # of them lost (ION issue #14's sessions); and one segment delayed past its
 # timer or duplicated, at every point and with a loss or two beside it (the
-# patterns of those bounds with no late segment are the other bounds').
+# patterns of those bounds with no late segment are the other bounds'); and a
+# sender that sends green data inside the red part (6.21: the receiver must
+# cancel, MISCOLORED), which only the model-driven tester's sender plays.
 BOUNDS = (
     Bound(3, 1, 1, 3),
     Bound(2, 1, 1, 3),
@@ -92,6 +98,7 @@ BOUNDS = (
     Bound(2, 1, 1, 3, service_known=False),
     Bound(2, 1, 1, 1, max_late=1),
     Bound(1, 1, 1, 2, max_late=1),
+    Bound(2, 1, 1, 2, miscolored=True),
 )
 
 
@@ -148,6 +155,11 @@ def scenario(p: Pattern, states: int) -> Scenario:
         if any(x.late for x in losses)
         else ""
     )
+    if b.miscolored:
+        late += (
+            "; the sender also sends green data at offset 0 after its first red segment (RFC "
+            "5326 §6.21 fault injection: only the model-driven tester's sender plays it)"
+        )
     block = LtpBlock(
         segment_size=SEGMENT_SIZE,
         red_len=b.n_red * SEGMENT_SIZE,
@@ -155,6 +167,7 @@ def scenario(p: Pattern, states: int) -> Scenario:
         retransmission_limit=b.max_retx,
         max_claims_per_rs=b.max_claims,
         receiver_client_service_id=None if b.service_known else 2,
+        miscolored_sender=b.miscolored,
     )
     return Scenario(
         name=f"ltp-{b.tag}-{slug}",
@@ -226,6 +239,10 @@ def run_bound(
         )
         if b.max_late and not any(x.late for x in losses):
             continue
+        if len({(x.dir, x.key, x.off, x.occ) for x in losses}) < len(losses):
+            # two acts on one transmission (say, duplicated and then lost):
+            # the live channel applies one rule per segment
+            continue
         p = found.setdefault(losses, Pattern(b, losses))
         key = (str(s), str(r), int(deliveries), frozenset(green))
         p.outcomes.setdefault(key, set()).add(b.reading)
@@ -268,6 +285,7 @@ def catalogue(
     bounds: tuple[Bound, ...] = BOUNDS,
     lanes: int = 2,
     on_bound: Callable[[int, int, str], None] | None = None,
+    outages: bool = True,
 ) -> CatalogueReport:
     """Write every pattern's scenario into ``outdir`` and ``catalogue.json``
     (counts per bound, action coverage)."""
@@ -305,6 +323,13 @@ def catalogue(
             scen = scenario(p, n_states)
             dump_model(scen, outdir / f"{scen.name}.json")
             scenarios.append(scen)
+    if outages:
+        # an outage during each sender and receiver state (OUTAGE_TRIGGERS)
+        t0 = time.monotonic()
+        found = outage_scenarios(outdir)
+        seconds += time.monotonic() - t0
+        per_bound["outages"] = len(found)
+        scenarios += found
     if scenarios and terminal_action:
         covered.add(terminal_action)  # every pattern ends in a terminal state
     names = [s.name for s in scenarios]
@@ -344,3 +369,146 @@ def retx_scenarios(workdir: Path, b: Bound = TABLE_BOUND) -> list[Scenario]:
     rows = [p for p in patterns if all(x.key in TABLE_KEYS for x in p.losses)]
     rows.sort(key=lambda p: (len(p.losses), sorted(map(_order, p.losses))))
     return [scenario(p, states) for p in rows]
+
+
+# ---------------------------------------------------------------------------
+# Outages during each sender and receiver state
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutageTrigger:
+    """A state of one side, marked by the segment that enters it: the link
+    goes down, both ways, as that segment reaches the channel (an ``outage``
+    rule keyed on it). ``before``: the planned losses that bring the session
+    to that state first."""
+
+    name: str
+    state: str
+    direction: str
+    match: dict[str, str | int]
+    occurrence: int = 1
+    before: tuple[PlannedLoss, ...] = ()
+
+
+# The block every outage scenario sends: 2 red segments and 1 green, limit 1.
+OUTAGE_BOUND = Bound(2, 1, 1, 0)
+OUTAGE_TRIGGERS = (
+    OutageTrigger(
+        "sender-sends-red", "sender in its initial transmission (receiver not yet reached)",
+        "forward", {"kind": "red_data", "offset": 0},
+    ),
+    OutageTrigger(
+        "sender-awaits-report", "sender with its checkpoint timer running (6.2)",
+        "forward", {"kind": "red_data", "offset": 1000},
+    ),
+    OutageTrigger(
+        "sender-sends-green", "sender transmitting the green part (6.1)",
+        "forward", {"kind": "green_data", "offset": 2000},
+    ),
+    OutageTrigger(
+        "receiver-awaits-ack", "receiver with its RS timer running (6.3)",
+        "return", {"type": "RS"},
+    ),
+    OutageTrigger(
+        "receiver-closing", "receiver about to close on the RA (6.14)",
+        "forward", {"type": "RA"},
+    ),
+    OutageTrigger(
+        "sender-retransmits", "sender retransmitting a gap (6.13)",
+        "forward", {"kind": "red_data", "offset": 0}, 2,
+        (PlannedLoss("forward", "red_data", 0, 1),),
+    ),
+    OutageTrigger(
+        "sender-cancels", "sender cancelling, its cancel timer running (6.15)",
+        "forward", {"type": "CS"}, 1,
+        (PlannedLoss("forward", "red_data", 1, 1), PlannedLoss("forward", "red_data", 1, 2)),
+    ),
+    OutageTrigger(
+        "receiver-cancels", "receiver cancelling, its cancel timer running (6.15)",
+        "return", {"type": "CR"}, 1,
+        (PlannedLoss("return", "RS", 0, 1), PlannedLoss("return", "RS", 0, 2)),
+    ),
+)  # fmt: skip
+# Outage lengths: shorter than the catalogue channel's 1 s retransmission
+# timers (only what is in flight is lost) and longer than the limit's
+# timers together (every retransmission in it is lost too).
+OUTAGE_MS = (500.0, 2500.0)
+
+
+def outage_scenarios(outdir: Path) -> list[Scenario]:
+    """One scenario per trigger and outage length into ``outdir``. Each
+    expects every outcome the model reaches with its planned losses and as
+    many other losses as the outage can take (generators.outcomes,
+    outage_bound): licklider has no link-state cues (6.5, 6.6), so for the
+    model an outage is losses of whatever the link carries then. With any
+    loss allowed the planned ones add only to the budget, so the scenarios
+    of one outage length share one set: the one computed with the most
+    planned losses (a budget at least as large: a set never narrower)."""
+    from generators.outcomes import expectation_for
+
+    b = OUTAGE_BOUND
+    block = LtpBlock(
+        segment_size=SEGMENT_SIZE,
+        red_len=b.n_red * SEGMENT_SIZE,
+        block_len=(b.n_red + b.n_green) * SEGMENT_SIZE,
+        retransmission_limit=b.max_retx,
+    )
+    outdir.mkdir(parents=True, exist_ok=True)
+    made: list[Scenario] = []
+    for trig in OUTAGE_TRIGGERS:
+        for ms in OUTAGE_MS:
+            imps = [x.impairment(block, note=f"brings the session there: {_short(x)}")
+                    for x in trig.before]  # fmt: skip
+            imps.append(
+                Impairment(
+                    direction=trig.direction,  # type: ignore[arg-type]
+                    match=trig.match,  # type: ignore[arg-type]
+                    occurrence=trig.occurrence,
+                    action="outage",
+                    delay_ms=ms,
+                    note=f"outage: {trig.state}",
+                )
+            )
+            scn = Scenario(
+                name=f"ltp-outage-{trig.name}-{ms:g}ms",
+                protocol="ltp",
+                description=(
+                    f"Outage of {ms:g} ms, both ways, from the moment the {trig.state} "
+                    f"(an outage rule keyed on the {_ordinal(trig.occurrence)} "
+                    f"{trig.direction} segment {trig.match}); {b.n_red} red and {b.n_green} "
+                    f"green segments of {SEGMENT_SIZE} bytes, retransmission limit {b.max_retx}."
+                ),
+                params=block,
+                impairments=imps,
+                expect=Expectation(outcomes=[outcome_of("completed", "completed", 1, [], block)]),
+                origin=Origin(
+                    model=str(MODULE.relative_to(REPO_ROOT)),
+                    config=f"NRed={b.n_red}, NGreen={b.n_green}, MaxRetx={b.max_retx}",
+                    purpose="outage",
+                    purposes=["outage", trig.name],
+                ),
+            )
+            made.append(scn)
+    widest = {
+        ms: max(
+            (s for s in made if s.impairments[-1].delay_ms == ms), key=lambda s: len(s.impairments)
+        )
+        for ms in OUTAGE_MS
+    }
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        sets = dict(
+            zip(
+                OUTAGE_MS,
+                pool.map(lambda s: expectation_for(s, outdir / "tlc" / s.name), widest.values()),
+                strict=True,
+            )
+        )
+    for scn in made:
+        scn.expect = sets[scn.impairments[-1].delay_ms].model_copy(deep=True)
+        dump_model(scn, outdir / f"{scn.name}.json")
+    return made
+
+
+def _ordinal(n: int) -> str:
+    return {1: "1st", 2: "2nd", 3: "3rd"}.get(n, f"{n}th")

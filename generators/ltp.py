@@ -86,6 +86,7 @@ GEN_CONSTANTS: dict[str, int | bool] = {
     "MaxLate": 0,
     "PrematureTimeouts": False,
     "FaultyReceiver": False,
+    "MiscoloredSender": False,
     "MaxClaims": 20,
     "ServiceKnown": True,
     "ReportBoundsMay": False,
@@ -339,9 +340,15 @@ def impairments(trace: Sequence[TraceState], segment_size: int = SEGMENT_SIZE) -
 
 
 def trace_outcome(
-    final: Mapping[str, Any], n_red: int, segment_size: int = SEGMENT_SIZE
+    final: Mapping[str, Any],
+    n_red: int,
+    segment_size: int = SEGMENT_SIZE,
+    service_known: bool = True,
 ) -> ExpectedOutcome:
-    """The outcome at the end of one trace: one member of the scenario's set."""
+    """The outcome at the end of one trace: one member of the scenario's set.
+    The receiver's notice as MCLTPOutcomes' ReceiverNotice has it: "closed"
+    for a session closed with no notice, except a refused one (the service
+    unknown: it never was the client's)."""
     return ExpectedOutcome(
         delivered=LtpDelivery(
             red_bytes_delivered=n_red * segment_size if int(final["rDeliveries"]) > 0 else 0,
@@ -350,7 +357,7 @@ def trace_outcome(
         sender_outcome=outcomes.outcome_name(str(final["sOutcome"])),
         receiver_outcome=outcomes.outcome_name(
             "closed"
-            if final["rOutcome"] == "none" and final.get("rState") == "closed"
+            if final["rOutcome"] == "none" and final.get("rState") == "closed" and service_known
             else final["rOutcome"]
         ),
     )
@@ -389,7 +396,14 @@ def compile_trace(
         ),
         impairments=impairments(trace, segment_size),
         expect=Expectation(
-            outcomes=[trace_outcome(trace[-1].variables, n_red, segment_size)],
+            outcomes=[
+                trace_outcome(
+                    trace[-1].variables,
+                    n_red,
+                    segment_size,
+                    service_known=bool(constants.get("ServiceKnown", True)),
+                )
+            ],
             source="end state of the trap's trace",
         ),
         origin=Origin(

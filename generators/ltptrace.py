@@ -36,9 +36,14 @@ NEXT_BLOCKS = ("SenderNext", "ReceiverNext", "ChannelNext", "ChannelReleaseNext"
 
 DATA_TYPES = frozenset({"RD", "RD-CP", "RD-CP-EORP", "RD-CP-EORP-EOB", "GD", "GD-EOB"})
 # The model's cancels, by segment type: a retransmission limit exceeded
-# (RLEXC) at either side, and a receiver refusing a session for an unknown
-# client service (UNREACH, 8.2).
-MODELLED_REASONS = {"CS": frozenset({"RLEXC"}), "CR": frozenset({"RLEXC", "UNREACH"})}
+# (RLEXC) at either side, a receiver refusing a session for an unknown
+# client service (UNREACH, 8.2), and one cancelling on a miscolored segment
+# (MISCOLORED, 6.21; the trace's model has an honest sender, so a CR with it
+# is rejected where the data was colored right).
+MODELLED_REASONS = {
+    "CS": frozenset({"RLEXC"}),
+    "CR": frozenset({"RLEXC", "UNREACH", "MISCOLORED"}),
+}
 
 
 def _mk(
@@ -93,8 +98,12 @@ class _Geometry:
         self.block = block.block_len
         self.n_red = math.ceil(self.red / self.seg)
         self.n_green = math.ceil((self.block - self.red) / self.seg)
+        # LTP.tla's MiscoloredSender: green data at offset 0 (RFC 5326 §6.21)
+        self.miscolored = block.miscolored_sender
 
     def data_index(self, off: int, length: int, red: bool) -> int:
+        if not red and self.miscolored and off == 0 and length == min(self.seg, self.red):
+            return 0  # the model's MiscoloredSeg
         start = 0 if red else self.red
         end = self.red if red else self.block
         rel = off - start
@@ -221,7 +230,7 @@ def trace_model(
                 raise Unrepresentable(
                     f"{where} cancels with reason {name or code}; the model cancels only when a "
                     "retransmission limit is exceeded (RLEXC), or, at the receiver, when the "
-                    "client service is unknown (UNREACH)"
+                    "client service is unknown (UNREACH) or a segment is miscolored (MISCOLORED)"
                 )
             units[k] = _mk(t, reason=str(name))
         elif t in ("CAS", "CAR"):
@@ -240,6 +249,7 @@ def trace_model(
             "MaxLate": 0,
             "PrematureTimeouts": True,
             "FaultyReceiver": False,
+            "MiscoloredSender": block.miscolored_sender,
             "MaxClaims": block.max_claims_per_rs,
             "ServiceKnown": block.service_at_receiver == block.client_service_id,
             # the default reading of each question (tracecheck tries the others)

@@ -19,6 +19,7 @@ field the model abstracts away) has no model counterpart, and
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -108,6 +109,8 @@ def plan(impairments: Sequence[Impairment], block: LtpBlock) -> list[PlannedLoss
     """The planned impairments of a scenario (one per match acted on)."""
     out: list[PlannedLoss] = []
     for i, imp in enumerate(impairments):
+        if imp.action == "outage":
+            continue  # what it takes depends on timing: random losses (channel_shape)
         if imp.action not in ACTS:
             raise Unplannable(f"impairments[{i}]: a {imp.action} has no counterpart in the model")
         m = dict(imp.match)
@@ -219,6 +222,7 @@ class ChannelShape:
     random_loss: bool
     why: str
     random_late: bool = False  # can it duplicate or hold back segments the rules do not name?
+    outage_losses: int = 0  # the most segments its outages can take (0: no outage)
 
 
 def stale(scn: Scenario) -> str:
@@ -262,8 +266,35 @@ def channel_shape(scn: Scenario) -> ChannelShape:
             reasons_loss.append(f"{name} has outages or lossy periods")
         if link.queue_bytes < 64 * 1024 and link.rate_bps > 0:
             reasons_loss.append(f"{name} queue may overflow")
+    outage_s = [o.duration / scn.channel.time_scale for d in (fwd, ret) for o in d.outages]
+    outage_s += [i.delay_ms * i.count / 1000 for i in scn.impairments if i.action == "outage"]
+    if any(i.action == "outage" for i in scn.impairments):
+        reasons_loss.append("an outage rule takes the link down")
     why = "; ".join(reasons_order + reasons_loss) or "in order, losses as planned"
-    return ChannelShape(not reasons_order, bool(reasons_loss), why, late)
+    return ChannelShape(
+        not reasons_order, bool(reasons_loss), why, late, outage_bound(scn, outage_s)
+    )
+
+
+# The most losses an outage set is enumerated with: past this the sets of
+# the small blocks scenarios use stop growing (every segment a 3-segment
+# session can send, retransmissions included, is about this many).
+OUTAGE_LOSS_CAP = 12
+
+
+def outage_bound(scn: Scenario, outages_s: Sequence[float]) -> int:
+    """How many segments outages of these lengths can take: each window
+    what is in flight or starts then (the block and a report), and per
+    retransmission timer that runs out in it one segment each way (a
+    checkpoint, RS or cancel copy); at most OUTAGE_LOSS_CAP."""
+    if not outages_s:
+        return 0
+    from conformance import timers
+
+    rtx_s = timers.derive(scn).retransmission_ms / 1000
+    n_red, n_green = _segments(scn.params) if isinstance(scn.params, LtpBlock) else (1, 0)
+    total = sum(n_red + n_green + 2 + 2 * math.ceil(s / rtx_s) for s in outages_s)
+    return min(OUTAGE_LOSS_CAP, total)
 
 
 def outcome_set(
@@ -294,6 +325,11 @@ def outcome_set(
             f"max_claims_per_rs {block.max_claims_per_rs} with {n_red} red segments: the model "
             "splits reports into several RSs only for blocks of up to 3 red segments"
         )
+    if block.miscolored_sender and n_red < 2:
+        raise Unplannable(
+            "miscolored_sender needs at least 2 red segments: the model's miscolored segment is "
+            "green data at offset 0, exposed by red data above it (RFC 5326 §6.21)"
+        )
     losses = plan(impairments, block)
     constants: dict[str, int | bool] = {
         "NRed": n_red,
@@ -301,6 +337,7 @@ def outcome_set(
         "MaxRetx": block.retransmission_limit if max_retx is None else max_retx,
         "PrematureTimeouts": False,
         "FaultyReceiver": False,
+        "MiscoloredSender": block.miscolored_sender,
         "MaxClaims": block.max_claims_per_rs,
         "ServiceKnown": block.service_at_receiver == block.client_service_id,
         **LTP.reading_constants(reading),
@@ -358,7 +395,7 @@ def expectation(
     ``must_include`` is an outcome known to be reachable (a trap trace's end
     state); its absence means the model wrappers disagree, which is a bug."""
     shape = shape or ChannelShape(True, False, "in order, losses as planned")
-    extra = RANDOM_LOSS_BOUND if shape.random_loss else 0
+    extra = max(RANDOM_LOSS_BOUND if shape.random_loss else 0, shape.outage_losses)
     extra_late = RANDOM_LATE_BOUND if shape.random_late else 0
     # The default reading, then each alternative (specs/ltp/readings.json):
     # an outcome carries every reading it was reached under.
@@ -439,6 +476,7 @@ def expectation_for(
             shape.in_order,
             shape.random_loss,
             shape.random_late,
+            shape.outage_losses,
         ],
         sort_keys=True,
     )

@@ -114,6 +114,8 @@ def impairment_key(scn: Scenario) -> tuple[tuple[str, ...], ...]:
                 str(imp.occurrence),
                 str(imp.count),
                 imp.action,
+                f"{imp.delay_ms:g}" if imp.action in ("delay", "outage") else "",
+                str(imp.bits) if imp.action == "corrupt" else "",
             )
             for imp in scn.impairments
         )

@@ -65,7 +65,7 @@ class LtpBlock(ProtocolParams):
     receiver_client_service_id: Annotated[int, Field(ge=0, lt=2**63)] | None = Field(
         None,
         description="the client service the receiver registers (default: client_service_id); "
-        "a different value makes the sender name an unknown service (RFC 5326 §6.21 UNREACH)",
+        "a different value makes the sender name an unknown service (RFC 5326 §8.2, CR UNREACH)",
     )
     retransmission_limit: Annotated[int, Field(ge=0, le=100)] = Field(
         1,
@@ -77,6 +77,13 @@ class LtpBlock(ProtocolParams):
         20,
         description="the most reception claims one report segment carries; a report with "
         "more is several RSs (RFC 5326 §6.11). The receiver is configured with it",
+    )
+    miscolored_sender: bool = Field(
+        False,
+        description="fault injection (RFC 5326 §6.21): the sender also sends green data at "
+        "offset 0, inside the red part, once, after its first red segment. Only the "
+        "model-driven tester's sender plays it (--tester sender); the receiver under test must "
+        "discard it and cancel the session (the model's MiscoloredSender)",
     )
 
     protocol: Literal["ltp"] = "ltp"
@@ -114,13 +121,21 @@ class LtpBlock(ProtocolParams):
     def retx_limit(self) -> int:
         return self.retransmission_limit
 
+    def tester_role(self) -> str | None:
+        """The role only the model-driven tester can play here (None: any
+        side may be the implementation's): a miscolored sender is one."""
+        return "sender" if self.miscolored_sender else None
+
     def check(self, scn: Scenario) -> None:
         for o in scn.expect.outcomes:
             d = o.delivered
             assert isinstance(d, LtpDelivery)
             if d.red_bytes_delivered > self.red_len:
                 raise ValueError("expect: red_bytes_delivered exceeds the red part")
-            if d.green_bytes_delivered > self.green_len:
+            # a miscolored sender's green segment inside the red part may be
+            # taken as green before it is found out (RFC 5326 §6.21)
+            extra = min(self.segment_size, self.red_len) if self.miscolored_sender else 0
+            if d.green_bytes_delivered > self.green_len + extra:
                 raise ValueError("expect: green_bytes_delivered exceeds the green part")
         self._fits_mtu(scn.channel.mtu, scn.channel.fragment)
 

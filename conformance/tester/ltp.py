@@ -46,6 +46,7 @@ from dissectors.ltp.layer import (
 # exceeded, and a session refused for an unknown client service (8.2).
 RLEXC = 2
 UNREACH = 1
+MISCOLORED = 3
 
 
 def pattern(offset: int, length: int) -> bytes:
@@ -67,6 +68,11 @@ def check(scn: Scenario, role: str) -> None:
     p = scn.params
     assert isinstance(p, LtpBlock)
     check_probes(scn, role)
+    if p.miscolored_sender and role != "sender":
+        raise CannotPlay(
+            "params.miscolored_sender: only the tester's sender plays a miscolored sender; run "
+            "with --tester sender"
+        )
     if p.red_len == 0:
         raise CannotPlay(
             "params.red_len: the model (specs/ltp/LTP.tla) has at least one red segment; the "
@@ -134,6 +140,14 @@ PROBES: dict[str, ProbeKind] = {
         "CAS",
         "RFC 5326 §6.17 (a CS is acknowledged with a CAS, known session or not)",
         "a CS for a session the receiver never saw",
+    ),  # fmt: skip
+    "miscolored": ProbeKind(
+        "sender",
+        "CR",
+        "RFC 5326 §6.21 (a red data segment above green data already received is "
+        "discarded, the session cancelled, and a CR with reason MISCOLORED SHOULD be sent)",
+        "a session of its own: green data at the second segment's offset, then red data "
+        "at the third's",
     ),  # fmt: skip
     "unknown-session-report-ack": ProbeKind(
         "sender",
@@ -331,6 +345,9 @@ class _Side(_Probing, Role):
         self.cx_reason = RLEXC  # the reason its cancel segments carry
         self.ignored = 0
         self.probes = [_Probe(pr.kind, PROBES[pr.kind], pr.count) for pr in scn.probes]
+        # other sessions' data colors (6.21): lowest green, highest red offset,
+        # cancelled
+        self.colors: dict[tuple[int, int], tuple[int | None, int | None, bool]] = {}
 
     # -- segments --------------------------------------------------------------
 
@@ -388,6 +405,8 @@ class _Side(_Probing, Role):
     }
 
     def other_session(self, seg: LTP, sid: tuple[int, int]) -> None:
+        if self.name == "receiver" and seg.is_data and self.miscolored(seg, sid):
+            return
         ack = self._UNKNOWN_SESSION_ACKS.get((self.name, seg.type_name))
         if ack is None:
             self.ctx.log("Discard", why=f"session {sid[0]}/{sid[1]} is not ours", rx=_unit(seg))
@@ -396,6 +415,28 @@ class _Side(_Probing, Role):
         fields = {"report_serial": int(seg.report_serial)} if type_ == "RA" else {}
         out = LTP(type=type_, session_originator=sid[0], session_number=sid[1], **fields)
         self.ctx.send(bytes(out), action, rx=_unit(seg), tx=_unit(out), session="unknown")
+
+    def miscolored(self, seg: LTP, sid: tuple[int, int]) -> bool:
+        """6.21 for a session the tester does not play: data colored against
+        what that session already had (red above green, green below red) is
+        discarded and the session cancelled with a CR MISCOLORED, once (the
+        tester runs no cancel timer for it). True when it answered."""
+        lo_green, hi_red, done = self.colors.get(sid, (None, None, False))
+        off = int(seg.offset)
+        bad = (seg.is_red and lo_green is not None and off > lo_green) or (
+            not seg.is_red and hi_red is not None and off < hi_red
+        )
+        if bad and not done:
+            out = LTP(type="CR", session_originator=sid[0], session_number=sid[1],
+                      reason=MISCOLORED)  # fmt: skip
+            self.ctx.send(bytes(out), "ReceiverCancelOnMiscolored", rx=_unit(seg), tx=_unit(out),
+                          session="other")  # fmt: skip
+        if seg.is_red:
+            hi_red = off if hi_red is None else max(hi_red, off)
+        else:
+            lo_green = off if lo_green is None else min(lo_green, off)
+        self.colors[sid] = (lo_green, hi_red, done or bad)
+        return bad
 
     def end(self, outcome: str, detail: str) -> None:
         """The notice to the client (7.3-7.6); the last one is the outcome."""
@@ -507,6 +548,11 @@ class LtpSender(_Side):
                 self.send_checkpoint("SenderTxCheckpoint", i, rs=0)  # 6.1, 6.2
             else:
                 self.tx("SenderTxGreenData", self.data(i))  # 6.1
+            if i == 0 and self.p.miscolored_sender:
+                # fault injection: green data inside the red part (6.21)
+                self.tx("SenderTxMiscoloredData", self.seg(
+                    "GD", client_service_id=self.p.client_service_id, offset=0,
+                    data=pattern(0, self.grid[0][1])))  # fmt: skip
         # The receiver's session exists now: the probes meet it.
         self.send_probes()
 
@@ -551,6 +597,20 @@ class LtpSender(_Side):
             ]
         other = (self.session[0], _fresh(self.session[1]))
         pr.session = other
+        if k == "miscolored":
+            # green then red above it, in a session of its own (8.2: the
+            # first data segment opens it; 6.21 a: the red one is miscolored)
+            green, red = self.p.segment_size, 2 * self.p.segment_size
+            return [
+                bytes(
+                    LTPDataSegment(
+                        type=t, session_originator=other[0], session_number=other[1],
+                        client_service_id=self.p.client_service_id, offset=off,
+                        data=pattern(off, self.p.segment_size),
+                    )
+                )
+                for t, off in ((4, green), (0, red))  # GD, then RD
+            ]  # fmt: skip
         if k == "unknown-session-cancel":
             seg = LTP(type="CS", session_originator=other[0], session_number=other[1],
                       reason=RLEXC)  # fmt: skip

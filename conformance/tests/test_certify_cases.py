@@ -10,14 +10,21 @@ from pathlib import Path
 from conformance.certify import cases
 
 
-def _write(path: Path, name: str, probes: list[str] | None = None) -> Path:
+def _write(
+    path: Path, name: str, probes: list[str] | None = None, *, miscolored: bool = False
+) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         json.dumps(
             {
                 "name": name,
                 "protocol": "ltp",
-                "params": {"block_len": 2000, "red_len": 2000, "segment_size": 1000},
+                "params": {
+                    "block_len": 2000,
+                    "red_len": 2000,
+                    "segment_size": 1000,
+                    "miscolored_sender": miscolored,
+                },  # fmt: skip
                 "probes": [{"kind": k} for k in probes or []],
                 "expect": {
                     "red_bytes_delivered": 2000,
@@ -51,3 +58,14 @@ def test_cases_per_role_with_catalogue_and_robustness(tmp_path: Path) -> None:
     # the SUT as receiver only: the tester sends, so only its sender's probes
     only = cases("ltp", [a], ["receiver"])
     assert [c.name for c in only] == ["a--tester-sender", "rob-sender--tester-sender"]
+
+
+def test_a_miscolored_sender_runs_with_the_tester_sending_only(tmp_path: Path) -> None:
+    """Only the model-driven tester plays a sender that miscolors (RFC 5326
+    §6.21 fault injection): the scenario runs with the SUT as receiver, in
+    no other role, whichever roles are asked for."""
+    top = tmp_path / "scenarios"
+    m = _write(top / "catalogue" / "m.json", "ltp-r2g1l1mis-nominal", miscolored=True)
+    every = cases("ltp", [m], ["both", "sender", "receiver"])
+    assert [c.name for c in every] == ["ltp-r2g1l1mis-nominal--tester-sender"]
+    assert cases("ltp", [m], ["both", "sender"]) == []

@@ -268,6 +268,18 @@ def test_what_the_tester_cannot_play_is_refused_before_any_run(tmp_path: Path) -
         cli("certify", "ltp", "--sut-roles", "both,tester", "--out", str(tmp_path / "c")),
         "--sut-roles: tester",
     )
+    # a miscolored sender (RFC 5326 §6.21 fault injection) is the tester's alone
+    data = json.loads(SCENARIO.read_text())
+    data["params"] = {**data.get("params", data.get("ltp", {})), "miscolored_sender": True}
+    data.pop("ltp", None)
+    path.write_text(json.dumps(data))
+    one_line_error(
+        cli("run", str(path), "--sut", "licklider"), "miscolored_sender", "--tester sender"
+    )
+    one_line_error(
+        cli("run", str(path), "--sut", "licklider", "--tester", "receiver"),
+        "params.miscolored_sender: only the tester's sender",
+    )
 
 
 # ---------------------------------------------------------------------------

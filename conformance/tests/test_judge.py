@@ -176,6 +176,29 @@ def test_a_set_computed_for_another_channel_is_not_judged(tmp_path: Path) -> Non
     assert judge(scn, _result(3000, 1000, "completed", "completed"), log, []).status == "fail"
 
 
+def test_more_random_losses_than_the_set_covers_are_not_judged(tmp_path: Path) -> None:
+    """A lossy link, the set enumerated with up to 3 losses beyond the plan:
+    a run whose channel lost 4 more (cause loss, not the rule) and ended
+    outside the set says so, inconclusive; with 3, the same outcome fails."""
+    scn = _scenario()
+    scn.expect.in_order = True
+    scn.expect.random_losses = 3
+    scn.channel = scn.channel.model_validate({"return": {"link": {"loss": 0.3}}})
+    random = []
+    for i in range(3, 7):
+        rec = _rs(i, None)
+        rec.update(decision="drop", cause="loss")
+        del rec["release_ns"]
+        random.append(rec)
+    seen = _result(3000, 1000, "completed", "completed")
+    v = judge(scn, seen, _log(tmp_path, [_rs(1, 0), _rs(2, 0), *random]), [])
+    assert v.status == "inconclusive"
+    bound = next(r for r in v.reasons if r.code == "expectation-bound")
+    assert "lost 4 segment(s) no rule named, the set allows for 3" in bound.message
+    v = judge(scn, seen, _log(tmp_path, [_rs(1, 0), _rs(2, 0), *random[:3]]), [])
+    assert v.status == "fail"
+
+
 def _red_lost_scenario() -> Scenario:
     """The red part lost, the green EOB delivered: the alternative of
     reading 5 adds the outcome 'receiver closed' (specs/ltp/readings.json)."""

@@ -74,7 +74,7 @@ def test_licklider_survives_every_robustness_probe(tester: str, tmp_path: Path) 
     assert {pr.kind: pr.status for pr in played.probes} == dict.fromkeys(kinds, "pass")
     answered = {pr.kind: pr.answers for pr in played.probes if pr.answers}
     assert answered == (
-        {"unknown-session-cancel": ["CAS"]}
+        {"unknown-session-cancel": ["CAS"], "miscolored": ["CR"]}
         if tester == "sender"
         else {"unknown-session-report": ["RA"], "unknown-session-cancel-receiver": ["CAR"]}
     )

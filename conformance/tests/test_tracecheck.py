@@ -183,6 +183,38 @@ def test_a_duplicated_arrival_is_unchecked(tmp_path: Path) -> None:
     assert "match no sent segment" in tc.message
 
 
+def test_a_copy_the_channel_made_is_checked_as_a_second_arrival(tmp_path: Path) -> None:
+    """The same duplicated RS, with the channel's log saying it made the
+    copy (copies 2): both arrivals are trace lines, and the model takes the
+    second as a redundant report that the sender acknowledges again (RFC
+    5326 §6.13), so a second RA is due: with it the trace is accepted,
+    without it rejected at the end, the RA owed."""
+    for second_ra in (True, False):
+        w = Wire()
+        w.send(0.004, "return", block_sent(w))
+        rs_arrival = next(f for f in w.a if f[IP].src == IP_B)
+        again = rs_arrival.copy()
+        again.time = rs_arrival.time + 0.0001
+        w.a.append(again)
+        w.send(0.007, "forward", seg("RA", report_serial=90))
+        if second_ra:
+            w.send(0.0072, "forward", seg("RA", report_serial=90))
+        out = tmp_path / str(second_ra)
+        out.mkdir()
+        a, b = w.write(out)
+        records, _ = records_from_captures("ltp", a, b, port=PORT, ip_a=IP_A)
+        for r in records:
+            if r.direction == "return":
+                r.copies = 2  # as the channel's log would say
+        tc = tracecheck.check(
+            Scenario.model_validate(SCENARIO), records, a, b, port=PORT, ip_a=IP_A,
+            exits={}, workdir=out / "trace", out=out / "trace.ndjson",
+        )  # fmt: skip
+        arrivals = [x for x in (out / "trace.ndjson").read_text().splitlines() if '"RS"' in x]
+        assert sum('"arrive"' in x for x in arrivals) == 2
+        assert tc.status == ("accepted" if second_ra else "rejected"), tc.message
+
+
 @pytest.mark.parametrize("reason", [0, 1])
 def test_cancel_reasons_outside_the_model_are_unchecked(tmp_path: Path, reason: int) -> None:
     w = Wire()

@@ -136,6 +136,7 @@ def test_tlc_matches_manifest(bound):
         "MCLTP_unknown.cfg",
         "MCLTP_reading12.cfg",
         "MCLTP_late.cfg",
+        "MCLTP_miscolored.cfg",
     ],
 )
 def test_other_bounds_match_manifest(cfg, tmp_path):

@@ -20,6 +20,7 @@ ConstInit ==
     /\ MaxLate = 0
     /\ PrematureTimeouts = FALSE
     /\ FaultyReceiver = FALSE
+    /\ MiscoloredSender = FALSE
     /\ MaxClaims = 20
     /\ ServiceKnown = TRUE
     /\ ReportBoundsMay = FALSE

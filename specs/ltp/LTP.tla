@@ -31,6 +31,8 @@
 (*   6.14     RA stops the RS timer; the receiver then closes              *)
 (*   6.15-18  cancel timers, CS/CR retransmission, CAS/CAR                 *)
 (*   6.19/20  cancel session, close session; 7.5/7.6 cancellation notices  *)
+(*   6.21     miscolored data: discarded, CR MISCOLORED (a faulty sender,  *)
+(*            MiscoloredSender, sends green data inside the red part)      *)
 (*                                                                         *)
 (* Abstracted away on purpose:                                             *)
 (*   - serial number randomness: checkpoint and report serials start at 1  *)
@@ -44,8 +46,8 @@
 (*     (only whether the receiver has the service: ServiceKnown),          *)
 (*     extensions (3.1.4), the link-state cues and timer suspension of     *)
 (*     6.5/6.6, the retransmission-cycle limit (RXMTCYCEXC; cycles are     *)
-(*     bounded here by the loss budget), miscoloured segments (6.21),      *)
-(*     user cancellation (4.2), discretionary checkpoints (only the EORP   *)
+(*     bounded here by the loss budget), user cancellation (4.2),          *)
+(*     discretionary checkpoints (only the EORP                            *)
 (*     checkpoint and the checkpoints closing a retransmission cycle)      *)
 (*   - timing: a timer may expire at any time, except that (unless         *)
 (*     PrematureTimeouts) it never expires while the segment it guards or  *)
@@ -117,6 +119,8 @@ CONSTANTS
     PrematureTimeouts,  \* may a timer expire while its reply is in flight?
     \* @type: Bool;
     FaultyReceiver,     \* fault injection: deliver the red part on EORP alone
+    \* @type: Bool;
+    MiscoloredSender,   \* fault injection: the sender sends green data at a red offset
     \* @type: Int;
     MaxClaims,          \* the most reception claims one RS carries (6.11, 3.2.2)
     \* @type: Bool;
@@ -136,6 +140,9 @@ ASSUME MaxLoss \in Nat
 ASSUME MaxLate \in Nat
 ASSUME PrematureTimeouts \in BOOLEAN
 ASSUME FaultyReceiver \in BOOLEAN
+\* The miscolored segment is green data at offset 0; a red segment above it
+\* exposes it (6.21).
+ASSUME MiscoloredSender \in BOOLEAN /\ (MiscoloredSender => NRed >= 2)
 ASSUME GreenEobCloses \in BOOLEAN
 ASSUME ReportBoundsMay \in BOOLEAN
 ASSUME ServiceKnown \in BOOLEAN
@@ -233,6 +240,8 @@ VARIABLES
     sRetxRs,    \* report serial the queued retransmission answers
     \* @type: Int;
     sCxTx,      \* times the CS has been queued (6.16)
+    \* @type: Bool;
+    sMiscTx,    \* MiscoloredSender: its miscolored segment has been sent
     \* --- block receiver ---
     \* @type: Str;
     rState,     \* "idle" (no session yet, 8.2's CLOSED before the first data
@@ -253,6 +262,8 @@ VARIABLES
     rAcked,     \* report serials acknowledged by an RA (6.14)
     \* @type: Int;
     rCxTx,      \* times the CR has been queued (6.16)
+    \* @type: Str;
+    rCxReason,  \* the reason its CRs carry ("" until it cancels)
     \* --- channels and history ---
     \* @type: Set($seg);
     fwd,        \* in flight sender -> receiver
@@ -267,8 +278,9 @@ VARIABLES
     lastEvent   \* history: what the last step did
 
 senderVars == <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx,
-                sRetx, sRetxRs, sCxTx>>
-receiverVars == <<rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, rCxTx>>
+                sRetx, sRetxRs, sCxTx, sMiscTx>>
+receiverVars == <<rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, rCxTx,
+                  rCxReason>>
 vars == <<senderVars, receiverVars, fwd, rtn, lostLog, late, lastEvent>>
 
 Ev(actor, action, dir, rx, tx, lost) ==
@@ -290,15 +302,17 @@ TypeOK ==
     /\ sRetx \subseteq RedSet
     /\ sRetxRs \in Nat
     /\ sCxTx \in Nat
+    /\ sMiscTx \in BOOLEAN
     /\ rState \in {"idle", "open", "cr_sent", "closed"}
     /\ rOutcome \in {"none", "completed", "cancelled"}
     /\ rRed \subseteq RedSet
-    /\ rGreen \subseteq GreenSet
+    /\ rGreen \subseteq GreenSet \cup (IF MiscoloredSender THEN {0} ELSE {})
     /\ rDeliveries \in Nat
     /\ \A i \in DOMAIN rReports : rReports[i].type = "RS" /\ rReports[i].rs = i
     /\ Len(rRsTx) = Len(rReports)
     /\ rAcked \subseteq 1 .. Len(rReports)
     /\ rCxTx \in Nat
+    /\ rCxReason \in {"", "RLEXC", "UNREACH", "MISCOLORED"}
     /\ \A s \in fwd \cup rtn : s.type \in SegTypes
     /\ \A s \in fwd : s.type \in RedTypes \cup GreenTypes \cup {"RA", "CS", "CAR"}
     /\ \A s \in rtn : s.type \in {"RS", "CR", "CAS"}
@@ -318,6 +332,7 @@ Init ==
     /\ sRetx = {}
     /\ sRetxRs = 0
     /\ sCxTx = 0
+    /\ sMiscTx = FALSE
     /\ rState = "idle"
     /\ rOutcome = "none"
     /\ rRed = {}
@@ -327,6 +342,7 @@ Init ==
     /\ rRsTx = <<>>
     /\ rAcked = {}
     /\ rCxTx = 0
+    /\ rCxReason = ""
     /\ fwd = {}
     /\ rtn = {}
     /\ lostLog = <<>>
@@ -344,11 +360,11 @@ Init ==
 CpAwaited == sCp \in fwd \/ \E s \in rtn : s.type = "RS" /\ s.cp = sCp.cp
 RsAwaited(i) == rReports[i] \in rtn \/ AckSeg(i) \in fwd
 CsAwaited == CancelSeg("CS", "RLEXC") \in fwd \/ CancelSeg("CAS", "") \in rtn
-\* The reason of the receiver's CRs: a receiver whose client service is
-\* unknown refuses the session (UNREACH, 8.2) and never opens it; any other
-\* cancels only when a retransmission limit is exceeded (RLEXC).
-RxCancelReason == IF ServiceKnown THEN "RLEXC" ELSE "UNREACH"
-CrAwaited == CancelSeg("CR", RxCancelReason) \in rtn \/ CancelSeg("CAR", "") \in fwd
+\* The receiver's CR, with the reason it cancelled for (rCxReason): UNREACH
+\* when it refused the session (8.2), MISCOLORED on a miscolored segment
+\* (6.21), RLEXC when a retransmission limit was exceeded.
+RxCancel == CancelSeg("CR", rCxReason)
+CrAwaited == RxCancel \in rtn \/ CancelSeg("CAR", "") \in fwd
 
 -----------------------------------------------------------------------------
 (* ------------------------------ sender --------------------------------- *)
@@ -361,7 +377,7 @@ SenderTxRedData ==
     /\ sNext' = sNext + 1
     /\ lastEvent' = TxFwd("SenderTxRedData", <<>>, <<DataSeg(sNext)>>)
     /\ UNCHANGED <<sState, sOutcome, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
-                   sCxTx, receiverVars, rtn, lostLog, late>>
+                   sCxTx, receiverVars, rtn, lostLog, late, sMiscTx>>
 
 \* 6.1, 6.2: the last red segment is a checkpoint (EORP; EOB too if no green);
 \* its timer starts.
@@ -376,7 +392,7 @@ SenderTxCheckpoint ==
     /\ sCpTx' = 1
     /\ lastEvent' = TxFwd("SenderTxCheckpoint", <<>>, <<cp>>)
     /\ UNCHANGED <<sState, sOutcome, sClaimed, sRsSeen, sRetx, sRetxRs, sCxTx, receiverVars,
-                   rtn, lostLog, late>>
+                   rtn, lostLog, late, sMiscTx>>
 
 \* 6.1: initial transmission of a green segment; the last one is GD-EOB.
 SenderTxGreenData ==
@@ -387,7 +403,24 @@ SenderTxGreenData ==
     /\ sNext' = sNext + 1
     /\ lastEvent' = TxFwd("SenderTxGreenData", <<>>, <<DataSeg(sNext)>>)
     /\ UNCHANGED <<sState, sOutcome, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
-                   sCxTx, receiverVars, rtn, lostLog, late>>
+                   sCxTx, receiverVars, rtn, lostLog, late, sMiscTx>>
+
+\* The miscolored segment: green data at offset 0, inside the red part.
+MiscoloredSeg == Mk("GD", 0, 0, 0)
+
+\* 6.1, 6.21: fault injection (MiscoloredSender).  Once its first red
+\* segment is out, the sender sends MiscoloredSeg, once.  An honest sender
+\* never does (6.1: red first, then green).
+SenderTxMiscoloredData ==
+    /\ MiscoloredSender
+    /\ sState = "open"
+    /\ sNext > 0
+    /\ ~sMiscTx
+    /\ fwd' = fwd \cup {MiscoloredSeg}
+    /\ sMiscTx' = TRUE
+    /\ lastEvent' = TxFwd("SenderTxMiscoloredData", <<>>, <<MiscoloredSeg>>)
+    /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx,
+                   sRetxRs, sCxTx, receiverVars, rtn, lostLog, late>>
 
 \* 6.13: a fresh RS arrives (the session is open and the report serial is
 \* new).  An RA with its report serial is queued, the timer of the RS's
@@ -409,7 +442,7 @@ SenderRxReport(s) ==
     /\ sRetx' = sRetx \cup missing
     /\ sRetxRs' = IF missing # {} THEN s.rs ELSE sRetxRs
     /\ lastEvent' = TxFwd("SenderRxReport", <<s>>, <<AckSeg(s.rs)>>)
-    /\ UNCHANGED <<sState, sOutcome, sNext, sCpSerial, sCpTx, sCxTx, receiverVars, lostLog, late>>
+    /\ UNCHANGED <<sState, sOutcome, sNext, sCpSerial, sCpTx, sCxTx, receiverVars, lostLog, late, sMiscTx>>
 
 \* 6.13, 8.1: a redundant RS -- its report serial was received before, or the
 \* session is closed ("received after the session has been completed or
@@ -424,7 +457,7 @@ SenderRxRedundantReport(s) ==
     /\ fwd' = fwd \cup {AckSeg(s.rs)}
     /\ lastEvent' = TxFwd("SenderRxRedundantReport", <<s>>, <<AckSeg(s.rs)>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx,
-                   sRetxRs, sCxTx, receiverVars, lostLog, late>>
+                   sRetxRs, sCxTx, receiverVars, lostLog, late, sMiscTx>>
 
 \* 6.13: retransmission of a missing red segment other than the last one.
 SenderRetxRedData ==
@@ -435,7 +468,7 @@ SenderRetxRedData ==
     /\ sRetx' = sRetx \ {o}
     /\ lastEvent' = TxFwd("SenderRetxRedData", <<>>, <<DataSeg(o)>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetxRs,
-                   sCxTx, receiverVars, rtn, lostLog, late>>
+                   sCxTx, receiverVars, rtn, lostLog, late, sMiscTx>>
 
 \* 6.13: the last retransmitted segment is a checkpoint with a new serial,
 \* carrying the serial of the RS it answers; 6.2: its timer starts.
@@ -452,7 +485,7 @@ SenderRetxCheckpoint ==
     /\ sCpTx' = 1
     /\ lastEvent' = TxFwd("SenderRetxCheckpoint", <<>>, <<cp>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sRetxRs, sCxTx, receiverVars,
-                   rtn, lostLog, late>>
+                   rtn, lostLog, late, sMiscTx>>
 
 \* 6.7: the checkpoint timer expires below the limit: a new copy of the same
 \* checkpoint (same serials) is queued and the timer restarts.
@@ -465,7 +498,7 @@ SenderExpireCheckpointTimer ==
     /\ sCpTx' = sCpTx + 1
     /\ lastEvent' = TxFwd("SenderExpireCheckpointTimer", <<>>, <<sCp>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sRetx, sRetxRs,
-                   sCxTx, receiverVars, rtn, lostLog, late>>
+                   sCxTx, receiverVars, rtn, lostLog, late, sMiscTx>>
 
 \* 6.7, 6.19, 7.5: the checkpoint timer expires with the checkpoint queued more
 \* than MaxRetx times: the session is cancelled, a CS with reason RLEXC is
@@ -483,7 +516,7 @@ SenderCancelSession ==
     /\ sCxTx' = 1
     /\ lastEvent' = TxFwd("SenderCancelSession", <<>>, <<CancelSeg("CS", "RLEXC")>>)
     /\ UNCHANGED <<sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, receiverVars, rtn,
-                   lostLog, late>>
+                   lostLog, late, sMiscTx>>
 
 \* 6.12, 7.4, 6.20: all data sent and the red part fully claimed: completion
 \* notice, the session closes.
@@ -497,7 +530,7 @@ SenderSignalCompletion ==
     /\ sRetx' = {}
     /\ lastEvent' = Ev("sender", "SenderSignalCompletion", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, sCxTx, receiverVars,
-                   fwd, rtn, lostLog, late>>
+                   fwd, rtn, lostLog, late, sMiscTx>>
 
 \* 6.17, 6.19, 7.5, 6.20: a CR arrives while the session is open: a CAR is
 \* queued, the session is cancelled (transmission-session cancellation
@@ -514,7 +547,7 @@ SenderRxCancel(s) ==
     /\ sRetx' = {}
     /\ lastEvent' = TxFwd("SenderRxCancel", <<s>>, <<CancelSeg("CAR", "")>>)
     /\ UNCHANGED <<sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, sCxTx, receiverVars,
-                   lostLog, late>>
+                   lostLog, late, sMiscTx>>
 
 \* 6.17, 8.1: a CR arrives while the session is not open: a CAR is queued all
 \* the same.  A closed session keeps no record (6.20; "retransmits the
@@ -532,7 +565,7 @@ SenderRxRedundantCancel(s) ==
     /\ sRetx' = {}
     /\ lastEvent' = TxFwd("SenderRxRedundantCancel", <<s>>, <<CancelSeg("CAR", "")>>)
     /\ UNCHANGED <<sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, sCxTx,
-                   receiverVars, lostLog, late>>
+                   receiverVars, lostLog, late, sMiscTx>>
 
 \* 6.18: a CAS arrives: the cancel timer stops and the session closes.
 SenderRxCancelAck(s) ==
@@ -542,7 +575,7 @@ SenderRxCancelAck(s) ==
     /\ sState' = IF sState = "cs_sent" THEN "closed" ELSE sState
     /\ lastEvent' = Ev("sender", "SenderRxCancelAck", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
-                   sCxTx, receiverVars, fwd, lostLog, late>>
+                   sCxTx, receiverVars, fwd, lostLog, late, sMiscTx>>
 
 \* 6.16: the cancel timer expires below the limit: the CS is queued again.
 SenderExpireCancelTimer ==
@@ -553,7 +586,7 @@ SenderExpireCancelTimer ==
     /\ sCxTx' = sCxTx + 1
     /\ lastEvent' = TxFwd("SenderExpireCancelTimer", <<>>, <<CancelSeg("CS", "RLEXC")>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx,
-                   sRetxRs, receiverVars, rtn, lostLog, late>>
+                   sRetxRs, receiverVars, rtn, lostLog, late, sMiscTx>>
 
 \* 6.16, 6.20: the cancel timer expires beyond the limit: the session closes.
 SenderAbandonCancel ==
@@ -563,9 +596,16 @@ SenderAbandonCancel ==
     /\ sState' = "closed"
     /\ lastEvent' = Ev("sender", "SenderAbandonCancel", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
-                   sCxTx, receiverVars, fwd, rtn, lostLog, late>>
+                   sCxTx, receiverVars, fwd, rtn, lostLog, late, sMiscTx>>
 
 (* ----------------------------- receiver -------------------------------- *)
+
+\* 6.21: a red data segment above a green one already received, or green
+\* data below a red one: the red part must be the block's prefix.  Only
+\* MiscoloredSender's segment (green data at offset 0) ever is.
+Miscolored(s) ==
+    \/ s.type \in RedTypes /\ \E g \in rGreen : s.off > g
+    \/ s.type \in GreenTypes /\ \E r \in rRed : s.off < r
 
 \* 8.2: the receiver begins in CLOSED, with no record of the session, and
 \* the first data segment (red or green) opens it; "idle" is that state.
@@ -591,12 +631,13 @@ ReceiverRxRedData(s) ==
     /\ s \in fwd
     /\ s.type = "RD"
     /\ ReceiverTakesData
+    /\ ~Miscolored(s)
     /\ fwd' = fwd \ {s}
     /\ rState' = "open"
     /\ rRed' = rRed \cup {s.off}
     /\ lastEvent' = Ev("receiver", "ReceiverRxRedData", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, rtn, lostLog, late>>
+                   rCxTx, rtn, lostLog, late, rCxReason>>
 
 \* Red data that is not a checkpoint arrives while the session is cancelling
 \* (6.19) or closed (6.20: no record is left): discarded.  RFC 5326 has no
@@ -634,6 +675,7 @@ ReceiverRxCheckpoint(s) ==
     /\ s \in fwd
     /\ IsCp(s)
     /\ ReceiverTakesData
+    /\ ~Miscolored(s)
     /\ ReportsFor(s.cp) = {}
     /\ \E lb \in ReportLowerBounds(s), ub \in ReportUpperBounds(s, red) :
          LET rs == ReportSegs(n, s.cp, lb, ub, red) IN
@@ -644,7 +686,7 @@ ReceiverRxCheckpoint(s) ==
     /\ fwd' = fwd \ {s}
     /\ rState' = "open"
     /\ rRed' = red
-    /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rAcked, rCxTx, lostLog, late>>
+    /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rAcked, rCxTx, lostLog, late, rCxReason>>
 
 \* A checkpoint (new or not) arrives while the session is cancelling or
 \* closed: discarded, no RS, like any data then (ReceiverDiscardRedData).
@@ -665,6 +707,7 @@ ReceiverRxRedundantCheckpoint(s) ==
     /\ s \in fwd
     /\ IsCp(s)
     /\ rState = "open"
+    /\ ~Miscolored(s)
     /\ mine # {}
     /\ \A i \in mine : rRsTx[i] <= MaxRetx
     /\ fwd' = fwd \ {s}
@@ -673,7 +716,7 @@ ReceiverRxRedundantCheckpoint(s) ==
     /\ rRsTx' = [i \in DOMAIN rRsTx |-> IF i \in mine THEN rRsTx[i] + 1 ELSE rRsTx[i]]
     /\ lastEvent' = TxRtn("ReceiverRxRedundantCheckpoint", <<s>>, ReportSeqFor(s.cp))
     /\ UNCHANGED <<senderVars, rState, rOutcome, rGreen, rDeliveries, rReports, rAcked, rCxTx,
-                   lostLog, late>>
+                   lostLog, late, rCxReason>>
 
 \* 6.8 (b), 6.19, 7.6: a redundantly retransmitted checkpoint arrives while
 \* the session is open, and an RS issued for it has been queued more than
@@ -682,10 +725,11 @@ ReceiverRxRedundantCheckpoint(s) ==
 \* cancel timer starts).  RFC 5326 applies the limit whether or not the RS
 \* was acknowledged; so does the model.
 ReceiverCancelOnRedundantCheckpoint(s) ==
-    LET cr == CancelSeg("CR", RxCancelReason) IN
+    LET cr == CancelSeg("CR", "RLEXC") IN
     /\ s \in fwd
     /\ IsCp(s)
     /\ rState = "open"
+    /\ ~Miscolored(s)
     /\ \E i \in ReportsFor(s.cp) : rRsTx[i] > MaxRetx
     /\ fwd' = fwd \ {s}
     /\ rRed' = rRed \cup {s.off}
@@ -693,8 +737,27 @@ ReceiverCancelOnRedundantCheckpoint(s) ==
     /\ rState' = "cr_sent"
     /\ rOutcome' = "cancelled"
     /\ rCxTx' = 1
+    /\ rCxReason' = "RLEXC"
     /\ lastEvent' = TxRtn("ReceiverCancelOnRedundantCheckpoint", <<s>>, <<cr>>)
     /\ UNCHANGED <<senderVars, rGreen, rDeliveries, rReports, rRsTx, rAcked, lostLog, late>>
+
+\* 6.21, 6.19, 7.6: a miscolored data segment arrives while the session is
+\* open: it is discarded and the session cancelled, with a CR whose reason
+\* is MISCOLORED (a SHOULD; the model sends it) and the cancel timer (6.15).
+ReceiverCancelOnMiscolored(s) ==
+    LET cr == CancelSeg("CR", "MISCOLORED") IN
+    /\ s \in fwd
+    /\ IsData(s)
+    /\ rState = "open"
+    /\ Miscolored(s)
+    /\ fwd' = fwd \ {s}
+    /\ rtn' = rtn \cup {cr}
+    /\ rState' = "cr_sent"
+    /\ rOutcome' = "cancelled"
+    /\ rCxTx' = 1
+    /\ rCxReason' = "MISCOLORED"
+    /\ lastEvent' = TxRtn("ReceiverCancelOnMiscolored", <<s>>, <<cr>>)
+    /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, lostLog, late>>
 
 \* 8.2: the first data segment (red or green) names a client service the
 \* receiver does not have: the session is refused, with the cancellation
@@ -712,6 +775,7 @@ ReceiverRefuseSession(s) ==
     /\ rtn' = rtn \cup {CancelSeg("CR", "UNREACH")}
     /\ rState' = IF RefusalStateless THEN "idle" ELSE "cr_sent"
     /\ rCxTx' = IF RefusalStateless THEN rCxTx ELSE 1
+    /\ rCxReason' = "UNREACH"
     /\ lastEvent' = TxRtn("ReceiverRefuseSession", <<s>>, <<CancelSeg("CR", "UNREACH")>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
                    lostLog, late>>
@@ -722,12 +786,13 @@ ReceiverRxGreenData(s) ==
     /\ s \in fwd
     /\ s.type \in GreenTypes
     /\ ReceiverTakesData
+    /\ ~Miscolored(s)
     /\ fwd' = fwd \ {s}
     /\ rState' = "open"
     /\ rGreen' = rGreen \cup {s.off}
     /\ lastEvent' = Ev("receiver", "ReceiverRxGreenData", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, rtn, lostLog, late>>
+                   rCxTx, rtn, lostLog, late, rCxReason>>
 
 \* A green segment arrives while the session is cancelling or closed:
 \* discarded without a notice, like red data then (ReceiverDiscardRedData).
@@ -751,7 +816,7 @@ ReceiverDeliverRedPart ==
     /\ rOutcome' = "completed"
     /\ lastEvent' = Ev("receiver", "ReceiverDeliverRedPart", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rState, rRed, rGreen, rReports, rRsTx, rAcked, rCxTx, fwd, rtn,
-                   lostLog, late>>
+                   lostLog, late, rCxReason>>
 
 \* 6.14: an RA stops the timer of the RS it acknowledges.
 ReceiverRxReportAck(s) ==
@@ -762,7 +827,7 @@ ReceiverRxReportAck(s) ==
                  ELSE rAcked
     /\ lastEvent' = Ev("receiver", "ReceiverRxReportAck", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx,
-                   rCxTx, rtn, lostLog, late>>
+                   rCxTx, rtn, lostLog, late, rCxReason>>
 
 \* 6.8 (a): an RS timer expires below the limit: a new copy of the RS.
 ReceiverExpireReportTimer(i) ==
@@ -775,7 +840,7 @@ ReceiverExpireReportTimer(i) ==
     /\ rRsTx' = [rRsTx EXCEPT ![i] = @ + 1]
     /\ lastEvent' = TxRtn("ReceiverExpireReportTimer", <<>>, <<rReports[i]>>)
     /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rAcked,
-                   rCxTx, fwd, lostLog, late>>
+                   rCxTx, fwd, lostLog, late, rCxReason>>
 
 \* 6.8, 6.19, 7.6: an RS timer expires beyond the limit: the session is
 \* cancelled, a CR with reason RLEXC is queued (6.15: the cancel timer starts).
@@ -785,12 +850,14 @@ ReceiverCancelSession(i) ==
     /\ i \notin rAcked
     /\ PrematureTimeouts \/ ~RsAwaited(i)
     /\ rRsTx[i] > MaxRetx
-    /\ rtn' = rtn \cup {CancelSeg("CR", RxCancelReason)}
+    /\ rtn' = rtn \cup {CancelSeg("CR", "RLEXC")}
     /\ rState' = "cr_sent"
     /\ rOutcome' = "cancelled"
     /\ rCxTx' = 1
-    /\ lastEvent' = TxRtn("ReceiverCancelSession", <<>>, <<CancelSeg("CR", RxCancelReason)>>)
-    /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, fwd, lostLog, late>>
+    /\ rCxReason' = "RLEXC"
+    /\ lastEvent' = TxRtn("ReceiverCancelSession", <<>>, <<CancelSeg("CR", "RLEXC")>>)
+    /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, fwd, lostLog,
+                   late>>
 
 \* 6.14, 6.20: red part delivered and every RS acknowledged: the session closes.
 ReceiverCloseSession ==
@@ -800,7 +867,7 @@ ReceiverCloseSession ==
     /\ rState' = "closed"
     /\ lastEvent' = Ev("receiver", "ReceiverCloseSession", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, fwd, rtn, lostLog, late>>
+                   rCxTx, fwd, rtn, lostLog, late, rCxReason>>
 
 \* 6.17, 6.19, 7.6, 6.20: a CS arrives while the session is open: a CAS is
 \* queued, the session is cancelled (reception-session cancellation notice,
@@ -815,7 +882,7 @@ ReceiverRxCancel(s) ==
     /\ rOutcome' = "cancelled"
     /\ lastEvent' = TxRtn("ReceiverRxCancel", <<s>>, <<CancelSeg("CAS", "")>>)
     /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, rCxTx,
-                   lostLog, late>>
+                   lostLog, late, rCxReason>>
 
 \* 6.17, 8.2: a CS arrives while the session is not open: a CAS is queued all
 \* the same.  A closed session keeps no record (6.20; "the CAS is scheduled
@@ -833,7 +900,7 @@ ReceiverRxRedundantCancel(s) ==
     /\ rState' = IF rState = "idle" THEN "idle" ELSE "closed"
     /\ lastEvent' = TxRtn("ReceiverRxRedundantCancel", <<s>>, <<CancelSeg("CAS", "")>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, lostLog, late>>
+                   rCxTx, lostLog, late, rCxReason>>
 
 \* 6.18: a CAR arrives: the cancel timer stops and the session closes.
 ReceiverRxCancelAck(s) ==
@@ -843,18 +910,18 @@ ReceiverRxCancelAck(s) ==
     /\ rState' = IF rState = "cr_sent" THEN "closed" ELSE rState
     /\ lastEvent' = Ev("receiver", "ReceiverRxCancelAck", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, rtn, lostLog, late>>
+                   rCxTx, rtn, lostLog, late, rCxReason>>
 
 \* 6.16: the cancel timer expires below the limit: the CR is queued again.
 ReceiverExpireCancelTimer ==
     /\ rState = "cr_sent"
     /\ PrematureTimeouts \/ ~CrAwaited
     /\ rCxTx <= MaxRetx
-    /\ rtn' = rtn \cup {CancelSeg("CR", RxCancelReason)}
+    /\ rtn' = rtn \cup {RxCancel}
     /\ rCxTx' = rCxTx + 1
-    /\ lastEvent' = TxRtn("ReceiverExpireCancelTimer", <<>>, <<CancelSeg("CR", RxCancelReason)>>)
+    /\ lastEvent' = TxRtn("ReceiverExpireCancelTimer", <<>>, <<RxCancel>>)
     /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx,
-                   rAcked, fwd, lostLog, late>>
+                   rAcked, fwd, lostLog, late, rCxReason>>
 
 \* 6.16, 6.20: the cancel timer expires beyond the limit: the session closes.
 ReceiverAbandonCancel ==
@@ -864,7 +931,7 @@ ReceiverAbandonCancel ==
     /\ rState' = "closed"
     /\ lastEvent' = Ev("receiver", "ReceiverAbandonCancel", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, fwd, rtn, lostLog, late>>
+                   rCxTx, fwd, rtn, lostLog, late, rCxReason>>
 
 \* Reading 5 (GreenEobCloses, specs/ltp/README.md): the green EOB has
 \* arrived and not one red segment, and no report was issued.  The RFC's
@@ -881,7 +948,7 @@ ReceiverCloseOnGreenEob ==
     /\ rState' = "closed"
     /\ lastEvent' = Ev("receiver", "ReceiverCloseOnGreenEob", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, fwd, rtn, lostLog, late>>
+                   rCxTx, fwd, rtn, lostLog, late, rCxReason>>
 
 (* ------------------------------ channel -------------------------------- *)
 
@@ -1006,6 +1073,7 @@ SenderNext ==
     \/ SenderTxRedData
     \/ SenderTxCheckpoint
     \/ SenderTxGreenData
+    \/ SenderTxMiscoloredData
     \/ \E s \in Arrivals(rtn, "sender") : SenderRxReport(s)
                       \/ SenderRxRedundantReport(s)
     \/ SenderRetxRedData
@@ -1029,6 +1097,7 @@ ReceiverNext ==
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRxGreenData(s)
                       \/ ReceiverDiscardGreenData(s)
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRefuseSession(s)
+    \/ \E s \in Arrivals(fwd, "receiver") : ReceiverCancelOnMiscolored(s)
     \/ ReceiverDeliverRedPart
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRxReportAck(s)
     \/ \E i \in DOMAIN rReports : ReceiverExpireReportTimer(i)

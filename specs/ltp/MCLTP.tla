@@ -36,5 +36,6 @@ Alias ==
       sender   |-> [state |-> sState, outcome |-> sOutcome, next |-> sNext,
                     claimed |-> sClaimed, cp |-> sCp, cpTx |-> sCpTx, retx |-> sRetx],
       receiver |-> [state |-> rState, outcome |-> rOutcome, red |-> rRed, green |-> rGreen,
-                    deliveries |-> rDeliveries, reports |-> rReports, acked |-> rAcked] ]
+                    deliveries |-> rDeliveries, reports |-> rReports, acked |-> rAcked,
+                    cxReason |-> rCxReason] ]
 =============================================================================

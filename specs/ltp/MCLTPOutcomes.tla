@@ -167,6 +167,7 @@ NoStaleLoss ==
 \* What the receiver's client saw last: a notice, "closed" for a session
 \* that closed with none (reading 5's alternative), or "none".
 \* (A refused session, ServiceKnown = FALSE, was never the client's: "none".)
+\* generators/ltp.trace_outcome reads a trap trace's end state the same way.
 ReceiverNotice ==
     IF rOutcome = "none" /\ rState = "closed" /\ ServiceKnown THEN "closed" ELSE rOutcome
 

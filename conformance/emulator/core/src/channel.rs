@@ -22,7 +22,7 @@
 use std::collections::{BinaryHeap, VecDeque};
 
 use crate::classify::{Fields, Protocol};
-use crate::config::{Config, Dir};
+use crate::config::{ActionKind, Config, Dir};
 use crate::frame;
 use crate::link::{Cause, Decision, Fate, Link};
 use crate::log::{Record, ReplayLog};
@@ -271,6 +271,13 @@ impl Channel {
             (Some((p, fl)), None) => self.rules.decide(d, *p, fl),
             _ => None,
         };
+        // An outage rule takes the whole link down, both directions, from
+        // this segment's arrival on.
+        if let Some(act) = action.as_ref().filter(|x| x.kind == ActionKind::Outage) {
+            for l in self.links.iter_mut() {
+                l.timeline.add_outage(arrival, arrival + act.delay_ns);
+            }
+        }
         // A frame that was cut short, or that would take the frames in
         // flight past the memory guard, never reaches the link model: it
         // draws no random numbers and occupies no transmitter time.

@@ -234,6 +234,9 @@ pub enum ActionKind {
     Delay,
     /// Deliver the segment twice (the copy right behind it).
     Duplicate,
+    /// Take the link down, both directions, for `delay_ms` from this
+    /// segment's arrival on (the segment is lost with the rest).
+    Outage,
 }
 
 /// A match value: number, code name or flag.
@@ -577,7 +580,10 @@ pub fn validate(cfg: &Config) -> Result<(), String> {
         if r.action == ActionKind::Corrupt && (r.bits == 0 || r.bits > 1000) {
             return Err(format!("{f}.bits: must be 1 .. 1000, got {}", r.bits));
         }
-        if r.action == ActionKind::Delay {
+        if r.action == ActionKind::Outage && (r.delay_ms.is_nan() || r.delay_ms <= 0.0) {
+            return Err(format!("{f}.delay_ms: an outage needs a duration > 0 ms"));
+        }
+        if r.action == ActionKind::Delay || r.action == ActionKind::Outage {
             check_range(
                 &format!("{f}.delay_ms"),
                 r.delay_ms,

@@ -341,6 +341,9 @@ impl Link {
                         copies = 2;
                         cause = Some(Cause::Rule);
                     }
+                    // the channel opened the outage window before this call
+                    // (Channel::on_frame): the outage check below drops it
+                    crate::config::ActionKind::Outage => {}
                 }
             }
             if self.timeline.in_outage(now) {
@@ -628,7 +631,13 @@ mod tests {
         );
         assert_eq!(d.release, 7 * MS);
         let mut h = udp_frame(&[0u8; 100], 1, 2);
-        let d = l.decide(0, &mut h, &lay, Some(act(ActionKind::Duplicate, 1, 0)), None);
+        let d = l.decide(
+            0,
+            &mut h,
+            &lay,
+            Some(act(ActionKind::Duplicate, 1, 0)),
+            None,
+        );
         assert_eq!((d.fate, d.copies, d.rule), (Fate::Pass, 2, Some(3)));
     }
 

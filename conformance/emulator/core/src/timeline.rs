@@ -65,6 +65,13 @@ impl Timeline {
         &self.settings
     }
 
+    /// Add an outage window [start, end), e.g. one a rule opened when its
+    /// segment arrived (ns since start; real time, not scaled).
+    pub fn add_outage(&mut self, start: u64, end: u64) {
+        self.outages.push((start, end.max(start + 1)));
+        self.outages.sort();
+    }
+
     /// Is the link down at `now`? Windows are half-open: [start, end).
     pub fn in_outage(&self, now: u64) -> bool {
         self.outages.iter().any(|&(s, e)| s <= now && now < e)

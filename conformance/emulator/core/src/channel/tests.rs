@@ -414,3 +414,25 @@ fn classified_segments_are_counted_and_rules_act_on_them() {
     assert_eq!(recs[2]["seg"], 3);
     assert_eq!(recs[2]["fields"]["type"], "RA");
 }
+
+#[test]
+fn an_outage_rule_takes_both_directions_down_from_its_segment_for_its_duration() {
+    let mut ch = channel(serde_json::json!({"rules": [{"direction": "return",
+        "protocol": "ltp", "match": {"type": "RA"}, "occurrence": 2, "action": "outage",
+        "delay_ms": 10.0}]}));
+    let ra = udp_frame(&[0x09, 0x01, 0x4d, 0x00, 0x03], 1113, 1113);
+    let plain = numbered(1, 100);
+    assert_eq!(arrive(&mut ch, 0, Dir::Return, &ra), Fate::Pass);
+    assert_eq!(arrive(&mut ch, MS, Dir::Forward, &plain), Fate::Pass);
+    // the 2nd RA opens [2 ms, 12 ms): it and everything else then is lost
+    assert_eq!(arrive(&mut ch, 2 * MS, Dir::Return, &ra), Fate::Drop);
+    assert_eq!(arrive(&mut ch, 5 * MS, Dir::Forward, &plain), Fate::Drop);
+    assert_eq!(arrive(&mut ch, 12 * MS - 1, Dir::Return, &ra), Fate::Drop);
+    assert_eq!(arrive(&mut ch, 12 * MS, Dir::Forward, &plain), Fate::Pass);
+    let recs = log_lines(&mut ch);
+    assert_eq!(
+        (recs[2]["cause"].as_str(), recs[2]["rule"].as_u64()),
+        (Some("outage"), Some(0))
+    );
+    assert_eq!(recs[3]["cause"], "outage");
+}
