@@ -13,6 +13,7 @@ output directory is made with a regular file as its parent, or under /proc.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import os
@@ -23,6 +24,7 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -543,17 +545,45 @@ def _interrupt(proc: subprocess.Popen[str]) -> tuple[str, str]:
     return proc.communicate(timeout=120)
 
 
-@pytest.mark.skipif(not (ROOT / ".tools").is_dir(), reason="TLC is not set up (make setup)")
-def test_ctrl_c_during_check() -> None:
+def _tlc_of(out: Path) -> str:
+    """The TLC processes that work under ``out``: their command lines, '' if
+    none (the CLI's own command line names ``out`` too, so TLC's class)."""
+    found = subprocess.run(["pgrep", "-af", str(out)], capture_output=True, text=True).stdout
+    return "\n".join(ln for ln in found.splitlines() if "tlc2.TLC" in ln)
+
+
+@contextlib.contextmanager
+def _deep_check(out: Path) -> Iterator[subprocess.Popen[str]]:
+    """``dtnconform check ltp --bound deep --out OUT``, yielded once its TLC
+    runs (a signal that lands while Python is still starting up tests
+    nothing); whatever the test does, nothing of it outlives the test."""
     proc = subprocess.Popen(
-        [*CLI, "check", "ltp", "--bound", "deep"],
+        [*CLI, "check", "ltp", "--bound", "deep", "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
     )  # fmt: skip
-    time.sleep(4)
-    assert proc.poll() is None, proc.communicate()
-    out, err = _interrupt(proc)
-    assert proc.returncode == 130, (proc.returncode, err)
-    assert "Traceback" not in err and "interrupted" in err
+    try:
+        deadline = time.monotonic() + 120
+        while not _tlc_of(out) and proc.poll() is None:
+            assert time.monotonic() < deadline, "TLC never started"
+            time.sleep(0.2)
+        time.sleep(1)  # TLC under way: the CLI is in its run loop
+        assert proc.poll() is None, proc.communicate()
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        subprocess.run(["pkill", "-f", str(out)], check=False)
+
+
+@pytest.mark.skipif(not (ROOT / ".tools").is_dir(), reason="TLC is not set up (make setup)")
+def test_ctrl_c_during_check(tmp_path: Path) -> None:
+    out = tmp_path / "deep"
+    with _deep_check(out) as proc:
+        _out, err = _interrupt(proc)
+        assert proc.returncode == 130, (proc.returncode, err)
+        assert "Traceback" not in err and "interrupted" in err
+        assert not _tlc_of(out), f"TLC still running: {_tlc_of(out)}"
 
 
 @pytest.mark.skipif(not (ROOT / ".tools").is_dir(), reason="TLC is not set up (make setup)")
@@ -561,22 +591,17 @@ def test_sigterm_during_check_stops_tlc_too(tmp_path: Path) -> None:
     """``timeout`` or a CI job's end sends SIGTERM: dtnconform unwinds as for
     Ctrl-C (exit 143) and TLC's JVM, in a session of its own, goes too."""
     out = tmp_path / "deep"
-    proc = subprocess.Popen(
-        [*CLI, "check", "ltp", "--bound", "deep", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-    )  # fmt: skip
-    time.sleep(4)
-    assert proc.poll() is None, proc.communicate()
-    proc.send_signal(signal.SIGTERM)
-    _out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 143, (proc.returncode, err)
-    assert "Traceback" not in err and "terminated" in err
-    left = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True).stdout
-    assert not left.strip(), f"TLC still running: {left}"
+    with _deep_check(out) as proc:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 143, (proc.returncode, err)
+        assert "Traceback" not in err and "terminated" in err
+        assert not _tlc_of(out), f"TLC still running: {_tlc_of(out)}"
 
 
 CERTIFY_DRIVER = """
 import shutil, sys, time
+from collections.abc import Iterator
 from pathlib import Path
 
 from conformance import cli, runner

@@ -9,7 +9,7 @@
 (* the 2nd RS on the return channel". Plan is the set of those, as records *)
 (* [dir, key, off, occ, act] with off counted in model segments and act    *)
 (* "drop", "delay" or "duplicate";                                         *)
-(* generators/outcomes.py writes it into the module MCLTPPlan (the copy   *)
+(* generators/outcomes.py writes it into the module MCLTPPlan (the copy    *)
 (* in specs/ltp/ holds the empty plan of a nominal run).  The wrapper      *)
 (* counts every transmission per key (txCount) and lets the channel lose,  *)
 (* hold back or copy a segment only when that transmission is a planned    *)
