@@ -161,12 +161,27 @@ def trace_model(
     if block.red_len == 0:
         raise Unrepresentable("a green-only block (the model has a red part)")
     geo = _Geometry(block)
-    if geo.n_red > 3 and block.max_claims_per_rs < geo.n_red:
-        raise Unrepresentable(
-            f"max_claims_per_rs {block.max_claims_per_rs} with {geo.n_red} red segments: the "
-            "model's reports split into several RSs only for blocks of up to 3 red segments "
-            "(its sender keeps one retransmission at a time; specs/ltp/LTP.tla, MaxClaims)"
+    max_claims = block.max_claims_per_rs
+    if geo.n_red > 3 and max_claims < geo.n_red:
+        # No report was split if every RS carries fewer claims than the
+        # most one may: the model then needs no split either, and MaxClaims
+        # = NRed (one RS per report) checks the same trace.
+        most = max(
+            (
+                len(_ints(r.fields.get("claim.offset")))
+                for r in records
+                if r.fields.get("type") == "RS"
+            ),
+            default=0,
         )
+        if most >= max_claims:
+            raise Unrepresentable(
+                f"max_claims_per_rs {max_claims} with {geo.n_red} red segments, and an RS with "
+                f"{most} claims: the model's reports split into several RSs only for blocks of up "
+                "to 3 red segments (its sender keeps one retransmission at a time; "
+                "specs/ltp/LTP.tla, MaxClaims)"
+            )
+        max_claims = geo.n_red
     reasons = wire.names("ltp", "cancel_reasons")
     cps: dict[int, int] = {}
     rss: dict[int, int] = {}
@@ -250,7 +265,7 @@ def trace_model(
             "PrematureTimeouts": True,
             "FaultyReceiver": False,
             "MiscoloredSender": block.miscolored_sender,
-            "MaxClaims": block.max_claims_per_rs,
+            "MaxClaims": max_claims,
             "ServiceKnown": block.service_at_receiver == block.client_service_id,
             # the default reading of each question (tracecheck tries the others)
             **LTP.reading_constants(""),

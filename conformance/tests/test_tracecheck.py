@@ -336,3 +336,29 @@ def test_no_reading_explains_a_real_deviation(tmp_path: Path) -> None:
     assert "§6.17" in tc.rule and "ReceiverRxRedundantCancel" in tc.actions, tc
     assert "no other reading explains the trace either" in tc.message
     assert "the default reading stops at line" in tc.message
+
+
+def test_a_long_block_whose_reports_need_no_split_is_checked(tmp_path: Path) -> None:
+    """Five red segments with at most 2 claims per RS: the model splits
+    reports only for blocks of up to 3 red segments, but no RS here carries
+    2 claims, so no report was split and the trace is checked (one RS per
+    report in the model) - as `dtnconform bench validate`'s 10 MB block is."""
+    w = Wire()
+    for i in range(4):
+        w.send(0.001 * i, "forward", data("RD", 1000 * i))
+    w.send(0.004, "forward", data("RD-CP-EORP-EOB", 4000, checkpoint_serial=40, report_serial=0))
+    w.send(0.007, "return", seg("RS", report_serial=90, checkpoint_serial=40, upper_bound=5000,
+                                lower_bound=0, claims=[(0, 5000)]))  # fmt: skip
+    w.send(0.010, "forward", seg("RA", report_serial=90))
+    a, b = w.write(tmp_path)
+    records, _ = records_from_captures("ltp", a, b, port=PORT, ip_a=IP_A)
+    spec = dict(SCENARIO, params={"block_len": 5000, "red_len": 5000, "segment_size": 1000,
+                                  "retransmission_limit": 1, "max_claims_per_rs": 2})  # fmt: skip
+    spec["expect"] = {"outcomes": [{"sender_outcome": "completed", "receiver_outcome": "completed",
+                                    "delivered": {"protocol": "ltp", "red_bytes_delivered": 5000,
+                                                  "green_bytes_delivered": 0}}]}  # fmt: skip
+    tc = tracecheck.check(
+        Scenario.model_validate(spec), records, a, b, port=PORT, ip_a=IP_A, exits={},
+        workdir=tmp_path / "trace", out=tmp_path / "trace.ndjson",
+    )  # fmt: skip
+    assert tc.status == "accepted", tc.message
