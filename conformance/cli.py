@@ -1111,6 +1111,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
+        # Ctrl-C unwinds (exit 130) even when the launcher ignored SIGINT: a
+        # shell's background job, where Python installs no handler of its own
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         args = build_parser().parse_args(argv)
         code = int(args.func(args))
