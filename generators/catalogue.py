@@ -23,7 +23,7 @@ from pathlib import Path
 
 from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpBlock
-from conformance.types import Expectation, Impairment, Origin, Scenario, dump_model
+from conformance.types import Expectation, Impairment, Origin, Scenario, _ordinal, dump_model
 from generators.outcomes import PlannedLoss, outcome_of
 from generators.tlc import REPO_ROOT, TlcProgress, cfg_text, printed, run_tlc
 
@@ -508,7 +508,3 @@ def outage_scenarios(outdir: Path) -> list[Scenario]:
         scn.expect = sets[scn.impairments[-1].delay_ms].model_copy(deep=True)
         dump_model(scn, outdir / f"{scn.name}.json")
     return made
-
-
-def _ordinal(n: int) -> str:
-    return {1: "1st", 2: "2nd", 3: "3rd"}.get(n, f"{n}th")
