@@ -200,6 +200,9 @@ pub fn classify(payload: &[u8]) -> Option<Fields> {
 }
 
 #[cfg(test)]
+pub mod props;
+
+#[cfg(test)]
 pub mod tests {
     use super::super::Value::{Bool as B, Int as I, Str as S};
     use super::super::{Fields, Value};

@@ -4,12 +4,17 @@
 //! The field names of every protocol are declared once, in
 //! `specs/<proto>/wire.json` (compiled in here, and read by the Python side
 //! when it validates a scenario). A classifier must only emit
-//! names declared there; `tests::vocabulary_*` checks that.
+//! names declared there; `tests::vocabulary_*` checks that, and the
+//! property tests in `props` (proptest) check every classifier's output
+//! against its wire.json on arbitrary and edited octets.
 
 pub mod cfdp;
 pub mod ltp;
 pub mod norm;
 pub mod saratoga;
+
+#[cfg(test)]
+mod props;
 
 /// A field value: numbers, names of codes, flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
