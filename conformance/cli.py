@@ -933,7 +933,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--bound", default="ci",
                    help="ci: small, under a minute; deep: minutes; bug: a model that fails on "
                    "purpose; the others (LTP: reading2, reading5, reading12, claims, unknown, "
-                   "early, orphan) are in specs/<proto>/README.md")  # fmt: skip
+                   "early, late, miscolored, cues, nocues, outage, sessions, sessions_deep, "
+                   "orphan) are in specs/<proto>/README.md")  # fmt: skip
     s.add_argument("--out", help="folder for TLC's files and log (default runs/<time>-check-...)")
     s.set_defaults(func=cmd_check)
 

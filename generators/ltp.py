@@ -71,6 +71,8 @@ from generators.traps import impairment_key as impairment_key
 
 SPEC_DIR = REPO_ROOT / "specs" / "ltp"
 MODEL = SPEC_DIR / "MCLTP.tla"
+# two concurrent sessions over one link (LTPSessions.tla): the "sessions" bounds
+MODEL_SESSIONS = SPEC_DIR / "MCLTPSessions.tla"
 TRAPS = SPEC_DIR / "MCLTPTraps.tla"
 SPEC = SPEC_DIR / "LTP.tla"
 
@@ -84,6 +86,8 @@ GEN_CONSTANTS: dict[str, int | bool] = {
     "MaxRetx": 1,
     "MaxLoss": 2,
     "MaxLate": 0,
+    "LinkCues": False,
+    "MaxOutages": 0,
     "PrematureTimeouts": False,
     "FaultyReceiver": False,
     "MiscoloredSender": False,
@@ -207,16 +211,18 @@ def check(
     workdir: Path | None = None,
 ) -> TlcResult:
     """Model-check the LTP spec at a bound: "ci" (seconds), "deep" (minutes),
-    or "bug" (fails on purpose with a counterexample). TLC's files go to
-    ``workdir`` (default: a new folder of this run's own)."""
+    or "bug" (fails on purpose with a counterexample); "sessions" and
+    "sessions_deep" check two concurrent sessions (MCLTPSessions.tla). TLC's
+    files go to ``workdir`` (default: a new folder of this run's own)."""
     cfg = SPEC_DIR / f"MCLTP_{bound}.cfg"
     if not cfg.is_file():
         known = sorted(p.stem.removeprefix("MCLTP_") for p in SPEC_DIR.glob("MCLTP_*.cfg"))
         raise InputError(f"unknown bound {bound!r} (the LTP bounds: {', '.join(known)})")
     # One worker for the failing model: breadth-first search then returns a
     # shortest counterexample, the same every time (two workers may not).
-    workers = {"deep": None, "bug": 1}.get(bound, 2)
-    return run_tlc(MODEL, cfg, workers=workers, progress=progress, workdir=workdir)
+    workers = {"deep": None, "sessions_deep": None, "bug": 1}.get(bound, 2)
+    model = MODEL_SESSIONS if bound.startswith("sessions") else MODEL
+    return run_tlc(model, cfg, workers=workers, progress=progress, workdir=workdir)
 
 
 def trap_cfg(purpose: Purpose, constants: Mapping[str, int | bool] = GEN_CONSTANTS) -> str:

@@ -262,6 +262,8 @@ def trace_model(
             "MaxLoss": losses,
             # duplicates in the trace are restored copies (TraceLTP), no budget
             "MaxLate": 0,
+            "LinkCues": False,
+            "MaxOutages": 0,
             "PrematureTimeouts": True,
             "FaultyReceiver": False,
             "MiscoloredSender": block.miscolored_sender,

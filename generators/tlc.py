@@ -53,6 +53,7 @@ MSG_DEPTH = 2194
 MSG_INVARIANT_VIOLATED_BEHAVIOR = 2110
 MSG_INVARIANT_VIOLATED_INITIAL = 2107
 MSG_TEMPORAL_VIOLATED = 2116
+MSG_ACTION_PROPERTY_VIOLATED = 2112  # an action property [][A]_v
 MSG_DEADLOCK = 2114
 MSG_STATE = 2217
 MSG_STUTTER = 2218
@@ -193,7 +194,7 @@ _STATS = re.compile(
 )
 _DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
 _STATE_HEAD = re.compile(r"^(\d+): (.*)$")
-_INVARIANT = re.compile(r"Invariant (\S+) is violated")
+_INVARIANT = re.compile(r"(?:Action property|Invariant) (\S+) is violated")
 _ACTION = re.compile(r"^<([A-Za-z_][A-Za-z0-9_!]*)(?:\(.*\))?(?: line \d+.*)?>$")
 
 
@@ -259,7 +260,11 @@ class _Collector:
                 self.depth = int(m.group(1))
         elif c == MSG_SUCCESS:
             self.success = True
-        elif c in (MSG_INVARIANT_VIOLATED_BEHAVIOR, MSG_INVARIANT_VIOLATED_INITIAL):
+        elif c in (
+            MSG_INVARIANT_VIOLATED_BEHAVIOR,
+            MSG_INVARIANT_VIOLATED_INITIAL,
+            MSG_ACTION_PROPERTY_VIOLATED,
+        ):
             m = _INVARIANT.search(text)
             self.violated_invariants.append(m.group(1) if m else text.strip())
         elif c == MSG_TEMPORAL_VIOLATED:
@@ -325,7 +330,9 @@ def _properties(cfg_info: dict[str, list[str]], col: _Collector) -> list[Propert
     for name in props:
         # TLC does not name the temporal property it refutes; with one listed
         # it is that one, with several each is reported as violated.
-        results.append(PropertyResult(name, "property", status(col.temporal_violated)))
+        # (an action property's violation is named, as an invariant's is)
+        hit = name in col.violated_invariants or col.temporal_violated
+        results.append(PropertyResult(name, "property", status(hit)))
     if not cfg_info["check_deadlock"] or cfg_info["check_deadlock"][0] != "FALSE":
         results.append(PropertyResult("deadlock", "deadlock", status(col.deadlock)))
     return results

@@ -22,3 +22,29 @@ def test_deep_bound_matches_manifest() -> None:
     assert r.distinct_states == expected["distinct_states"]
     assert r.states_generated == expected["states_generated"]
     assert r.depth == expected["depth"]
+
+
+@pytest.mark.deep
+@pytest.mark.skipif(os.environ.get("DTNC_DEEP") != "1", reason="deep bound: set DTNC_DEEP=1")
+def test_deep_sessions_bound_matches_manifest() -> None:
+    """Two sessions at once, one loss each, an outage under both."""
+    expected = MANIFEST["models"]["MCLTP_sessions_deep.cfg"]
+    r = ltp.check("sessions_deep")
+    assert r.ok, r.properties
+    assert r.distinct_states == expected["distinct_states"]
+    assert r.states_generated == expected["states_generated"]
+    assert r.depth == expected["depth"]
+
+
+@pytest.mark.deep
+@pytest.mark.skipif(os.environ.get("DTNC_DEEP") != "1", reason="deep bound: set DTNC_DEEP=1")
+def test_outage_bound_matches_manifest() -> None:
+    """One outage with no link state cues (licklider's case): safe and live."""
+    expected = MANIFEST["models"]["MCLTP_outage.cfg"]
+    r = ltp.check("outage")
+    assert r.ok, r.properties
+    assert (r.distinct_states, r.states_generated, r.depth) == (
+        expected["distinct_states"],
+        expected["states_generated"],
+        expected["depth"],
+    )

@@ -92,11 +92,13 @@ CHECKPOINT_ACTIONS = {
 
 def test_model_actions_are_the_disjuncts_of_next():
     actions = ltp.model_actions()
-    assert len(actions) == len(set(actions)) == 46
+    assert len(actions) == len(set(actions)) == 50
     assert {
         "SenderTxCheckpoint",
         "ChannelLoseReturn",
         "ChannelReleaseReturn",
+        "ChannelLinkDown",
+        "ChannelSwallowForward",
         "Terminating",
     } <= set(actions)
     for a in sorted(CHECKPOINT_ACTIONS):
@@ -198,8 +200,13 @@ def test_two_generate_runs_at_once_both_succeed(tmp_path):
     # alternative and a refused session; nor the channel's delays and
     # duplicates (the traps' budget of late segments is 0: the catalogue's
     # late bounds cover them), nor a miscolored sender's (the catalogue's
-    # r2g1l1mis bound does).
+    # r2g1l1mis bound does), nor the link's outages (the catalogue's outage
+    # scenarios do).
     assert set(a.actions_uncovered) <= {
+        "ChannelLinkDown",
+        "ChannelLinkUp",
+        "ChannelSwallowForward",
+        "ChannelSwallowReturn",
         "SenderTxMiscoloredData",
         "ReceiverCancelOnMiscolored",
         "ChannelDelayForward",
@@ -220,7 +227,7 @@ def test_two_generate_runs_at_once_both_succeed(tmp_path):
         "ReceiverExpireCancelTimer",
         "ReceiverAbandonCancel",
     }
-    assert len(a.actions_covered) >= 27  # of 46; the catalogue covers all
+    assert len(a.actions_covered) >= 27  # of 50; the catalogue covers all
     assert {"Terminating", "SenderRxRedundantReport"} <= set(a.actions_covered)
     assert CHECKPOINT_ACTIONS - {"ReceiverDiscardCheckpoint"} <= set(a.actions_covered)
     cov = json.loads((tmp_path / "a" / "coverage.json").read_text())

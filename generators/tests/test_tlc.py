@@ -137,6 +137,8 @@ def test_tlc_matches_manifest(bound):
         "MCLTP_reading12.cfg",
         "MCLTP_late.cfg",
         "MCLTP_miscolored.cfg",
+        "MCLTP_cues.cfg",
+        "MCLTP_sessions.cfg",
     ],
 )
 def test_other_bounds_match_manifest(cfg, tmp_path):
@@ -146,7 +148,8 @@ def test_other_bounds_match_manifest(cfg, tmp_path):
     except ToolMissing as exc:
         pytest.skip(str(exc))
     expected = MANIFEST["models"][cfg]
-    r = run_tlc(ltp.MODEL, SPEC_DIR / cfg, workers=2, workdir=tmp_path)
+    model = ltp.MODEL_SESSIONS if cfg.startswith("MCLTP_sessions") else ltp.MODEL
+    r = run_tlc(model, SPEC_DIR / cfg, workers=2, workdir=tmp_path)
     assert r.log_path.is_file()
     if expected["result"] == "ok":
         assert r.ok and r.distinct_states == expected["distinct_states"]
@@ -159,3 +162,21 @@ def test_other_bounds_match_manifest(cfg, tmp_path):
         assert r.trace[-1].action == "Stuttering"
         last = r.trace[-2].variables
         assert (last["sState"], last["rState"], last["rDeliveries"]) == ("closed", "open", 0)
+
+
+@pytest.mark.integration
+def test_an_outage_without_link_state_cues_lets_a_timer_expire_early(tmp_path):
+    """MCLTP_nocues.cfg fails on purpose: the link goes down while the
+    checkpoint is on its way and, with no cue to suspend it (RFC 5326 6.5),
+    its timer expires though the checkpoint was never lost; MCLTP_cues.cfg
+    (above) holds TimersNeverEarly through two outages."""
+    try:
+        find_jar()
+    except ToolMissing as exc:
+        pytest.skip(str(exc))
+    expected = MANIFEST["models"]["MCLTP_nocues.cfg"]
+    r = run_tlc(ltp.MODEL, SPEC_DIR / "MCLTP_nocues.cfg", workers=1, workdir=tmp_path)
+    assert r.violated == [expected["violated"]] == ["TimersNeverEarly"]
+    assert len(r.trace) == expected["trace_length"]
+    actions = [t.action for t in r.trace]
+    assert "ChannelLinkDown" in actions[-2] and "SenderExpireCheckpointTimer" in actions[-1]

@@ -18,6 +18,8 @@ ConstInit ==
     /\ MaxRetx = 1
     /\ MaxLoss = 2
     /\ MaxLate = 0
+    /\ LinkCues = FALSE
+    /\ MaxOutages = 0
     /\ PrematureTimeouts = FALSE
     /\ FaultyReceiver = FALSE
     /\ MiscoloredSender = FALSE

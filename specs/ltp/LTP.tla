@@ -18,12 +18,15 @@
 (*            the last green segment GD-EOB                                *)
 (*   6.2/6.3  checkpoint and RS timers (expiry is a nondeterministic       *)
 (*            event, see PrematureTimeouts)                                *)
+(*   6.5/6.6  link state cues: the link goes down and comes back; an       *)
+(*            engine with cues (LinkCues) suspends its timers meanwhile,   *)
+(*            one without lets them run and loses what it sends            *)
 (*   6.7      checkpoint retransmission, RLEXC cancellation at the limit   *)
 (*   6.8      RS retransmission on RS-timer expiry and on a redundant      *)
 (*            checkpoint, RLEXC cancellation at the limit                  *)
 (*   6.9      red-part reception (delivery), 7.3 notice                    *)
 (*   6.10     green-part segment arrival, 7.2 notice                       *)
-(*   6.11     reception reports: bounds and claims; a report of several   *)
+(*   6.11     reception reports: bounds and claims; a report of several    *)
 (*            RSs when its claims exceed MaxClaims per RS                  *)
 (*   6.12     transmission completion, 7.4 notice                          *)
 (*   6.13     RA for every RS (also after the session closed), data        *)
@@ -42,10 +45,12 @@
 (*   - SDNV encoding, byte-level offsets and lengths: data is counted in   *)
 (*     abstract segments 0..NRed+NGreen-1 (red first), one segment per     *)
 (*     datagram; claims are sets of segment offsets, not byte ranges       *)
-(*   - multiple sessions, session numbers, engine ids, client service ids  *)
+(*   - other sessions (LTPSessions.tla runs two of this module at once,    *)
+(*     sharing the link), session numbers, engine ids, client service ids  *)
 (*     (only whether the receiver has the service: ServiceKnown),          *)
-(*     extensions (3.1.4), the link-state cues and timer suspension of     *)
-(*     6.5/6.6, the retransmission-cycle limit (RXMTCYCEXC; cycles are     *)
+(*     extensions (3.1.4), the arithmetic of 6.5/6.6 (a suspended timer    *)
+(*     is one that cannot expire), the retransmission-cycle limit          *)
+(*     (RXMTCYCEXC; cycles are                                             *)
 (*     bounded here by the loss budget), user cancellation (4.2),          *)
 (*     discretionary checkpoints (only the EORP                            *)
 (*     checkpoint and the checkpoints closing a retransmission cycle)      *)
@@ -130,6 +135,10 @@ CONSTANTS
     \* @type: Bool;
     RefusalStateless,   \* reading 12 (README): does a refused session leave no record?
     \* @type: Bool;
+    LinkCues,           \* does the engine get link state cues (6.5, 6.6)?
+    \* @type: Int;
+    MaxOutages,         \* how many times the link may go down
+    \* @type: Bool;
     GreenEobCloses      \* reading 5 (specs/ltp/README.md): may a receiver that got
                         \* the green EOB and no red data at all close, no notice?
 
@@ -147,6 +156,8 @@ ASSUME GreenEobCloses \in BOOLEAN
 ASSUME ReportBoundsMay \in BOOLEAN
 ASSUME ServiceKnown \in BOOLEAN
 ASSUME RefusalStateless \in BOOLEAN
+ASSUME LinkCues \in BOOLEAN
+ASSUME MaxOutages \in Nat
 \* A report whose claims exceed MaxClaims is several RSs (6.11).  The sender
 \* keeps one retransmission and one checkpoint timer at a time, so the model
 \* admits only bounds where at most one RS of a report leaves gaps: with at
@@ -274,6 +285,8 @@ VARIABLES
     \* @type: {held: Set($loss), made: Int};
     late,       \* copies the channel holds back (delayed or duplicated segments),
                 \* and how many it has made (against MaxLate)
+    \* @type: {up: Bool, downs: Int};
+    link,       \* is the link up, and how many times it went down (MaxOutages)
     \* @type: $event;
     lastEvent   \* history: what the last step did
 
@@ -281,7 +294,7 @@ senderVars == <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpT
                 sRetx, sRetxRs, sCxTx, sMiscTx>>
 receiverVars == <<rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, rCxTx,
                   rCxReason>>
-vars == <<senderVars, receiverVars, fwd, rtn, lostLog, late, lastEvent>>
+vars == <<senderVars, receiverVars, fwd, rtn, lostLog, late, link, lastEvent>>
 
 Ev(actor, action, dir, rx, tx, lost) ==
     [actor |-> actor, action |-> action, dir |-> dir, rx |-> rx, tx |-> tx, lost |-> lost]
@@ -319,6 +332,7 @@ TypeOK ==
     /\ Len(lostLog) <= MaxLoss
     /\ \A h \in late.held : h.dir \in {"forward", "return"}
     /\ late.made \in 0 .. MaxLate
+    /\ link.up \in BOOLEAN /\ link.downs \in 0 .. MaxOutages
 
 Init ==
     /\ sState = "open"
@@ -347,6 +361,7 @@ Init ==
     /\ rtn = {}
     /\ lostLog = <<>>
     /\ late = [held |-> {}, made |-> 0]
+    /\ link = [up |-> TRUE, downs |-> 0]
     /\ lastEvent = Ev("none", "Init", "", <<>>, <<>>, <<>>)
 
 -----------------------------------------------------------------------------
@@ -366,6 +381,15 @@ CsAwaited == CancelSeg("CS", "RLEXC") \in fwd \/ CancelSeg("CAS", "") \in rtn
 RxCancel == CancelSeg("CR", rCxReason)
 CrAwaited == RxCancel \in rtn \/ CancelSeg("CAR", "") \in fwd
 
+\* May a timer whose segment or reply is (awaited) or is not in flight expire?
+\* While the link is up, as above.  While it is down (ChannelLinkDown), an
+\* engine with link state cues has suspended its timers (6.5; 6.6 resumes
+\* them, pushed back by the time the link was down, so that they expire only
+\* as if the outage had not been); one without cues lets them run on, and
+\* they may expire though the segment or its reply is still to come.
+TimerMayExpire(awaited) ==
+    IF link.up THEN PrematureTimeouts \/ ~awaited ELSE ~LinkCues
+
 -----------------------------------------------------------------------------
 (* ------------------------------ sender --------------------------------- *)
 
@@ -377,7 +401,7 @@ SenderTxRedData ==
     /\ sNext' = sNext + 1
     /\ lastEvent' = TxFwd("SenderTxRedData", <<>>, <<DataSeg(sNext)>>)
     /\ UNCHANGED <<sState, sOutcome, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
-                   sCxTx, receiverVars, rtn, lostLog, late, sMiscTx>>
+                   sCxTx, receiverVars, rtn, lostLog, late, sMiscTx, link>>
 
 \* 6.1, 6.2: the last red segment is a checkpoint (EORP; EOB too if no green);
 \* its timer starts.
@@ -392,7 +416,7 @@ SenderTxCheckpoint ==
     /\ sCpTx' = 1
     /\ lastEvent' = TxFwd("SenderTxCheckpoint", <<>>, <<cp>>)
     /\ UNCHANGED <<sState, sOutcome, sClaimed, sRsSeen, sRetx, sRetxRs, sCxTx, receiverVars,
-                   rtn, lostLog, late, sMiscTx>>
+                   rtn, lostLog, late, sMiscTx, link>>
 
 \* 6.1: initial transmission of a green segment; the last one is GD-EOB.
 SenderTxGreenData ==
@@ -403,7 +427,7 @@ SenderTxGreenData ==
     /\ sNext' = sNext + 1
     /\ lastEvent' = TxFwd("SenderTxGreenData", <<>>, <<DataSeg(sNext)>>)
     /\ UNCHANGED <<sState, sOutcome, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
-                   sCxTx, receiverVars, rtn, lostLog, late, sMiscTx>>
+                   sCxTx, receiverVars, rtn, lostLog, late, sMiscTx, link>>
 
 \* The miscolored segment: green data at offset 0, inside the red part.
 MiscoloredSeg == Mk("GD", 0, 0, 0)
@@ -420,7 +444,7 @@ SenderTxMiscoloredData ==
     /\ sMiscTx' = TRUE
     /\ lastEvent' = TxFwd("SenderTxMiscoloredData", <<>>, <<MiscoloredSeg>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx,
-                   sRetxRs, sCxTx, receiverVars, rtn, lostLog, late>>
+                   sRetxRs, sCxTx, receiverVars, rtn, lostLog, late, link>>
 
 \* 6.13: a fresh RS arrives (the session is open and the report serial is
 \* new).  An RA with its report serial is queued, the timer of the RS's
@@ -442,7 +466,8 @@ SenderRxReport(s) ==
     /\ sRetx' = sRetx \cup missing
     /\ sRetxRs' = IF missing # {} THEN s.rs ELSE sRetxRs
     /\ lastEvent' = TxFwd("SenderRxReport", <<s>>, <<AckSeg(s.rs)>>)
-    /\ UNCHANGED <<sState, sOutcome, sNext, sCpSerial, sCpTx, sCxTx, receiverVars, lostLog, late, sMiscTx>>
+    /\ UNCHANGED <<sState, sOutcome, sNext, sCpSerial, sCpTx, sCxTx, receiverVars, lostLog, late,
+                   sMiscTx, link>>
 
 \* 6.13, 8.1: a redundant RS -- its report serial was received before, or the
 \* session is closed ("received after the session has been completed or
@@ -457,7 +482,7 @@ SenderRxRedundantReport(s) ==
     /\ fwd' = fwd \cup {AckSeg(s.rs)}
     /\ lastEvent' = TxFwd("SenderRxRedundantReport", <<s>>, <<AckSeg(s.rs)>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx,
-                   sRetxRs, sCxTx, receiverVars, lostLog, late, sMiscTx>>
+                   sRetxRs, sCxTx, receiverVars, lostLog, late, sMiscTx, link>>
 
 \* 6.13: retransmission of a missing red segment other than the last one.
 SenderRetxRedData ==
@@ -468,7 +493,7 @@ SenderRetxRedData ==
     /\ sRetx' = sRetx \ {o}
     /\ lastEvent' = TxFwd("SenderRetxRedData", <<>>, <<DataSeg(o)>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetxRs,
-                   sCxTx, receiverVars, rtn, lostLog, late, sMiscTx>>
+                   sCxTx, receiverVars, rtn, lostLog, late, sMiscTx, link>>
 
 \* 6.13: the last retransmitted segment is a checkpoint with a new serial,
 \* carrying the serial of the RS it answers; 6.2: its timer starts.
@@ -485,20 +510,20 @@ SenderRetxCheckpoint ==
     /\ sCpTx' = 1
     /\ lastEvent' = TxFwd("SenderRetxCheckpoint", <<>>, <<cp>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sRetxRs, sCxTx, receiverVars,
-                   rtn, lostLog, late, sMiscTx>>
+                   rtn, lostLog, late, sMiscTx, link>>
 
 \* 6.7: the checkpoint timer expires below the limit: a new copy of the same
 \* checkpoint (same serials) is queued and the timer restarts.
 SenderExpireCheckpointTimer ==
     /\ sState = "open"
     /\ sCp # NoSeg
-    /\ PrematureTimeouts \/ ~CpAwaited
+    /\ TimerMayExpire(CpAwaited)
     /\ sCpTx <= MaxRetx
     /\ fwd' = fwd \cup {sCp}
     /\ sCpTx' = sCpTx + 1
     /\ lastEvent' = TxFwd("SenderExpireCheckpointTimer", <<>>, <<sCp>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sRetx, sRetxRs,
-                   sCxTx, receiverVars, rtn, lostLog, late, sMiscTx>>
+                   sCxTx, receiverVars, rtn, lostLog, late, sMiscTx, link>>
 
 \* 6.7, 6.19, 7.5: the checkpoint timer expires with the checkpoint queued more
 \* than MaxRetx times: the session is cancelled, a CS with reason RLEXC is
@@ -506,7 +531,7 @@ SenderExpireCheckpointTimer ==
 SenderCancelSession ==
     /\ sState = "open"
     /\ sCp # NoSeg
-    /\ PrematureTimeouts \/ ~CpAwaited
+    /\ TimerMayExpire(CpAwaited)
     /\ sCpTx > MaxRetx
     /\ fwd' = fwd \cup {CancelSeg("CS", "RLEXC")}
     /\ sState' = "cs_sent"
@@ -516,7 +541,7 @@ SenderCancelSession ==
     /\ sCxTx' = 1
     /\ lastEvent' = TxFwd("SenderCancelSession", <<>>, <<CancelSeg("CS", "RLEXC")>>)
     /\ UNCHANGED <<sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, receiverVars, rtn,
-                   lostLog, late, sMiscTx>>
+                   lostLog, late, sMiscTx, link>>
 
 \* 6.12, 7.4, 6.20: all data sent and the red part fully claimed: completion
 \* notice, the session closes.
@@ -530,7 +555,7 @@ SenderSignalCompletion ==
     /\ sRetx' = {}
     /\ lastEvent' = Ev("sender", "SenderSignalCompletion", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, sCxTx, receiverVars,
-                   fwd, rtn, lostLog, late, sMiscTx>>
+                   fwd, rtn, lostLog, late, sMiscTx, link>>
 
 \* 6.17, 6.19, 7.5, 6.20: a CR arrives while the session is open: a CAR is
 \* queued, the session is cancelled (transmission-session cancellation
@@ -547,7 +572,7 @@ SenderRxCancel(s) ==
     /\ sRetx' = {}
     /\ lastEvent' = TxFwd("SenderRxCancel", <<s>>, <<CancelSeg("CAR", "")>>)
     /\ UNCHANGED <<sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, sCxTx, receiverVars,
-                   lostLog, late, sMiscTx>>
+                   lostLog, late, sMiscTx, link>>
 
 \* 6.17, 8.1: a CR arrives while the session is not open: a CAR is queued all
 \* the same.  A closed session keeps no record (6.20; "retransmits the
@@ -565,7 +590,7 @@ SenderRxRedundantCancel(s) ==
     /\ sRetx' = {}
     /\ lastEvent' = TxFwd("SenderRxRedundantCancel", <<s>>, <<CancelSeg("CAR", "")>>)
     /\ UNCHANGED <<sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCpTx, sRetxRs, sCxTx,
-                   receiverVars, lostLog, late, sMiscTx>>
+                   receiverVars, lostLog, late, sMiscTx, link>>
 
 \* 6.18: a CAS arrives: the cancel timer stops and the session closes.
 SenderRxCancelAck(s) ==
@@ -575,28 +600,28 @@ SenderRxCancelAck(s) ==
     /\ sState' = IF sState = "cs_sent" THEN "closed" ELSE sState
     /\ lastEvent' = Ev("sender", "SenderRxCancelAck", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
-                   sCxTx, receiverVars, fwd, lostLog, late, sMiscTx>>
+                   sCxTx, receiverVars, fwd, lostLog, late, sMiscTx, link>>
 
 \* 6.16: the cancel timer expires below the limit: the CS is queued again.
 SenderExpireCancelTimer ==
     /\ sState = "cs_sent"
-    /\ PrematureTimeouts \/ ~CsAwaited
+    /\ TimerMayExpire(CsAwaited)
     /\ sCxTx <= MaxRetx
     /\ fwd' = fwd \cup {CancelSeg("CS", "RLEXC")}
     /\ sCxTx' = sCxTx + 1
     /\ lastEvent' = TxFwd("SenderExpireCancelTimer", <<>>, <<CancelSeg("CS", "RLEXC")>>)
     /\ UNCHANGED <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx,
-                   sRetxRs, receiverVars, rtn, lostLog, late, sMiscTx>>
+                   sRetxRs, receiverVars, rtn, lostLog, late, sMiscTx, link>>
 
 \* 6.16, 6.20: the cancel timer expires beyond the limit: the session closes.
 SenderAbandonCancel ==
     /\ sState = "cs_sent"
-    /\ PrematureTimeouts \/ ~CsAwaited
+    /\ TimerMayExpire(CsAwaited)
     /\ sCxTx > MaxRetx
     /\ sState' = "closed"
     /\ lastEvent' = Ev("sender", "SenderAbandonCancel", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx, sRetx, sRetxRs,
-                   sCxTx, receiverVars, fwd, rtn, lostLog, late, sMiscTx>>
+                   sCxTx, receiverVars, fwd, rtn, lostLog, late, sMiscTx, link>>
 
 (* ----------------------------- receiver -------------------------------- *)
 
@@ -637,7 +662,7 @@ ReceiverRxRedData(s) ==
     /\ rRed' = rRed \cup {s.off}
     /\ lastEvent' = Ev("receiver", "ReceiverRxRedData", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, rtn, lostLog, late, rCxReason>>
+                   rCxTx, rtn, lostLog, late, rCxReason, link>>
 
 \* Red data that is not a checkpoint arrives while the session is cancelling
 \* (6.19) or closed (6.20: no record is left): discarded.  RFC 5326 has no
@@ -649,7 +674,7 @@ ReceiverDiscardRedData(s) ==
     /\ ReceiverDiscards
     /\ fwd' = fwd \ {s}
     /\ lastEvent' = Ev("receiver", "ReceiverDiscardRedData", "", <<s>>, <<>>, <<>>)
-    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, late>>
+    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, late, link>>
 
 \* 6.11: the bounds a report answering checkpoint s may take.  Upper bound:
 \* the checkpoint's upper bound (SHOULD), or, under reading 2's alternative
@@ -686,7 +711,8 @@ ReceiverRxCheckpoint(s) ==
     /\ fwd' = fwd \ {s}
     /\ rState' = "open"
     /\ rRed' = red
-    /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rAcked, rCxTx, lostLog, late, rCxReason>>
+    /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rAcked, rCxTx, lostLog, late,
+                   rCxReason, link>>
 
 \* A checkpoint (new or not) arrives while the session is cancelling or
 \* closed: discarded, no RS, like any data then (ReceiverDiscardRedData).
@@ -696,7 +722,7 @@ ReceiverDiscardCheckpoint(s) ==
     /\ ReceiverDiscards
     /\ fwd' = fwd \ {s}
     /\ lastEvent' = Ev("receiver", "ReceiverDiscardCheckpoint", "", <<s>>, <<>>, <<>>)
-    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, late>>
+    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, late, link>>
 
 \* 6.8 (b): a redundantly retransmitted checkpoint (its serial was answered
 \* before) arrives while the session is open, and no RS issued for it has
@@ -716,7 +742,7 @@ ReceiverRxRedundantCheckpoint(s) ==
     /\ rRsTx' = [i \in DOMAIN rRsTx |-> IF i \in mine THEN rRsTx[i] + 1 ELSE rRsTx[i]]
     /\ lastEvent' = TxRtn("ReceiverRxRedundantCheckpoint", <<s>>, ReportSeqFor(s.cp))
     /\ UNCHANGED <<senderVars, rState, rOutcome, rGreen, rDeliveries, rReports, rAcked, rCxTx,
-                   lostLog, late, rCxReason>>
+                   lostLog, late, rCxReason, link>>
 
 \* 6.8 (b), 6.19, 7.6: a redundantly retransmitted checkpoint arrives while
 \* the session is open, and an RS issued for it has been queued more than
@@ -739,7 +765,7 @@ ReceiverCancelOnRedundantCheckpoint(s) ==
     /\ rCxTx' = 1
     /\ rCxReason' = "RLEXC"
     /\ lastEvent' = TxRtn("ReceiverCancelOnRedundantCheckpoint", <<s>>, <<cr>>)
-    /\ UNCHANGED <<senderVars, rGreen, rDeliveries, rReports, rRsTx, rAcked, lostLog, late>>
+    /\ UNCHANGED <<senderVars, rGreen, rDeliveries, rReports, rRsTx, rAcked, lostLog, late, link>>
 
 \* 6.21, 6.19, 7.6: a miscolored data segment arrives while the session is
 \* open: it is discarded and the session cancelled, with a CR whose reason
@@ -757,7 +783,8 @@ ReceiverCancelOnMiscolored(s) ==
     /\ rCxTx' = 1
     /\ rCxReason' = "MISCOLORED"
     /\ lastEvent' = TxRtn("ReceiverCancelOnMiscolored", <<s>>, <<cr>>)
-    /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, lostLog, late>>
+    /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, lostLog, late,
+                   link>>
 
 \* 8.2: the first data segment (red or green) names a client service the
 \* receiver does not have: the session is refused, with the cancellation
@@ -778,7 +805,7 @@ ReceiverRefuseSession(s) ==
     /\ rCxReason' = "UNREACH"
     /\ lastEvent' = TxRtn("ReceiverRefuseSession", <<s>>, <<CancelSeg("CR", "UNREACH")>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   lostLog, late>>
+                   lostLog, late, link>>
 
 \* 6.10, 7.2: a green segment arrives while the session is open (or opens
 \* it, 8.2): one green-part segment arrival notice.
@@ -792,7 +819,7 @@ ReceiverRxGreenData(s) ==
     /\ rGreen' = rGreen \cup {s.off}
     /\ lastEvent' = Ev("receiver", "ReceiverRxGreenData", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, rtn, lostLog, late, rCxReason>>
+                   rCxTx, rtn, lostLog, late, rCxReason, link>>
 
 \* A green segment arrives while the session is cancelling or closed:
 \* discarded without a notice, like red data then (ReceiverDiscardRedData).
@@ -802,7 +829,7 @@ ReceiverDiscardGreenData(s) ==
     /\ ReceiverDiscards
     /\ fwd' = fwd \ {s}
     /\ lastEvent' = Ev("receiver", "ReceiverDiscardGreenData", "", <<s>>, <<>>, <<>>)
-    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, late>>
+    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, late, link>>
 
 \* 6.9, 7.3: the whole red part has arrived: one red-part reception notice.
 \* (FaultyReceiver: delivers as soon as the EORP segment is in.)  rRed holds
@@ -816,7 +843,7 @@ ReceiverDeliverRedPart ==
     /\ rOutcome' = "completed"
     /\ lastEvent' = Ev("receiver", "ReceiverDeliverRedPart", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rState, rRed, rGreen, rReports, rRsTx, rAcked, rCxTx, fwd, rtn,
-                   lostLog, late, rCxReason>>
+                   lostLog, late, rCxReason, link>>
 
 \* 6.14: an RA stops the timer of the RS it acknowledges.
 ReceiverRxReportAck(s) ==
@@ -827,20 +854,20 @@ ReceiverRxReportAck(s) ==
                  ELSE rAcked
     /\ lastEvent' = Ev("receiver", "ReceiverRxReportAck", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx,
-                   rCxTx, rtn, lostLog, late, rCxReason>>
+                   rCxTx, rtn, lostLog, late, rCxReason, link>>
 
 \* 6.8 (a): an RS timer expires below the limit: a new copy of the RS.
 ReceiverExpireReportTimer(i) ==
     /\ rState = "open"
     /\ i \in DOMAIN rReports
     /\ i \notin rAcked
-    /\ PrematureTimeouts \/ ~RsAwaited(i)
+    /\ TimerMayExpire(RsAwaited(i))
     /\ rRsTx[i] <= MaxRetx
     /\ rtn' = rtn \cup {rReports[i]}
     /\ rRsTx' = [rRsTx EXCEPT ![i] = @ + 1]
     /\ lastEvent' = TxRtn("ReceiverExpireReportTimer", <<>>, <<rReports[i]>>)
     /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rAcked,
-                   rCxTx, fwd, lostLog, late, rCxReason>>
+                   rCxTx, fwd, lostLog, late, rCxReason, link>>
 
 \* 6.8, 6.19, 7.6: an RS timer expires beyond the limit: the session is
 \* cancelled, a CR with reason RLEXC is queued (6.15: the cancel timer starts).
@@ -848,7 +875,7 @@ ReceiverCancelSession(i) ==
     /\ rState = "open"
     /\ i \in DOMAIN rReports
     /\ i \notin rAcked
-    /\ PrematureTimeouts \/ ~RsAwaited(i)
+    /\ TimerMayExpire(RsAwaited(i))
     /\ rRsTx[i] > MaxRetx
     /\ rtn' = rtn \cup {CancelSeg("CR", "RLEXC")}
     /\ rState' = "cr_sent"
@@ -857,7 +884,7 @@ ReceiverCancelSession(i) ==
     /\ rCxReason' = "RLEXC"
     /\ lastEvent' = TxRtn("ReceiverCancelSession", <<>>, <<CancelSeg("CR", "RLEXC")>>)
     /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, fwd, lostLog,
-                   late>>
+                   late, link>>
 
 \* 6.14, 6.20: red part delivered and every RS acknowledged: the session closes.
 ReceiverCloseSession ==
@@ -867,7 +894,7 @@ ReceiverCloseSession ==
     /\ rState' = "closed"
     /\ lastEvent' = Ev("receiver", "ReceiverCloseSession", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, fwd, rtn, lostLog, late, rCxReason>>
+                   rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
 
 \* 6.17, 6.19, 7.6, 6.20: a CS arrives while the session is open: a CAS is
 \* queued, the session is cancelled (reception-session cancellation notice,
@@ -882,7 +909,7 @@ ReceiverRxCancel(s) ==
     /\ rOutcome' = "cancelled"
     /\ lastEvent' = TxRtn("ReceiverRxCancel", <<s>>, <<CancelSeg("CAS", "")>>)
     /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, rCxTx,
-                   lostLog, late, rCxReason>>
+                   lostLog, late, rCxReason, link>>
 
 \* 6.17, 8.2: a CS arrives while the session is not open: a CAS is queued all
 \* the same.  A closed session keeps no record (6.20; "the CAS is scheduled
@@ -900,7 +927,7 @@ ReceiverRxRedundantCancel(s) ==
     /\ rState' = IF rState = "idle" THEN "idle" ELSE "closed"
     /\ lastEvent' = TxRtn("ReceiverRxRedundantCancel", <<s>>, <<CancelSeg("CAS", "")>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, lostLog, late, rCxReason>>
+                   rCxTx, lostLog, late, rCxReason, link>>
 
 \* 6.18: a CAR arrives: the cancel timer stops and the session closes.
 ReceiverRxCancelAck(s) ==
@@ -910,28 +937,28 @@ ReceiverRxCancelAck(s) ==
     /\ rState' = IF rState = "cr_sent" THEN "closed" ELSE rState
     /\ lastEvent' = Ev("receiver", "ReceiverRxCancelAck", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, rtn, lostLog, late, rCxReason>>
+                   rCxTx, rtn, lostLog, late, rCxReason, link>>
 
 \* 6.16: the cancel timer expires below the limit: the CR is queued again.
 ReceiverExpireCancelTimer ==
     /\ rState = "cr_sent"
-    /\ PrematureTimeouts \/ ~CrAwaited
+    /\ TimerMayExpire(CrAwaited)
     /\ rCxTx <= MaxRetx
     /\ rtn' = rtn \cup {RxCancel}
     /\ rCxTx' = rCxTx + 1
     /\ lastEvent' = TxRtn("ReceiverExpireCancelTimer", <<>>, <<RxCancel>>)
     /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx,
-                   rAcked, fwd, lostLog, late, rCxReason>>
+                   rAcked, fwd, lostLog, late, rCxReason, link>>
 
 \* 6.16, 6.20: the cancel timer expires beyond the limit: the session closes.
 ReceiverAbandonCancel ==
     /\ rState = "cr_sent"
-    /\ PrematureTimeouts \/ ~CrAwaited
+    /\ TimerMayExpire(CrAwaited)
     /\ rCxTx > MaxRetx
     /\ rState' = "closed"
     /\ lastEvent' = Ev("receiver", "ReceiverAbandonCancel", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, fwd, rtn, lostLog, late, rCxReason>>
+                   rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
 
 \* Reading 5 (GreenEobCloses, specs/ltp/README.md): the green EOB has
 \* arrived and not one red segment, and no report was issued.  The RFC's
@@ -948,7 +975,7 @@ ReceiverCloseOnGreenEob ==
     /\ rState' = "closed"
     /\ lastEvent' = Ev("receiver", "ReceiverCloseOnGreenEob", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, fwd, rtn, lostLog, late, rCxReason>>
+                   rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
 
 (* ------------------------------ channel -------------------------------- *)
 
@@ -959,7 +986,7 @@ ChannelLoseForward(s) ==
     /\ fwd' = fwd \ {s}
     /\ lostLog' = Append(lostLog, [dir |-> "forward", seg |-> s])
     /\ lastEvent' = Ev("channel", "ChannelLoseForward", "forward", <<>>, <<>>, <<s>>)
-    /\ UNCHANGED <<senderVars, receiverVars, rtn, late>>
+    /\ UNCHANGED <<senderVars, receiverVars, rtn, late, link>>
 
 \* The channel loses a segment in flight to the sender (within the budget).
 ChannelLoseReturn(s) ==
@@ -968,7 +995,7 @@ ChannelLoseReturn(s) ==
     /\ rtn' = rtn \ {s}
     /\ lostLog' = Append(lostLog, [dir |-> "return", seg |-> s])
     /\ lastEvent' = Ev("channel", "ChannelLoseReturn", "return", <<>>, <<>>, <<s>>)
-    /\ UNCHANGED <<senderVars, receiverVars, fwd, late>>
+    /\ UNCHANGED <<senderVars, receiverVars, fwd, late, link>>
 
 (***************************************************************************)
 (* Late segments.  The channel may hold a segment in flight back and let   *)
@@ -991,7 +1018,7 @@ ChannelDelayForward(s) ==
     /\ fwd' = fwd \ {s}
     /\ HoldBack("forward", s)
     /\ lastEvent' = Ev("channel", "ChannelDelayForward", "forward", <<>>, <<>>, <<s>>)
-    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
+    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, link>>
 
 ChannelDelayReturn(s) ==
     /\ s \in rtn
@@ -999,21 +1026,21 @@ ChannelDelayReturn(s) ==
     /\ rtn' = rtn \ {s}
     /\ HoldBack("return", s)
     /\ lastEvent' = Ev("channel", "ChannelDelayReturn", "return", <<>>, <<>>, <<s>>)
-    /\ UNCHANGED <<senderVars, receiverVars, fwd, lostLog>>
+    /\ UNCHANGED <<senderVars, receiverVars, fwd, lostLog, link>>
 
 ChannelDuplicateForward(s) ==
     /\ s \in fwd
     /\ CanHold("forward", s)
     /\ HoldBack("forward", s)
     /\ lastEvent' = Ev("channel", "ChannelDuplicateForward", "forward", <<>>, <<>>, <<s>>)
-    /\ UNCHANGED <<senderVars, receiverVars, fwd, rtn, lostLog>>
+    /\ UNCHANGED <<senderVars, receiverVars, fwd, rtn, lostLog, link>>
 
 ChannelDuplicateReturn(s) ==
     /\ s \in rtn
     /\ CanHold("return", s)
     /\ HoldBack("return", s)
     /\ lastEvent' = Ev("channel", "ChannelDuplicateReturn", "return", <<>>, <<>>, <<s>>)
-    /\ UNCHANGED <<senderVars, receiverVars, fwd, rtn, lostLog>>
+    /\ UNCHANGED <<senderVars, receiverVars, fwd, rtn, lostLog, link>>
 
 ChannelReleaseForward(s) ==
     /\ Held("forward", s) \in late.held
@@ -1021,7 +1048,7 @@ ChannelReleaseForward(s) ==
     /\ fwd' = fwd \cup {s}
     /\ late' = [late EXCEPT !.held = @ \ {Held("forward", s)}]
     /\ lastEvent' = Ev("channel", "ChannelReleaseForward", "forward", <<>>, <<s>>, <<>>)
-    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog>>
+    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, link>>
 
 ChannelReleaseReturn(s) ==
     /\ Held("return", s) \in late.held
@@ -1029,7 +1056,45 @@ ChannelReleaseReturn(s) ==
     /\ rtn' = rtn \cup {s}
     /\ late' = [late EXCEPT !.held = @ \ {Held("return", s)}]
     /\ lastEvent' = Ev("channel", "ChannelReleaseReturn", "return", <<>>, <<s>>, <<>>)
-    /\ UNCHANGED <<senderVars, receiverVars, fwd, lostLog>>
+    /\ UNCHANGED <<senderVars, receiverVars, fwd, lostLog, link>>
+
+(***************************************************************************)
+(* Outages (6.5, 6.6).  The link may go down, at most MaxOutages times,    *)
+(* and comes back (a fair step).  While it is down nothing reaches either  *)
+(* engine (Arrivals).  An engine with link state cues knows: it suspends   *)
+(* its timers (TimerMayExpire) and holds what it transmits until the link  *)
+(* is back.  One without cues transmits into the dead link, which swallows *)
+(* what it carries, free of the loss budget, and its timers run on.  A     *)
+(* live outage rule (conformance/emulator) drops the segment it is keyed   *)
+(* on and everything that crosses the link until it ends: that is          *)
+(* ChannelLinkDown followed by swallowing.                                 *)
+(***************************************************************************)
+ChannelLinkDown ==
+    /\ link.up
+    /\ link.downs < MaxOutages
+    /\ link' = [up |-> FALSE, downs |-> link.downs + 1]
+    /\ lastEvent' = Ev("channel", "ChannelLinkDown", "", <<>>, <<>>, <<>>)
+    /\ UNCHANGED <<senderVars, receiverVars, fwd, rtn, lostLog, late>>
+
+ChannelLinkUp ==
+    /\ ~link.up
+    /\ link' = [link EXCEPT !.up = TRUE]
+    /\ lastEvent' = Ev("channel", "ChannelLinkUp", "", <<>>, <<>>, <<>>)
+    /\ UNCHANGED <<senderVars, receiverVars, fwd, rtn, lostLog, late>>
+
+ChannelSwallowForward(s) ==
+    /\ ~link.up /\ ~LinkCues
+    /\ s \in fwd
+    /\ fwd' = fwd \ {s}
+    /\ lastEvent' = Ev("channel", "ChannelSwallowForward", "forward", <<>>, <<>>, <<s>>)
+    /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, late, link>>
+
+ChannelSwallowReturn(s) ==
+    /\ ~link.up /\ ~LinkCues
+    /\ s \in rtn
+    /\ rtn' = rtn \ {s}
+    /\ lastEvent' = Ev("channel", "ChannelSwallowReturn", "return", <<>>, <<>>, <<s>>)
+    /\ UNCHANGED <<senderVars, receiverVars, fwd, lostLog, late, link>>
 
 -----------------------------------------------------------------------------
 
@@ -1060,10 +1125,11 @@ Terminating ==
     /\ UNCHANGED vars
 
 \* The segments in flight that may reach actor a next, and that the channel
-\* may lose next: any of them (the channels reorder).  Trace validation
-\* (TraceLTP.tla) overrides both with the one segment its trace names, so
-\* that TLC does not try every segment in flight at every step.
-Arrivals(ch, a) == ch
+\* may lose next: any of them (the channels reorder), none while the link is
+\* down.  Trace validation (TraceLTP.tla) overrides both with the one segment
+\* its trace names, so that TLC does not try every segment in flight at
+\* every step (its traces have no outage: MaxOutages = 0).
+Arrivals(ch, a) == IF link.up THEN ch ELSE {}
 Losable(ch, dir) == ch
 
 \* One line per event; a segment's arrival lists its alternatives (the
@@ -1123,6 +1189,10 @@ ChannelNext ==
     \/ \E s \in rtn : ChannelDelayReturn(s)
     \/ \E s \in rtn : ChannelDuplicateReturn(s)
     \/ ChannelReleaseNext
+    \/ ChannelLinkDown
+    \/ ChannelLinkUp
+    \/ \E s \in fwd : ChannelSwallowForward(s)
+    \/ \E s \in rtn : ChannelSwallowReturn(s)
 
 \* A step of the protocol or the channel.
 Step ==
@@ -1136,14 +1206,16 @@ Next ==
 
 \* Fairness per role: the sender and the receiver keep taking steps while
 \* they can (which includes receiving what is in flight to them); the
-\* channel's losses, delays and duplicates are never forced, and bounded by
-\* MaxLoss and MaxLate; what it held back it delivers in the end.
+\* channel's losses, delays, duplicates and outages are never forced, and
+\* bounded by MaxLoss, MaxLate and MaxOutages; what it held back it delivers
+\* in the end, and a link that went down comes back.
 Spec ==
     /\ Init
     /\ [][Next]_vars
     /\ WF_vars(SenderNext)
     /\ WF_vars(ReceiverNext)
     /\ WF_vars(ChannelReleaseNext)
+    /\ WF_vars(ChannelLinkUp)
 
 -----------------------------------------------------------------------------
 (* Safety *)
@@ -1176,6 +1248,19 @@ Safety ==
 (* Liveness, under Spec's fairness and the finite loss budget *)
 
 NoCancel == sOutcome # "cancelled" /\ rOutcome # "cancelled"
+
+\* No timer expires while the segment it guards or the reply it awaits is
+\* still in flight: timers are sized to the round trip (6.2), and link state
+\* cues keep an outage from making them too short (6.5, 6.6).  Holds with
+\* cues however often the link goes down (MCLTP_cues.cfg); without them one
+\* outage breaks it (MCLTP_nocues.cfg fails on purpose), as do premature
+\* timeouts (MCLTP_early.cfg's PrematureTimeouts).
+TimersNeverEarly ==
+    [][/\ ~(CpAwaited /\ (SenderExpireCheckpointTimer \/ SenderCancelSession))
+       /\ ~(CsAwaited /\ (SenderExpireCancelTimer \/ SenderAbandonCancel))
+       /\ ~(CrAwaited /\ (ReceiverExpireCancelTimer \/ ReceiverAbandonCancel))
+       /\ \A i \in DOMAIN rReports :
+              ~(RsAwaited(i) /\ (ReceiverExpireReportTimer(i) \/ ReceiverCancelSession(i)))]_vars
 
 \* The session ends at both sides (completed or cancelled), except for a
 \* receiver orphaned by a cancelled sender ...

@@ -20,7 +20,7 @@ EXTENDS LTP, TLC
 \* The protocol's state: both sides and both channels, without the history
 \* variables lostLog and lastEvent.  Every VIEW of the LTP models is built
 \* on it (CheckView here, OutcomeView in MCLTPOutcomes, View in MCLTPTraps).
-ProtocolState == <<senderVars, receiverVars, fwd, rtn, late>>
+ProtocolState == <<senderVars, receiverVars, fwd, rtn, late, link>>
 
 \* States are told apart by everything except the description of the step
 \* that produced them.
@@ -32,6 +32,7 @@ Alias ==
       fwd      |-> fwd,
       rtn      |-> rtn,
       late     |-> late,
+      link     |-> link,
       lost     |-> lostLog,
       sender   |-> [state |-> sState, outcome |-> sOutcome, next |-> sNext,
                     claimed |-> sClaimed, cp |-> sCp, cpTx |-> sCpTx, retx |-> sRetx],

@@ -39,11 +39,11 @@ ChannelRestoreCopy ==
     \/ \E s \in Needed("receiver") :
            /\ s \notin fwd
            /\ fwd' = fwd \cup {s}
-           /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, late, lastEvent, coreVars>>
+           /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, late, link, lastEvent, coreVars>>
     \/ \E s \in Needed("sender") :
            /\ s \notin rtn
            /\ rtn' = rtn \cup {s}
-           /\ UNCHANGED <<senderVars, receiverVars, fwd, lostLog, late, lastEvent, coreVars>>
+           /\ UNCHANGED <<senderVars, receiverVars, fwd, lostLog, late, link, lastEvent, coreVars>>
 
 \* A step of the model (Step: Next without the Terminating stutter) under the
 \* trace's rules, a trace line the model takes no step for, or a copy put
