@@ -5,7 +5,10 @@ A ``RuleBasedStateMachine`` builds one scenario per example. Its rules are
 the model's channel actions (specs/ltp/LTP.tla): ``ChannelLose…`` loses the
 n-th segment of a type in one direction, ``ChannelDelay…`` holds it back
 past the retransmission timers (``DELAY_MS``), ``ChannelDuplicate…`` delivers
-it twice; each is named by protocol fields as every impairment is. Its initialize
+it twice, ``ChannelLinkDown`` takes the link down both ways as that segment
+crosses it, for as long (at most one outage per plan; the model's link
+swallows what it carries then and the timers run on); each is named by
+protocol fields as every impairment is. Its initialize
 rule (``Init``) picks the retransmission limit and who plays which side: the
 implementation on both, or the model-driven tester on one
 (conformance.tester), whose steps are the model's sender or receiver
@@ -114,7 +117,7 @@ def base_scenario(name: str, limit: int) -> Scenario:
     )
 
 
-_ACT = {"drop": "", "delay": "late-", "duplicate": "dup-"}
+_ACT = {"drop": "", "delay": "late-", "duplicate": "dup-", "outage": "down-"}
 
 
 def plan_name(tester: str, limit: int, losses: list[Planned]) -> str:
@@ -137,7 +140,7 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
     ``budget`` live runs of new plans, and twice as many more to shrink a
     failure once one is found."""
     from hypothesis import strategies as st
-    from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
+    from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
     from conformance.runner import error_outcome, run_scenario
     from generators import outcomes
@@ -198,6 +201,16 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
         def ChannelDuplicateReturn(self, segment: str, occurrence: int) -> None:  # noqa: N802
             self.losses.append(("return", segment, occurrence, "duplicate"))
 
+        @precondition(lambda self: all(a != "outage" for *_, a in self.losses))
+        @rule(
+            segment=st.sampled_from(
+                [("forward", x) for x in FORWARD] + [("return", x) for x in RETURN]
+            ),
+            occurrence=st.integers(1, 2),
+        )
+        def ChannelLinkDown(self, segment: tuple[str, str], occurrence: int) -> None:  # noqa: N802
+            self.losses.append((segment[0], segment[1], occurrence, "outage"))
+
         def scenario(self) -> Scenario:
             # one rule per segment occurrence: the emulator acts once on it
             first: dict[tuple[str, str, int], str] = {}
@@ -211,7 +224,7 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
                     match=match_of(t),
                     occurrence=k,
                     action=a,  # type: ignore[arg-type]
-                    delay_ms=DELAY_MS if a == "delay" else 0.0,
+                    delay_ms=DELAY_MS if a in ("delay", "outage") else 0.0,
                 )
                 for d, t, k, a in losses
             ]

@@ -376,6 +376,11 @@ class Expectation(_Strict):
         description="how many delayed or duplicated segments beyond the planned ones the set "
         "allows for",
     )
+    outages: Annotated[int, Field(ge=0)] = Field(
+        0,
+        description="link outages the set plans (an outage rule each): the segments a dead "
+        "link swallows are the model's, not losses beyond the plan",
+    )
 
     @model_validator(mode="before")
     @classmethod

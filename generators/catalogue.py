@@ -61,6 +61,8 @@ class Bound:
             "MaxRetx": self.max_retx,
             "MaxLoss": self.max_loss,
             "MaxLate": self.max_late,
+            "LinkCues": False,
+            "MaxOutages": 0,
             "PrematureTimeouts": False,
             "FaultyReceiver": False,
             "MiscoloredSender": self.miscolored,
@@ -326,7 +328,8 @@ def catalogue(
     if outages:
         # an outage during each sender and receiver state (OUTAGE_TRIGGERS)
         t0 = time.monotonic()
-        found = outage_scenarios(outdir)
+        found, seen = outage_scenarios(outdir)
+        covered |= seen
         seconds += time.monotonic() - t0
         per_bound["outages"] = len(found)
         scenarios += found
@@ -436,15 +439,14 @@ OUTAGE_TRIGGERS = (
 OUTAGE_MS = (500.0, 2500.0)
 
 
-def outage_scenarios(outdir: Path) -> list[Scenario]:
-    """One scenario per trigger and outage length into ``outdir``. Each
-    expects every outcome the model reaches with its planned losses and as
-    many other losses as the outage can take (generators.outcomes,
-    outage_bound): licklider has no link-state cues (6.5, 6.6), so for the
-    model an outage is losses of whatever the link carries then. With any
-    loss allowed the planned ones add only to the budget, so the scenarios
-    of one outage length share one set: the one computed with the most
-    planned losses (a budget at least as large: a set never narrower)."""
+def outage_scenarios(outdir: Path) -> tuple[list[Scenario], set[str]]:
+    """One scenario per trigger and outage length into ``outdir``, and the
+    model actions their outcome sets' behaviours took. The outage is a
+    planned impairment (generators.outcomes): the model's link goes down as
+    the trigger segment crosses it (ChannelLinkDown), swallows what it
+    carries until it comes back (ChannelSwallow..., ChannelLinkUp), and the
+    timers run on, since licklider has no link state cues (RFC 5326 6.5,
+    6.6). The model is untimed, so both lengths of one trigger share a set."""
     from generators.outcomes import expectation_for
 
     b = OUTAGE_BOUND
@@ -490,21 +492,12 @@ def outage_scenarios(outdir: Path) -> list[Scenario]:
                 ),
             )
             made.append(scn)
-    widest = {
-        ms: max(
-            (s for s in made if s.impairments[-1].delay_ms == ms), key=lambda s: len(s.impairments)
-        )
-        for ms in OUTAGE_MS
-    }
+    seen: set[str] = set()
     with ThreadPoolExecutor(max_workers=2) as pool:
-        sets = dict(
-            zip(
-                OUTAGE_MS,
-                pool.map(lambda s: expectation_for(s, outdir / "tlc" / s.name), widest.values()),
-                strict=True,
-            )
+        sets = list(
+            pool.map(lambda s: expectation_for(s, outdir / "tlc" / s.name, seen=seen), made)
         )
-    for scn in made:
-        scn.expect = sets[scn.impairments[-1].delay_ms].model_copy(deep=True)
+    for scn, exp in zip(made, sets, strict=True):
+        scn.expect = exp
         dump_model(scn, outdir / f"{scn.name}.json")
-    return made
+    return made, seen

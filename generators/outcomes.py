@@ -19,11 +19,10 @@ field the model abstracts away) has no model counterpart, and
 from __future__ import annotations
 
 import json
-import math
 import re
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.errors import DtncError
@@ -37,7 +36,7 @@ from conformance.types import (
     Outcome,
     Scenario,
 )
-from generators.tlc import REPO_ROOT, TlcProgress, cfg_text, run_tlc
+from generators.tlc import REPO_ROOT, TlcProgress, cfg_text, printed, run_tlc
 
 SPEC_DIR = REPO_ROOT / "specs" / "ltp"
 MODULE = SPEC_DIR / "MCLTPOutcomes.tla"
@@ -53,14 +52,15 @@ class Unplannable(DtncError):
 
 
 # What the channel does to a planned segment, as the model and the emulator's
-# rules name it.
-ACTS = ("drop", "delay", "duplicate")
+# rules name it ("outage": the link goes down as the segment crosses it).
+ACTS = ("drop", "delay", "duplicate", "outage")
 
 
 @dataclass(frozen=True)
 class PlannedLoss:
     """One impairment the model may take: direction, wire key, model offset,
-    occurrence, and what the channel does (``act``: drop, delay, duplicate)."""
+    occurrence, and what the channel does (``act``: drop, delay, duplicate,
+    outage)."""
 
     dir: str
     key: str
@@ -71,7 +71,12 @@ class PlannedLoss:
     @property
     def late(self) -> bool:
         """A delay or a duplicate (the model's MaxLate budget), not a loss."""
-        return self.act != "drop"
+        return self.act in ("delay", "duplicate")
+
+    @property
+    def outage(self) -> bool:
+        """The link goes down as this segment crosses it (MaxOutages)."""
+        return self.act == "outage"
 
     def tla(self) -> str:
         return (
@@ -81,7 +86,7 @@ class PlannedLoss:
 
     def impairment(self, block: LtpBlock, note: str = "", delay_ms: float = 0.0) -> Impairment:
         """The channel rule that makes this impairment (the inverse of :func:`plan`);
-        ``delay_ms``: a delay's length."""
+        ``delay_ms``: a delay's or an outage's length."""
         match: dict[str, FieldValue] = (
             {"kind": self.key, "offset": self.off * block.segment_size}
             if self.key in ("red_data", "green_data")
@@ -92,7 +97,7 @@ class PlannedLoss:
             match=match,
             occurrence=self.occ,
             action=self.act,  # type: ignore[arg-type]
-            delay_ms=delay_ms if self.act == "delay" else 0.0,
+            delay_ms=delay_ms if self.act in ("delay", "outage") else 0.0,
             note=note,
         )
 
@@ -103,14 +108,14 @@ class OutcomeSet:
     distinct_states: int | None
     seconds: float
     log: Path
+    # the model actions its behaviours took (MCLTPOutcomes' ActionSeen)
+    actions: set[str] = field(default_factory=set)
 
 
 def plan(impairments: Sequence[Impairment], block: LtpBlock) -> list[PlannedLoss]:
     """The planned impairments of a scenario (one per match acted on)."""
     out: list[PlannedLoss] = []
     for i, imp in enumerate(impairments):
-        if imp.action == "outage":
-            continue  # what it takes depends on timing: random losses (channel_shape)
         if imp.action not in ACTS:
             raise Unplannable(f"impairments[{i}]: a {imp.action} has no counterpart in the model")
         m = dict(imp.match)
@@ -203,7 +208,7 @@ def outcome_name(v: str) -> Outcome:
     return v if v in ("completed", "cancelled", "closed") else "timeout"  # type: ignore[return-value]
 
 
-# Random losses (a lossy link, an outage) can strike any segment any number of
+# Random losses (a lossy link, a profile's outage) can strike any segment any number of
 # times; the set is enumerated with up to this many of them, on top of the
 # planned ones. The outcome values (delivered or not, each side's notice)
 # stop growing well before that for the short blocks scenarios use.
@@ -222,7 +227,6 @@ class ChannelShape:
     random_loss: bool
     why: str
     random_late: bool = False  # can it duplicate or hold back segments the rules do not name?
-    outage_losses: int = 0  # the most segments its outages can take (0: no outage)
 
 
 def stale(scn: Scenario) -> str:
@@ -266,44 +270,12 @@ def channel_shape(scn: Scenario) -> ChannelShape:
             reasons_loss.append(f"{name} has outages or lossy periods")
         if link.queue_bytes < 64 * 1024 and link.rate_bps > 0:
             reasons_loss.append(f"{name} queue may overflow")
-    # Outage rules, keyed on a segment, strike a protocol state on purpose:
-    # their sets allow for what they can take. A profile's clock-time outages
-    # (often hours long, on large blocks with high limits) keep the random
-    # loss bound: the judge leaves a run that lost more unjudged
-    # (expectation-bound), never failed on its outcome.
-    outage_s = [i.delay_ms * i.count / 1000 for i in scn.impairments if i.action == "outage"]
-    if outage_s:
-        reasons_loss.append("an outage rule takes the link down")
+    # Outage rules, keyed on a segment, are planned: the model's link goes
+    # down as that segment crosses it, swallows whatever it carries until it
+    # comes back, and timers run on (the SUTs have no link state cues,
+    # RFC 5326 6.5/6.6). A profile's clock-time outages are random losses.
     why = "; ".join(reasons_order + reasons_loss) or "in order, losses as planned"
-    return ChannelShape(
-        not reasons_order, bool(reasons_loss), why, late, outage_bound(scn, outage_s)
-    )
-
-
-# The most losses an outage set is enumerated with: past this the sets of
-# the small blocks scenarios use stop growing (every segment a 3-segment
-# session can send, retransmissions included, is about this many).
-OUTAGE_LOSS_CAP = 12
-
-
-def outage_bound(scn: Scenario, outages_s: Sequence[float]) -> int:
-    """How many segments outages of these lengths can take: each window
-    what is in flight or starts then (the block and a report), and per
-    retransmission timer that runs out in it one segment each way (a
-    checkpoint, RS or cancel copy); at most OUTAGE_LOSS_CAP. Beyond small
-    blocks and limits (more than 4 segments, a limit above 2) TLC could not
-    enumerate that many losses in time: RANDOM_LOSS_BOUND, and the judge
-    leaves a run that lost more unjudged (expectation-bound)."""
-    if not outages_s:
-        return 0
-    from conformance import timers
-
-    n_red, n_green = _segments(scn.params) if isinstance(scn.params, LtpBlock) else (9, 9)
-    if n_red + n_green > 4 or scn.params.retx_limit() > 2:
-        return RANDOM_LOSS_BOUND
-    rtx_s = timers.derive(scn).retransmission_ms / 1000
-    total = sum(n_red + n_green + 2 + 2 * math.ceil(s / rtx_s) for s in outages_s)
-    return min(OUTAGE_LOSS_CAP, total)
+    return ChannelShape(not reasons_order, bool(reasons_loss), why, late)
 
 
 def outcome_set(
@@ -359,17 +331,21 @@ def outcome_set(
         # never narrower).
         constants["AnyLoss"] = True
     n_late = sum(1 for x in losses if x.late)
+    n_outages = sum(1 for x in losses if x.outage)
     cfg.write_text(
         cfg_text(
             "Every terminal outcome under a planned set of losses, delays and duplicates.",
             {
                 **constants,
-                "MaxLoss": len(losses) - n_late + random_losses,
+                "MaxLoss": len(losses) - n_late - n_outages + random_losses,
                 "MaxLate": n_late + random_late,
+                # the implementations have no link state cues (6.5, 6.6)
+                "LinkCues": False,
+                "MaxOutages": n_outages,
             },
             spec="OutcomeSpec",
             view="OutcomeView",
-            invariants=["TypeOK", "Safety", "Report"],
+            invariants=["TypeOK", "Safety", "Report", "ActionSeen"],
         ),
         encoding="utf-8",
     )
@@ -386,8 +362,15 @@ def outcome_set(
             f"TLC found {', '.join(res.violated) or 'errors'} while enumerating outcomes "
             f"for {name}: {'; '.join(res.errors)} (log: {res.log_path})"
         )
-    outcomes = parse_outcomes(res.log_path.read_text(encoding="utf-8"), block, reading)
-    return OutcomeSet(outcomes, res.distinct_states, res.seconds, res.log_path)
+    text = res.log_path.read_text(encoding="utf-8")
+    outcomes = parse_outcomes(text, block, reading)
+    return OutcomeSet(
+        outcomes,
+        res.distinct_states,
+        res.seconds,
+        res.log_path,
+        {str(v[0]) for v in printed(text, "dtnc-action")},
+    )
 
 
 def expectation(
@@ -399,12 +382,13 @@ def expectation(
     must_include: ExpectedOutcome | None = None,
     progress: Callable[[TlcProgress], None] | None = None,
     shape: ChannelShape | None = None,
+    seen: set[str] | None = None,
 ) -> Expectation:
     """The scenario's expectation: the outcome set, with where it came from.
     ``must_include`` is an outcome known to be reachable (a trap trace's end
     state); its absence means the model wrappers disagree, which is a bug."""
     shape = shape or ChannelShape(True, False, "in order, losses as planned")
-    extra = max(RANDOM_LOSS_BOUND if shape.random_loss else 0, shape.outage_losses)
+    extra = RANDOM_LOSS_BOUND if shape.random_loss else 0
     small = sum(_segments(block)) <= 4 and block.retransmission_limit <= 2
     # (beyond small blocks and limits one: enough to judge most runs, and the
     # judge leaves a run with more unjudged, expectation-bound)
@@ -430,6 +414,9 @@ def expectation(
         for rid in rids
     ]
     res = runs[0]
+    if seen is not None:
+        for x in runs:
+            seen |= x.actions
     every = [o for x in runs for o in x.outcomes]
     if not every:
         raise DtncError(
@@ -445,11 +432,13 @@ def expectation(
         f"reading {r.id} ({r.constant}): {len(x.outcomes)} outcomes"
         for r, x in zip((LTP.reading(i) for i in rids[1:]), runs[1:], strict=True)
     )
+    n_outages = sum(1 for x in plan(impairments, block) if x.outage)
     return Expectation(
         outcomes=every,
         in_order=shape.in_order,
         random_losses=extra,
         random_late=extra_late,
+        outages=n_outages,
         source=(
             "TLC, specs/ltp/MCLTPOutcomes.tla: every terminal state with "
             + (
@@ -458,6 +447,12 @@ def expectation(
                 else "exactly the planned impairments"
             )
             + (f" and up to {extra_late} delays or duplicates of any segment" if extra_late else "")
+            + (
+                f", {n_outages} link outage(s) that swallow what they carry, timers running "
+                "on (no link state cues)"
+                if n_outages
+                else ""
+            )
             + (", channels in order" if shape.in_order else ", channels that may reorder")
             + f" (NRed={n_red}, NGreen={n_green}, MaxRetx={block.retransmission_limit}, "
             f"MaxClaims={block.max_claims_per_rs}; "
@@ -472,9 +467,11 @@ def expectation_for(
     workdir: Path,
     *,
     progress: Callable[[TlcProgress], None] | None = None,
+    seen: set[str] | None = None,
 ) -> Expectation:
     """A scenario's expectation from its geometry, impairments and channel:
-    ``dtnconform expect`` writes it into hand-written scenarios."""
+    ``dtnconform expect`` writes it into hand-written scenarios. ``seen``
+    gets the model actions the set's behaviours took."""
     if not isinstance(scn.params, LtpBlock):
         raise Unplannable(f"{scn.name}: this outcome set is for LTP scenarios only")
     block = scn.params
@@ -484,29 +481,40 @@ def expectation_for(
     key = json.dumps(
         [
             block.model_dump(mode="json"),
-            [i.model_dump(mode="json", exclude={"note"}) for i in scn.impairments],
+            # (an outage's length is no model input: the model is untimed)
+            [
+                i.model_dump(
+                    mode="json", exclude={"note", "delay_ms"} if i.action == "outage" else {"note"}
+                )
+                for i in scn.impairments
+            ],
             shape.in_order,
             shape.random_loss,
             shape.random_late,
-            shape.outage_losses,
         ],
         sort_keys=True,
     )
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
     if hit is None:
-        hit = expectation(
+        took: set[str] = set()
+        exp = expectation(
             block,
             scn.impairments,
             workdir,
             name=scn.name,
             progress=progress,
             shape=shape,
+            seen=took,
         )
+        hit = (exp, frozenset(took))
         with _CACHE_LOCK:
             _CACHE[key] = hit
-    return hit.model_copy(deep=True)
+    if seen is not None:
+        seen |= hit[1]
+    return hit[0].model_copy(deep=True)
 
 
-_CACHE: dict[str, Expectation] = {}
+# (the expectation, and the model actions its behaviours took)
+_CACHE: dict[str, tuple[Expectation, frozenset[str]]] = {}
 _CACHE_LOCK = threading.Lock()

@@ -25,8 +25,9 @@ def test_rules_are_the_models_channel_actions() -> None:
     rules = {n for n, f in vars(cls).items() if hasattr(f, "hypothesis_stateful_rule")}
     assert rules == {
         f"Channel{act}{d}" for act in ("Lose", "Delay", "Duplicate") for d in ("Forward", "Return")
-    }
-    assert all(f"\n{name}(s) ==" in text for name in rules)
+    } | {"ChannelLinkDown"}
+    assert all(f"\n{name}(s) ==" in text for name in rules - {"ChannelLinkDown"})
+    assert "\nChannelLinkDown ==" in text
     inits = {n for n, f in vars(cls).items() if hasattr(f, "hypothesis_stateful_initialize_rule")}
     assert inits == {"Init"} and "\nInit ==" in text
 
@@ -88,6 +89,34 @@ def test_a_duplicate_plan_is_judged_with_its_copy(tmp_path: Path) -> None:
         if '"arrive"' in x and '"RD-CP-EORP"' in x
     ]
     assert len(arrivals) >= 2  # the original and the channel's copy
+
+
+def test_an_outage_plan_is_planned_as_the_models_link_going_down(tmp_path: Path) -> None:
+    """ChannelLinkDown keyed on the EORP checkpoint: the scenario's outage
+    rule takes the link down as it crosses; the expectation plans it (one
+    outage, no random losses); the live run's channel drops what crossed the
+    dead link as the outage's, and the run is judged on its outcome."""
+    log = search.SearchLog(tmp_path)
+    cls = search.machine("licklider", log, budget=5)
+    m = cls()
+    m.Init(tester="none", limit=1, first=("return", "RS", 2, "drop"))
+    m.ChannelLinkDown(segment=("forward", "red_data@2000"), occurrence=1)
+    scn = m.scenario()
+    assert [(i.action, i.match, i.delay_ms) for i in scn.impairments] == [
+        ("outage", {"kind": "red_data", "offset": 2000}, search.DELAY_MS),
+        ("drop", {"type": "RS"}, 0.0),
+    ]
+    with contextlib.suppress(AssertionError):
+        m.teardown()
+    line = json.loads((tmp_path / "search.jsonl").read_text().splitlines()[-1])
+    assert line["verdict"] in ("pass", "fail"), line
+    run = load_scenario(Path(line["run"]) / "scenario.json")
+    assert (run.expect.outages, run.expect.random_losses) == (1, 0)
+    causes = [
+        json.loads(x).get("cause")
+        for x in (Path(line["run"]) / "channel.jsonl").read_text().splitlines()
+    ]
+    assert "outage" in causes
 
 
 def test_a_short_search_runs_each_plan_once(tmp_path: Path) -> None:

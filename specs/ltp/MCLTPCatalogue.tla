@@ -18,13 +18,14 @@ EXTENDS MCLTPOutcomes
 \* A loss, delay or duplicate is recorded under its live rule; a release
 \* of a held-back segment counts nothing; any other step counts its
 \* transmissions (the occurrences the next impairments are named by).
+\* (Its bounds have no outage: MaxOutages = 0, so armed stays FALSE.)
 Recorded(ev) ==
     IF IsImpairment(ev)
     THEN /\ planHit' = planHit \cup {LossOf(ev)}
-         /\ UNCHANGED txCount
-    ELSE IF IsRelease(ev) THEN UNCHANGED <<txCount, planHit>>
+         /\ UNCHANGED <<txCount, armed>>
+    ELSE IF IsRelease(ev) THEN UNCHANGED <<txCount, planHit, armed>>
     ELSE /\ txCount' = Counted(ev)
-         /\ UNCHANGED planHit
+         /\ UNCHANGED <<planHit, armed>>
 
 CatalogueNext ==
     /\ Next
@@ -33,15 +34,6 @@ CatalogueNext ==
        ELSE \E ev \in {lastEvent'} : Ordered(ev) /\ Recorded(ev)
 
 CatalogueSpec == OutcomeInit /\ [][CatalogueNext]_<<vars, wrapperVars>>
-
-ASSUME TLCSet(3, {})
-
-\* Never fails: prints each action the first time a step by it reaches a new
-\* state (TLC register 3), for the catalogue's action coverage.
-ActionSeen ==
-    lastEvent.action \notin TLCGet(3) =>
-        /\ TLCSet(3, TLCGet(3) \cup {lastEvent.action})
-        /\ PrintT(<<"dtnc-action", lastEvent.action>>)
 
 \* Never fails: prints each terminal state's loss pattern and outcome.
 CatalogueReport ==

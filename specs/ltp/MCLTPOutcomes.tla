@@ -8,7 +8,10 @@
 (* control segments), an occurrence and what the channel does to it, "drop *)
 (* the 2nd RS on the return channel". Plan is the set of those, as records *)
 (* [dir, key, off, occ, act] with off counted in model segments and act    *)
-(* "drop", "delay" or "duplicate";                                         *)
+(* "drop", "delay", "duplicate" or "outage" (the link goes down as that    *)
+(* segment crosses it and swallows it: ChannelLinkDown, then the swallow;  *)
+(* what else the dead link swallows is free, as the live outage drops      *)
+(* whatever crosses it);                                                   *)
 (* generators/outcomes.py writes it into the module MCLTPPlan (the copy    *)
 (* in specs/ltp/ holds the empty plan of a nominal run).  The wrapper      *)
 (* counts every transmission per key (txCount) and lets the channel lose,  *)
@@ -43,10 +46,12 @@ VARIABLES
     \* @type: {dir: Str, key: Str, off: Int} -> Int;
     txCount,    \* transmissions so far per direction and wire key
     \* @type: Set({dir: Str, key: Str, off: Int, occ: Int, act: Str});
-    planHit     \* the planned impairments that have happened
+    planHit,    \* the planned impairments that have happened
+    \* @type: Bool;
+    armed       \* the link just went down: its next step swallows the trigger
 
 \* The variables this wrapper adds to LTP's.
-wrapperVars == <<txCount, planHit, fq, rq>>
+wrapperVars == <<txCount, planHit, fq, rq, armed>>
 
 \* The key a channel rule matches a segment on (specs/ltp/wire.json):
 \* data by kind and offset, a checkpoint being red data; control by type.
@@ -76,16 +81,26 @@ ChannelAct(ev) ==
     CASE ev.action \in {"ChannelLoseForward", "ChannelLoseReturn"} -> "drop"
       [] ev.action \in {"ChannelDelayForward", "ChannelDelayReturn"} -> "delay"
       [] ev.action \in {"ChannelDuplicateForward", "ChannelDuplicateReturn"} -> "duplicate"
+      [] ev.action \in {"ChannelSwallowForward", "ChannelSwallowReturn"} -> "swallow"
       [] OTHER -> ""
 IsLoss(ev) == ChannelAct(ev) = "drop"
-IsImpairment(ev) == ChannelAct(ev) # ""
+IsImpairment(ev) == ChannelAct(ev) \in {"drop", "delay", "duplicate"}
+IsSwallow(ev) == ChannelAct(ev) = "swallow"
+IsLinkDown(ev) == ev.action = "ChannelLinkDown"
 IsRelease(ev) == ev.action \in {"ChannelReleaseForward", "ChannelReleaseReturn"}
 
 \* The planned impairment that event ev (a channel's) is, if any.
 LossOf(ev) ==
     LET s == ev.lost[1] IN
     [dir |-> ev.dir, key |-> Key(s), off |-> KeyOff(s), occ |-> txCount[Slot(ev.dir, s)],
-     act |-> ChannelAct(ev)]
+     act |-> IF IsSwallow(ev) THEN "outage" ELSE ChannelAct(ev)]
+OutagesLeft == {x \in Plan \ planHit : x.act = "outage"}
+\* Is a planned outage's trigger segment in flight?
+TriggerInFlight ==
+    \E x \in OutagesLeft :
+        \E s \in (IF x.dir = "forward" THEN fwd ELSE rtn) :
+            /\ Key(s) = x.key /\ KeyOff(s) = x.off
+            /\ txCount[Slot(x.dir, s)] = x.occ
 
 \* In-order channels (Fifo, from the scenario's channel: no reordering): a
 \* side receives only the oldest segment in flight to it.  Losses may take
@@ -97,7 +112,7 @@ Queued(q, ev, d) == IF ev.tx # <<>> /\ TxDir(ev) = d THEN q \o ev.tx ELSE q
 \* (IF, not \/: TLC explores each disjunct of an action as a branch.)
 RxOk(q, ev) == IF ~Fifo \/ ev.rx = <<>> THEN TRUE ELSE q # <<>> /\ Head(q) = ev.rx[1]
 Dequeued(q, ev, d) ==
-    IF ChannelAct(ev) \in {"drop", "delay"} /\ ev.dir = d THEN Without(q, ev.lost[1])
+    IF ChannelAct(ev) \in {"drop", "delay", "swallow"} /\ ev.dir = d THEN Without(q, ev.lost[1])
     ELSE IF ev.rx # <<>> /\ (d = "forward") = (ev.actor = "receiver")
     THEN Without(q, ev.rx[1])
     ELSE q
@@ -106,6 +121,7 @@ OutcomeInit ==
     /\ Init
     /\ txCount = [x \in Slots |-> 0]
     /\ planHit = {}
+    /\ armed = FALSE
     /\ fq = <<>>
     /\ rq = <<>>
 
@@ -119,16 +135,32 @@ Ordered(ev) ==
 \* occurrences; an impairment must be a planned one not used yet, and uses
 \* it; a held-back segment's release is no transmission (the live rules
 \* counted it once, as it entered the channel).
-\* With AnyLoss every impairment is allowed and nothing needs counting.
+\* A planned outage is the link going down (only while the trigger of one
+\* left to happen is in flight) and, as the next step, the swallowing of
+\* that trigger;
+\* the dead link's other swallows are free.
+\* With AnyLoss every impairment and outage is allowed and nothing needs
+\* counting.
 Accounted(ev) ==
-    IF AnyLoss THEN UNCHANGED <<txCount, planHit>>
+    IF AnyLoss THEN UNCHANGED <<txCount, planHit, armed>>
+    ELSE IF armed
+    THEN /\ IsSwallow(ev)
+         /\ LossOf(ev) \in OutagesLeft
+         /\ planHit' = planHit \cup {LossOf(ev)}
+         /\ armed' = FALSE
+         /\ UNCHANGED txCount
+    ELSE IF IsLinkDown(ev)
+    THEN /\ TriggerInFlight
+         /\ armed' = TRUE
+         /\ UNCHANGED <<txCount, planHit>>
     ELSE IF IsImpairment(ev)
     THEN /\ LossOf(ev) \in Plan \ planHit
          /\ planHit' = planHit \cup {LossOf(ev)}
-         /\ UNCHANGED txCount
-    ELSE IF IsRelease(ev) THEN UNCHANGED <<txCount, planHit>>
+         /\ UNCHANGED <<txCount, armed>>
+    ELSE IF IsRelease(ev) \/ IsSwallow(ev) \/ ev.action = "ChannelLinkUp"
+    THEN UNCHANGED <<txCount, planHit, armed>>
     ELSE /\ txCount' = Counted(ev)
-         /\ UNCHANGED planHit
+         /\ UNCHANGED <<planHit, armed>>
 
 \* A protocol step, kept in order and counted.  The Terminating stutter
 \* changes nothing, so it counts nothing.
@@ -176,4 +208,14 @@ Report ==
     ((AnyLoss \/ planHit = Plan) /\ Terminal) =>
         PrintT("dtnc-outcome sender=" \o sOutcome \o " receiver=" \o ReceiverNotice
                \o " delivered=" \o ToString(rDeliveries) \o " green=" \o ToString(rGreen))
+
+ASSUME TLCSet(3, {})
+
+\* Never fails: prints each action the first time a step by it reaches a new
+\* state (TLC register 3), for action coverage (the catalogue's, and that of
+\* the outage scenarios' outcome sets).
+ActionSeen ==
+    lastEvent.action \notin TLCGet(3) =>
+        /\ TLCSet(3, TLCGet(3) \cup {lastEvent.action})
+        /\ PrintT(<<"dtnc-action", lastEvent.action>>)
 =============================================================================
