@@ -120,6 +120,53 @@ def refused_session_cr_not_acknowledged(out: RunOutcome) -> None:
     assert len(car) < len(cr), "every CR was acknowledged: the finding no longer holds"
 
 
+def redundant_checkpoint_answered_past_the_limit(out: RunOutcome) -> None:
+    """licklider-0.1.1-redundant-checkpoint-ignores-report-limit, with no RS
+    lost: a late RS (held past both timers) makes both timers fire; the
+    receiver's RS is then queued twice (the limit) and the redundant
+    checkpoint gets a third RS instead of the cancel (RFC 5326 §6.8 b)."""
+    assert out.verdict.status == "fail", out.verdict.reasons
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+    assert tc.actions == ["ReceiverCancelOnRedundantCheckpoint"] and "§6.8 (b)" in tc.rule, tc
+    ret = _types(out.segments, "return")
+    assert ret.count("RS") >= 3 and "CR" not in ret, ret
+
+
+def late_report_shows_either_finding(out: RunOutcome) -> None:
+    """The first RS held 1.5 s, past both 1 s timers, which then race: when
+    the receiver's fires first, its RS is queued twice and the redundant
+    checkpoint gets a third RS (the limit finding, RFC 5326 §6.8 b); when
+    the sender's fires first, the receiver cancels and licklider's sender
+    leaves that first CR unanswered (the first-cancel finding, §6.17). Both
+    are licklider's deviations; a conformant licklider passes this run."""
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+    if tc.actions == ["ReceiverCancelOnRedundantCheckpoint"]:
+        redundant_checkpoint_answered_past_the_limit(out)
+    else:
+        assert out.verdict.status == "fail", out.verdict.reasons
+        assert "SenderRxCancel" in tc.actions, tc
+        assert "§6.17" in tc.rule, tc
+        ret = _types(out.segments, "return")
+        fwd = _types(out.segments, "forward")
+        assert "CR" in ret and fwd.count("CAR") < ret.count("CR"), (fwd, ret)
+
+
+def cs_not_acknowledged(out: RunOutcome) -> None:
+    """licklider-0.1.1-first-cs-not-acknowledged, after an outage or a
+    miscolored segment: a CS reaches a licklider receiver that holds the
+    session and gets no CAS (RFC 5326 §6.17)."""
+    assert out.verdict.status == "fail", out.verdict.reasons
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+    assert tc.actions == ["ReceiverRxCancel"] and "§6.17" in tc.rule, tc
+    cs = [s for s in out.segments if s.direction == "forward" and s.fields.get("type") == "CS"]
+    cas = [s for s in out.segments if s.direction == "return" and s.fields.get("type") == "CAS"]
+    assert any(not s.dropped for s in cs), cs
+    assert len(cas) < sum(1 for s in cs if not s.dropped), (cs, cas)
+
+
 # test id -> (scenario file, implementation, the role the tester plays, check)
 CHECKS: dict[str, tuple[str, str, str | None, Callable[[RunOutcome], None]]] = {
     "two-reports-lost": (
@@ -157,6 +204,24 @@ CHECKS: dict[str, tuple[str, str, str | None, Callable[[RunOutcome], None]]] = {
         "licklider",
         None,
         refused_session_cr_not_acknowledged,
+    ),
+    "late-report": (
+        "ltp-r2g1l1x1-late-RS.1.json",
+        "licklider",
+        None,
+        late_report_shows_either_finding,
+    ),
+    "outage-sender-awaits-report": (
+        "ltp-outage-sender-awaits-report-2500ms.json",
+        "licklider",
+        None,
+        cs_not_acknowledged,
+    ),
+    "miscolored-tester-sender": (
+        "ltp-r2g1l1mis-red1000.1-red1000.2.json",
+        "licklider",
+        "sender",
+        cs_not_acknowledged,
     ),
 }
 
