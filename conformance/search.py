@@ -66,7 +66,7 @@ def match_of(segment: str) -> dict[str, str | int]:
 
 
 ROLES = ("none", "sender", "receiver")  # the tester's role; none: the SUT on both sides
-MAX_LOSSES = 3  # impairments per plan: losses, delays and duplicates together
+MAX_LOSSES = 3  # impairments per plan: losses, delays, duplicates and an outage together
 # A delayed segment arrives this much later: past the examples' 1 s
 # retransmission timers (conformance/timers.py), so that it is overtaken
 # and its timer expires first (the model's release may come at any time).
