@@ -199,6 +199,29 @@ def test_more_random_losses_than_the_set_covers_are_not_judged(tmp_path: Path) -
     assert v.status == "fail"
 
 
+def test_what_a_planned_outage_swallowed_is_in_the_set(tmp_path: Path) -> None:
+    """An outage rule's set plans the outage (Expectation.outages): the
+    segments the dead link dropped (cause outage) are the model's, so a run
+    that lost 4 of them is judged on its outcome (here one outside the set:
+    fail); a set that did not plan an outage leaves the same run unjudged."""
+    scn = _scenario()
+    scn.expect.in_order = True
+    swallowed = []
+    for i in range(3, 7):
+        rec = _rs(i, None)
+        rec.update(decision="drop", cause="outage")
+        del rec["release_ns"]
+        swallowed.append(rec)
+    seen = _result(3000, 1000, "completed", "completed")
+    log = [_rs(1, 0), _rs(2, 0), *swallowed]
+    scn.expect.outages = 1
+    assert judge(scn, seen, _log(tmp_path, log), []).status == "fail"
+    scn.expect.outages = 0
+    v = judge(scn, seen, _log(tmp_path, log), [])
+    assert v.status == "inconclusive"
+    assert any(r.code == "expectation-bound" for r in v.reasons), v.reasons
+
+
 def _red_lost_scenario() -> Scenario:
     """The red part lost, the green EOB delivered: the alternative of
     reading 5 adds the outcome 'receiver closed' (specs/ltp/readings.json)."""
