@@ -110,6 +110,7 @@ class OutcomeSet:
     log: Path
     # the model actions its behaviours took (MCLTPOutcomes' ActionSeen)
     actions: set[str] = field(default_factory=set)
+    outages: int = 0  # the link outages it planned
 
 
 def plan(impairments: Sequence[Impairment], block: LtpBlock) -> list[PlannedLoss]:
@@ -370,6 +371,7 @@ def outcome_set(
         res.seconds,
         res.log_path,
         {str(v[0]) for v in printed(text, "dtnc-action")},
+        n_outages,
     )
 
 
@@ -432,7 +434,7 @@ def expectation(
         f"reading {r.id} ({r.constant}): {len(x.outcomes)} outcomes"
         for r, x in zip((LTP.reading(i) for i in rids[1:]), runs[1:], strict=True)
     )
-    n_outages = sum(1 for x in plan(impairments, block) if x.outage)
+    n_outages = res.outages
     return Expectation(
         outcomes=every,
         in_order=shape.in_order,

@@ -60,14 +60,18 @@ Session2 == INSTANCE LTP
             rtn <- rtn2, lostLog <- lostLog2, late <- late2, lastEvent <- lastEvent2,
             link <- link
 
-vars1 == <<sState1, sOutcome1, sNext1, sClaimed1, sRsSeen1, sCpSerial1, sCp1, sCpTx1, sRetx1,
-           sRetxRs1, sCxTx1, sMiscTx1, rState1, rOutcome1, rRed1, rGreen1, rDeliveries1,
-           rReports1, rRsTx1, rAcked1, rCxTx1, rCxReason1, fwd1, rtn1, lostLog1, late1,
-           lastEvent1>>
-vars2 == <<sState2, sOutcome2, sNext2, sClaimed2, sRsSeen2, sCpSerial2, sCp2, sCpTx2, sRetx2,
-           sRetxRs2, sCxTx2, sMiscTx2, rState2, rOutcome2, rRed2, rGreen2, rDeliveries2,
-           rReports2, rRsTx2, rAcked2, rCxTx2, rCxReason2, fwd2, rtn2, lostLog2, late2,
-           lastEvent2>>
+\* Each session's variables: its protocol state and loss history, then the
+\* description of its last step.
+protocolVars1 == <<sState1, sOutcome1, sNext1, sClaimed1, sRsSeen1, sCpSerial1, sCp1, sCpTx1,
+                   sRetx1, sRetxRs1, sCxTx1, sMiscTx1, rState1, rOutcome1, rRed1, rGreen1,
+                   rDeliveries1, rReports1, rRsTx1, rAcked1, rCxTx1, rCxReason1, fwd1, rtn1,
+                   lostLog1, late1>>
+vars1 == <<protocolVars1, lastEvent1>>
+protocolVars2 == <<sState2, sOutcome2, sNext2, sClaimed2, sRsSeen2, sCpSerial2, sCp2, sCpTx2,
+                   sRetx2, sRetxRs2, sCxTx2, sMiscTx2, rState2, rOutcome2, rRed2, rGreen2,
+                   rDeliveries2, rReports2, rRsTx2, rAcked2, rCxTx2, rCxReason2, fwd2, rtn2,
+                   lostLog2, late2>>
+vars2 == <<protocolVars2, lastEvent2>>
 vars == <<vars1, vars2, link>>
 
 Init == Session1!Init /\ Session2!Init
