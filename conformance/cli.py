@@ -755,7 +755,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
         tc = validate_trace(
             scn, segments, run_dir, port=PORTS[scn.protocol], ip_a=None, result=result
         )
-    style = {"accepted": "green", "rejected": "red", "unchecked": "yellow"}[tc.status]
+    style = {"accepted": "green", "rejected": "red", "unchecked": "yellow", "error": "red"}[
+        tc.status
+    ]
     console.print(f"trace {run_dir / 'trace.ndjson'}: [{style}]{tc.status}[/]")
     console.print(tc.message, markup=False)
     if tc.rule:
@@ -764,7 +766,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
         console.print(f"{tc.lines} lines, {tc.states} states, {tc.seconds:g} s of TLC")
     if args.judge:
         return _rejudge(run_dir, scn, result, tc)
-    return {"accepted": 0, "rejected": 1, "unchecked": 2}[tc.status]
+    return {"accepted": 0, "rejected": 1, "unchecked": 2, "error": 2}[tc.status]
 
 
 def _rejudge(run_dir: Path, scn: Scenario, result: RunResult | None, tc: TraceCheck) -> int:

@@ -213,7 +213,11 @@ def judge(
     from conformance.emulator import read_log
 
     errors: list[Reason] = []
-    if trace is not None and trace.status == "rejected" and tester_blamed(trace, tester):
+    if trace is not None and trace.status == "error":
+        # TLC failed on the trace: our tool's failure, not a verdict on anyone
+        errors.append(Reason(code="trace-error", message=trace.message))
+        fails, notes = [], []
+    elif trace is not None and trace.status == "rejected" and tester_blamed(trace, tester):
         # A false fail is the worst defect there is: our tester left the
         # model, so nothing about the implementation can be concluded.
         errors.append(

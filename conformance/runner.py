@@ -350,7 +350,7 @@ def validate_trace(
 ) -> TraceCheck:
     """Trace validation of a run's captures (conformance.tracecheck); TLC's
     files go to ``run_dir/trace``, the NDJSON trace to ``trace.ndjson``. A
-    TLC failure leaves the trace unchecked, with the reason."""
+    TLC failure is the status ``error``, with the reason."""
     exits = {
         "sender": result.sender.exited_at if result else None,
         "receiver": result.receiver.exited_at if result else None,
@@ -375,7 +375,7 @@ def validate_trace(
             readings=order,
         )
     except DtncError as exc:
-        return TraceCheck(status="unchecked", message=f"trace validation could not run: {exc}")
+        return TraceCheck(status="error", message=f"trace validation could not run: {exc}")
 
 
 def probe_payloads(ends: Iterable[EndpointResult]) -> frozenset[bytes]:

@@ -187,39 +187,63 @@ def _ndjson_line(e: WireEvent, t0: float, unit: Any) -> dict[str, Any]:
     return line
 
 
+def _unit_text(unit: Any, shapes: dict[tuple[str, ...], int]) -> str:
+    """A unit as TLA+ text. A record is written as its shape's constructor
+    applied to a tuple of its values (``U1(<<"RD", 0, ...>>)``), so that its
+    field names are not repeated on every unit."""
+    from generators.tlaval import Function, format_value
+
+    if isinstance(unit, Mapping) and not isinstance(unit, Function) and unit:
+        n = shapes.setdefault(tuple(unit), len(shapes) + 1)
+        return f"U{n}(<<" + ", ".join(format_value(v) for v in unit.values()) + ">>)"
+    return format_value(unit)
+
+
 def _data_module(
     lines: Sequence[dict[str, Any]],
-    tla_units: Sequence[str],
+    units: Sequence[Any],
     window_us: int,
     actions: Sequence[str],
     diag_line: int,
-    blank: str,
+    blank: Any,
     eager: bool,
     purging: Sequence[str] = (),
 ) -> str:
-    """The TLA+ module of the trace (TraceCore's Trace, Window, SendsLeft) and
-    the diagnosis constants."""
-    # Each distinct unit is written once (Units), lines refer to it by
-    # number: half the text for TLC to parse.
+    """The TLA+ module of the trace (TraceCore's Units, LineKinds, Trace,
+    Window, SendsLeft) and the diagnosis constants.
+
+    What SANY parses and TLC evaluates at start-up is most of a long trace's
+    cost, so the text is compact: each distinct unit is written once
+    (Units), each distinct kind/direction/actor once (LineKinds), and a line
+    is a tuple of three numbers, <<kind, unit, time>>."""
+    shapes: dict[tuple[str, ...], int] = {}
     ids: dict[str, int] = {}
+    kinds: dict[tuple[str, str, str], int] = {}
     rows = []
-    for line, unit in zip(lines, tla_units, strict=True):
-        u = ids.setdefault(unit or blank, len(ids) + 1)
-        rows.append(
-            f'[k |-> "{line["kind"]}", d |-> "{line.get("dir", "")}", '
-            f'a |-> "{line.get("actor", "")}", u |-> {u}, t |-> {line["t_us"]}]'
+    for line, unit in zip(lines, units, strict=True):
+        u = ids.setdefault(_unit_text(blank if unit is None else unit, shapes), len(ids) + 1)
+        k = kinds.setdefault(
+            (line["kind"], line.get("dir", ""), line.get("actor", "")), len(kinds) + 1
         )
+        rows.append(f"<<{k}, {u}, {line['t_us']}>>")
     left = [0]
     for line in reversed(lines):
         left.append(left[-1] + (line["kind"] == "send"))
     sends_left = ", ".join(map(str, reversed(left)))
     names = ", ".join(f'"{a}"' for a in actions)
+    ctors = [
+        f"U{n}(v) == [" + ", ".join(f"{f} |-> v[{i}]" for i, f in enumerate(fs, 1)) + "]"
+        for fs, n in shapes.items()
+    ]
+    line_kinds = ", ".join(f'[k |-> "{k}", d |-> "{d}", a |-> "{a}"]' for k, d, a in kinds)
     return "\n".join(
         [
             "---- MODULE TraceData ----",
             "\\* Written by conformance/tracecheck.py for one run: the trace as TLA+.",
             "EXTENDS TLC",
+            *ctors,
             "Units == <<\n    " + ",\n    ".join(ids) + "\n  >>",
+            f"LineKinds == <<{line_kinds}>>",
             "Trace == <<\n    " + ",\n    ".join(rows) + "\n  >>",
             f"Window == {window_us}",
             f"SendsLeft == <<{sends_left}>>",
@@ -415,8 +439,8 @@ class _Session:
     tm: TraceModel
     events: list[WireEvent]
     lines: list[dict[str, Any]]
-    units: list[str]  # each line's unit as TLA+ text ("" for none)
-    blank: str  # the unit of a line without one
+    units: list[Any]  # each line's unit (a tlaval value; None for none)
+    blank: Any  # the unit of a line without one
     window_us: int
 
     def data(self, diag: int, eager: bool) -> str:
@@ -557,8 +581,8 @@ def check(
                 tm,
                 evs,
                 [_ndjson_line(e, t0, tm.units.get(e.record)) for e in evs],
-                [_format(tm.units[e.record]) if e.record in tm.units else "" for e in evs],
-                _format(gen.blank_unit()),
+                [tm.units.get(e.record) for e in evs],
+                gen.blank_unit(),
                 round(w_ms * 1000),
             )
         )
@@ -594,12 +618,6 @@ def check(
         seconds=round(seconds, 3),
         **common,
     )
-
-
-def _format(v: Any) -> str:
-    from generators.tlaval import format_value
-
-    return format_value(v)
 
 
 def _write(path: Path, lines: Sequence[dict[str, Any]]) -> None:

@@ -730,9 +730,11 @@ class TraceCheck(_Strict):
     ``accepted``: some behaviour of the model takes every line. ``rejected``:
     none takes line ``line`` (the segment of ``frame`` in ``side``.pcap, or
     the trace's end), with what the model could do there. ``unchecked``: the
-    trace holds something the model cannot express, named in ``message``."""
+    trace holds something the model cannot express, named in ``message``.
+    ``error``: TLC itself failed on the trace (our tool's failure, never the
+    implementation's), named in ``message``."""
 
-    status: Literal["accepted", "rejected", "unchecked"]
+    status: Literal["accepted", "rejected", "unchecked", "error"]
     message: str = ""
     lines: int = 0
     sessions: int = 0

@@ -490,7 +490,8 @@ def run_tlc(
     for path in (spec, cfg):
         if not path.is_file():
             raise TlcError(f"{path}: no such file")
-    logdir = Path(workdir) if workdir else scratch_dir()
+    # absolute: TLC runs in the scratch copy, where a relative path would not resolve
+    logdir = Path(workdir).resolve() if workdir else scratch_dir()
     logdir.mkdir(parents=True, exist_ok=True)
     log_path = logdir / f"{spec.stem}-{cfg.stem}.tlc.log"
     # TLC 2.18 reads the .cfg only from the spec's directory, so the run

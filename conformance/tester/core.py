@@ -190,9 +190,16 @@ def serve(role: Role, sock: socket.socket, limits: Limits) -> dict[str, Any]:
                 ctx.last_activity = time.monotonic()
                 role.on_datagram(data)
     out = role.result()
-    if timed_out and out.get("outcome") in (None, "none"):
+    if out.get("outcome") in (None, "none"):
+        # No notice to the client: the model's "none" (a session refused or
+        # never reached), which a live side shows as its time limit passing
+        # (generators.outcomes.outcome_name).
         out["outcome"] = "timeout"
-        out["detail"] = f"no outcome within the time limit of {limits.time_limit_s:g} s"
+        out["detail"] = (
+            f"no outcome within the time limit of {limits.time_limit_s:g} s"
+            if timed_out
+            else "the session ended with no notice to the client (the model's 'none')"
+        )
     out.setdefault("role", role.name)
     out["tester"] = {"sent": ctx.sent, "received": ctx.received, "timed_out": timed_out}
     return out

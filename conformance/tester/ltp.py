@@ -17,9 +17,8 @@ their side: red segments of ``segment_size`` bytes from offset 0 (the last
 may be shorter), then green segments from ``red_len``. The client data is
 the pattern both sides of every adapter share, byte *i* = (31 i + 7) mod 251.
 
-What the tester cannot play (the model does not have it yet) is refused
-before the run with :class:`~conformance.tester.core.CannotPlay`: an
-unknown client service at the receiver (§6.21 UNREACH).
+What the tester cannot play is refused before the run with
+:class:`~conformance.tester.core.CannotPlay`, naming the field (:func:`check`).
 """
 
 from __future__ import annotations

@@ -124,6 +124,23 @@ def test_only_a_harness_failure_is_an_error(tmp_path: Path) -> None:
     assert v.status == "error" and v.reasons[0].code == "sender-error"
 
 
+def test_tlc_failing_on_the_trace_is_an_error_whatever_the_outcome(tmp_path: Path) -> None:
+    """TLC that cannot check the trace is our tool's failure: neither the
+    outcome's fail nor its pass may stand."""
+    from conformance.types import TraceCheck
+
+    log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
+    broken = TraceCheck(status="error", message="trace validation could not run: parse error")
+    for res in (
+        _result(3000, 1000, "completed", "completed"),  # outside the set
+        _result(3000, 1000, "cancelled", "cancelled"),  # inside it
+    ):
+        v = judge(_scenario(), res, log, [], trace=broken)
+        assert v.status == "error", v.reasons
+        assert [r.code for r in v.reasons] == ["trace-error"]
+        assert "parse error" in v.reasons[0].message
+
+
 def test_unmet_impairment_is_inconclusive_and_says_what_the_channel_saw(tmp_path: Path) -> None:
     scn = _scenario(
         outcomes=[(3000, 1000, "completed", "completed")],

@@ -265,7 +265,9 @@ def test_the_receiver_refuses_a_session_for_an_unknown_service(tmp_path: Path) -
     tx, rx, _ = _transfer(scn, tmp_path)
     assert rx is not None
     assert tx.result["outcome"] == "cancelled"
-    assert rx.result["outcome"] in ("none", "timeout")
+    # no notice to the client: the model's "none", which every adapter's
+    # result schema calls "timeout" (the harness rejects anything else)
+    assert rx.result["outcome"] == "timeout"
     acts = rx.actions()
     assert acts.count("ReceiverRefuseSession") == 1
     assert "ReceiverRxCancelAck" in acts

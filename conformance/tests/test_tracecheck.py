@@ -7,6 +7,7 @@ it, and the same session without the deviation must be accepted."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,32 @@ def test_nominal_session_is_accepted(tmp_path: Path) -> None:
     lines = (tmp_path / "trace.ndjson").read_text().splitlines()
     # 5 sends, 5 arrivals, 2 exits, the end
     assert tc.lines == len(lines) == 13
+
+
+def test_a_relative_workdir_is_checked_and_the_trace_module_is_compact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TLC runs in a scratch copy of the spec's folder: a workdir given
+    relative to the caller's folder (``dtnconform trace runs/X``) still
+    resolves. The trace module names each unit and each kind of line once,
+    and a line is three numbers."""
+    w = Wire()
+    nominal(w)
+    a, b = w.write(tmp_path)
+    records, _ = records_from_captures("ltp", a, b, port=PORT, ip_a=IP_A)
+    monkeypatch.chdir(tmp_path)
+    tc = tracecheck.check(
+        Scenario.model_validate(SCENARIO), records, a, b, port=PORT, ip_a=IP_A,
+        exits={"sender": T0 + 0.010, "receiver": T0 + 0.012}, workdir=Path("trace"),
+    )  # fmt: skip
+    assert tc.status == "accepted", tc.message
+    module = (tmp_path / "trace" / "session-1" / "TraceData_eager.tla").read_text()
+    body = module[module.index("Trace == <<") : module.index("Window ==")]
+    rows = [r.strip().rstrip(",") for r in body.splitlines()[1:-1]]
+    assert len(rows) == tc.lines and all(re.fullmatch(r"<<\d+, \d+, \d+>>", r) for r in rows)
+    units = module[module.index("Units == <<") : module.index("LineKinds ==")]
+    # RD, RD-CP-EORP, GD-EOB, RS, RA and the blank unit of exit/end lines, each once
+    assert units.count("U1(<<") == 6
 
 
 def test_claim_for_lost_data_is_rejected(tmp_path: Path) -> None:

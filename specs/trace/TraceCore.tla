@@ -48,8 +48,10 @@
 (* The trace itself is the module TraceData, which conformance/tracecheck   *)
 (* writes for each run (specs/trace/TraceData.tla is an empty one):         *)
 (*   Units    the trace's distinct units (segments, PDUs), each once        *)
-(*   Trace    Seq([k: kind, d: dir, a: actor, u: unit number, t: time in   *)
-(*            microseconds]); LineAt(i) is line i with its unit             *)
+(*   LineKinds  the distinct [k: kind, d: dir, a: actor] of the lines      *)
+(*   Trace    Seq(<<kind number, unit number, time in microseconds>>),     *)
+(*            numbers into LineKinds and Units (compact: a long trace's    *)
+(*            cost is mostly SANY parsing it); LineAt(i) is line i whole   *)
 (*   Window   the reaction window, in microseconds                         *)
 (*   SendsLeft  SendsLeft[i] is the number of "send" lines from line i on   *)
 (*   Eager    the cheaper first pass (above)?                              *)
@@ -109,7 +111,8 @@ Timely(t) ==
 \* of Trace's literal, for a long trace many seconds at start-up.
 LineAt(i) ==
     LET r == Trace[IF i <= Len(Trace) THEN i ELSE Len(Trace)]
-    IN [kind |-> r.k, dir |-> r.d, actor |-> r.a, seg |-> Units[r.u], t |-> r.t]
+        c == LineKinds[r[1]]
+    IN [kind |-> c.k, dir |-> c.d, actor |-> c.a, seg |-> Units[r[2]], t |-> r[3]]
 
 CoreInit ==
     /\ l = 1

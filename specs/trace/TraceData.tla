@@ -7,6 +7,7 @@
 EXTENDS TLC
 
 Units == <<>>
+LineKinds == <<>>
 Trace == <<>>
 Window == 250000
 SendsLeft == <<0>>
