@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,7 +187,12 @@ def certify(
     retx_table: bool = False,
     sut_roles: Sequence[str] = SUT_ROLES,
     catalogue: bool = False,
+    resume: bool = False,
 ) -> CertifyOutcome:
+    """Run the certification in ``out`` (its ``scenarios`` folder made by
+    the generator). ``resume``: a case whose run directory holds a verdict
+    is not run again, a run cut short is redone from scratch, and the
+    report covers every case (Robot's own log only this invocation's)."""
     import robot
 
     from reports.html import render_certification
@@ -198,14 +204,19 @@ def certify(
         scenarios += sorted(
             p for p in (out / "scenarios" / CATALOGUE).glob("*.json") if p.name != CATALOGUE_INDEX
         )
-    todo = cases(protocol, scenarios, sut_roles)
+    every = cases(protocol, scenarios, sut_roles)
     if only:
-        todo = [c for c in todo if only in c.name]
+        every = [c for c in every if only in c.name]
+    runs_dir = out / "runs"
+    todo = every
+    if resume:
+        todo = [c for c in every if not (runs_dir / c.name / "verdict.json").is_file()]
+        for c in todo:  # a run cut short: its files would mix with the new run's
+            shutil.rmtree(runs_dir / c.name, ignore_errors=True)
     sut.ensure_built()
     suite = out / f"{protocol}_certification.robot"
     write_suite(protocol, todo, suite)
     robot_dir = out / "robot"
-    runs_dir = out / "runs"
     with (out / "robot-console.txt").open("w") as console_out:
         robot.run(
             str(suite),
@@ -223,7 +234,7 @@ def certify(
         )
     runs = [
         load_outcome(runs_dir / c.name)
-        for c in todo
+        for c in every
         if (runs_dir / c.name / "verdict.json").exists()
     ]
     table = None
@@ -238,7 +249,7 @@ def certify(
         protocol,
         sut,
         out,
-        list(dict.fromkeys(c.path for c in todo)),
+        list(dict.fromkeys(c.path for c in every)),
         runs,
         robot_dir / "log.html",
         coverage=read_coverage(out),

@@ -323,7 +323,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0 if report.scenarios else 1
 
 
-def _generate(protocol: str, out: Path) -> object:
+def _generate(protocol: str, out: Path, *, catalogue: bool = True) -> object:
     gen = _protocol(protocol).generator_module()
 
     _make_dir(out)
@@ -354,7 +354,7 @@ def _generate(protocol: str, out: Path) -> object:
         f"({100 * report.coverage:.0f} %)"
         + (f"; not covered: {', '.join(uncovered)}" if uncovered else "")
     )
-    if hasattr(gen, "catalogue"):
+    if catalogue and hasattr(gen, "catalogue"):
         _catalogue(gen, out / "catalogue")
     if hasattr(gen, "robustness"):
         robust = gen.robustness(out / "robustness", report)
@@ -404,6 +404,31 @@ def _live_dir(args: argparse.Namespace, sut: Any, name: str, what: str) -> Path:
     require_root()
     _require_binaries(sut)
     _make_dir(path, what)
+    return path
+
+
+def _resume_dir(args: argparse.Namespace, sut: Any) -> Path:
+    """``certify --resume DIR``: a certification directory made before, with
+    the scenarios it was generated with (not generated again: the cases
+    stay those the finished runs belong to)."""
+    from conformance.netns import require_root
+
+    path = Path(args.resume)
+    if args.out and Path(args.out) != path:
+        raise InputError(f"--out {args.out}: --resume {path} names the directory already")
+    scenarios = path / "scenarios"
+    if not scenarios.is_dir():
+        raise InputError(f"{path}: --resume: not a certification directory (no scenarios/)")
+    if args.catalogue and not (scenarios / "catalogue").is_dir():
+        raise InputError(
+            f"{path}: --resume --catalogue: its scenarios have no catalogue (it was certified "
+            "without --catalogue)"
+        )
+    if why := _writable(path):
+        raise InputError(f"{path}: --resume: {why}")
+    _require_run_tools()
+    require_root()
+    _require_binaries(sut)
     return path
 
 
@@ -529,8 +554,12 @@ def cmd_certify(args: argparse.Namespace) -> int:
             f"--sut-roles: {', '.join(bad) or 'none given'}: use a comma-separated list of "
             f"{', '.join(certify.SUT_ROLES)}"
         )
-    out = _live_dir(args, sut, f"certify-{args.protocol}-{sut.name}", "certification directory")
-    _generate(args.protocol, out / "scenarios")
+    if args.resume:
+        out = _resume_dir(args, sut)
+    else:
+        out = _live_dir(args, sut, f"certify-{args.protocol}-{sut.name}", "certification directory")
+        # the catalogue (minutes of TLC) only when it is to be run
+        _generate(args.protocol, out / "scenarios", catalogue=args.catalogue)
     with _sigint_watch() as interrupted, _progress() as prog:
         task = prog.add_task(f"certify {args.protocol} on {sut.name}", total=None, info="")
 
@@ -547,6 +576,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
                 retx_table=args.retx_table,
                 sut_roles=roles,
                 catalogue=args.catalogue,
+                resume=args.resume,
             )
         except SystemExit:  # Robot's answer to a second Ctrl-C
             if interrupted():
@@ -994,6 +1024,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="also run the catalogue: about 1,400 scenarios, one per pattern of losses, delays "
         "and duplicates within its bounds, in each SUT role (about 2 hours per role; --only "
         "narrows, e.g. --only ltp-r1g0l1-)",
+    )
+    s.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="go on with an interrupted certification in DIR: cases that have a verdict are "
+        "kept, the rest run (with the same options as before); the report covers them all",
     )
     s.add_argument(
         "--sut-roles",

@@ -72,3 +72,21 @@ def test_certify_runs_a_robot_suite_and_reports(tmp_path: Path) -> None:
     assert prov.tool_commit in html and prov.tshark in html
     assert seen[-1][:2] == (4, 4)
     assert "tester → licklider" in html
+
+    # Resumed after an interruption: the run cut short (no verdict yet) is
+    # redone from scratch, the finished ones are kept as they are, and the
+    # report still covers all four.
+    cut = tmp_path / "runs" / "green-lost-wrong--tester-sender"
+    (cut / "verdict.json").unlink()
+    (cut / "stale.txt").write_text("from the run that was cut")
+    kept = tmp_path / "runs" / "green-lost-right" / "verdict.json"
+    before = kept.stat().st_mtime_ns
+    seen.clear()
+    again = certify(
+        "ltp", get("licklider"), tmp_path, on_test=lambda *a: seen.append(a),
+        sut_roles=("both", "receiver"), resume=True,
+    )  # fmt: skip
+    assert seen[-1][:2] == (1, 1) and seen[-1][2] == cut.name
+    assert {r.run_dir.name: r.verdict.status for r in again.runs} == status
+    assert kept.stat().st_mtime_ns == before and not (cut / "stale.txt").exists()
+    assert all(name in again.report.read_text() for name in status)

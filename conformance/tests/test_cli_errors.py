@@ -242,6 +242,18 @@ def test_an_option_the_sut_does_not_offer_is_refused(tmp_path: Path) -> None:
     )
 
 
+def test_certify_resume_needs_a_certification_made_before(tmp_path: Path) -> None:
+    one_line_error(
+        cli("certify", "ltp", "--resume", str(tmp_path / "none")),
+        "--resume: not a certification directory (no scenarios/)",
+    )
+    (tmp_path / "cert" / "scenarios").mkdir(parents=True)
+    one_line_error(
+        cli("certify", "ltp", "--resume", str(tmp_path / "cert"), "--catalogue"),
+        "its scenarios have no catalogue",
+    )
+
+
 def test_what_the_tester_cannot_play_is_refused_before_any_run(tmp_path: Path) -> None:
     data = json.loads(SCENARIO.read_text())
     data["impairments"] = []
