@@ -21,6 +21,7 @@ MANIFEST = json.loads((Path(ltp.SPEC_DIR) / "manifest.json").read_text())
         "deep",  # one session, a bigger block and loss budget
         "outage",  # one outage with no link state cues (licklider's case)
         "sessions_deep",  # two sessions at once, one loss each, an outage under both
+        "claims",  # one claim per RS: several RSs per checkpoint (80 s, out of CI's budget)
     ],
 )
 def test_deep_bound_matches_manifest(bound: str) -> None:

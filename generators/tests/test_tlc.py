@@ -132,7 +132,6 @@ def test_tlc_matches_manifest(bound):
         "MCLTP_orphan.cfg",
         "MCLTP_reading2.cfg",
         "MCLTP_reading5.cfg",
-        "MCLTP_claims.cfg",
         "MCLTP_unknown.cfg",
         "MCLTP_reading12.cfg",
         "MCLTP_late.cfg",
