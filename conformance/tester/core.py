@@ -189,6 +189,10 @@ def serve(role: Role, sock: socket.socket, limits: Limits) -> dict[str, Any]:
                 ctx.received += 1
                 ctx.last_activity = time.monotonic()
                 role.on_datagram(data)
+    # From here on the role takes no step: what reaches it later is not
+    # its to answer (the trace's "exit" is this moment, not the process's
+    # end, which comes later on a loaded machine).
+    stopped_at = time.time()
     out = role.result()
     if out.get("outcome") in (None, "none"):
         # No notice to the client: the model's "none" (a session refused or
@@ -201,7 +205,12 @@ def serve(role: Role, sock: socket.socket, limits: Limits) -> dict[str, Any]:
             else "the session ended with no notice to the client (the model's 'none')"
         )
     out.setdefault("role", role.name)
-    out["tester"] = {"sent": ctx.sent, "received": ctx.received, "timed_out": timed_out}
+    out["tester"] = {
+        "sent": ctx.sent,
+        "received": ctx.received,
+        "timed_out": timed_out,
+        "stopped_at": stopped_at,
+    }
     return out
 
 
