@@ -87,9 +87,12 @@ Answers ==
 
 \* Diagnosis pass: prints, for a few states that reached line DiagLine, what
 \* the model could do there, what the trace was waiting for, and the model's
-\* last step.
+\* last step.  Only states with every merged copy put back: in one where an
+\* arrival's copy is still to be restored, no action could process that
+\* arrival yet (Answers would be empty), though the model's answer to it is
+\* one step away.
 Diag ==
-    (l = DiagLine /\ TLCGet(2) < 8) =>
+    (l = DiagLine /\ ~ENABLED ChannelRestoreCopy /\ TLCGet(2) < 8) =>
         (TLCSet(2, TLCGet(2) + 1)
          /\ PrintT(<<"dtnc-trace-diag", Enabled, inq, pend, lastEvent, Answers>>))
 =============================================================================
