@@ -8,6 +8,7 @@ it, and the same session without the deviation must be accepted."""
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +172,33 @@ def test_answered_cancel_is_accepted(tmp_path: Path) -> None:
     w.send(2.0035, "return", seg("CAS"))
     tc = w.check(tmp_path, exits={"sender": 2.01, "receiver": 2.02})
     assert tc.status == "accepted", tc.message
+
+
+def test_a_cancel_after_a_lost_first_copy_is_blamed_on_its_answer(tmp_path: Path) -> None:
+    """A live run (licklider 0.1.1 sending, the tester receiving with an
+    unknown client service, data/ltp-refused-first-cr-lost): the tester's
+    first CR (UNREACH, §8.2) is lost, the second reaches licklider, which
+    never answers it (its known §6.17 deviation). The model's channel merges
+    identical copies, so some of its explanations have the second CR still to
+    be put back; the diagnosis names the model's answer to the CR
+    (SenderRxCancel, §6.17) all the same, not what else the sender could do
+    (SenderCancelSession, §6.7)."""
+    from conformance.runner import PORTS, validate_trace
+    from conformance.types import RunResult, SegmentRecord, load_model
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "data" / "ltp-refused-first-cr-lost", run)
+    scn = Scenario.model_validate_json((run / "scenario.json").read_text())
+    segments = [
+        SegmentRecord.model_validate_json(ln)
+        for ln in (run / "segments.jsonl").read_text().splitlines()
+        if ln.strip()
+    ]
+    result = load_model(RunResult, run / "result.json")
+    tc = validate_trace(scn, segments, run, port=PORTS["ltp"], ip_a=None, result=result)
+    assert tc.status == "rejected", tc.message
+    assert "the sender had not answered the CR" in tc.message
+    assert tc.actions == ["SenderRxCancel"] and "§6.17" in tc.rule
 
 
 def test_late_report_is_rejected(tmp_path: Path) -> None:
