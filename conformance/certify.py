@@ -177,6 +177,15 @@ def read_coverage(out: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def _settled(run_dir: Path) -> bool:
+    """A run with a verdict that is not ``error`` (an error is our harness's,
+    or a run cut short: worth running again)."""
+    try:
+        return json.loads((run_dir / "verdict.json").read_text())["status"] != "error"
+    except (OSError, ValueError, KeyError):
+        return False
+
+
 def certify(
     protocol: str,
     sut: SutAdapter,
@@ -191,7 +200,8 @@ def certify(
 ) -> CertifyOutcome:
     """Run the certification in ``out`` (its ``scenarios`` folder made by
     the generator). ``resume``: a case whose run directory holds a verdict
-    is not run again, a run cut short is redone from scratch, and the
+    other than ``error`` is not run again; a run cut short (by a signal: its
+    verdict is ``error``) or with no verdict is redone from scratch, and the
     report covers every case (Robot's own log only this invocation's)."""
     import robot
 
@@ -210,7 +220,7 @@ def certify(
     runs_dir = out / "runs"
     todo = every
     if resume:
-        todo = [c for c in every if not (runs_dir / c.name / "verdict.json").is_file()]
+        todo = [c for c in every if not _settled(runs_dir / c.name)]
         for c in todo:  # a run cut short: its files would mix with the new run's
             shutil.rmtree(runs_dir / c.name, ignore_errors=True)
     sut.ensure_built()

@@ -1028,7 +1028,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--resume",
         metavar="DIR",
-        help="go on with an interrupted certification in DIR: cases that have a verdict are "
+        help="go on with an interrupted certification in DIR: cases with a verdict other than error are "
         "kept, the rest run (with the same options as before); the report covers them all",
     )
     s.add_argument(
