@@ -621,7 +621,7 @@ from conformance import cli, runner
 scenario, marker, teardown = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3])
 
 
-def generate(protocol, out):  # one ready scenario instead of minutes of TLC
+def generate(protocol, out, **_kw):  # one ready scenario instead of minutes of TLC
     out.mkdir(parents=True, exist_ok=True)
     shutil.copy(scenario, out / scenario.name)
 
