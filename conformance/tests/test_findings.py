@@ -83,7 +83,9 @@ def first_cs_not_acknowledged_by_the_receiver(out: RunOutcome) -> None:
     assert out.result is not None and out.result.tester == "sender"
     first_cs_not_acknowledged(out)
     tc = out.verdict.trace
-    assert tc is not None and tc.actions == ["ReceiverRxCancel"], tc
+    assert tc is not None, tc
+    assert set(tc.actions) <= {"ReceiverRxCancel", "ReceiverRxRedundantCancel"}, tc
+    assert "ReceiverRxCancel" in tc.actions, tc
 
 
 def first_cr_not_acknowledged_by_the_sender(out: RunOutcome) -> None:
@@ -96,7 +98,9 @@ def first_cr_not_acknowledged_by_the_sender(out: RunOutcome) -> None:
     assert out.verdict.status == "fail", out.verdict.reasons
     tc = out.verdict.trace
     assert tc is not None and tc.status == "rejected", tc
-    assert tc.actions == ["SenderRxCancel"] and "§6.17" in tc.rule, tc
+    # the model's answers to a CR (§6.17): to an open session, or a closed one
+    assert set(tc.actions) <= {"SenderRxCancel", "SenderRxRedundantCancel"}, tc
+    assert "SenderRxCancel" in tc.actions and "§6.17" in tc.rule, tc
     cr = [s for s in out.segments if s.direction == "return" and s.fields.get("type") == "CR"]
     car = [s for s in out.segments if s.direction == "forward" and s.fields.get("type") == "CAR"]
     assert len(cr) >= 2 and not cr[0].dropped, cr
@@ -128,7 +132,10 @@ def redundant_checkpoint_answered_past_the_limit(out: RunOutcome) -> None:
     assert out.verdict.status == "fail", out.verdict.reasons
     tc = out.verdict.trace
     assert tc is not None and tc.status == "rejected", tc
-    assert tc.actions == ["ReceiverCancelOnRedundantCheckpoint"] and "§6.8 (b)" in tc.rule, tc
+    # the model's answers to the redundant checkpoint: cancel (§6.8 b), or
+    # discard it where the session is cancelled already; never a third RS
+    assert set(tc.actions) <= {"ReceiverCancelOnRedundantCheckpoint", "ReceiverDiscardCheckpoint"}
+    assert "ReceiverCancelOnRedundantCheckpoint" in tc.actions and "§6.8 (b)" in tc.rule, tc
     ret = _types(out.segments, "return")
     assert ret.count("RS") >= 3 and "CR" not in ret, ret
 
@@ -142,7 +149,7 @@ def late_report_shows_either_finding(out: RunOutcome) -> None:
     are licklider's deviations; a conformant licklider passes this run."""
     tc = out.verdict.trace
     assert tc is not None and tc.status == "rejected", tc
-    if tc.actions == ["ReceiverCancelOnRedundantCheckpoint"]:
+    if "ReceiverCancelOnRedundantCheckpoint" in tc.actions:
         redundant_checkpoint_answered_past_the_limit(out)
     else:
         assert out.verdict.status == "fail", out.verdict.reasons
@@ -160,7 +167,8 @@ def cs_not_acknowledged(out: RunOutcome) -> None:
     assert out.verdict.status == "fail", out.verdict.reasons
     tc = out.verdict.trace
     assert tc is not None and tc.status == "rejected", tc
-    assert tc.actions == ["ReceiverRxCancel"] and "§6.17" in tc.rule, tc
+    assert set(tc.actions) <= {"ReceiverRxCancel", "ReceiverRxRedundantCancel"}, tc
+    assert "ReceiverRxCancel" in tc.actions and "§6.17" in tc.rule, tc
     cs = [s for s in out.segments if s.direction == "forward" and s.fields.get("type") == "CS"]
     cas = [s for s in out.segments if s.direction == "return" and s.fields.get("type") == "CAS"]
     assert any(not s.dropped for s in cs), cs
