@@ -70,7 +70,10 @@ def crossing_cancels_not_acknowledged(out: RunOutcome) -> None:
     assert out.verdict.status == "fail", out.verdict.reasons
     tc = out.verdict.trace
     assert tc is not None and tc.status == "rejected", tc
-    assert "SenderRxRedundantCancel" in tc.actions and "§6.17" in tc.rule, tc
+    # the model's answer to the CR: SenderRxRedundantCancel where the sender's
+    # cancel went out first, SenderRxCancel where the CR could come first
+    assert {"SenderRxRedundantCancel", "SenderRxCancel"} & set(tc.actions), tc
+    assert "§6.17" in tc.rule, tc
     fwd, ret = _types(out.segments, "forward"), _types(out.segments, "return")
     arrived = {s.fields.get("type") for s in out.segments if not s.dropped}
     assert {"CS", "CR"} <= arrived, arrived
@@ -132,9 +135,7 @@ def redundant_checkpoint_answered_past_the_limit(out: RunOutcome) -> None:
     assert out.verdict.status == "fail", out.verdict.reasons
     tc = out.verdict.trace
     assert tc is not None and tc.status == "rejected", tc
-    # the model's answers to the redundant checkpoint: cancel (§6.8 b), or
-    # discard it where the session is cancelled already; never a third RS
-    assert set(tc.actions) <= {"ReceiverCancelOnRedundantCheckpoint", "ReceiverDiscardCheckpoint"}
+    # among the model's answers to the redundant checkpoint: the cancel (§6.8 b)
     assert "ReceiverCancelOnRedundantCheckpoint" in tc.actions and "§6.8 (b)" in tc.rule, tc
     ret = _types(out.segments, "return")
     assert ret.count("RS") >= 3 and "CR" not in ret, ret
