@@ -395,24 +395,29 @@ def _live_dir(args: argparse.Namespace, sut: Any, name: str, what: str) -> Path:
     """The folder of a live run (``--out`` or a new default), checked, and the
     tools, root and binaries it needs, all before any namespace exists; then
     the folder is made."""
-    from conformance.netns import require_root
 
     path = Path(args.out) if args.out else _run_dir(None, name)
     what = "--out" if args.out else what
     _check_out(path, force=args.force, what=what)
+    _require_live(sut)
+    _make_dir(path, what)
+    return path
+
+
+def _require_live(sut: Any) -> None:
+    """What every live run needs before any namespace exists: the tools,
+    root, the SUT's binaries."""
+    from conformance.netns import require_root
+
     _require_run_tools()
     require_root()
     _require_binaries(sut)
-    _make_dir(path, what)
-    return path
 
 
 def _resume_dir(args: argparse.Namespace, sut: Any) -> Path:
     """``certify --resume DIR``: a certification directory made before, with
     the scenarios it was generated with (not generated again: the cases
     stay those the finished runs belong to)."""
-    from conformance.netns import require_root
-
     path = Path(args.resume)
     if args.out and Path(args.out) != path:
         raise InputError(f"--out {args.out}: --resume {path} names the directory already")
@@ -426,9 +431,7 @@ def _resume_dir(args: argparse.Namespace, sut: Any) -> Path:
         )
     if why := _writable(path):
         raise InputError(f"{path}: --resume: {why}")
-    _require_run_tools()
-    require_root()
-    _require_binaries(sut)
+    _require_live(sut)
     return path
 
 
