@@ -22,6 +22,7 @@ the channel's decisions (conformance.segments):
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import defaultdict
@@ -204,13 +205,13 @@ def _data_module(
     units: Sequence[Any],
     window_us: int,
     actions: Sequence[str],
-    diag_line: int,
     blank: Any,
-    eager: bool,
     purging: Sequence[str] = (),
 ) -> str:
     """The TLA+ module of the trace (TraceCore's Units, LineKinds, Trace,
-    Window, SendsLeft) and the diagnosis constants.
+    Window, SendsLeft) and the diagnosis constants, but for the two that
+    change from one TLC pass to the next (DiagLine, Eager: _Session.data)
+    and the module's end.
 
     What SANY parses and TLC evaluates at start-up is most of a long trace's
     cost, so the text is compact: each distinct unit is written once
@@ -248,11 +249,7 @@ def _data_module(
             f"Window == {window_us}",
             f"SendsLeft == <<{sends_left}>>",
             f"ActionNames == {{{names}}}",
-            f"DiagLine == {diag_line}",
-            f"Eager == {'TRUE' if eager else 'FALSE'}",
             "Purging == {" + ", ".join(f'"{a}"' for a in purging) + "}",
-            "====",
-            "",
         ]
     )
 
@@ -443,17 +440,16 @@ class _Session:
     blank: Any  # the unit of a line without one
     window_us: int
 
-    def data(self, diag: int, eager: bool) -> str:
+    @functools.cached_property
+    def _body(self) -> str:
+        # written once: a long trace's text is the same in every pass
         return _data_module(
-            self.lines,
-            self.units,
-            self.window_us,
-            self.tm.actions,
-            diag,
-            self.blank,
-            eager,
-            self.tm.purging,
+            self.lines, self.units, self.window_us, self.tm.actions, self.blank, self.tm.purging
         )
+
+    def data(self, diag: int, eager: bool) -> str:
+        eager_text = "TRUE" if eager else "FALSE"
+        return f"{self._body}\nDiagLine == {diag}\nEager == {eager_text}\n====\n"
 
 
 def _validate(
