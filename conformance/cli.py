@@ -967,7 +967,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("protocol", help=protos)
     s.add_argument("--bound", default="ci",
                    help="ci: small, under a minute; deep: minutes; bug: a model that fails on "
-                   "purpose; the others (LTP: reading2, reading5, reading12, claims, unknown, "
+                   "purpose; the others (LTP: reading2, reading4, reading5, reading12, claims, unknown, "
                    "early, late, miscolored, cues, nocues, outage, sessions, sessions_deep, "
                    "orphan) are in specs/<proto>/README.md")  # fmt: skip
     s.add_argument("--out", help="folder for TLC's files and log (default runs/<time>-check-...)")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import logging
 import subprocess
 import time
@@ -260,12 +259,13 @@ def run_scenario(
             res.outcome = "error"
             res.detail = f"hung past the run's deadline and was killed. {res.detail}".strip()
         res.log = f"{role}.log"
-        res.exited_at = exited.get(role)
-        if role == tester:
-            # the tester stops taking steps before its process ends
-            stopped = _tester_stopped_at(stdout)
-            if stopped is not None and res.exited_at is not None:
-                res.exited_at = min(res.exited_at, stopped)
+        # the process's end, or the earlier moment the role said it stopped
+        # taking steps (its result's stopped_at, which parse_result read)
+        ended = exited.get(role)
+        if ended is None or res.exited_at is None:
+            res.exited_at = ended
+        else:
+            res.exited_at = min(res.exited_at, ended)
         ends[role] = res
 
     say("decoding captures")
@@ -379,21 +379,10 @@ def validate_trace(
             out=run_dir / "trace.ndjson",
             skip=probe_payloads([result.sender, result.receiver]) if result else frozenset(),
             readings=order,
+            tester=result.tester if result else None,
         )
     except DtncError as exc:
         return TraceCheck(status="error", message=f"trace validation could not run: {exc}")
-
-
-def _tester_stopped_at(stdout: str) -> float | None:
-    """When the tester stopped taking steps (its result's ``tester.stopped_at``,
-    seconds since the epoch), if its last stdout line says."""
-    lines = stdout.strip().splitlines()
-    try:
-        info = json.loads(lines[-1]).get("tester", {}) if lines else {}
-        stopped = info.get("stopped_at")
-    except (ValueError, AttributeError):
-        return None
-    return float(stopped) if isinstance(stopped, int | float) else None
 
 
 def probe_payloads(ends: Iterable[EndpointResult]) -> frozenset[bytes]:

@@ -331,6 +331,7 @@ def _diagnose(
     window_us: int,
     label: Callable[[int], str],
     spec: str,
+    tester: str | None = None,
 ) -> tuple[str, list[str], list[str], str, list[str]]:
     """Message, enabled actions, blamed actions, rule and tags for line
     ``bad`` (1-based).
@@ -341,7 +342,10 @@ def _diagnose(
     left unanswered past the window (the actions that could process it), an
     emission that never appeared (the action that made it), or, for a
     segment the implementation sent, what the model's same actor did last
-    instead; the rule is those actions' sections."""
+    instead; the rule is those actions' sections. The role our
+    model-driven ``tester`` played takes the model's steps, so its actions
+    are blamed only when nothing of the implementation's role is (then the
+    judge makes the run our error, not the implementation's fail)."""
     line = lines[bad - 1]
     t = line["t_us"]
     actor = line.get("actor", "")
@@ -408,6 +412,9 @@ def _diagnose(
         why = "no behaviour of the model reaches this line"
     if not blame:
         blame = [a for a in enabled if not a.startswith("Channel")]
+    if tester:
+        theirs = [a for a in blame if not a.lower().startswith(tester)]
+        blame = theirs or blame
     sections: list[str] = []
     for a in dict.fromkeys(blame):
         for s in tm.sections.get(a, []):
@@ -458,6 +465,7 @@ def _validate(
     workdir: Path,
     spec: str,
     readings: Sequence[tuple[str, Mapping[str, int | bool | str]]] = (("", {}),),
+    tester: str | None = None,
 ) -> tuple[int, float, dict[str, Any] | None, str]:
     """(states, seconds, None, reading) for an accepted session, else the
     rejection's TraceCheck fields. Under each reading in turn (its id and
@@ -492,7 +500,7 @@ def _validate(
         return f"{e.kind} {what} (frame {e.frame} of {e.side}.pcap)"
 
     message, enabled, blamed, rule, tags = _diagnose(
-        sess.tm, sess.lines, bad, diag.diag, sess.window_us, label, spec
+        sess.tm, sess.lines, bad, diag.diag, sess.window_us, label, spec, tester
     )
     others = [f"{'reading ' + r if r else 'the default reading'} stops at line {n}"
               for n, r, _tm in reached if r != diag_rid]  # fmt: skip
@@ -533,13 +541,15 @@ def check(
     out: Path | None = None,
     skip: frozenset[bytes] = frozenset(),
     readings: Sequence[str] | None = None,
+    tester: str | None = None,
 ) -> TraceCheck:
     """Validate the run's trace, session by session; never raises for what
     the trace holds (that is 'rejected' or 'unchecked'), only when TLC
     itself fails. ``out`` receives the NDJSON trace. ``readings``: the
     model readings to try, in order ('' the default; None: the default,
     then each alternative the protocol declares); the first that accepts
-    is the TraceCheck's ``reading``."""
+    is the TraceCheck's ``reading``. ``tester``: the role our model-driven
+    tester played, whose actions a rejection blames only if it must."""
     spec = protocols.get(scn.protocol)
     if not spec.generator or not hasattr(spec.generator_module(), "trace_model"):
         return TraceCheck(status="unchecked", message=f"{scn.protocol} has no trace model yet")
@@ -594,7 +604,7 @@ def check(
     needed = ""
     for n, sess in enumerate(sessions, start=1):
         st, sec, rejected, rid = _validate(
-            sess, records, workdir / f"session-{n}", spec.spec, tries
+            sess, records, workdir / f"session-{n}", spec.spec, tries, tester
         )
         needed = needed or rid
         states, seconds = states + st, seconds + sec

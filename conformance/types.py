@@ -602,7 +602,9 @@ class EndpointResult(_Strict):
     duration_s: float = 0.0
     exit_code: int | None = None
     exited_at: float | None = Field(
-        None, description="when the endpoint's process ended (seconds since the epoch)"
+        None,
+        description="when the endpoint stopped taking protocol steps (seconds since the epoch): "
+        "its process's end, or the earlier stopped_at its result reported",
     )
     detail: str = ""
     log: str = Field("", description="path of the endpoint's log, relative to the run directory")

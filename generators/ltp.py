@@ -95,6 +95,7 @@ GEN_CONSTANTS: dict[str, int | bool] = {
     "ServiceKnown": True,
     "ReportBoundsMay": False,
     "RefusalStateless": False,
+    "ClosedReopens": False,
     "GreenEobCloses": False,
 }
 SEGMENT_SIZE = 1000

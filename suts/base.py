@@ -78,7 +78,11 @@ class SutAdapter(ABC):
         """Default: the role printed one JSON object as its last stdout line,
         whose ``outcome`` is one of :data:`~conformance.types.Outcome`
         ("completed", "cancelled", "closed", "timeout", "error"). The exit
-        code is kept but not interpreted: the JSON line is the result."""
+        code is kept but not interpreted: the JSON line is the result. An
+        optional ``stopped_at`` (seconds since the epoch) says when the role
+        stopped taking protocol steps, if that is before its process ends
+        (the tester's roles say it): it becomes ``exited_at`` where it is
+        earlier than the process's end, and is the trace's exit."""
         lines = [ln for ln in stdout.strip().splitlines() if ln.strip().startswith("{")]
         tail = "\n".join(stderr.strip().splitlines()[-15:])
         if not lines:
@@ -120,9 +124,11 @@ class SutAdapter(ABC):
             except ValidationError as exc:
                 detail = f"bad probe result {i} ({exc.errors()[0]['msg']}); {detail}"
                 outcome = "error"
+        stopped = data.get("stopped_at")
         return EndpointResult(
             role=role,  # type: ignore[arg-type]
             outcome=outcome,
+            exited_at=float(stopped) if isinstance(stopped, int | float) else None,
             probes=probes,
             delivered=delivered,
             payload_ok=data.get("payload_ok"),

@@ -205,12 +205,8 @@ def serve(role: Role, sock: socket.socket, limits: Limits) -> dict[str, Any]:
             else "the session ended with no notice to the client (the model's 'none')"
         )
     out.setdefault("role", role.name)
-    out["tester"] = {
-        "sent": ctx.sent,
-        "received": ctx.received,
-        "timed_out": timed_out,
-        "stopped_at": stopped_at,
-    }
+    out["stopped_at"] = stopped_at  # suts/base.parse_result: the trace's exit
+    out["tester"] = {"sent": ctx.sent, "received": ctx.received, "timed_out": timed_out}
     return out
 
 

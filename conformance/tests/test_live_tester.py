@@ -55,7 +55,7 @@ def test_tester_and_licklider_move_a_block_with_a_lost_report(tester: str, tmp_p
     # the trace's exit for the tester is when it stopped taking steps, which
     # its result says, not the later end of its process
     stopped = json.loads((out.run_dir / f"{tester}.out").read_text().splitlines()[-1])
-    assert played.exited_at == stopped["tester"]["stopped_at"]
+    assert played.exited_at == stopped["stopped_at"]
     log = (out.run_dir / f"tester-{tester}.jsonl").read_text().splitlines()
     steps = {json.loads(ln)["action"] for ln in log}
     # the report was lost: the tester's sender resent its checkpoint; the

@@ -376,6 +376,56 @@ def test_a_reading_explains_what_the_default_rejects(tmp_path: Path) -> None:
     assert "reading 5" in tc.message
 
 
+def late_checkpoint_after_close(w: Wire, *, answered: bool) -> None:
+    """The nominal session, and a copy of the checkpoint that the sender's
+    timer sent early (at 5.5 ms, before the RS reached it) held back by the
+    channel until both sides have closed (it arrives at 20 ms). With
+    ``answered``, the receiver opens a session anew for it and answers with
+    an RS that claims only that segment; the closed sender acknowledges it."""
+    nominal(w)
+    w.send(0.0055, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0))
+    w.b[-1].time = T0 + 0.020
+    if answered:
+        w.send(
+            0.021,
+            "return",
+            seg(
+                "RS",
+                report_serial=91,
+                checkpoint_serial=40,
+                upper_bound=2000,
+                lower_bound=0,
+                claims=[(1000, 1000)],
+            ),
+        )
+        w.send(0.0235, "forward", seg("RA", report_serial=91))
+
+
+def test_reading_4_a_late_checkpoint_after_close(tmp_path: Path) -> None:
+    """Reading 4 (specs/ltp/readings.json): a data segment that reaches a
+    receiver that has closed. Discarding it (the default) and opening a
+    session anew for it (8.2, the alternative, whose RS claims only the late
+    segment) are each accepted under their own reading; the new session's
+    RS is rejected under the default, so a run says which one the
+    implementation follows."""
+    exits = {"sender": 0.03, "receiver": 0.03}
+    for answered in (False, True):
+        out = tmp_path / str(answered)
+        out.mkdir()
+        w = Wire()
+        late_checkpoint_after_close(w, answered=answered)
+        tc = w.check(out, exits=exits)
+        assert tc.status == "accepted", tc.message
+        assert tc.reading == ("4" if answered else ""), tc
+    w = Wire()
+    late_checkpoint_after_close(w, answered=True)
+    (tmp_path / "default").mkdir()
+    tc = w.check(tmp_path / "default", exits=exits, readings=[""])
+    assert tc.status == "rejected", tc.message
+    # the first line the default cannot take is the new session's RS
+    assert "has the receiver send this RS" in tc.message and tc.frame == 7, tc
+
+
 def test_no_reading_explains_a_real_deviation(tmp_path: Path) -> None:
     """The same loss with the CS left unanswered: every reading rejects it,
     and the message says where each stopped."""

@@ -27,6 +27,7 @@ ConstInit ==
     /\ ServiceKnown = TRUE
     /\ ReportBoundsMay = FALSE
     /\ RefusalStateless = FALSE
+    /\ ClosedReopens = FALSE
     /\ GreenEobCloses = FALSE
 
 \* The inductive-invariant candidate Apalache checks at every step.

@@ -76,10 +76,13 @@
 (*     RFC's text reads                                                    *)
 (*   - 6.7/6.8/6.16 "queued more than the limit": MaxRetx is the number of *)
 (*     retransmissions allowed; one MaxRetx serves all four limits         *)
-(*   - a closed or cancelling receiver discards data, and green data       *)
-(*     arriving after the receiver closed is not delivered                 *)
-(*     (ReceiverDiscard... actions); a cancelling sender treats every RS   *)
-(*     as redundant (SenderRxRedundantReport)                              *)
+(*   - reading 4 (constant ClosedReopens, README): FALSE, a closed or    *)
+(*     cancelling receiver discards data, and green data arriving after    *)
+(*     the receiver closed is not delivered (ReceiverDiscard... actions);  *)
+(*     TRUE, a data segment reaching a closed receiver opens a session     *)
+(*     anew, as 8.2's first data segment does (ReceiverReopenSession)      *)
+(*   - a cancelling sender treats every RS as redundant                    *)
+(*     (SenderRxRedundantReport)                                           *)
 (*   - rOutcome is the receiver's last notice: a CS after delivery turns   *)
 (*     "completed" into "cancelled" (rDeliveries still records 7.3)        *)
 (*   - reading 2 (constant ReportBoundsMay, README): FALSE, a report       *)
@@ -135,6 +138,9 @@ CONSTANTS
     \* @type: Bool;
     RefusalStateless,   \* reading 12 (README): does a refused session leave no record?
     \* @type: Bool;
+    ClosedReopens,      \* reading 4 (README): does data reaching a closed receiver open
+                        \* a session anew (8.2), rather than being discarded?
+    \* @type: Bool;
     LinkCues,           \* does the engine get link state cues (6.5, 6.6)?
     \* @type: Int;
     MaxOutages,         \* how many times the link may go down
@@ -156,6 +162,7 @@ ASSUME GreenEobCloses \in BOOLEAN
 ASSUME ReportBoundsMay \in BOOLEAN
 ASSUME ServiceKnown \in BOOLEAN
 ASSUME RefusalStateless \in BOOLEAN
+ASSUME ClosedReopens \in BOOLEAN
 ASSUME LinkCues \in BOOLEAN
 ASSUME MaxOutages \in Nat
 \* A report whose claims exceed MaxClaims is several RSs (6.11).  The sender
@@ -636,9 +643,11 @@ Miscolored(s) ==
 \* the first data segment (red or green) opens it; "idle" is that state.
 \* Data is processed while the session is open or is opened by it.
 ReceiverTakesData == rState = "open" \/ (rState = "idle" /\ ServiceKnown)
-\* No session to take data: cancelling or closed (an idle receiver with an
-\* unknown service refuses the session instead, ReceiverRefuseSession).
-ReceiverDiscards == rState \in {"cr_sent", "closed"}
+\* No session to take data: cancelling, or closed under the default reading
+\* of question 4 (an idle receiver with an unknown service refuses the
+\* session instead, ReceiverRefuseSession; under reading 4's alternative a
+\* closed one opens it anew, ReceiverReopenSession).
+ReceiverDiscards == rState = "cr_sent" \/ (rState = "closed" /\ ~ClosedReopens)
 
 \* The RSs issued for checkpoint serial c: one report (a checkpoint seen
 \* before gets no new one), of one RS or more, with consecutive serials.
@@ -666,8 +675,8 @@ ReceiverRxRedData(s) ==
 
 \* Red data that is not a checkpoint arrives while the session is cancelling
 \* (6.19) or closed (6.20: no record is left): discarded.  RFC 5326 has no
-\* rule for it (8.2 would start a new session at a closed receiver); with one
-\* session modelled, discarding is the model's choice (see the header).
+\* rule for a closed session (8.2 would start a new one): discarding is the
+\* default reading of question 4, ReceiverReopenSession its alternative.
 ReceiverDiscardRedData(s) ==
     /\ s \in fwd
     /\ s.type = "RD"
@@ -977,6 +986,36 @@ ReceiverCloseOnGreenEob ==
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
                    rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
 
+\* Reading 4 (ClosedReopens, specs/ltp/README.md): a data segment reaches a
+\* closed receiver.  6.20 left no record of the session, and 8.2 opens a
+\* session on a data segment in CLOSED, so under the alternative the
+\* receiver starts a record anew ("idle", the state 8.2's CLOSED is before
+\* a first segment) and the segment, still in flight, is then taken as the
+\* first of a session (ReceiverRxRedData, ReceiverRxCheckpoint,
+\* ReceiverRxGreenData).  What the new record forgets: the red data
+\* received (its RSs claim only what arrives from now on), the reports
+\* issued (their timers are gone; a checkpoint answered before is new to
+\* it: the old RSs keep their serials, so the new ones are numbered on, as
+\* a new session's own serials differ, but no longer answer a checkpoint,
+\* cp 0) and its cancel.  What it keeps: the notices the client was given
+\* (rOutcome; rGreen, whose arrivals were notified) and rDeliveries, so
+\* the block is not delivered twice (a model limit: a second delivery
+\* would need every red segment again).  Only under the alternative.
+ReceiverReopenSession(s) ==
+    /\ ClosedReopens
+    /\ s \in fwd
+    /\ IsData(s)
+    /\ rState = "closed"
+    /\ rState' = "idle"
+    /\ rRed' = {}
+    /\ rReports' = [i \in DOMAIN rReports |-> [rReports[i] EXCEPT !.cp = 0]]
+    /\ rAcked' = DOMAIN rReports
+    /\ rCxTx' = 0
+    /\ rCxReason' = ""
+    /\ lastEvent' = Ev("receiver", "ReceiverReopenSession", "", <<>>, <<>>, <<>>)
+    /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rRsTx, fwd, rtn, lostLog, late,
+                   link>>
+
 (* ------------------------------ channel -------------------------------- *)
 
 \* The channel loses a segment in flight to the receiver (within the budget).
@@ -1164,6 +1203,7 @@ ReceiverNext ==
                       \/ ReceiverDiscardGreenData(s)
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRefuseSession(s)
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverCancelOnMiscolored(s)
+    \/ \E s \in Arrivals(fwd, "receiver") : ReceiverReopenSession(s)
     \/ ReceiverDeliverRedPart
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRxReportAck(s)
     \/ \E i \in DOMAIN rReports : ReceiverExpireReportTimer(i)
@@ -1220,16 +1260,23 @@ Spec ==
 -----------------------------------------------------------------------------
 (* Safety *)
 
+\* Under reading 4's alternative, the receiver's record was started anew
+\* (ReceiverReopenSession): its red data is the new record's, so the
+\* properties below that compare with it speak of the session before that.
+\* A reopened record is the one whose old reports answer no checkpoint
+\* (cp 0); every session those properties constrain issued a report (the
+\* red part's last segment is a checkpoint, and claims come from RSs).
+Reopened == ClosedReopens /\ \E i \in DOMAIN rReports : rReports[i].cp = 0
 \* The red part is delivered only once it has all arrived (6.9) ...
-RedDeliveredOnlyWhenComplete == rDeliveries > 0 => RedSet \subseteq rRed
+RedDeliveredOnlyWhenComplete == rDeliveries > 0 => (RedSet \subseteq rRed \/ Reopened)
 \* ... and at most once.
 RedDeliveredAtMostOnce == rDeliveries <= 1
 \* The sender's claims are true: every claimed segment did arrive (6.11).
-ClaimsAreTrue == sClaimed \subseteq rRed
+ClaimsAreTrue == sClaimed \subseteq rRed \/ Reopened
 \* The sender reports success only when the RSs it received claim the whole
 \* red part (6.12), hence only when the receiver has it all.
 SuccessOnlyWhenClaimed ==
-    sOutcome = "completed" => (RedSet \subseteq sClaimed /\ RedSet \subseteq rRed)
+    sOutcome = "completed" => (RedSet \subseteq sClaimed /\ (RedSet \subseteq rRed \/ Reopened))
 \* Notices are final: an outcome once given is kept by a closed side.  A
 \* receiver closes without one only under reading 5's alternative.
 OutcomeOnClose ==
