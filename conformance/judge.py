@@ -358,8 +358,14 @@ def judge(
         # no validated trace: the readings the outcome alone needs
         allowing = scn.expect.readings_allowing(seen)
         needed = "" if "" in allowing else allowing[0]
-    # A failed run follows no reading: the model explains it under none.
-    readings = [needed] if needed and status != "fail" else []
+    # A failed run follows no reading: the model explains it under none. An
+    # inconclusive one follows a reading only if its trace showed it (the
+    # default tried and rejected): its outcome is not judged, and the
+    # readings its outcome allows are tried on its trace first.
+    shown = trace is not None and trace.status == "accepted" and trace.default_rejected
+    readings = (
+        [needed] if needed and (status == "pass" or (status == "inconclusive" and shown)) else []
+    )
     if status == "pass" and needed:
         r = protocols.get(scn.protocol).reading(needed)
         reasons = [

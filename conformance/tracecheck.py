@@ -602,11 +602,14 @@ def check(
     tries = [(r, spec.reading_constants(r)) for r in order]
     states, seconds = 0, 0.0
     needed = ""
+    default_rejected = False
     for n, sess in enumerate(sessions, start=1):
         st, sec, rejected, rid = _validate(
             sess, records, workdir / f"session-{n}", spec.spec, tries, tester
         )
         needed = needed or rid
+        if rid and "" in order and order.index("") < order.index(rid):
+            default_rejected = True  # tried before the reading that accepted
         states, seconds = states + st, seconds + sec
         if rejected is not None:
             if len(sessions) > 1:
@@ -621,6 +624,7 @@ def check(
     return TraceCheck(
         status="accepted",
         reading=needed,
+        default_rejected=default_rejected,
         message=f"TLC took all {common['lines']} lines of {len(sessions)} session(s) "
         f"with a reaction window of {w_ms:g} ms{under}",
         states=states,

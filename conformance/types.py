@@ -760,6 +760,11 @@ class TraceCheck(_Strict):
         description="the model reading the accepted trace needed: '' the default, else the id "
         "of an alternative (specs/<proto>/readings.json)",
     )
+    default_rejected: bool = Field(
+        False,
+        description="the default reading was tried on the trace and rejected it before the "
+        "alternative that accepted it (readings the observed outcome allows are tried first)",
+    )
 
 
 class Verdict(_Strict):

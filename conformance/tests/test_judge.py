@@ -287,3 +287,22 @@ def test_an_outcome_of_another_reading_than_the_traces_fails(tmp_path: Path) -> 
     v = judge(_red_lost_scenario(), res, log, [])
     assert v.status == "pass", v.reasons
     assert v.readings == ["5"]
+
+
+def test_an_inconclusive_run_follows_a_reading_only_if_its_trace_showed_it(
+    tmp_path: Path,
+) -> None:
+    """The planned loss never happened (the channel log has no rule firing):
+    inconclusive. Its trace was accepted under reading 5, tried first
+    because the outcome is one only reading 5 allows; that says which
+    reading the implementation follows only if the default was tried on
+    the trace and rejected it (TraceCheck.default_rejected)."""
+    from conformance.types import TraceCheck
+
+    log = _log(tmp_path, [])
+    res = _result(0, 1000, "cancelled", "closed")
+    for rejected, follows in ((False, []), (True, ["5"])):
+        trace = TraceCheck(status="accepted", reading="5", default_rejected=rejected)
+        v = judge(_red_lost_scenario(), res, log, [], trace=trace)
+        assert v.status == "inconclusive", v.reasons
+        assert v.readings == follows

@@ -417,6 +417,7 @@ def test_reading_4_a_late_checkpoint_after_close(tmp_path: Path) -> None:
         tc = w.check(out, exits=exits)
         assert tc.status == "accepted", tc.message
         assert tc.reading == ("4" if answered else ""), tc
+        assert tc.default_rejected == answered  # the default was tried first
     w = Wire()
     late_checkpoint_after_close(w, answered=True)
     (tmp_path / "default").mkdir()
