@@ -399,7 +399,11 @@ def expectation(
     # an outcome carries every reading it was reached under.
     n_red, n_green = _segments(block)
     rids = LTP.reading_ids(
-        {"NGreen": n_green, "ServiceKnown": block.service_at_receiver == block.client_service_id}
+        {
+            "NGreen": n_green,
+            "ServiceKnown": block.service_at_receiver == block.client_service_id,
+            "MiscoloredSender": block.miscolored_sender,
+        }
     )
     runs = [
         outcome_set(
