@@ -386,18 +386,9 @@ def late_checkpoint_after_close(w: Wire, *, answered: bool) -> None:
     w.send(0.0055, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0))
     w.b[-1].time = T0 + 0.020
     if answered:
-        w.send(
-            0.021,
-            "return",
-            seg(
-                "RS",
-                report_serial=91,
-                checkpoint_serial=40,
-                upper_bound=2000,
-                lower_bound=0,
-                claims=[(1000, 1000)],
-            ),
-        )
+        rs = seg("RS", report_serial=91, checkpoint_serial=40, upper_bound=2000, lower_bound=0,
+                 claims=[(1000, 1000)])  # fmt: skip
+        w.send(0.021, "return", rs)
         w.send(0.0235, "forward", seg("RA", report_serial=91))
 
 
