@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from conformance import protocols
 from conformance.errors import DtncError
@@ -188,16 +188,94 @@ def _ndjson_line(e: WireEvent, t0: float, unit: Any) -> dict[str, Any]:
     return line
 
 
-def _unit_text(unit: Any, shapes: dict[tuple[str, ...], int]) -> str:
-    """A unit as TLA+ text. A record is written as its shape's constructor
-    applied to a tuple of its values (``U1(<<"RD", 0, ...>>)``), so that its
-    field names are not repeated on every unit."""
-    from generators.tlaval import Function, format_value
+class _Unit(NamedTuple):
+    """A distinct unit of a trace: its shape's number (0: not a record),
+    its values, and their TLA+ texts."""
 
-    if isinstance(unit, Mapping) and not isinstance(unit, Function) and unit:
-        n = shapes.setdefault(tuple(unit), len(shapes) + 1)
-        return f"U{n}(<<" + ", ".join(format_value(v) for v in unit.values()) + ">>)"
-    return format_value(unit)
+    shape: int
+    values: tuple[Any, ...]
+    texts: tuple[str, ...]
+
+    @staticmethod
+    def of(unit: Any, shapes: dict[tuple[str, ...], int]) -> _Unit:
+        from generators.tlaval import Function
+
+        if isinstance(unit, Mapping) and not isinstance(unit, Function) and unit:
+            values = tuple(unit.values())
+            shape = shapes.setdefault(tuple(unit), len(shapes) + 1)
+        else:
+            values, shape = (unit,), 0
+        return _Unit(shape, values, tuple(_value_text(v) for v in values))
+
+    def text(self, texts: Sequence[str] | None = None) -> str:
+        """As TLA+ text. A record is written as its shape's constructor
+        applied to a tuple of its values (``U1(<<"RD", 0, ...>>)``), so that
+        its field names are not repeated on every unit."""
+        texts = self.texts if texts is None else texts
+        return f"U{self.shape}(<<" + ", ".join(texts) + ">>)" if self.shape else texts[0]
+
+
+def _value_text(v: Any) -> str:
+    """A unit's value as TLA+ text; a set of consecutive integers, such as
+    an RS's claims of a whole block, as an interval (a..b)."""
+    from generators.tlaval import format_value
+
+    if isinstance(v, frozenset | set) and len(v) >= 4 and all(type(x) is int for x in v):
+        lo, hi = min(v), max(v)
+        if hi - lo + 1 == len(v) and lo >= 0:
+            return f"{lo}..{hi}"
+    return format_value(v)
+
+
+def _stepping(a: _Unit, b: _Unit) -> int | None:
+    """The field in which record unit b is a's value plus one, all others
+    the same; None if there is no such field."""
+    if not a.shape or a.shape != b.shape:
+        return None
+    diff = [i for i, (x, y) in enumerate(zip(a.texts, b.texts, strict=True)) if x != y]
+    if len(diff) != 1:
+        return None
+    x, y = a.values[diff[0]], b.values[diff[0]]
+    return diff[0] if type(x) is int and type(y) is int and y == x + 1 else None
+
+
+_RUN = 4  # the shortest run of units written as a function
+
+
+def _units_text(units: Sequence[_Unit]) -> str:
+    """The trace's distinct units, in order, as one TLA+ sequence.  A run of
+    units of one shape that differ only in one integer field, one more each
+    time (the segments of a block, offset by offset), is written as a
+    function of i; the rest as tuple literals, joined with \\o.  A long
+    trace is mostly such runs, and SANY parses a function once where it
+    would parse thousands of records: about half of TLC's start-up on a
+    10 MB block."""
+    pieces: list[str] = []
+    literal: list[str] = []
+    j = 0
+    while j < len(units):
+        field = _stepping(units[j], units[j + 1]) if j + 1 < len(units) else None
+        k = 2
+        while field is not None and j + k < len(units):
+            if _stepping(units[j + k - 1], units[j + k]) != field:
+                break
+            k += 1
+        if field is None or k < _RUN:
+            literal.append(units[j].text())
+            j += 1
+            continue
+        if literal:
+            pieces.append("<<" + ", ".join(literal) + ">>")
+            literal = []
+        u = units[j]
+        first = u.values[field] - 1
+        index = "i" if first == 0 else f"i + {first}" if first > 0 else f"i - {-first}"
+        texts = [index if n == field else x for n, x in enumerate(u.texts)]
+        pieces.append(f"[i \\in 1..{k} |-> {u.text(texts)}]")
+        j += k
+    if literal or not pieces:
+        pieces.append("<<" + ", ".join(literal) + ">>")
+    return " \\o\n    ".join(pieces)
 
 
 def _data_module(
@@ -208,25 +286,33 @@ def _data_module(
     blank: Any,
     purging: Sequence[str] = (),
 ) -> str:
-    """The TLA+ module of the trace (TraceCore's Units, LineKinds, Trace,
-    Window, SendsLeft) and the diagnosis constants, but for the two that
-    change from one TLC pass to the next (DiagLine, Eager: _Session.data)
-    and the module's end.
+    """The TLA+ module of the trace (TraceCore's Units, LineKinds,
+    TraceKind, TraceUnit, TraceTime, Window, SendsLeft) and the diagnosis
+    constants, but for the two that change from one TLC pass to the next
+    (DiagLine, Eager: _Session.data) and the module's end.
 
     What SANY parses and TLC evaluates at start-up is most of a long trace's
     cost, so the text is compact: each distinct unit is written once
-    (Units), each distinct kind/direction/actor once (LineKinds), and a line
-    is a tuple of three numbers, <<kind, unit, time>>."""
+    (Units, with runs as functions: _units_text), each distinct
+    kind/direction/actor once (LineKinds), and the lines as three sequences
+    of numbers: their kinds, units and times."""
     shapes: dict[tuple[str, ...], int] = {}
     ids: dict[str, int] = {}
+    distinct: list[_Unit] = []
     kinds: dict[tuple[str, str, str], int] = {}
-    rows = []
+    row_kinds, row_units, row_times = [], [], []
     for line, unit in zip(lines, units, strict=True):
-        u = ids.setdefault(_unit_text(blank if unit is None else unit, shapes), len(ids) + 1)
+        u = _Unit.of(blank if unit is None else unit, shapes)
+        key = u.text()
+        if key not in ids:
+            ids[key] = len(ids) + 1
+            distinct.append(u)
         k = kinds.setdefault(
             (line["kind"], line.get("dir", ""), line.get("actor", "")), len(kinds) + 1
         )
-        rows.append(f"<<{k}, {u}, {line['t_us']}>>")
+        row_kinds.append(str(k))
+        row_units.append(str(ids[key]))
+        row_times.append(str(line["t_us"]))
     left = [0]
     for line in reversed(lines):
         left.append(left[-1] + (line["kind"] == "send"))
@@ -241,11 +327,13 @@ def _data_module(
         [
             "---- MODULE TraceData ----",
             "\\* Written by conformance/tracecheck.py for one run: the trace as TLA+.",
-            "EXTENDS TLC",
+            "EXTENDS Naturals, Sequences, TLC",
             *ctors,
-            "Units == <<\n    " + ",\n    ".join(ids) + "\n  >>",
+            "Units ==\n    " + _units_text(distinct),
             f"LineKinds == <<{line_kinds}>>",
-            "Trace == <<\n    " + ",\n    ".join(rows) + "\n  >>",
+            f"TraceKind == <<{', '.join(row_kinds)}>>",
+            f"TraceUnit == <<{', '.join(row_units)}>>",
+            f"TraceTime == <<{', '.join(row_times)}>>",
             f"Window == {window_us}",
             f"SendsLeft == <<{sends_left}>>",
             f"ActionNames == {{{names}}}",
@@ -323,6 +411,22 @@ def _owed(d: Any, t: int, window_us: int) -> int:
     return late + sum(1 for dues in pend.values() for x in dues if x < t)
 
 
+def _pend(d: Any) -> Mapping[Any, Any]:
+    """The emissions waiting in diagnosis state ``d`` (<<>> when none)."""
+    return d[2] if isinstance(d[2], Mapping) else {}
+
+
+def _made_by(d: Any) -> Mapping[Any, Any]:
+    """<<dir, unit>> -> <<action, answer?>> in diagnosis state ``d``: the
+    model's action that made each waiting emission (TraceCore's madeBy)."""
+    return d[5] if len(d) > 5 and isinstance(d[5], Mapping) else {}
+
+
+def _queued(d: Any) -> int:
+    """Arrivals not processed yet in diagnosis state ``d``."""
+    return sum(len(q) for q in d[1].values())
+
+
 def _diagnose(
     tm: TraceModel,
     lines: Sequence[dict[str, Any]],
@@ -352,8 +456,12 @@ def _diagnose(
     # The model's best explanations: the states that reached the line with
     # the fewest overdue answers. A state that left an arrival unprocessed
     # where another processed it in time says nothing about who deviated.
+    # Of those, the ones that processed the most arrivals: in one that left
+    # an arrival waiting, the actor's answer to it is still to come.
     fewest = min((_owed(x, t, window_us) for x in diag), default=0)
     diag = [d for d in diag if _owed(d, t, window_us) == fewest]
+    least = min((_queued(x) for x in diag), default=0)
+    diag = [d for d in diag if _queued(d) == least]
     enabled: list[str] = sorted({a for d in diag for a in d[0]})
     blame: list[str] = []
     overdue: list[str] = []
@@ -369,6 +477,7 @@ def _diagnose(
                 )
                 # the model's answers to that arrival, else what the actor could do
                 blame += sorted(answers[who]) or sorted(a for a in en if a.lower().startswith(who))
+        by = _made_by(d)
         for (d_, u), dues in pend.items():
             late = [x for x in dues if x < t]
             if late:
@@ -377,7 +486,9 @@ def _diagnose(
                     f"the model's {who} had to send a {_describe_unit(u)} by {_ms(min(late))}, "
                     "and the wire shows none"
                 )
-                if last["actor"] == who:
+                if (d_, u) in by:
+                    blame.append(str(by[(d_, u)][0]))
+                elif last["actor"] == who:
                     blame.append(str(last["action"]))
     kind = line["kind"]
     if kind == "end":
@@ -405,7 +516,28 @@ def _diagnose(
             )
             blame += names
         else:
-            blame += sorted({a for d in diag for a in d[0] if a.lower().startswith(actor)})
+            # what the model's actor had made and was still to send instead
+            own = "forward" if actor == "sender" else "return"
+            made: dict[str, tuple[Any, bool]] = {}
+            for d in diag:
+                by = _made_by(d)
+                for d_, u in _pend(d):
+                    if d_ == own and (d_, u) in by:
+                        action, answer = by[(d_, u)]
+                        made.setdefault(str(action), (u, bool(answer)))
+            # the closest alternatives: a segment of the same type, made in
+            # answer to an arrival rather than by a timer, if there are such
+            seen = _describe_unit(line.get("unit"))
+            for keep in (lambda u, rx: _describe_unit(u) == seen, lambda u, rx: rx):
+                closer = {a: m for a, m in made.items() if keep(*m)}
+                made = closer or made
+            if made:
+                why += "; the model's " + "; or ".join(
+                    f"{a} had it send the {_describe_unit(u)} instead" for a, (u, _) in made.items()
+                )
+                blame += sorted(made)
+            else:
+                blame += sorted({a for d in diag for a in d[0] if a.lower().startswith(actor)})
     elif kind == "arrive":
         why = "no behaviour of the model lets this arrive here"
     else:

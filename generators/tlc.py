@@ -562,6 +562,17 @@ def printed(text: str, tag: str) -> list[TlaValue]:
     for i, line in enumerate(lines):
         if not head.match(line):
             continue
+        # a value printed over several lines ends where the next line starts
+        # at column 0 (another print, a TLC message); parse that at once ...
+        end = i + 1
+        while end < len(lines) and lines[end][:1] in (" ", "\t"):
+            end += 1
+        try:
+            out.append(parse_value(" ".join(lines[i:end]))[1:])
+            continue
+        except ValueError:
+            pass
+        # ... else grow it line by line until it parses
         buf = line
         for j in range(i + 1, min(len(lines), i + 400) + 1):
             try:

@@ -56,10 +56,11 @@ class Wire(pcapkit.Wire):
         *,
         exits: dict[str, float | None] | None = None,
         readings: list[str] | None = None,
+        scenario: dict[str, Any] | None = None,
     ) -> Any:
         a, b = self.write(tmp)
         records, _ = records_from_captures("ltp", a, b, port=PORT, ip_a=IP_A)
-        scn = Scenario.model_validate(SCENARIO)
+        scn = Scenario.model_validate(scenario or SCENARIO)
         ends = {k: (T0 + v if v is not None else None) for k, v in (exits or {}).items()}
         return tracecheck.check(
             scn, records, a, b, port=PORT, ip_a=IP_A, exits=ends,
@@ -114,12 +115,46 @@ def test_a_relative_workdir_is_checked_and_the_trace_module_is_compact(
     )  # fmt: skip
     assert tc.status == "accepted", tc.message
     module = (tmp_path / "trace" / "session-1" / "TraceData_eager.tla").read_text()
-    body = module[module.index("Trace == <<") : module.index("Window ==")]
-    rows = [r.strip().rstrip(",") for r in body.splitlines()[1:-1]]
-    assert len(rows) == tc.lines and all(re.fullmatch(r"<<\d+, \d+, \d+>>", r) for r in rows)
-    units = module[module.index("Units == <<") : module.index("LineKinds ==")]
+    for name in ("TraceKind", "TraceUnit", "TraceTime"):
+        row = re.search(rf"^{name} == <<([\d, ]*)>>$", module, re.M)
+        assert row is not None and len(row[1].split(", ")) == tc.lines
+    units = module[module.index("Units ==") : module.index("LineKinds ==")]
     # RD, RD-CP-EORP, GD-EOB, RS, RA and the blank unit of exit/end lines, each once
     assert units.count("U1(<<") == 6
+
+
+def test_a_long_block_is_written_as_a_run_and_checked_segment_by_segment(tmp_path: Path) -> None:
+    """A 12-segment red block: the trace module writes its data segments as
+    one run (a function of i, not a dozen records), from which TLC takes
+    each line's segment. The block sent whole and claimed is accepted; with
+    RD 5000 lost and the RS claiming it all, the RS is rejected (§6.11):
+    the run's segments are the ones the wire carried, offset by offset."""
+    n = 12
+    scn = {**SCENARIO, "params": {**SCENARIO["params"], "block_len": n * 1000,
+                                  "red_len": n * 1000},
+           "expect": {"outcomes": [{**SCENARIO["expect"]["outcomes"][0], "delivered": {
+               "protocol": "ltp", "red_bytes_delivered": n * 1000,
+               "green_bytes_delivered": 0}}]}}  # fmt: skip
+    for lost in (None, 5000):
+        w = Wire()
+        for i in range(n - 1):
+            w.send(i * 0.0001, "forward", data("RD", i * 1000), lost=i * 1000 == lost)
+        last = data("RD-CP-EORP-EOB", (n - 1) * 1000, checkpoint_serial=40, report_serial=0)
+        w.send((n - 1) * 0.0001, "forward", last)
+        rs = seg("RS", report_serial=90, checkpoint_serial=40, upper_bound=n * 1000,
+                 lower_bound=0, claims=[(0, n * 1000)])  # fmt: skip
+        w.send(0.005, "return", rs)
+        w.send(0.008, "forward", seg("RA", report_serial=90))
+        tmp = tmp_path / str(lost)
+        tmp.mkdir()
+        tc = w.check(tmp, exits={"sender": 0.011, "receiver": 0.013}, scenario=scn)  # fmt: skip
+        module = (tmp / "trace" / "session-1" / "TraceData_eager.tla").read_text()
+        assert f'[i \\in 1..{n - 1} |-> U1(<<"RD", i - 1,' in module
+        if lost is None:
+            assert tc.status == "accepted", tc.message
+        else:
+            assert tc.status == "rejected" and tc.side == "b", tc.message
+            assert "§6.11" in tc.rule and "ReceiverRxCheckpoint" in tc.actions
 
 
 def test_claim_for_lost_data_is_rejected(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ TraceInit == Init /\ CoreInit
 \* the current line's loss.
 Needed(a) ==
     IF inq[a] # <<>> THEN {Head(inq[a]).seg}
-    ELSE IF l <= Len(Trace) /\ RxActor(cur.dir) = a
+    ELSE IF l <= TraceLen /\ RxActor(cur.dir) = a
             /\ (cur.kind = "lose" \/ (Eager /\ cur.kind = "arrive"))
     THEN {cur.seg}
     ELSE {}
@@ -59,18 +59,18 @@ TraceNext ==
 \* it is a loss in direction dir (TraceCore lets a step take nothing else).
 TraceArrivals(ch, a) ==
     IF inq[a] # <<>> THEN {Head(inq[a]).seg} \cap ch
-    ELSE IF Eager /\ l <= Len(Trace) /\ cur.kind = "arrive" /\ RxActor(cur.dir) = a
+    ELSE IF Eager /\ l <= TraceLen /\ cur.kind = "arrive" /\ RxActor(cur.dir) = a
     THEN {cur.seg} \cap ch
     ELSE {}
 TraceLosable(ch, dir) ==
-    IF l <= Len(Trace) /\ cur.kind = "lose" /\ cur.dir = dir THEN {cur.seg} \cap ch ELSE {}
+    IF l <= TraceLen /\ cur.kind = "lose" /\ cur.dir = dir THEN {cur.seg} \cap ch ELSE {}
 
 TraceSpec == TraceInit /\ [][TraceNext]_<<vars, coreVars>>
 
 \* States differ by the protocol's state and the trace's; not by history.
-TraceView == <<ProtocolState, coreVars>>
+TraceView == <<ProtocolState, coreState>>
 
-ASSUME TLCSet(1, 0) /\ TLCSet(2, 0)
+ASSUME TLCSet(1, 0) /\ TLCSet(2, 0) /\ TLCSet(3, Never)
 
 \* The invariant Furthest (progress report and acceptance) is TraceCore's.
 
@@ -85,14 +85,26 @@ Answers ==
         ELSE {n \in ActionNames :
                 ENABLED (Next /\ lastEvent'.action = n /\ lastEvent'.rx = <<Head(inq[a]).seg>>)}]
 
-\* Diagnosis pass: prints, for a few states that reached line DiagLine, what
-\* the model could do there, what the trace was waiting for, and the model's
-\* last step.  Only states with every merged copy put back: in one where an
+\* Arrivals not processed yet, at both actors.
+Queued == Len(inq["sender"]) + Len(inq["receiver"])
+
+\* Diagnosis pass: prints, for states that reached line DiagLine, what the
+\* model could do there, what the trace was waiting for, the model's last
+\* step, and which action made each emission still waiting.  Only states with every merged copy put back: in one where an
 \* arrival's copy is still to be restored, no action could process that
 \* arrival yet (Answers would be empty), though the model's answer to it is
-\* one step away.
+\* one step away.  Breadth-first search reaches the line first in the
+\* states that processed least (each processing is a step), which are the
+\* model's worst explanations of what the actor sent there; so a state is
+\* printed only if fewer arrivals wait in it than in every state printed
+\* before (register 3), or as few and fewer than 8 such were printed
+\* (register 2).  The caller keeps the last, best, ones.
 Diag ==
-    (l = DiagLine /\ ~ENABLED ChannelRestoreCopy /\ TLCGet(2) < 8) =>
-        (TLCSet(2, TLCGet(2) + 1)
-         /\ PrintT(<<"dtnc-trace-diag", Enabled, inq, pend, lastEvent, Answers>>))
+    (/\ l = DiagLine
+     /\ ~ENABLED ChannelRestoreCopy
+     /\ \/ Queued < TLCGet(3)
+        \/ Queued = TLCGet(3) /\ TLCGet(2) < 8) =>
+        (/\ TLCSet(2, IF Queued < TLCGet(3) THEN 1 ELSE TLCGet(2) + 1)
+         /\ TLCSet(3, Queued)
+         /\ PrintT(<<"dtnc-trace-diag", Enabled, inq, pend, lastEvent, Answers, madeBy>>))
 =============================================================================

@@ -49,9 +49,10 @@
 (* writes for each run (specs/trace/TraceData.tla is an empty one):         *)
 (*   Units    the trace's distinct units (segments, PDUs), each once        *)
 (*   LineKinds  the distinct [k: kind, d: dir, a: actor] of the lines      *)
-(*   Trace    Seq(<<kind number, unit number, time in microseconds>>),     *)
-(*            numbers into LineKinds and Units (compact: a long trace's    *)
-(*            cost is mostly SANY parsing it); LineAt(i) is line i whole   *)
+(*   TraceKind, TraceUnit, TraceTime  the lines, as three sequences of     *)
+(*            numbers: LineKinds' and Units' numbers and the time in       *)
+(*            microseconds (compact: a long trace's cost is mostly SANY    *)
+(*            parsing it); LineAt(i) is line i whole                       *)
 (*   Window   the reaction window, in microseconds                         *)
 (*   SendsLeft  SendsLeft[i] is the number of "send" lines from line i on   *)
 (*   Eager    the cheaper first pass (above)?                              *)
@@ -66,12 +67,19 @@ EXTENDS Naturals, Sequences, FiniteSets, TLC, TraceData
 
 VARIABLES
     l,          \* the next trace line
-    cur,        \* that line, Trace[l] (the last one once all are taken)
+    cur,        \* that line, LineAt(l) (the last one once all are taken)
     pend,       \* <<dir, unit>> -> <<due time, ...>>: emitted, not yet on the wire
     inq,        \* actor -> Seq([seg, t]): arrived, not yet processed
-    gone        \* actors whose process has exited
+    gone,       \* actors whose process has exited
+    madeBy      \* <<dir, unit>> -> <<action, answer?>>: the model's action
+                \* that made the emission last put in pend, and whether it
+                \* answered an arrival (diagnosis pass only, else <<>>)
 
-coreVars == <<l, cur, pend, inq, gone>>
+coreVars == <<l, cur, pend, inq, gone, madeBy>>
+\* The trace's state (madeBy is a note for the diagnosis, not state: a
+\* view without it keeps the states of behaviours that differ only in
+\* which action made an emission from counting as different).
+coreState == <<l, cur, pend, inq, gone>>
 Actors == {"sender", "receiver"}
 
 TxDir(a) == IF a = "sender" THEN "forward" ELSE "return"
@@ -105,14 +113,17 @@ Timely(t) ==
     /\ \A a \in Actors : IF inq[a] = <<>> THEN TRUE ELSE Head(inq[a]).t + Window >= t
     /\ \A k \in DOMAIN pend : \A i \in DOMAIN pend[k] : pend[k][i] >= t
 
-\* Trace[i], or the last line past the end.  The protocols' trace modules
-\* read the current line from cur, never from Trace: TLC re-derives the
+\* The number of lines.
+TraceLen == Len(TraceTime)
+
+\* Line i, or the last line past the end.  The protocols' trace modules
+\* read the current line from cur, never from the trace: TLC re-derives the
 \* level of a definition that a .cfg substitutes at every use, through all
-\* of Trace's literal, for a long trace many seconds at start-up.
+\* of the trace's literals, for a long trace many seconds at start-up.
 LineAt(i) ==
-    LET r == Trace[IF i <= Len(Trace) THEN i ELSE Len(Trace)]
-        c == LineKinds[r[1]]
-    IN [kind |-> c.k, dir |-> c.d, actor |-> c.a, seg |-> Units[r[2]], t |-> r[3]]
+    LET j == IF i <= TraceLen THEN i ELSE TraceLen
+        c == LineKinds[TraceKind[j]]
+    IN [kind |-> c.k, dir |-> c.d, actor |-> c.a, seg |-> Units[TraceUnit[j]], t |-> TraceTime[j]]
 
 CoreInit ==
     /\ l = 1
@@ -120,6 +131,7 @@ CoreInit ==
     /\ pend = <<>>
     /\ inq = [a \in Actors |-> <<>>]
     /\ gone = {}
+    /\ madeBy = <<>>
 
 \* The emissions a step finds still waiting: pend, or, for a step that
 \* cancels its session (Purging: the actions that invoke the protocol's
@@ -142,7 +154,7 @@ ModelStep(e) ==
     /\ \E q \in Queues(e) :
        CASE e.lost # <<>> ->
                \* the channel loses a unit at its "lose" line
-               /\ l <= Len(Trace)
+               /\ l <= TraceLen
                /\ L.kind = "lose"
                /\ L.dir = e.dir
                /\ L.seg = e.lost[1]
@@ -153,7 +165,7 @@ ModelStep(e) ==
                /\ UNCHANGED inq
             [] e.rx # <<>> /\ Eager ->
                \* the unit is processed as its "arrive" line is taken
-               /\ l <= Len(Trace)
+               /\ l <= TraceLen
                /\ L.kind = "arrive"
                /\ RxActor(L.dir) = a
                /\ L.seg = e.rx[1]
@@ -171,7 +183,7 @@ ModelStep(e) ==
                /\ l' = l
             [] e.tx # <<>> /\ Eager ->
                \* a timer's emission, as the "send" line that shows it is taken
-               /\ l <= Len(Trace)
+               /\ l <= TraceLen
                /\ L.kind = "send"
                /\ L.dir = d
                /\ \E i \in DOMAIN e.tx : e.tx[i] = L.seg
@@ -187,6 +199,13 @@ ModelStep(e) ==
                /\ UNCHANGED inq
     /\ Owed(pend') <= SendsLeft[l']
     /\ cur' = LineAt(l')
+    /\ madeBy' =
+           LET new == [k \in {<<d, e.tx[i]>> : i \in DOMAIN e.tx} |-> <<e.action, e.rx # <<>>>>]
+           IN CASE DiagLine = 0 \/ e.tx = <<>> -> madeBy
+                \* an answer's emission is noted over a timer's, not the reverse:
+                \* only an answer has a deadline to miss
+                [] e.rx # <<>> -> new @@ madeBy
+                [] OTHER -> madeBy @@ new
     /\ UNCHANGED gone
 
 \* A line the model takes no step for (the model's variables unchanged).
@@ -194,7 +213,7 @@ LineStep ==
     LET L == cur
         k == <<L.dir, L.seg>>
     IN
-    /\ l <= Len(Trace)
+    /\ l <= TraceLen
     /\ L.kind # "lose"
     /\ Timely(L.t)
     /\ IF Eager
@@ -222,6 +241,7 @@ LineStep ==
                 /\ UNCHANGED <<pend, inq, gone>>
     /\ l' = l + 1
     /\ cur' = LineAt(l + 1)
+    /\ UNCHANGED madeBy
 
 \* An invariant that never fails: it prints the cursor each time it reaches
 \* a line no state reached before (TLC register 1 holds the furthest line),
@@ -233,5 +253,5 @@ Furthest ==
     l > TLCGet(1) =>
         /\ TLCSet(1, l)
         /\ PrintT(<<"dtnc-trace-line", l>>)
-        /\ l > Len(Trace) => PrintT(<<"dtnc-trace-accepted", l>>) /\ TLCSet("exit", TRUE)
+        /\ l > TraceLen => PrintT(<<"dtnc-trace-accepted", l>>) /\ TLCSet("exit", TRUE)
 =============================================================================

@@ -4,11 +4,13 @@
 (* parse on their own.  conformance/tracecheck.py writes one of these for  *)
 (* each run, with the run's lines, and TLC reads that one instead.         *)
 (***************************************************************************)
-EXTENDS TLC
+EXTENDS Naturals, Sequences, TLC
 
 Units == <<>>
 LineKinds == <<>>
-Trace == <<>>
+TraceKind == <<>>
+TraceUnit == <<>>
+TraceTime == <<>>
 Window == 250000
 SendsLeft == <<0>>
 Eager == TRUE
