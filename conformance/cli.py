@@ -319,7 +319,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     _protocol(args.protocol)
     out = Path(args.out)
     _check_out(out, force=args.force)
-    report = _generate(args.protocol, out)
+    report = _generate(args.protocol, out, catalogue=not args.no_catalogue)
     return 0 if report.scenarios else 1
 
 
@@ -977,6 +977,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("protocol", help=protos)
     s.add_argument("--out", required=True, help="directory for the scenario files (new or empty)")
     s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
+    s.add_argument(
+        "--no-catalogue",
+        action="store_true",
+        help="the test purposes only, without the catalogue of loss patterns (minutes of TLC)",
+    )
     s.set_defaults(func=cmd_generate)
 
     s = sub.add_parser(

@@ -382,6 +382,7 @@ def _run(tm: TraceModel, data: str, workdir: Path, invariants: Sequence[str], ta
         workdir=workdir,
         extra_args=["-deadlock"],
         extra_modules={"TraceData": data, "TraceCore": CORE.read_text(encoding="utf-8")},
+        short=True,
     )
     if res.errors and not res.violated:
         first = "; ".join(res.errors).splitlines()

@@ -228,7 +228,8 @@ def run_bound(
         ),
         encoding="utf-8",
     )
-    res = run_tlc(MODULE, cfg, workers=1, workdir=workdir, progress=progress)
+    # (runs of seconds, two at once: the JVM's quick compiler serves them best)
+    res = run_tlc(MODULE, cfg, workers=1, workdir=workdir, progress=progress, short=True)
     if res.violated or res.errors:
         raise RuntimeError(f"TLC failed on the catalogue ({b.tag}): {res.errors} ({res.log_path})")
     text = res.log_path.read_text(encoding="utf-8")

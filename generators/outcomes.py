@@ -247,26 +247,40 @@ def stale(scn: Scenario) -> str:
     return ""
 
 
+# Seconds the channel's clock may run ahead of the run's: it starts before
+# the implementations do. A profile's change that comes later than the run's
+# time limit plus this cannot reach the run.
+HORIZON_GUARD_S = 5.0
+
+
 def channel_shape(scn: Scenario) -> ChannelShape:
+    """What the model must know of the scenario's channel, over the run's
+    time: a profile's timeline change or outage that starts after the run's
+    time limit (a LEO pass's loss of signal, ten minutes in) cannot reach
+    it, and does not widen the set."""
+    from conformance import timers
     from conformance.emulator import resolve
 
-    fwd, ret, _ = resolve(scn.channel)
+    fwd, ret, k = resolve(scn.channel)
+    horizon = timers.derive(scn).time_limit_s + HORIZON_GUARD_S
     reasons_order, reasons_loss, late = [], [], False
     for name, d in (("forward", fwd), ("return", ret)):
         link = d.link
+        timeline = [e for e in d.timeline if e.t / k < horizon]
+        outages = [o for o in d.outages if o.start / k < horizon]
         if link.reorder.probability > 0 or link.duplicate > 0:
             reasons_order.append(f"{name} reorders or duplicates")
             late = True
-        if any((e.set.duplicate or 0) > 0 for e in d.timeline):
+        if any((e.set.duplicate or 0) > 0 for e in timeline):
             reasons_order.append(f"{name} duplicates in some periods")
             late = True
-        if any(e.set.delay_ms is not None or e.set.reorder is not None for e in d.timeline):
+        if any(e.set.delay_ms is not None or e.set.reorder is not None for e in timeline):
             reasons_order.append(f"{name} delay changes over time")
         if link.loss > 0 or link.packet_error > 0 or link.ber > 0:
             reasons_loss.append(f"{name} loses frames at random")
-        if d.outages or any(
+        if outages or any(
             (e.set.loss or 0) > 0 or (e.set.ber or 0) > 0 or (e.set.packet_error or 0) > 0
-            for e in d.timeline
+            for e in timeline
         ):
             reasons_loss.append(f"{name} has outages or lossy periods")
         if link.queue_bytes < 64 * 1024 and link.rate_bps > 0:
@@ -277,6 +291,24 @@ def channel_shape(scn: Scenario) -> ChannelShape:
     # RFC 5326 6.5/6.6). A profile's clock-time outages are random losses.
     why = "; ".join(reasons_order + reasons_loss) or "in order, losses as planned"
     return ChannelShape(not reasons_order, bool(reasons_loss), why, late)
+
+
+def block_constants(block: LtpBlock, max_retx: int | None = None) -> dict[str, int | bool]:
+    """The model constants a block fixes, whatever the reading: one model
+    segment per data segment, the retransmission limit (or ``max_retx``),
+    the per-report claim limit, the sender's coloring and whether the
+    receiver knows the client service."""
+    n_red, n_green = _segments(block)
+    return {
+        "NRed": n_red,
+        "NGreen": n_green,
+        "MaxRetx": block.retransmission_limit if max_retx is None else max_retx,
+        "PrematureTimeouts": False,
+        "FaultyReceiver": False,
+        "MiscoloredSender": block.miscolored_sender,
+        "MaxClaims": block.max_claims_per_rs,
+        "ServiceKnown": block.service_at_receiver == block.client_service_id,
+    }
 
 
 def outcome_set(
@@ -313,17 +345,7 @@ def outcome_set(
             "green data at offset 0, exposed by red data above it (RFC 5326 §6.21)"
         )
     losses = plan(impairments, block)
-    constants: dict[str, int | bool] = {
-        "NRed": n_red,
-        "NGreen": n_green,
-        "MaxRetx": block.retransmission_limit if max_retx is None else max_retx,
-        "PrematureTimeouts": False,
-        "FaultyReceiver": False,
-        "MiscoloredSender": block.miscolored_sender,
-        "MaxClaims": block.max_claims_per_rs,
-        "ServiceKnown": block.service_at_receiver == block.client_service_id,
-        **LTP.reading_constants(reading),
-    }
+    constants = {**block_constants(block, max_retx), **LTP.reading_constants(reading)}
     workdir.mkdir(parents=True, exist_ok=True)
     cfg = workdir / f"MCLTPOutcomes_{name}{'_reading' + reading if reading else ''}.cfg"
     if random_losses or random_late:
@@ -357,6 +379,7 @@ def outcome_set(
         progress=progress,
         workdir=workdir,
         extra_modules={"MCLTPPlan": plan_module(losses, in_order)},
+        short=True,
     )
     if res.violated or res.errors:
         raise DtncError(
@@ -398,13 +421,7 @@ def expectation(
     # The default reading, then each alternative (specs/ltp/readings.json):
     # an outcome carries every reading it was reached under.
     n_red, n_green = _segments(block)
-    rids = LTP.reading_ids(
-        {
-            "NGreen": n_green,
-            "ServiceKnown": block.service_at_receiver == block.client_service_id,
-            "MiscoloredSender": block.miscolored_sender,
-        }
-    )
+    rids = LTP.reading_ids(block_constants(block))
     runs = [
         outcome_set(
             block,

@@ -152,7 +152,7 @@ def generate(
         cfg.write_text(model.trap_cfg(p), encoding="utf-8")
         # One worker: breadth-first search then gives a shortest trace, the
         # same every time; the purposes run side by side instead.
-        return run_tlc(model.traps, cfg, workers=1, progress=progress, workdir=workdir)
+        return run_tlc(model.traps, cfg, workers=1, progress=progress, workdir=workdir, short=True)
 
     if on_purpose:
         on_purpose(0, len(purposes), "traps")

@@ -179,3 +179,40 @@ def test_reading_5_adds_the_receiver_that_closes_on_the_green_eob(tlc: None, tmp
     assert {"", "5"} <= set(by[("completed", "completed")])
     assert by[("cancelled", "closed")] == ["5"]
     assert "reading 5 (GreenEobCloses)" in got.source
+
+
+def test_what_the_channel_does_after_the_time_limit_does_not_widen_the_set() -> None:
+    """A delay change 30 s into the channel's clock makes it one that may
+    reorder, and an outage at 60 s one that loses at random, but only for a
+    run that can last that long: the shape reads the channel over the time
+    limit (plus the guard for the channel's clock starting first)."""
+    from conformance.types import Scenario
+
+    def shape(limit_s: float, time_scale: float = 1.0) -> outcomes.ChannelShape:
+        scn = Scenario.model_validate(
+            {
+                "name": "horizon",
+                "protocol": "ltp",
+                "ltp": {"block_len": 2000, "red_len": 1000, "segment_size": 500},
+                "time_limit_s": limit_s,
+                "expect": {
+                    "outcomes": [{"sender_outcome": "completed", "receiver_outcome": "completed"}]
+                },
+                "channel": {
+                    "time_scale": time_scale,
+                    "forward": {
+                        "timeline": [{"t": 30, "set": {"delay_ms": 50}}],
+                        "outages": [{"start": 60, "duration": 10}],
+                    },
+                },
+            }
+        )
+        return outcomes.channel_shape(scn)
+
+    guard = outcomes.HORIZON_GUARD_S
+    assert (shape(20).in_order, shape(20).random_loss) == (True, False)
+    assert (shape(31 - guard).in_order, shape(31 - guard).random_loss) == (False, False)
+    assert shape(31 - guard).why == "forward delay changes over time"
+    assert (shape(60).in_order, shape(60).random_loss) == (False, True)
+    # a channel clock 10 times faster brings both within a 10 s run
+    assert (shape(10, 10.0).in_order, shape(10, 10.0).random_loss) == (False, True)
