@@ -404,23 +404,23 @@ def _describe_unit(unit: Any) -> str:
     return str(unit)
 
 
-def _owed(d: Any, t: int, window_us: int) -> int:
-    """Overdue answers in diagnosis state ``d`` at time ``t``: arrivals left
-    unprocessed past the window, emissions due before ``t``."""
-    inq, pend = d[1], d[2] if isinstance(d[2], Mapping) else {}
-    late = sum(1 for q in inq.values() if q and q[0]["t"] + window_us < t)
-    return late + sum(1 for dues in pend.values() for x in dues if x < t)
-
-
 def _pend(d: Any) -> Mapping[Any, Any]:
     """The emissions waiting in diagnosis state ``d`` (<<>> when none)."""
     return d[2] if isinstance(d[2], Mapping) else {}
 
 
+def _owed(d: Any, t: int, window_us: int) -> int:
+    """Overdue answers in diagnosis state ``d`` at time ``t``: arrivals left
+    unprocessed past the window, emissions due before ``t``."""
+    inq, pend = d[1], _pend(d)
+    late = sum(1 for q in inq.values() if q and q[0]["t"] + window_us < t)
+    return late + sum(1 for dues in pend.values() for x in dues if x < t)
+
+
 def _made_by(d: Any) -> Mapping[Any, Any]:
     """<<dir, unit>> -> <<action, answer?>> in diagnosis state ``d``: the
     model's action that made each waiting emission (TraceCore's madeBy)."""
-    return d[5] if len(d) > 5 and isinstance(d[5], Mapping) else {}
+    return d[5] if isinstance(d[5], Mapping) else {}
 
 
 def _queued(d: Any) -> int:
@@ -467,8 +467,7 @@ def _diagnose(
     blame: list[str] = []
     overdue: list[str] = []
     for d in diag:
-        en, inq, pend, last, answers = d[0], d[1], d[2], d[3], d[4]
-        pend = pend if isinstance(pend, Mapping) else {}  # <<>> when empty
+        en, inq, pend, last, answers = d[0], d[1], _pend(d), d[3], d[4]
         for who, queue in inq.items():
             if queue and queue[0]["t"] + window_us < t:
                 overdue.append(
