@@ -19,6 +19,14 @@ pytestmark = [pytest.mark.netns, pytest.mark.integration]
 SCENARIOS = Path(__file__).resolve().parents[2] / "reports" / "findings" / "ltp" / "scenarios"
 
 
+class NotExercised(Exception):
+    """The run took an interleaving, allowed by the model, in which the
+    finding's deviation cannot show: the test runs the scenario again."""
+
+
+ATTEMPTS = 3
+
+
 def _types(segs: list[SegmentRecord], direction: str) -> list[str]:
     return [str(s.fields.get("type")) for s in segs if s.direction == direction]
 
@@ -149,7 +157,14 @@ def late_report_shows_either_finding(out: RunOutcome) -> None:
     leaves that first CR unanswered (the first-cancel finding, §6.17). Both
     are licklider's deviations; a conformant licklider passes this run."""
     tc = out.verdict.trace
-    assert tc is not None and tc.status == "rejected", tc
+    assert tc is not None, out.verdict.reasons
+    cps = [s for s in out.segments if s.direction == "forward" and s.fields.get("checkpoint")]
+    if tc.status == "accepted" and out.verdict.status == "pass" and len(cps) == 1:
+        # the third interleaving: the receiver's timer fired more than a round
+        # trip before the sender's, whose RA then closed the session before
+        # any checkpoint was retransmitted; neither deviation was reached
+        raise NotExercised("the receiver's report timer won the race by a round trip")
+    assert tc.status == "rejected", tc
     if "ReceiverCancelOnRedundantCheckpoint" in tc.actions:
         redundant_checkpoint_answered_past_the_limit(out)
     else:
@@ -245,5 +260,12 @@ def test_every_finding_scenario_has_a_check() -> None:
 def test_finding_still_shows(name: str, tmp_path: Path) -> None:
     path, sut, tester, check = CHECKS[name]
     scn = load_scenario(SCENARIOS / path)
-    out = run_scenario(scn, get(sut), tmp_path / "run", tester=tester)
-    check(out)
+    missed: list[str] = []
+    for attempt in range(ATTEMPTS):
+        out = run_scenario(scn, get(sut), tmp_path / f"run{attempt}", tester=tester)
+        try:
+            check(out)
+            return
+        except NotExercised as e:
+            missed.append(str(e))
+    pytest.fail(f"the finding was not reached in {ATTEMPTS} runs: {missed}")
