@@ -251,7 +251,7 @@ def certify(
     if retx_table:
         from conformance import protocols, retxtable
 
-        gen = protocols.get(protocol).generator_module()
+        gen = protocols.get(protocol).generator_module("retx_scenarios")
         table = out / "retx-table"
         retxtable.build(gen.retx_scenarios(table / "tlc"), sut, table)
         table = table / "retx-table.json"

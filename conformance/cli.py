@@ -324,7 +324,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _generate(protocol: str, out: Path, *, catalogue: bool = True) -> object:
-    gen = _protocol(protocol).generator_module()
+    gen = _protocol(protocol).generator_module("generate")
 
     _make_dir(out)
     with _progress() as prog:
@@ -641,7 +641,7 @@ def cmd_retx_table(args: argparse.Namespace) -> int:
     """The retransmission table: the catalogue's data and report loss
     patterns for one geometry, run live, expected vs. observed bytes."""
     spec = _protocol(args.protocol)
-    gen = spec.generator_module()
+    gen = spec.generator_module("retx_scenarios")
     if not hasattr(gen, "retx_scenarios"):
         raise InputError(f"{args.protocol} has no retransmission table yet")
     from conformance import retxtable
@@ -686,7 +686,7 @@ def cmd_expect(args: argparse.Namespace) -> int:
 
     path = Path(args.scenario)
     scn = _load_scenario_file(path)
-    outcomes = _protocol(scn.protocol).generator_module()
+    outcomes = _protocol(scn.protocol).generator_module("expectation_for")
     with _progress() as prog:
         task = prog.add_task(f"TLC: outcomes of {scn.name}", total=None, info="")
 

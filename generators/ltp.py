@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -64,6 +64,8 @@ from generators.tlc import (
     TraceState,
     cfg_text,
     run_tlc,
+    step_table,
+    steps,
     tla_value,
 )
 from generators.traps import GenerateReport, Purpose, TrapModel
@@ -267,47 +269,6 @@ class _Tx:
     match: dict[str, FieldValue]
     occurrence: int
     state: Literal["flight", "received", "lost"] = "flight"
-
-
-@dataclass
-class Step:
-    """One step of a trace, for tables and compilers."""
-
-    index: int
-    action: str
-    actor: str
-    received: list[Mapping[str, Any]] = field(default_factory=list)
-    sent: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
-    lost: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
-    variables: Mapping[str, Any] = field(default_factory=dict)
-
-
-def steps(trace: Sequence[TraceState]) -> list[Step]:
-    """The steps of a trace, read from each state's lastEvent (the initial
-    state is skipped). Falls back to TLC's action label when a state has no
-    lastEvent."""
-    out: list[Step] = []
-    for st in trace:
-        if st.action in ("Initial predicate", "Stuttering", "Back to state"):
-            continue
-        ev = st.variables.get("lastEvent")
-        if not isinstance(ev, Mapping):
-            out.append(Step(st.index, st.action, "", variables=st.variables))
-            continue
-        actor = str(ev["actor"])
-        txdir = "forward" if actor == "sender" else "return"
-        out.append(
-            Step(
-                index=st.index,
-                action=str(ev["action"]),
-                actor=actor,
-                received=list(ev["rx"]),
-                sent=[(txdir, s) for s in ev["tx"]],
-                lost=[(str(ev["dir"]), s) for s in ev["lost"]],
-                variables=st.variables,
-            )
-        )
-    return out
 
 
 def impairments(trace: Sequence[TraceState], segment_size: int = SEGMENT_SIZE) -> list[Impairment]:
@@ -540,17 +501,4 @@ def _delivered(v: Mapping[str, Any]) -> str:
 def trace_table(trace: Sequence[TraceState] | Iterable[TraceState], title: str = "") -> Table:
     """A counterexample as a table: one row per step, with the segments
     received, sent and lost, and what the receiver holds so far."""
-    table = Table(title=title or None, show_lines=False)
-    table.add_column("step", justify="right")
-    table.add_column("action")
-    table.add_column("actor")
-    table.add_column("segments")
-    table.add_column("receiver has")
-    for step in steps(list(trace)):
-        parts = [f"rx {describe_segment(s)}" for s in step.received]
-        parts += [f"{'→' if d == 'forward' else '←'} {describe_segment(s)}" for d, s in step.sent]
-        parts += [f"✗ lost {d}: {describe_segment(s)}" for d, s in step.lost]
-        table.add_row(
-            str(step.index), step.action, step.actor, "\n".join(parts), _delivered(step.variables)
-        )
-    return table
+    return step_table(list(trace), describe_segment, _delivered, "segments", title)

@@ -34,7 +34,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+from rich.table import Table
 
 from conformance.errors import DtncError, ToolMissing
 from generators.tlaval import TlaValue, parse_state, parse_value
@@ -123,6 +125,76 @@ class TlcResult:
     @property
     def violated(self) -> list[str]:
         return [p.name for p in self.properties if p.status == "violated"]
+
+
+@dataclass
+class Step:
+    """One step of a trace, for tables and compilers: read from the state's
+    ``lastEvent``, the record every model keeps of its last step
+    (docs/adding-a-protocol.md: actor, action, dir, rx, tx, lost)."""
+
+    index: int
+    action: str
+    actor: str
+    received: list[Mapping[str, Any]] = field(default_factory=list)
+    sent: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+    lost: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+    variables: Mapping[str, Any] = field(default_factory=dict)
+
+
+def steps(trace: Sequence[TraceState]) -> list[Step]:
+    """The steps of a trace, read from each state's lastEvent (the initial
+    state is skipped). Falls back to TLC's action label when a state has no
+    lastEvent."""
+    out: list[Step] = []
+    for st in trace:
+        if st.action in ("Initial predicate", "Stuttering", "Back to state"):
+            continue
+        ev = st.variables.get("lastEvent")
+        if not isinstance(ev, Mapping):
+            out.append(Step(st.index, st.action, "", variables=st.variables))
+            continue
+        actor = str(ev["actor"])
+        # the sender sends forward, the receiver back; the channel, its event's dir
+        txdir = {"sender": "forward", "receiver": "return"}.get(actor, str(ev["dir"]))
+        out.append(
+            Step(
+                index=st.index,
+                action=str(ev["action"]),
+                actor=actor,
+                received=list(ev["rx"]),
+                sent=[(txdir, s) for s in ev["tx"]],
+                lost=[(str(ev["dir"]), s) for s in ev["lost"]],
+                variables=st.variables,
+            )
+        )
+    return out
+
+
+def step_table(
+    trace: Sequence[TraceState],
+    describe: Callable[[Mapping[str, Any]], str],
+    holdings: Callable[[Mapping[str, Any]], str],
+    unit: str,
+    title: str = "",
+) -> Table:
+    """A counterexample as a table: one row per step, with the units received
+    (rx), sent (arrows) and lost, each by ``describe``, and ``holdings`` of
+    the state (what the receiver has so far)."""
+    table = Table(title=title or None, show_lines=False)
+    table.add_column("step", justify="right")
+    table.add_column("action")
+    table.add_column("actor")
+    table.add_column(unit)
+    table.add_column("receiver has")
+    for step in steps(trace):
+        parts = [f"rx {describe(s)}" for s in step.received]
+        parts += [f"{'→' if d == 'forward' else '←'} {describe(s)}" for d, s in step.sent]
+        parts += [f"✗ lost {d}: {describe(s)}" for d, s in step.lost]
+        table.add_row(
+            str(step.index), step.action, step.actor, "\n".join(parts), holdings(step.variables)
+        )
+    return table
 
 
 # ---------------------------------------------------------------------------

@@ -88,12 +88,13 @@ class TrapModel:
 
 def model_actions(spec: Path, blocks: Sequence[str]) -> list[str]:
     """The actions of a model: every disjunct of the next-state definitions
-    ``blocks`` (e.g. SenderNext, ReceiverNext, ChannelNext, Next), read from
-    the spec text; a disjunct naming another block is not an action."""
+    ``blocks`` (e.g. SenderNext, ReceiverNext, ChannelNext, Next; a block may
+    take parameters, as CFDP's SenderStep(t)), one per line, read from the
+    spec text; a disjunct naming another block is not an action."""
     text = spec.read_text(encoding="utf-8")
     names: list[str] = []
     for block in blocks:
-        m = re.search(rf"^{block} ==\n((?:    .*\n)+)", text, re.MULTILINE)
+        m = re.search(rf"^{block}(?:\([^)]*\))? ==\n((?:    .*\n)+)", text, re.MULTILINE)
         if not m:
             continue
         for line in m.group(1).splitlines():

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 # The registered protocols, by module of this package.
-MODULES: tuple[str, ...] = ("ltp",)
+MODULES: tuple[str, ...] = ("cfdp", "ltp")
 
 _SPECS: dict[str, ProtocolSpec] = {}
 

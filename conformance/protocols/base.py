@@ -241,7 +241,15 @@ class ProtocolSpec:
             out[r.constant] = r.alternative
         return out
 
-    def generator_module(self) -> ModuleType:
+    def generator_module(self, needs: str = "") -> ModuleType:
+        """The protocol's generator module; with ``needs``, one that has that
+        function (else a clear error: that part is not built yet)."""
         if not self.generator:
             raise InputError(f"protocol {self.name!r} has no model or generator yet")
-        return importlib.import_module(self.generator)
+        mod = importlib.import_module(self.generator)
+        if needs and not hasattr(mod, needs):
+            raise InputError(
+                f"{self.name}: {needs.replace('_', ' ')} is not built yet "
+                f"({self.generator} has model checking only)"
+            )
+        return mod

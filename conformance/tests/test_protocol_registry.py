@@ -117,7 +117,7 @@ def test_toy_scenarios_validate_with_their_own_types(toy: ProtocolSpec, tmp_path
 
 def test_unregistered_protocols_are_refused(toy: ProtocolSpec) -> None:
     protocols.unregister("toy")
-    with pytest.raises(ValueError, match=r"unknown protocol 'toy' \(registered: ltp"):
+    with pytest.raises(ValueError, match=r"unknown protocol 'toy' \(registered: cfdp, ltp"):
         Scenario.model_validate(_toy_scenario())
     protocols.register(TOY)
 
@@ -198,10 +198,10 @@ def test_cli_lists_and_dispatches_registered_protocols(
     assert cli.main(["check", "toy"]) == 2
     assert "'toy' has no model or generator yet" in capsys.readouterr().err
     assert cli.main(["check", "nonesuch"]) == 2
-    assert "registered: ltp, toy" in capsys.readouterr().err
+    assert "registered: cfdp, ltp, toy" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["check", "--help"])
-    assert "protocol: ltp, toy" in capsys.readouterr().out
+    assert "protocol: cfdp, ltp, toy" in capsys.readouterr().out
 
 
 # Modules that must work for any protocol: none may import a protocol module

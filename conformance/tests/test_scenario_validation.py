@@ -80,7 +80,7 @@ def test_good_scenario_loads(tmp_path: Path) -> None:
         (["ltp", "red_len"], 4000, "ltp", "red_len 4000 exceeds block_len 3000"),
         (["ltp", "segment_size"], 1461, "ltp.segment_size", "over channel.mtu 1500"),
         (["ltp"], KeyError, "params", "Field required"),
-        (["protocol"], "tcp", "protocol", "unknown protocol 'tcp' (registered: ltp"),
+        (["protocol"], "tcp", "protocol", "unknown protocol 'tcp' (registered: cfdp, ltp"),
         (["name"], "has spaces", "name", "pattern"),
         (
             ["expect", "outcomes", 0, "sender_outcome"],

@@ -1,0 +1,105 @@
+"""CFDP (CCSDS 727.0-B-5): model checking of specs/cfdp/CFDP.tla.
+
+What the protocol registry needs from a generator module
+(conformance/protocols/base.py ``ProtocolSpec.generator``) that exists for
+CFDP so far: :func:`check` (``dtnconform check cfdp``), :func:`trace_table`
+(its counterexamples) and :func:`model_actions`. Test generation, outcome
+sets and trace validation are still to come (issue 10); the CLI says so
+when asked for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from conformance.errors import InputError
+from generators import traps
+from generators.tlc import (
+    REPO_ROOT,
+    TlcProgress,
+    TlcResult,
+    TraceState,
+    run_tlc,
+    step_table,
+)
+
+SPEC_DIR = REPO_ROOT / "specs" / "cfdp"
+MODEL = SPEC_DIR / "MCCFDP.tla"
+SPEC = SPEC_DIR / "CFDP.tla"
+
+# The disjunctions of CFDP.tla whose disjuncts are the model's actions.
+NEXT_BLOCKS = ("SenderStep", "ReceiverStep", "UserStep", "ChannelFault", "Next")
+
+# Bounds checked by one TLC worker: the failing one, so that breadth-first
+# search returns a shortest counterexample, the same every time.
+ONE_WORKER = frozenset({"bug"})
+
+
+def bounds() -> list[str]:
+    """The bounds there are: specs/cfdp/MCCFDP_<bound>.cfg."""
+    return sorted(p.stem.removeprefix("MCCFDP_") for p in SPEC_DIR.glob("MCCFDP_*.cfg"))
+
+
+def check(
+    bound: str,
+    progress: Callable[[TlcProgress], None] | None = None,
+    workdir: Path | None = None,
+) -> TlcResult:
+    """Model-check the CFDP model at a bound: "ci" (seconds), "deep" (two
+    transactions, minutes), "bug" (fails on purpose with a counterexample),
+    or one of the focused bounds (cancel, late, suspend, ...; see
+    specs/cfdp/MCCFDP.tla). TLC's files go to ``workdir``."""
+    cfg = SPEC_DIR / f"MCCFDP_{bound}.cfg"
+    if not cfg.is_file():
+        raise InputError(f"unknown bound {bound!r} (the CFDP bounds: {', '.join(bounds())})")
+    workers = None if bound == "deep" else (1 if bound in ONE_WORKER else 2)
+    return run_tlc(MODEL, cfg, workers=workers, progress=progress, workdir=workdir)
+
+
+def model_actions(spec: Path = SPEC) -> list[str]:
+    """The actions of the CFDP model (the disjuncts of its step relations)."""
+    return traps.model_actions(spec, NEXT_BLOCKS)
+
+
+def describe_pdu(pdu: Mapping[str, Any]) -> str:
+    """A one-line summary of a model PDU: its kind and the fields it uses."""
+    k = str(pdu["k"])
+    tx = f"t{pdu['t']}"
+    if k == "FD":
+        return f"FD {tx} seg={pdu['seg']}" + (" corrupt" if pdu["bad"] else "")
+    if k == "EOF":
+        return f"EOF {tx} {pdu['cc']}"
+    if k == "ACK":
+        return f"ACK({pdu['of']}) {tx} {pdu['cc']}"
+    if k == "NAK":
+        segs = ",".join(str(o) for o in sorted(pdu["segs"]))
+        return f"NAK {tx} {{{segs}}}" + (" +metadata" if pdu["md"] else "")
+    if k == "FIN":
+        return f"Finished {tx} {pdu['cc']} " + ("complete" if pdu["ok"] else "incomplete")
+    if k == "PROMPT":
+        return f"Prompt({pdu['of']}) {tx}"
+    if k == "KA":
+        return f"KeepAlive {tx} progress={pdu['seg']}"
+    return f"Metadata {tx}" if k == "MD" else k
+
+
+def _holdings(v: Mapping[str, Any]) -> str:
+    rcv = v.get("rcv")
+    if not isinstance(rcv, Sequence):
+        return ""
+    parts = []
+    for t, r in enumerate(rcv, start=1):
+        got = ",".join(str(o) for o in sorted(r["got"]))
+        md = "metadata, " if r["md"] else ""
+        parts.append(f"t{t} {r['phase']}: {md}{{{got}}}" + (" delivered" if r["kept"] else ""))
+    return "; ".join(parts)
+
+
+def trace_table(trace: Sequence[TraceState] | Iterable[TraceState], title: str = "") -> Table:
+    """A counterexample as a table: one row per step, with the PDUs received,
+    sent and lost, and what the receiving entity holds so far."""
+    return step_table(list(trace), describe_pdu, _holdings, "PDUs", title)

@@ -1,0 +1,131 @@
+"""The CFDP model (specs/cfdp/CFDP.tla) under real TLC: every bound but the
+deep one gives the numbers of its manifest, the bug bound its
+counterexample, and together the bounds fire every action of the model."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from conformance import protocols, wire
+from conformance.errors import InputError, ToolMissing
+from conformance.protocols.cfdp import MODEL_CONDITIONS, MODEL_MODES
+from generators import cfdp
+from generators.tlc import TlcResult, find_jar, run_tlc
+
+MANIFEST = json.loads((cfdp.SPEC_DIR / "manifest.json").read_text(encoding="utf-8"))
+BOUNDS = [b for b in cfdp.bounds() if b != "deep"]
+# "<SenderTxEof line 334, col 1 to ... of module CFDP>: 80:265": distinct
+# states the action found, states it generated (a quantified action adds the
+# span of its body in parentheses)
+COVERAGE = re.compile(
+    r"^<([A-Za-z]+) line \d+, col \d+ to .* of module CFDP(?: \([\d ]+\))?>: (\d+):(\d+)$"
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[TlcResult, set[str]]]:
+    """Each bound checked once, with TLC's action coverage: the result and
+    the actions that generated at least one state."""
+    try:
+        find_jar()
+    except ToolMissing as exc:
+        pytest.skip(str(exc))
+    out: dict[str, tuple[TlcResult, set[str]]] = {}
+    for bound in BOUNDS:
+        r = run_tlc(
+            cfdp.MODEL,
+            cfdp.SPEC_DIR / f"MCCFDP_{bound}.cfg",
+            workers=1 if bound in cfdp.ONE_WORKER else 2,
+            extra_args=["-coverage", "60"],
+            workdir=tmp_path_factory.mktemp(bound),
+        )
+        fired = set()
+        for line in r.log_path.read_text(encoding="utf-8").splitlines():
+            m = COVERAGE.match(line)
+            if m and int(m.group(3)) > 0:
+                fired.add(m.group(1))
+        out[bound] = (r, fired)
+    return out
+
+
+@pytest.mark.parametrize("bound", BOUNDS)
+def test_bound_matches_manifest(bound: str, runs: dict[str, tuple[TlcResult, set[str]]]) -> None:
+    expected = MANIFEST["models"][f"MCCFDP_{bound}.cfg"]
+    r, _ = runs[bound]
+    if expected["result"] == "ok":
+        assert r.ok, (r.properties, r.errors)
+        assert (r.distinct_states, r.states_generated, r.depth) == (
+            expected["distinct_states"],
+            expected["states_generated"],
+            expected["depth"],
+        )
+        assert {p.name for p in r.properties if p.status == "ok"} >= {
+            "TypeOK",
+            "Safety",
+            "EventuallyEnded",
+        }
+    else:
+        assert r.violated == [expected["violated"]]
+        assert len(r.trace) == expected["trace_length"]
+
+
+def test_the_bug_bound_delivers_a_corrupted_file(
+    runs: dict[str, tuple[TlcResult, set[str]]],
+) -> None:
+    """FaultyReceiver skips the checksum: the counterexample's last step is
+    a Finished(no error) over a segment the channel corrupted."""
+    r, _ = runs["bug"]
+    actions = [str(s.variables["lastEvent"]["action"]) for s in r.trace[1:]]  # type: ignore[index]
+    assert "ChannelCorruptFileData" in actions and actions[-1] == "ReceiverTxFinished"
+    last = r.trace[-1].variables["rcv"][0]  # type: ignore[index]
+    assert last["bad"] is True and last["kept"] is True
+
+
+def test_the_bounds_fire_every_action(runs: dict[str, tuple[TlcResult, set[str]]]) -> None:
+    fired = set().union(*(f for _, f in runs.values()))
+    assert set(cfdp.model_actions()) - fired == set()
+    assert len(cfdp.model_actions()) >= 45
+
+
+def test_model_names_match_the_wire_tables() -> None:
+    """The model's condition codes and modes, named once in the registry,
+    are the model's own (CFDP.tla) and the wire table's (wire.json)."""
+    text = cfdp.SPEC.read_text(encoding="utf-8")
+    conditions = set(re.findall(r'"([A-Za-z]+)"', text.split("Conditions ==")[1].split("\n")[0]))
+    faults = set(re.findall(r'"([A-Za-z]+)"', text.split("Faults ==")[1].split("\n")[0]))
+    assert conditions | faults == set(MODEL_CONDITIONS)
+    names = set(wire.names("cfdp", "condition_codes").values())
+    assert set(MODEL_CONDITIONS.values()) <= names
+    assert set(MODEL_MODES.values()) == {"c1", "c1c", "c2"}
+    assert all(f'"{m}"' in text for m in MODEL_MODES.values())
+
+
+def test_unknown_bound_names_the_bounds() -> None:
+    with pytest.raises(InputError, match="the CFDP bounds: abandon, bug"):
+        cfdp.check("nonesuch")
+
+
+def test_what_is_not_built_yet_says_so() -> None:
+    spec = protocols.get("cfdp")
+    assert spec.generator_module("check") is cfdp
+    with pytest.raises(InputError, match="cfdp: generate is not built yet"):
+        spec.generator_module("generate")
+
+
+@pytest.mark.deep
+@pytest.mark.skipif(os.environ.get("DTNC_DEEP") != "1", reason="deep bound: set DTNC_DEEP=1")
+def test_deep_bound_matches_manifest(tmp_path: Path) -> None:
+    expected = MANIFEST["models"]["MCCFDP_deep.cfg"]
+    r = cfdp.check("deep", workdir=tmp_path)
+    assert r.ok, r.properties
+    assert (r.distinct_states, r.states_generated) == (
+        expected["distinct_states"],
+        expected["states_generated"],
+    )
