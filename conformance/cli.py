@@ -969,7 +969,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ci: small, under a minute; deep: minutes; bug: a model that fails on "
                    "purpose; the others (LTP: reading2, reading4, reading5, reading12, claims, unknown, "
                    "early, late, miscolored, cues, nocues, outage, sessions, sessions_deep, "
-                   "orphan) are in specs/<proto>/README.md")  # fmt: skip
+                   "orphan; CFDP: deferred, cancel, late, suspend, prompt, outage, abandon, readings) "
+                   "are in specs/<proto>/README.md")  # fmt: skip
     s.add_argument("--out", help="folder for TLC's files and log (default runs/<time>-check-...)")
     s.set_defaults(func=cmd_check)
 
