@@ -13,7 +13,7 @@
 (*   MCCFDP_outage.cfg    the link down once, one loss                     *)
 (*   MCCFDP_abandon.cfg   every fault handler abandon                      *)
 (*   MCCFDP_readings.cfg  every reading's alternative                      *)
-(*   MCCFDP_deep.cfg      two transactions sharing the link (minutes)      *)
+(*   MCCFDP_deep.cfg      two Class 2 transactions sharing the link (2 min) *)
 (*   MCCFDP_bug.cfg       fails on purpose: a receiver that skips the      *)
 (*                        checksum (FaultyReceiver) breaks Safety          *)
 (* Their VIEW, CheckView, leaves out the history variables lostLog and     *)
