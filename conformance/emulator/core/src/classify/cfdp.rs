@@ -57,14 +57,12 @@ fn transaction_status_name(code: u8) -> &'static str {
     code_name(&T, "cfdp", "transaction_statuses", usize::from(code)).expect("2-bit status")
 }
 
-/// TLV types (§5.4): filestore request, filestore response, message to
-/// user, fault handler override, flow label, entity ID.
-const TLV_FILESTORE_REQUEST: u8 = 0x00;
-const TLV_FILESTORE_RESPONSE: u8 = 0x01;
-const TLV_MESSAGE_TO_USER: u8 = 0x02;
-const TLV_FAULT_HANDLER_OVERRIDE: u8 = 0x04;
-const TLV_FLOW_LABEL: u8 = 0x05;
-const TLV_ENTITY_ID: u8 = 0x06;
+/// TLV types (§5.4) by code, `None` for a code it does not define: the
+/// `tlv_types` table of specs/cfdp/wire.json.
+fn tlv_type_name(code: u8) -> Option<&'static str> {
+    static T: OnceLock<Vec<Option<String>>> = OnceLock::new();
+    code_name(&T, "cfdp", "tlv_types", usize::from(code))
+}
 
 /// CRC-16 lookup table for polynomial 0x1021 (MSB first).
 const CRC_TABLE: [u16; 256] = {
@@ -266,7 +264,7 @@ fn directive_fields(data: &[u8], fss: usize, f: &mut Fields) -> Option<()> {
             f.push(("file_size", Value::Int(size)));
             let mut fault = None;
             tlvs(&p[5 + fss..], |t, v| {
-                if t != TLV_ENTITY_ID || fault.is_some() {
+                if tlv_type_name(t) != Some("entity_id") || fault.is_some() {
                     return None;
                 }
                 fault = Some(entity_id(v)?);
@@ -292,9 +290,9 @@ fn directive_fields(data: &[u8], fss: usize, f: &mut Fields) -> Option<()> {
             ));
             f.push(("file_status", Value::Str(file_status_name(b & 0x03))));
             let mut fault = None;
-            tlvs(&p[1..], |t, v| match t {
-                TLV_FILESTORE_RESPONSE => Some(()),
-                TLV_ENTITY_ID if fault.is_none() => {
+            tlvs(&p[1..], |t, v| match tlv_type_name(t) {
+                Some("filestore_response") => Some(()),
+                Some("entity_id") if fault.is_none() => {
                     fault = Some(entity_id(v)?);
                     Some(())
                 }
@@ -330,11 +328,13 @@ fn directive_fields(data: &[u8], fss: usize, f: &mut Fields) -> Option<()> {
             skip_lv(p, &mut pos)?;
             tlvs(&p[pos..], |t, _| {
                 matches!(
-                    t,
-                    TLV_FILESTORE_REQUEST
-                        | TLV_MESSAGE_TO_USER
-                        | TLV_FAULT_HANDLER_OVERRIDE
-                        | TLV_FLOW_LABEL
+                    tlv_type_name(t),
+                    Some(
+                        "filestore_request"
+                            | "message_to_user"
+                            | "fault_handler_override"
+                            | "flow_label"
+                    )
                 )
                 .then_some(())
             })?;
