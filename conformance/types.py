@@ -55,11 +55,12 @@ FieldValue = int | str | bool
 # protocol's own success notice (LTP: transmission-session completion at the
 # sender, RFC 5326 §7.4; red-part delivery at the receiver, §7.3);
 # "cancelled": a cancellation notice (§7.5, §7.6), also after a delivery
-# (the delivered bytes still count); "closed": the session closed with no
+# (the delivered bytes still count); "abandoned": CFDP's abandonment (727.0-B-5
+# 4.8: the transaction ends with no notice to the peer); "closed": the session closed with no
 # notice at all (never allowed by the model); "timeout": the run's time limit
 # passed with the session still open; "error": the endpoint crashed or could
 # not be started (the harness's fault, never the protocol's).
-Outcome = Literal["completed", "cancelled", "closed", "timeout", "error"]
+Outcome = Literal["completed", "cancelled", "abandoned", "closed", "timeout", "error"]
 
 VerdictStatus = Literal["pass", "fail", "inconclusive", "error"]
 
@@ -420,7 +421,8 @@ class Expectation(_Strict):
 
 
 def _outcome_order(o: ExpectedOutcome) -> tuple[object, ...]:
-    counts = tuple(-v for v in o.delivered.parts().values())
+    # counters largest first; named parts (CFDP's condition codes) by name
+    counts = tuple(-v if isinstance(v, int) else v for v in o.delivered.parts().values())
     return (*counts, o.sender_outcome, o.receiver_outcome)
 
 

@@ -103,3 +103,23 @@ def trace_table(trace: Sequence[TraceState] | Iterable[TraceState], title: str =
     """A counterexample as a table: one row per step, with the PDUs received,
     sent and lost, and what the receiving entity holds so far."""
     return step_table(list(trace), describe_pdu, _holdings, "PDUs", title)
+
+
+# ---------------------------------------------------------------------------
+# Test generation (generators/cfdpcat.py): what the registry needs of it
+# ---------------------------------------------------------------------------
+from generators.cfdpcat import Unplannable as Unplannable  # noqa: E402
+from generators.cfdpcat import expectation_for as expectation_for  # noqa: E402
+
+
+def generate(
+    outdir: Path,
+    progress: Callable[[TlcProgress], None] | None = None,
+    on_purpose: Callable[[int, int, str], None] | None = None,
+) -> traps.GenerateReport:
+    """The CFDP catalogue into ``outdir``: every impairment pattern of its
+    bounds and every planned purpose (:mod:`generators.cfdpcat`), with action
+    coverage over the model's actions."""
+    from generators import cfdpcat
+
+    return cfdpcat.generate(outdir, model_actions(), on_purpose=on_purpose)

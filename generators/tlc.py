@@ -509,18 +509,23 @@ def terminate_all() -> None:
             proc.kill()
 
 
-def tla_value(v: int | bool | str) -> str:
-    """A Python constant as TLA+ text."""
+TlaConstant = int | bool | str | frozenset[str] | set[str]
+
+
+def tla_value(v: TlaConstant) -> str:
+    """A Python constant as TLA+ text (a set of strings as a TLA+ set)."""
     if isinstance(v, bool):
         return "TRUE" if v else "FALSE"
     if isinstance(v, int):
         return str(v)
+    if isinstance(v, (set, frozenset)):
+        return "{" + ", ".join(tla_value(x) for x in sorted(v)) + "}"
     return '"' + v + '"'
 
 
 def cfg_text(
     comment: str,
-    constants: Mapping[str, int | bool | str],
+    constants: Mapping[str, TlaConstant],
     *,
     spec: str,
     view: str,

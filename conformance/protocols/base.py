@@ -162,7 +162,10 @@ class Reading:
                 continue
             if need == ">0" and not (isinstance(have, int) and have > 0):
                 return False
-            if need != ">0" and have != need:
+            if isinstance(have, (set, frozenset)):
+                if need not in have:  # a set-valued constant (CFDP's Modes) holding it
+                    return False
+            elif need != ">0" and have != need:
                 return False
         return True
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field
 
 from conformance import wire
 from conformance.protocols.base import (
@@ -22,6 +22,7 @@ from conformance.protocols.base import (
     ProtocolParams,
     ProtocolSpec,
     Rule,
+    Strict,
     load_readings,
 )
 
@@ -39,6 +40,41 @@ MODEL_CONDITIONS: dict[str, str] = {
 
 # The model's transmission modes (CFDP.tla, Modes) by scenario name.
 MODEL_MODES: dict[str, str] = {"class1": "c1", "class1-closure": "c1c", "class2": "c2"}
+
+
+class Trigger(Strict):
+    """A PDU crossing the channel, named as an impairment's match names it
+    (``specs/cfdp/wire.json`` fields): the ``occurrence``-th PDU in
+    ``direction`` whose fields equal every entry of ``match``."""
+
+    direction: Literal["forward", "return"]
+    match: dict[str, int | str | bool] = Field(min_length=1)
+    occurrence: Annotated[int, Field(ge=1)] = 1
+
+    def describe(self) -> str:
+        fields = ", ".join(f"{k}={v}" for k, v in self.match.items())
+        return f"{_ordinal(self.occurrence)} {self.direction} PDU [{fields}]"
+
+
+class CfdpRequest(Strict):
+    """A user's request at one entity, made once ``after`` has crossed the
+    channel (at any point after: the model allows every one).  ``suspend``
+    is followed by resume ``resume_after_ms`` later; the Prompts are the
+    sending entity's (Class 2, after its EOF)."""
+
+    entity: Literal["sender", "receiver"]
+    request: Literal["cancel", "suspend", "prompt_nak", "prompt_keep_alive"]
+    after: Trigger
+    resume_after_ms: Annotated[float, Field(ge=0, le=3_600_000)] = 500.0
+
+    def describe(self) -> str:
+        what = self.request.replace("_", " ").replace("keep alive", "keep-alive")
+        then = f", resumed {self.resume_after_ms:g} ms later" if self.request == "suspend" else ""
+        return f"{self.entity} {what} after the {self.after.describe()}{then}"
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 class CfdpTransfer(ProtocolParams):
@@ -78,9 +114,27 @@ class CfdpTransfer(ProtocolParams):
     check_limit: Annotated[int, Field(ge=0, le=100)] = Field(
         1, description="check limit: Class 1 check-timer expiries (4.6.3.2, 4.6.3.3)"
     )
+    nak_mode: Literal["immediate", "deferred"] = Field(
+        "immediate",
+        description="the Class 2 receiver's lost-segment detection: a NAK as each gap "
+        "appears, or one after the EOF (4.6.4.3.1)",
+    )
+    requests: list[CfdpRequest] = Field(
+        default_factory=list, description="users' requests during the transfer"
+    )
 
     def retx_limit(self) -> int:
         return self.ack_limit
+
+
+def _condition(name: str) -> str:
+    if name not in wire.names("cfdp", "condition_codes").values():
+        raise ValueError(f"{name!r} is no condition code of Table 5-5 (specs/cfdp/wire.json)")
+    return name
+
+
+# A condition code by its name in Table 5-5 (specs/cfdp/wire.json).
+Condition = Annotated[str, AfterValidator(_condition)]
 
 
 class CfdpDelivery(Delivery):
@@ -89,15 +143,38 @@ class CfdpDelivery(Delivery):
 
     protocol: Literal["cfdp"] = "cfdp"
     file_bytes_delivered: Annotated[int, Field(ge=0)] = 0
+    sender_condition: Condition = Field(
+        "no_error", description="the sending entity's condition code at its end (Table 5-5)"
+    )
+    receiver_condition: Condition | Literal[""] = Field(
+        "no_error",
+        description="the receiving entity's condition code at its end; '' when the "
+        "transaction never reached it",
+    )
 
     model_config = ConfigDict(extra="forbid")
 
+    def parts(self) -> dict[str, int | str]:  # type: ignore[override]
+        return {
+            "file_bytes_delivered": self.file_bytes_delivered,
+            "sender_condition": self.sender_condition,
+            "receiver_condition": self.receiver_condition,
+        }
+
+    def total(self) -> int:
+        return self.file_bytes_delivered
+
     def describe(self) -> str:
-        return f"file {self.file_bytes_delivered} B"
+        rx = self.receiver_condition or "never reached"
+        return f"file {self.file_bytes_delivered} B, conditions {self.sender_condition}/{rx}"
 
     @classmethod
     def labels(cls) -> dict[str, str]:
-        return {"file_bytes_delivered": "file B"}
+        return {
+            "file_bytes_delivered": "file B",
+            "sender_condition": "sender condition",
+            "receiver_condition": "receiver condition",
+        }
 
 
 def condition_name(code: object) -> str:

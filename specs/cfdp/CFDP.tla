@@ -787,13 +787,14 @@ ChannelHoldPdu ==
         /\ lastEvent' = ChanEv("ChannelHoldPdu", dir, p.t, {p}, {}, {})
         /\ UNCHANGED <<mode, snd, rcv, lostLog>>
 
-\* ... or makes a copy it delivers later (duplication).
+\* ... or makes a copy it delivers later (duplication): the PDU stays in the
+\* channel (the event takes it and puts it back) and its copy is held.
 ChannelDuplicatePdu ==
     \E dir \in {"forward", "return"} : \E p \in Chan(dir) :
         /\ spent.late < MaxLate
         /\ spent' = [spent EXCEPT !.late = @ + 1]
         /\ held' = held \cup {[dir |-> dir, pdu |-> p]}
-        /\ lastEvent' = ChanEv("ChannelDuplicatePdu", dir, p.t, {}, {}, {})
+        /\ lastEvent' = ChanEv("ChannelDuplicatePdu", dir, p.t, {p}, {p}, {})
         /\ UNCHANGED <<mode, snd, rcv, fwd, rtn, lostLog>>
 
 \* A held PDU re-enters its channel once no identical one is in it.
