@@ -30,10 +30,18 @@ def vocabulary(protocol: str) -> dict[str, str]:
 
 
 def default_port(protocol: str) -> int | None:
+    """The protocol's UDP port: the standard's (wire.json udp_port), else the
+    convention its registry entry names (ProtocolSpec.run_port)."""
     if protocol not in wire.protocols():
         return None
     port = wire.load(protocol).get("udp_port")
-    return int(port) if port is not None else None
+    if port is not None:
+        return int(port)
+    from conformance import protocols
+
+    if protocol in protocols.names():
+        return protocols.get(protocol).run_port
+    return None
 
 
 UINT_MAX = 2**64 - 1

@@ -102,6 +102,8 @@ def config(
         }
         if imp.checksum is not None:
             rule["checksum"] = imp.checksum
+        if imp.tail_octets is not None:
+            rule["tail_octets"] = imp.tail_octets
         rules.append(rule)
     protos = []
     if protocol is not None and port is not None and classifiers.vocabulary(protocol):

@@ -313,6 +313,13 @@ def judge(
         if i not in fired
     ]
     unmet += probe_unsent
+    # A user's request the endpoint could not make: the outcome set assumed
+    # it was made, so the outcome says nothing (as an unmet impairment).
+    unmet += [
+        Reason(code="request-unmade", message=f"the {end.role}'s request {why}")
+        for end in (result.sender, result.receiver)
+        for why in end.requests_unmade
+    ]
     # The outcome set assumes every planned loss happened; with one missing,
     # an outcome outside it says nothing, so it is reported, not judged.
     outcome_codes = {"outcome-not-allowed"} | {outcome_code(f) for f in seen.parts()}

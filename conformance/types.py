@@ -158,6 +158,11 @@ class Impairment(_Strict):
     checksum: Literal["keep", "recompute"] | None = Field(
         None, description="corrupt: UDP checksum handling (default: the link's)"
     )
+    tail_octets: Annotated[int, Field(ge=1, le=65535)] | None = Field(
+        None,
+        description="corrupt: flip bits only among the datagram's last octets (a PDU's "
+        "data, not its headers); default: anywhere in the payload",
+    )
     note: str = ""
 
     @model_validator(mode="after")
@@ -613,11 +618,16 @@ class EndpointResult(_Strict):
     probes: list[ProbeResult] = Field(
         default_factory=list, description="robustness probes the tester played (tester only)"
     )
+    requests_unmade: list[str] = Field(
+        default_factory=list,
+        description="the scenario's users' requests this endpoint could not make, each with "
+        "why (its trigger never seen, the implementation has no such request)",
+    )
 
 
 _GENERIC_ENDPOINT_KEYS = {
     "role", "outcome", "delivered", "payload_ok", "duration_s", "exit_code", "exited_at",
-    "detail", "log", "probes",
+    "detail", "log", "probes", "requests_unmade",
 }  # fmt: skip
 
 
@@ -702,9 +712,10 @@ class RunResult(_Strict):
         """What the run observed, in the terms of the scenario's expectation."""
         from conformance import protocols
 
-        delivered = self.receiver.delivered
+        kind = protocols.get(self.protocol).delivery
+        delivered = kind.observed(self.sender.delivered, self.receiver.delivered)
         if delivered is None:
-            delivered = protocols.get(self.protocol).delivery(protocol=self.protocol)
+            delivered = kind(protocol=self.protocol)
         return ExpectedOutcome(
             delivered=delivered,
             sender_outcome=self.sender.outcome,

@@ -1,11 +1,13 @@
-"""CFDP (CCSDS 727.0-B-5): model checking of specs/cfdp/CFDP.tla.
+"""CFDP (CCSDS 727.0-B-5): model checking of specs/cfdp/CFDP.tla, and test
+generation (:mod:`generators.cfdpcat`).
 
 What the protocol registry needs from a generator module
 (conformance/protocols/base.py ``ProtocolSpec.generator``) that exists for
 CFDP so far: :func:`check` (``dtnconform check cfdp``), :func:`trace_table`
-(its counterexamples) and :func:`model_actions`. Test generation, outcome
-sets and trace validation are still to come (issue 10); the CLI says so
-when asked for them.
+(its counterexamples), :func:`model_actions`, :func:`generate` (``dtnconform
+generate cfdp``: the catalogue) and :func:`expectation_for` (``dtnconform
+expect``). Trace validation and the tester are still to come (issue 10); the
+CLI says so when asked for them.
 """
 
 from __future__ import annotations
@@ -110,6 +112,7 @@ def trace_table(trace: Sequence[TraceState] | Iterable[TraceState], title: str =
 # ---------------------------------------------------------------------------
 from generators.cfdpcat import Unplannable as Unplannable  # noqa: E402
 from generators.cfdpcat import expectation_for as expectation_for  # noqa: E402
+from generators.outcomes import stale as stale  # noqa: E402  (protocol-free)
 
 
 def generate(

@@ -150,8 +150,11 @@ def impairment_of(x: PlannedLoss, t: CfdpTransfer, note: str = "") -> Impairment
         occurrence=x.occ,
         action=x.act,  # type: ignore[arg-type]
         delay_ms={"delay": DELAY_MS, "outage": OUTAGE_MS}.get(x.act, 0.0),
-        # a corruption must reach the receiver: the UDP checksum is made good
+        # a corruption must reach the receiver (the UDP checksum is made good)
+        # and strike file data, not a header: the last octet of the PDU,
+        # which carries no CRC (the model corrupts File Data with none)
         checksum="recompute" if x.act == "corrupt" else None,
+        tail_octets=1 if x.act == "corrupt" else None,
         note=note,
     )
 

@@ -125,7 +125,15 @@ class SutAdapter(ABC):
                 detail = f"bad probe result {i} ({exc.errors()[0]['msg']}); {detail}"
                 outcome = "error"
         stopped = data.get("stopped_at")
+        # users' requests (CFDP's cancel, suspend, Prompt): each the result
+        # lists with made false could not be made, and the run is not judged
+        unmade = [
+            f"{r.get('request', '?')}: {r.get('detail', '') or 'not made'}"
+            for r in data.get("requests") or []
+            if isinstance(r, dict) and r.get("made") is False
+        ]
         return EndpointResult(
+            requests_unmade=unmade,
             role=role,  # type: ignore[arg-type]
             outcome=outcome,
             exited_at=float(stopped) if isinstance(stopped, int | float) else None,

@@ -75,6 +75,13 @@ class Delivery(Strict):
     def describe(self) -> str:
         return ", ".join(f"{k} {v}" for k, v in self.parts().items())
 
+    @classmethod
+    def observed(cls, sender: Delivery | None, receiver: Delivery | None) -> Delivery | None:
+        """What a run delivered, from both ends' results: the receiver's
+        counters (a protocol whose outcome holds the sender's view too, as
+        CFDP's condition codes, overrides this)."""
+        return receiver
+
     def cell(self) -> str:
         """The counters in a table cell: "3000/1000"."""
         return "/".join(str(v) for v in self.parts().values())
@@ -220,6 +227,9 @@ class ProtocolSpec:
     payload_rule: Rule | None = None
     # the model's readings of the standard's open questions (Reading)
     readings: tuple[Reading, ...] = ()
+    # the UDP port runs use when the standard assigns none (wire.json's
+    # udp_port otherwise): a convention, said where it comes from
+    run_port: int | None = None
 
     def reading(self, rid: str) -> Reading:
         for r in self.readings:

@@ -1,9 +1,10 @@
 """CFDP (CCSDS 727.0-B-5) in the protocol registry: its scenario parameters
 (one file transfer), what its receiving entity delivers, the judge's rules
-and its generator (so far: model checking, specs/cfdp/CFDP.tla).
+and its generator (model checking, specs/cfdp/CFDP.tla, and the scenario
+catalogue with its outcome sets, generators/cfdpcat.py).
 
 Not built yet (issue 10): the Lua dissector named below, SUT adapters,
-test generation and trace validation. The CLI says so when asked for them.
+trace validation and the tester. The CLI says so when asked for them.
 The TLA+ action names in the rules are those of specs/cfdp/CFDP.tla; the
 section numbers are those the implementations' sources cite for
 727.0-B-5 (specs/cfdp/README.md), the book not being reachable here.
@@ -11,7 +12,7 @@ section numbers are those the implementations' sources cite for
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field
 
@@ -25,6 +26,9 @@ from conformance.protocols.base import (
     Strict,
     load_readings,
 )
+
+if TYPE_CHECKING:
+    from conformance.types import Scenario
 
 # The model's condition codes (CFDP.tla, Conditions) by their names in the
 # condition-code table (specs/cfdp/wire.json, Table 5-5).
@@ -126,6 +130,24 @@ class CfdpTransfer(ProtocolParams):
     def retx_limit(self) -> int:
         return self.ack_limit
 
+    def check(self, scn: Scenario) -> None:
+        for i, r in enumerate(self.requests):
+            if r.request.startswith("prompt") and (r.entity != "sender" or self.mode != "class2"):
+                raise ValueError(
+                    f"params.requests[{i}]: a Prompt is the sending entity's, in Class 2 (the "
+                    "model's SenderTxPrompt)"
+                )
+            unknown = set(r.after.match) - set(wire.load("cfdp")["fields"])
+            if unknown:
+                raise ValueError(
+                    f"params.requests[{i}].after.match: {sorted(unknown)} are no fields of "
+                    "specs/cfdp/wire.json"
+                )
+        for o in scn.expect.outcomes:
+            d = o.delivered
+            if isinstance(d, CfdpDelivery) and d.file_bytes_delivered not in (0, self.file_len):
+                raise ValueError("expect: a CFDP file is delivered whole or not at all (4.6.1.2)")
+
 
 def _condition(name: str) -> str:
     if name not in wire.names("cfdp", "condition_codes").values():
@@ -164,6 +186,16 @@ class CfdpDelivery(Delivery):
     def total(self) -> int:
         return self.file_bytes_delivered
 
+    @classmethod
+    def observed(cls, sender: Delivery | None, receiver: Delivery | None) -> Delivery | None:
+        """The receiving entity's file and condition, the sending entity's
+        condition: each end reports its own (the adapters' results)."""
+        if receiver is None and sender is None:
+            return None
+        rx = receiver if isinstance(receiver, CfdpDelivery) else cls()
+        tx = sender if isinstance(sender, CfdpDelivery) else cls()
+        return rx.model_copy(update={"sender_condition": tx.sender_condition})
+
     def describe(self) -> str:
         rx = self.receiver_condition or "never reached"
         return f"file {self.file_bytes_delivered} B, conditions {self.sender_condition}/{rx}"
@@ -183,6 +215,45 @@ def condition_name(code: object) -> str:
         name = wire.names("cfdp", "condition_codes").get(code)
         return f"{name} ({code})" if name else f"undefined condition ({code})"
     return str(code)
+
+
+# The rule behind each condition code a transaction may end with.
+_CONDITION_RULES: dict[str, Rule] = {
+    "": Rule("4.8", "a transaction ends with the condition code of what ended it"),
+    "no_error": Rule(
+        "4.6.1.2, 4.7",
+        "a transaction that delivered the file ends with no error",
+        ("ReceiverTxFinished", "SenderRxFinished"),
+    ),
+    "positive_ack_limit_reached": Rule(
+        "4.7.1, 4.8",
+        "the positive-ACK timer expiring at its limit is a fault",
+        ("SenderFaultAckLimit", "ReceiverFaultAckLimit"),
+    ),
+    "nak_limit_reached": Rule(
+        "4.6.4.7, 4.8", "the NAK timer expiring at its limit is a fault", ("ReceiverFaultNakLimit",)
+    ),
+    "check_limit_reached": Rule(
+        "4.6.3.2, 4.6.3.3, 4.8",
+        "the Class 1 check timer expiring at its limit is a fault",
+        ("SenderFaultCheckLimit", "ReceiverFaultCheckLimit"),
+    ),
+    "inactivity_detected": Rule(
+        "4.8",
+        "the inactivity timer expiring is a fault (no § cited for the timer)",
+        ("SenderFaultInactivity", "ReceiverFaultInactivity"),
+    ),
+    "file_checksum_failure": Rule(
+        "4.6.1.2, 4.8",
+        "a file whose checksum does not verify is a fault, not a delivery",
+        ("ReceiverFaultChecksum",),
+    ),
+    "cancel_request_received": Rule(
+        "4.6.6, 4.11.2.2",
+        "a user's cancel request ends the transaction by a notice of cancellation",
+        ("SenderCancelTransaction", "ReceiverCancelTransaction", "ReceiverRxCancelEof"),
+    ),
+}
 
 
 SPEC = ProtocolSpec(
@@ -224,6 +295,9 @@ SPEC = ProtocolSpec(
                 ("SenderFaultAckLimit",),
             ),
         },
+        # the condition code the model allows (Table 5-5), by value
+        "sender_condition": _CONDITION_RULES,
+        "receiver_condition": _CONDITION_RULES,
         "receiver_outcome": {
             "completed": Rule(
                 "4.6.1.2, 4.7",
@@ -243,4 +317,7 @@ SPEC = ProtocolSpec(
         },
     },
     readings=load_readings(wire.SPECS / "cfdp" / "readings.json"),
+    # No port is assigned (specs/cfdp/wire.json note): runs use 5111, the
+    # port of cfdp-py's and cfdp-rs's UDP examples.
+    run_port=5111,
 )

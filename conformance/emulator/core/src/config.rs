@@ -280,6 +280,10 @@ pub struct RuleConfig {
     /// corrupt: checksum handling (default: the link's).
     #[serde(default)]
     pub checksum: Option<Checksum>,
+    /// corrupt: flip bits only among the last `tail_octets` octets of the
+    /// UDP payload (say, a PDU's file data), not in its headers.
+    #[serde(default)]
+    pub tail_octets: Option<u32>,
 }
 
 fn one() -> u64 {

@@ -317,6 +317,7 @@ impl Link {
                 bits,
                 delay_ns,
                 checksum: ck,
+                tail_octets,
             }) = rule
             {
                 rule_no = Some(rule);
@@ -325,9 +326,12 @@ impl Link {
                         return Decision::dropped(Cause::Rule, Some(rule))
                     }
                     crate::config::ActionKind::Corrupt => {
+                        // with tail_octets, only the payload's last octets
+                        let tail = tail_octets.map_or(hi - lo, |n| (n as usize).min(hi - lo));
+                        let start = ((hi - tail) * 8) as u32;
                         let mut rel = Vec::new();
-                        distinct_positions(&mut self.rng, nbits, bits, &mut rel);
-                        flips.extend(rel.iter().map(|b| b + base_bit));
+                        distinct_positions(&mut self.rng, (tail * 8) as u64, bits, &mut rel);
+                        flips.extend(rel.iter().map(|b| b + start));
                         cause = Some(Cause::Rule);
                         if let Some(c) = ck {
                             checksum = c;
@@ -609,6 +613,7 @@ mod tests {
             bits,
             delay_ns,
             checksum: None,
+            tail_octets: None,
         };
         let d = l.decide(
             0,
@@ -639,6 +644,32 @@ mod tests {
             None,
         );
         assert_eq!((d.fate, d.copies, d.rule), (Fate::Pass, 2, Some(3)));
+    }
+
+    #[test]
+    fn corrupt_tail_flips_only_the_last_octets() {
+        let mut l = link(LinkSettings::default());
+        let lay = frame::layout(&udp_frame(&[0u8; 100], 1, 2));
+        let (_, hi) = lay.error_range();
+        for _ in 0..50 {
+            let mut f = udp_frame(&[0u8; 100], 1, 2);
+            let act = Action {
+                rule: 0,
+                kind: ActionKind::Corrupt,
+                bits: 3,
+                delay_ns: 0,
+                checksum: None,
+                tail_octets: Some(2),
+            };
+            let d = l.decide(0, &mut f, &lay, Some(act), None);
+            assert_eq!(d.flipped.len(), 3);
+            for b in &d.flipped {
+                assert!(
+                    (*b as usize) >= (hi - 2) * 8 && (*b as usize) < hi * 8,
+                    "bit {b}"
+                );
+            }
+        }
     }
 
     #[test]

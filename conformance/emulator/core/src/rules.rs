@@ -30,6 +30,8 @@ pub struct Rule {
     pub delay_ns: u64,
     /// corrupt: checksum handling (default: the link's).
     pub checksum: Option<Checksum>,
+    /// corrupt: flip bits only in the payload's last octets.
+    pub tail_octets: Option<u32>,
     /// Segments matched so far.
     pub seen: u64,
     /// Segments acted on so far.
@@ -49,6 +51,8 @@ pub struct Action {
     pub delay_ns: u64,
     /// corrupt: checksum handling (default: the link's).
     pub checksum: Option<Checksum>,
+    /// corrupt: flip bits only in the payload's last octets.
+    pub tail_octets: Option<u32>,
 }
 
 fn value_eq(field: &Value, want: &MatchValue) -> bool {
@@ -97,6 +101,7 @@ impl Rule {
             bits: rc.bits,
             delay_ns: (rc.delay_ms * 1e6).round() as u64,
             checksum: rc.checksum,
+            tail_octets: rc.tail_octets,
             seen: 0,
             fired: 0,
         }
@@ -140,6 +145,7 @@ impl RuleSet {
                         bits: r.bits,
                         delay_ns: r.delay_ns,
                         checksum: r.checksum,
+                        tail_octets: r.tail_octets,
                     });
                 }
             }
@@ -176,6 +182,7 @@ mod tests {
             bits: 1,
             delay_ms: 0.0,
             checksum: None,
+            tail_octets: None,
         }
     }
 
