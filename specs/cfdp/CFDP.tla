@@ -286,6 +286,11 @@ SenderIdle(t) == ~InFlight(rtn, t, Kinds) /\ (~Open(rcv, t) \/ rcv[t].susp)
 SActive(t) == Open(snd, t) /\ ~snd[t].susp
 RActive(t) == rcv[t].phase \in {"none", "open", "fin"} /\ ~rcv[t].susp
 
+\* The PDUs in channel ch that entity a may receive next: any (the channels
+\* reorder).  Trace validation (specs/cfdp/TraceCFDP.tla) narrows it to the
+\* next arrival the trace shows.
+Arrivals(ch, a) == ch
+
 \* Steps taken by the sender (sending forward) and by the receiver.
 SendFwd(action, t, rx, tx) ==
     /\ fwd' = (fwd \ rx) \cup tx
@@ -361,7 +366,7 @@ SenderTxRetransmittedMetadata(t) ==
 \* A NAK reaching an open Class 2 transaction queues what it asks for (only
 \* segments already sent: the rest go out anyway).
 SenderRxNak(t) ==
-    \E p \in rtn :
+    \E p \in Arrivals(rtn, "sender") :
         /\ p.k = "NAK" /\ p.t = t
         /\ SActive(t) /\ snd[t].phase \in {"data", "eof"}
         /\ snd' = [snd EXCEPT ![t].retx = @ \cup {o \in p.segs : o < snd[t].next},
@@ -371,7 +376,7 @@ SenderRxNak(t) ==
 
 \* 4.7: ACK(EOF) stops the EOF's timer; the sender then awaits the Finished.
 SenderRxEofAck(t) ==
-    \E p \in rtn :
+    \E p \in Arrivals(rtn, "sender") :
         /\ p.k = "ACK" /\ p.of = "EOF" /\ p.t = t /\ p.cc = "NoError"
         /\ SActive(t) /\ snd[t].phase = "eof"
         /\ snd' = [snd EXCEPT ![t].acked = TRUE]
@@ -380,7 +385,7 @@ SenderRxEofAck(t) ==
 
 \* 4.11.2.2: the ACK of the EOF(cancel) ends the cancelled transaction.
 SenderRxCancelAck(t) ==
-    \E p \in rtn :
+    \E p \in Arrivals(rtn, "sender") :
         /\ p.k = "ACK" /\ p.of = "EOF" /\ p.t = t /\ p.cc # "NoError"
         /\ SActive(t) /\ snd[t].phase = "cancel"
         /\ snd' = [snd EXCEPT ![t].phase = "closed", ![t].out = "cancelled", ![t].acked = TRUE]
@@ -390,7 +395,7 @@ SenderRxCancelAck(t) ==
 \* The Finished ends the transaction with its condition (a cancelling sender
 \* keeps its own); Class 2 acknowledges it (4.7).
 SenderRxFinished(t) ==
-    \E p \in rtn :
+    \E p \in Arrivals(rtn, "sender") :
         /\ p.k = "FIN" /\ p.t = t
         /\ SActive(t) /\ snd[t].phase \in {"data", "eof", "cancel"}
         /\ snd' = [snd EXCEPT
@@ -404,7 +409,7 @@ SenderRxFinished(t) ==
 
 \* A Finished reaching a sender that is done with the transaction: reading 1.
 SenderRxRedundantFinished(t) ==
-    \E p \in rtn :
+    \E p \in Arrivals(rtn, "sender") :
         /\ p.k = "FIN" /\ p.t = t
         /\ ~Open(snd, t)
         /\ RecvRtn("SenderRxRedundantFinished", t, p,
@@ -414,7 +419,7 @@ SenderRxRedundantFinished(t) ==
 \* Any other PDU the sender no longer needs (a late ACK, NAK or Keep Alive,
 \* or one reaching a cancelling sender) is discarded.
 SenderRxRedundantPdu(t) ==
-    \E p \in rtn :
+    \E p \in Arrivals(rtn, "sender") :
         /\ p.t = t /\ p.k \in {"ACK", "NAK", "KA"}
         /\ \/ ~Open(snd, t)
            \/ SActive(t) /\ p.k = "NAK" /\ snd[t].phase = "cancel"
@@ -531,7 +536,7 @@ ReceiverFault(t, cc) ==
 
 \* The Metadata opens the transaction, or completes an open one's knowledge.
 ReceiverRxMetadata(t) ==
-    \E p \in fwd :
+    \E p \in Arrivals(fwd, "receiver") :
         /\ p.k = "MD" /\ p.t = t
         /\ RActive(t) /\ rcv[t].phase \in {"none", "open"}
         /\ rcv' = [rcv EXCEPT ![t].phase = "open", ![t].md = TRUE]
@@ -542,7 +547,7 @@ ReceiverRxMetadata(t) ==
 \* with immediate NAKs, a segment past a gap that this one opens (or File
 \* Data ahead of the Metadata) is answered at once by a NAK of the gaps.
 ReceiverRxFileData(t) ==
-    \E p \in fwd :
+    \E p \in Arrivals(fwd, "receiver") :
         /\ p.k = "FD" /\ p.t = t
         /\ RActive(t) /\ rcv[t].phase \in {"none", "open"}
         /\ LET r2 == [rcv EXCEPT ![t].phase = "open", ![t].got = @ \cup {p.seg},
@@ -562,7 +567,7 @@ ReceiverRxFileData(t) ==
 \* EOF(no error): recorded; Class 2 acknowledges it (4.7).  An EOF may open
 \* the transaction (its Metadata lost).
 ReceiverRxEof(t) ==
-    \E p \in fwd :
+    \E p \in Arrivals(fwd, "receiver") :
         /\ p.k = "EOF" /\ p.t = t /\ p.cc = "NoError"
         /\ RActive(t) /\ rcv[t].phase \in {"none", "open"} /\ rcv[t].eof = ""
         /\ rcv' = [rcv EXCEPT ![t].phase = "open", ![t].eof = "NoError"]
@@ -572,7 +577,7 @@ ReceiverRxEof(t) ==
 
 \* 4.6.6: EOF(cancel) ends the transaction, acknowledged in Class 2.
 ReceiverRxCancelEof(t) ==
-    \E p \in fwd :
+    \E p \in Arrivals(fwd, "receiver") :
         /\ p.k = "EOF" /\ p.t = t /\ p.cc # "NoError"
         /\ RActive(t)
         /\ rcv' = [rcv EXCEPT ![t].phase = "closed", ![t].out = "cancelled", ![t].cc = p.cc,
@@ -585,7 +590,7 @@ ReceiverRxCancelEof(t) ==
 \* that is over, is acknowledged again (Class 2); reading 2: the Finished
 \* may go again too.
 ReceiverRxRedundantEof(t) ==
-    \E p \in fwd :
+    \E p \in Arrivals(fwd, "receiver") :
         /\ p.k = "EOF" /\ p.t = t
         /\ \/ RActive(t) /\ p.cc = "NoError" /\ (rcv[t].eof # "" \/ rcv[t].phase = "fin")
            \/ rcv[t].phase = "closed"
@@ -598,7 +603,7 @@ ReceiverRxRedundantEof(t) ==
 \* Data, Metadata or a Prompt reaching a transaction that no longer wants
 \* them (Finished sent, or over) is discarded.
 ReceiverRxRedundantPdu(t) ==
-    \E p \in fwd :
+    \E p \in Arrivals(fwd, "receiver") :
         /\ p.t = t /\ p.k \in {"MD", "FD", "PROMPT", "ACK"}
         /\ \/ rcv[t].phase = "closed"
            \/ RActive(t) /\ rcv[t].phase = "fin" /\ p.k \in {"MD", "FD", "PROMPT"}
@@ -610,7 +615,7 @@ ReceiverRxRedundantPdu(t) ==
 \* A Prompt: Prompt(NAK) is answered by a NAK of the gaps so far (an empty
 \* one if there are none), Prompt(Keep Alive) by a Keep Alive (Class 2).
 ReceiverRxPrompt(t) ==
-    \E p \in fwd :
+    \E p \in Arrivals(fwd, "receiver") :
         /\ p.k = "PROMPT" /\ p.t = t
         /\ RActive(t) /\ rcv[t].phase \in {"none", "open"} /\ Acknowledged(t)
         /\ rcv' = [rcv EXCEPT ![t].phase = "open"]
@@ -692,7 +697,7 @@ ReceiverFaultCheckLimit(t) ==
 
 \* 4.7: ACK(Finished) ends the Class 2 transaction.
 ReceiverRxFinishedAck(t) ==
-    \E p \in fwd :
+    \E p \in Arrivals(fwd, "receiver") :
         /\ p.k = "ACK" /\ p.of = "FIN" /\ p.t = t
         /\ RActive(t) /\ rcv[t].phase = "fin"
         /\ rcv' = [rcv EXCEPT ![t].phase = "closed", ![t].ackd = TRUE,
