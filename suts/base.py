@@ -149,6 +149,7 @@ class SutAdapter(ABC):
 # The registered implementations: name -> "module:class" (one line each).
 REGISTRY: dict[str, str] = {
     "licklider": "suts.licklider:Licklider",
+    "cfdp-py": "suts.cfdppy:CfdpPy",
 }
 
 

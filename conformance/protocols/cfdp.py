@@ -3,8 +3,7 @@
 and its generator (model checking, specs/cfdp/CFDP.tla, and the scenario
 catalogue with its outcome sets, generators/cfdpcat.py).
 
-Not built yet (issue 10): the Lua dissector named below, SUT adapters,
-trace validation and the tester. The CLI says so when asked for them.
+Not built yet (issue 10): trace validation and the tester. The CLI says so when asked for them.
 The TLA+ action names in the rules are those of specs/cfdp/CFDP.tla; the
 section numbers are those the implementations' sources cite for
 727.0-B-5 (specs/cfdp/README.md), the book not being reachable here.
@@ -20,6 +19,7 @@ from conformance import wire
 from conformance.protocols.base import (
     Delivery,
     Dissector,
+    FieldTypes,
     ProtocolParams,
     ProtocolSpec,
     Rule,
@@ -266,6 +266,84 @@ SPEC = ProtocolSpec(
         lua=wire.SPECS.parent / "dissectors" / "cfdp" / "cfdp.lua",
         proto="dtncfdp",
         label="CCSDS File Delivery Protocol (dtnconform)",
+        fields=FieldTypes(
+            bool_fields=frozenset(
+                {
+                    "crc",
+                    "crc_ok",
+                    "large_file",
+                    "segmentation_control",
+                    "segment_metadata",
+                    "header.segmentation_control",
+                    "header.segment_metadata",
+                    "closure_requested",
+                    "end_system_status",
+                    "metadata_segmentation_control",
+                    "analysis.retransmission",
+                }
+            ),
+            str_fields=frozenset(
+                {
+                    "pdu_type",
+                    "direction",
+                    "mode",
+                    "directive",
+                    "condition",
+                    "delivery_code",
+                    "file_status",
+                    "ack_of",
+                    "transaction_status",
+                    "response_required",
+                    "record_continuation",
+                    "source_file_name",
+                    "dest_file_name",
+                    "fs.first_file_name",
+                    "fs.second_file_name",
+                    "fs.message",
+                    "analysis.response_time",
+                }
+            ),
+            bytes_fields=frozenset(
+                {
+                    "metadata",
+                    "data",
+                    "tlv.value",
+                    "message_to_user",
+                    "flow_label",
+                    "excess",
+                    "parameters",
+                }
+            ),
+            repeated=frozenset(
+                {
+                    "tlv.type",
+                    "tlv.length",
+                    "tlv.value",
+                    "tlv.entity_id",
+                    "segment.start",
+                    "segment.end",
+                    "fs.action",
+                    "fs.spare",
+                    "fs.status",
+                    "fs.first_file_name_len",
+                    "fs.first_file_name",
+                    "fs.second_file_name_len",
+                    "fs.second_file_name",
+                    "fs.message_len",
+                    "fs.message",
+                    "message_to_user",
+                    "flow_label",
+                    "fho.condition",
+                    "fho.handler",
+                    "analysis.ack_frame",
+                    "analysis.finished_frame",
+                }
+            ),
+        ),  # fmt: skip
+        # the NAK's segment requests, beside the classifier's fields
+        record_extras=("segment.start", "segment.end"),
+        # transaction analysis: off when runs are decoded, on for validate
+        analysis_pref="analysis",
     ),
     generator="generators.cfdp",
     unit="PDU",

@@ -1,0 +1,431 @@
+"""End-to-end tests of suts/cfdppy/harness.py: real cfdp-py 0.7.0 transfers
+over 127.0.0.1, each role in its own process, as dtnconform runs them.
+
+Some tests put a small lossy UDP relay (a thread in this process) between
+the two roles, to check the limit mappings of README.md against what
+cfdp-py does on the wire. Run with:
+
+    .venv/bin/pytest suts/cfdppy/tests -m integration
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("cfdppy")
+
+pytestmark = pytest.mark.integration
+
+HARNESS = Path(__file__).resolve().parents[1] / "harness.py"
+LOOP = "127.0.0.1"
+# Short timers so that every limit is reached within a second or two.
+TIMERS = [
+    "--ack-timer-ms",
+    "250",
+    "--nak-timer-ms",
+    "250",
+    "--check-timer-ms",
+    "250",
+    "--time-limit-ms",
+    "10000",
+    "--linger-ms",
+    "200",
+]
+CANCEL_AFTER_FD_1024 = json.dumps(
+    {
+        "request": "cancel",
+        "after": {
+            "direction": "forward",
+            "match": {"pdu_type": "file_data", "offset": 1024},
+            "occurrence": 1,
+        },
+    }
+)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind((LOOP, 0))
+        return int(s.getsockname()[1])
+
+
+def result_of(proc: subprocess.Popen[str], timeout: float = 30.0) -> dict[str, Any]:
+    out, _ = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, out
+    lines = [ln for ln in out.strip().splitlines() if ln.startswith("{")]
+    assert lines, f"no result line in {out!r}"
+    result = json.loads(lines[-1])
+    assert isinstance(result, dict)
+    return result
+
+
+def start_role(
+    role: str, listen: int, peer: int, args: list[str], workdir: Path
+) -> subprocess.Popen[str]:
+    log = workdir.parent / f"{role}.log"
+    argv = [sys.executable, str(HARNESS), role, "--listen", f"{LOOP}:{listen}"]
+    argv += ["--peer", f"{LOOP}:{peer}", "--workdir", str(workdir), *args]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=log.open("w"), text=True, cwd=workdir.parent
+    )
+    deadline = time.monotonic() + 10
+    while "listening on" not in log.read_text():
+        assert proc.poll() is None, f"{role} exited early: {log.read_text()}"
+        assert time.monotonic() < deadline, f"{role} never started listening"
+        time.sleep(0.02)
+    return proc
+
+
+@dataclass
+class Rule:
+    """Drop (or corrupt) the ``times``-th PDUs of one kind in one direction
+    ("all" for every one)."""
+
+    direction: str  # "forward" or "return"
+    kind: str  # "file_data" or a directive name
+    offset: int | None = None
+    times: list[int] | str = "all"
+    act: str = "drop"
+
+
+@dataclass
+class Relay:
+    """A UDP relay between the roles: the sender sends to ``forward_port``,
+    the receiver to ``return_port``."""
+
+    rules: list[Rule]
+    forward_port: int = 0
+    return_port: int = 0
+    seen: list[tuple[str, str, int | None, str]] = field(default_factory=list)
+
+
+DIRECTIVES = {4: "eof", 5: "finished", 6: "ack", 7: "metadata", 8: "nak", 9: "prompt"}
+
+
+def pdu_kind(data: bytes) -> tuple[str, int | None]:
+    header = 4 + 2 * (((data[3] >> 4) & 7) + 1) + (data[3] & 7) + 1
+    if (data[0] >> 4) & 1:  # PDU type 1: file data
+        return "file_data", int.from_bytes(data[header : header + 4], "big")
+    return DIRECTIVES.get(data[header], "?"), None
+
+
+@contextmanager
+def relay(rules: list[Rule], send_port: int, recv_port: int) -> Iterator[Relay]:
+    fwd = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rtn = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    fwd.bind((LOOP, 0))
+    rtn.bind((LOOP, 0))
+    state = Relay(rules, fwd.getsockname()[1], rtn.getsockname()[1])
+    counts: dict[tuple[str, str, int | None], int] = {}
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            ready, _, _ = select.select([fwd, rtn], [], [], 0.02)
+            for sock in ready:
+                data, _ = sock.recvfrom(65535)
+                direction = "forward" if sock is fwd else "return"
+                kind, offset = pdu_kind(data)
+                key = (direction, kind, offset)
+                counts[key] = counts.get(key, 0) + 1
+                act = "pass"
+                for r in rules:
+                    hit = (r.direction, r.kind) == (direction, kind) and r.offset in (None, offset)
+                    if hit and (r.times == "all" or counts[key] in r.times):
+                        act = r.act
+                state.seen.append((direction, kind, offset, act))
+                if act == "drop":
+                    continue
+                if act == "corrupt":  # flip one octet of file data
+                    data = data[:-5] + bytes([data[-5] ^ 0xFF]) + data[-4:]
+                out, port = (rtn, recv_port) if direction == "forward" else (fwd, send_port)
+                out.sendto(data, (LOOP, port))
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        stop.set()
+        thread.join()
+        fwd.close()
+        rtn.close()
+
+
+def transfer(
+    tmp_path: Path,
+    common: list[str],
+    send_args: list[str] | None = None,
+    recv_args: list[str] | None = None,
+    receiver: bool = True,
+    rules: list[Rule] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any] | None, Relay | None]:
+    """One transfer; the receiver starts first, as dtnconform starts it."""
+    send_port, recv_port = free_port(), free_port()
+    common = [*common, *TIMERS]
+    send_args = ["--file-len", "3000", *(send_args or [])]
+    channel = relay(rules, send_port, recv_port) if rules is not None else nullcontext()
+    with channel as path:
+        to_recv = path.forward_port if path is not None else recv_port
+        to_send = path.return_port if path is not None else send_port
+        rx = None
+        if receiver:
+            rx = start_role(
+                "recv", recv_port, to_send, [*common, *(recv_args or [])], tmp_path / "r"
+            )
+        tx = start_role("send", send_port, to_recv, [*common, *send_args], tmp_path / "s")
+        sent = result_of(tx)
+        received = result_of(rx) if rx is not None else None
+    return sent, received, path
+
+
+def test_tables_match_the_spec() -> None:
+    """The harness's Table 5-4/5-5 names are those of specs/cfdp/wire.json."""
+    spec = Path(__file__).resolve().parents[3] / "specs" / "cfdp" / "wire.json"
+    if not spec.exists():
+        pytest.skip("specs/cfdp/wire.json not found")
+    wire = json.loads(spec.read_text())
+    sys.path.insert(0, str(HARNESS.parent))
+    try:
+        import harness
+    finally:
+        sys.path.pop(0)
+    conds = {e["code"]: e["name"] for e in wire["condition_codes"]["entries"]}
+    assert conds == harness.CONDITION_NAMES
+    for name in ("directive", "ack_of", "pdu_type", "offset", "condition"):
+        assert name in wire["fields"]
+    assert harness.pattern(300)[:3] == bytes([7, 38, 69])
+    assert harness.pattern(300)[256:259] == bytes([7, 38, 69])
+
+
+@pytest.mark.parametrize("mode", ["class1", "class1-closure", "class2"])
+def test_nominal_transfer_completes(tmp_path: Path, mode: str) -> None:
+    common = ["--mode", mode, "--checksum", "crc32", "--segment-size", "1024"]
+    sent, received, _ = transfer(tmp_path, common)
+    assert received is not None
+    assert sent["outcome"] == "completed", sent
+    assert sent["sender_condition"] == "no_error"
+    assert received["outcome"] == "completed", received
+    assert received["receiver_condition"] == "no_error"
+    assert received["file_bytes_delivered"] == 3000
+    assert received["payload_ok"] is True
+    assert sent["pdus_sent"]["file_data"] == 3  # 1024 + 1024 + 952
+    expected = bytes((i * 31 + 7) & 0xFF for i in range(3000))
+    assert (tmp_path / "r" / "dtnc-received.bin").read_bytes() == expected
+    if mode == "class2":
+        assert received["pdus_sent"] == {"ack(eof,no_error)": 1, "finished(no_error)": 1}
+        assert sent["pdus_sent"]["ack(finished,no_error)"] == 1
+    elif mode == "class1-closure":
+        assert received["pdus_sent"] == {"finished(no_error)": 1}
+    else:
+        assert received["pdus_sent"] == {}
+
+
+@pytest.mark.parametrize("checksum", ["modular", "crc32c", "null"])
+def test_checksums_and_options(tmp_path: Path, checksum: str) -> None:
+    common = ["--mode", "class2", "--checksum", checksum, "--pdu-crc", "1"]
+    common += ["--entity-id-len", "4", "--seq-len", "1", "--nak-mode", "deferred"]
+    sent, received, _ = transfer(
+        tmp_path,
+        common,
+        send_args=["--entity-id", "70000", "--peer-entity-id", "9", "--seq-num", "255"],
+        recv_args=["--entity-id", "9", "--peer-entity-id", "70000"],
+    )
+    assert received is not None
+    assert (sent["outcome"], received["outcome"]) == ("completed", "completed")
+    assert received["payload_ok"] is True
+
+
+def test_cancel_at_sender_class1(tmp_path: Path) -> None:
+    """Class 1: the SourceHandler sends EOF(cancel_request_received) and
+    resets (source.py:835-841). The receiver ends its transaction cancelled,
+    but with condition code 240: spacepackets 0.32.0 reads an EOF's
+    condition as ``octet & 0xF0`` without the shift (pdu/eof.py:150), so
+    cancel_request_received (15) becomes 240, which is no Table 5-5 code;
+    the harness reports it as ''."""
+    common = ["--mode", "class1", "--checksum", "crc32"]
+    sent, received, _ = transfer(tmp_path, common, send_args=["--request", CANCEL_AFTER_FD_1024])
+    assert received is not None
+    assert sent["outcome"] == "cancelled", sent
+    assert sent["sender_condition"] == "cancel_request_received"
+    assert sent["requests"][0]["made"] is True
+    assert sent["pdus_sent"] == {"metadata": 1, "file_data": 2, "eof(cancel_request_received)": 1}
+    assert received["outcome"] == "cancelled", received
+    assert received["receiver_condition"] == ""
+    assert "condition code 240" in received["detail"]
+    assert received["file_bytes_delivered"] == 0
+    assert received["payload_ok"] is None
+
+
+def test_cancel_at_sender_class2(tmp_path: Path) -> None:
+    """Class 2: the sender's EOF(cancel) reaches the receiver as condition
+    240 (as above); the DestHandler then builds ACK(EOF) with that code,
+    and packing it raises ValueError in spacepackets (pdu/ack.py: 240 << 4
+    does not fit an octet). The receiving entity stops there (timeout: its
+    transaction never ends); the sender's EOF(cancel) is never acknowledged,
+    so at its ACK limit it abandons the transaction (4.11.2.2.3,
+    source.py:962-978), reporting the condition it was cancelling with."""
+    common = ["--mode", "class2", "--checksum", "crc32", "--ack-limit", "1"]
+    sent, received, _ = transfer(tmp_path, common, send_args=["--request", CANCEL_AFTER_FD_1024])
+    assert received is not None
+    assert sent["outcome"] == "abandoned", sent
+    assert sent["sender_condition"] == "cancel_request_received"
+    assert sent["pdus_sent"]["eof(cancel_request_received)"] == 2  # ACK limit 1: one retry
+    assert received["outcome"] == "timeout", received
+    assert "ValueError" in received["detail"] and "ack(eof,condition_240)" in received["detail"]
+    assert received["file_bytes_delivered"] == 0
+
+
+def test_cancel_with_modular_checksum_ends_in_checksum_failure(tmp_path: Path) -> None:
+    """With the modular checksum the receiver's check of the EOF(cancel)
+    fails: cfdp-py's modular checksum always covers the whole file
+    (filestore.py:373-374, crc.py:5), so the sender's (3000 octets) never
+    equals the receiver's (2048). The File Checksum Failure fault, cancel by
+    our handler, replaces the cancel condition (dest.py:1038, 1102, 1199),
+    so both ends report file_checksum_failure (no crash: code 5 packs)."""
+    common = ["--mode", "class2", "--checksum", "modular"]
+    sent, received, _ = transfer(tmp_path, common, send_args=["--request", CANCEL_AFTER_FD_1024])
+    assert received is not None
+    assert (sent["outcome"], sent["sender_condition"]) == ("cancelled", "file_checksum_failure")
+    assert received["outcome"] == "cancelled"
+    assert received["receiver_condition"] == "file_checksum_failure"
+
+
+def test_class2_without_receiver_abandons_at_ack_limit(tmp_path: Path) -> None:
+    """ACK limit L=1: EOF once more after the first expiry, the fault
+    (positive_ack_limit_reached, notice of cancellation) at the second; then
+    EOF(cancel) likewise, and a fault during it abandons (4.11.2.2.3)."""
+    common = ["--mode", "class2", "--checksum", "crc32", "--ack-limit", "1"]
+    t0 = time.monotonic()
+    sent, _, _ = transfer(tmp_path, common, receiver=False)
+    assert sent["outcome"] == "abandoned", sent
+    assert sent["sender_condition"] == "positive_ack_limit_reached"
+    assert sent["pdus_sent"]["eof(no_error)"] == 2
+    assert sent["pdus_sent"]["eof(positive_ack_limit_reached)"] == 2
+    # four expiries of the 250 ms ACK timer
+    assert 0.9 <= sent["duration_s"] <= 3.0
+    assert time.monotonic() - t0 < 10
+
+
+def test_class1_closure_without_receiver_check_limit(tmp_path: Path) -> None:
+    """The SourceHandler faults at the first expiry of its one check timer
+    (source.py:796-797); the harness gives it (L+1) x --check-timer-ms."""
+    common = ["--mode", "class1-closure", "--checksum", "crc32", "--check-limit", "2"]
+    sent, _, _ = transfer(tmp_path, common, receiver=False)
+    assert sent["outcome"] == "cancelled", sent
+    assert sent["sender_condition"] == "check_limit_reached"
+    assert sent["pdus_sent"]["eof(check_limit_reached)"] == 1
+    assert sent["duration_s"] >= 0.75  # 3 x 250 ms
+
+
+@pytest.mark.parametrize(("nak_mode", "limit", "naks"), [("immediate", 1, 3), ("deferred", 2, 3)])
+def test_nak_limit_mapping(tmp_path: Path, nak_mode: str, limit: int, naks: int) -> None:
+    """Every copy of the File Data at 1024 lost. NAK limit L: the NAK sent
+    at EOF (not counted), L more at NAK-timer expiries, the fault at the
+    (L+1)-th; in immediate mode one NAK more, when the gap appeared."""
+    common = ["--mode", "class2", "--checksum", "crc32", "--nak-mode", nak_mode]
+    common += ["--nak-limit", str(limit)]
+    sent, received, _ = transfer(
+        tmp_path, common, rules=[Rule("forward", "file_data", offset=1024)]
+    )
+    assert received is not None
+    assert received["outcome"] == "cancelled", received
+    assert received["receiver_condition"] == "nak_limit_reached"
+    assert received["pdus_sent"]["nak"] == naks
+    assert received["pdus_sent"]["finished(nak_limit_reached)"] == 1
+    assert (sent["outcome"], sent["sender_condition"]) == ("cancelled", "nak_limit_reached")
+
+
+def test_nak_retransmission_completes(tmp_path: Path) -> None:
+    common = ["--mode", "class2", "--checksum", "crc32"]
+    rules = [Rule("forward", "file_data", offset=1024, times=[1])]
+    sent, received, _ = transfer(tmp_path, common, rules=rules)
+    assert received is not None
+    assert (sent["outcome"], received["outcome"]) == ("completed", "completed")
+    assert received["payload_ok"] is True and received["file_bytes_delivered"] == 3000
+    assert received["pdus_sent"]["nak"] >= 1
+
+
+@pytest.mark.parametrize(
+    ("handler", "limit", "condition"),
+    [
+        # cfdp-py's default handler (ignore): the check limit as the model has it
+        ("ignore", 1, "check_limit_reached"),
+        # cancel: cfdp-py declares File Checksum Failure at every check of an
+        # incomplete file (dest.py:1059-1063, 1170), which ends it at once
+        ("cancel", 1, "file_checksum_failure"),
+        ("cancel", 0, "check_limit_reached"),
+    ],
+)
+def test_class1_check_limit(tmp_path: Path, handler: str, limit: int, condition: str) -> None:
+    common = ["--mode", "class1", "--checksum", "crc32", "--check-limit", str(limit)]
+    common += ["--checksum-fault-handler", handler]
+    _, received, _ = transfer(tmp_path, common, rules=[Rule("forward", "file_data", 1024)])
+    assert received is not None
+    assert received["outcome"] == "cancelled", received
+    assert received["receiver_condition"] == condition
+
+
+def test_class2_corrupt_file_data_is_not_caught(tmp_path: Path) -> None:
+    """No PDU CRC, one File Data octet flipped: in Class 2 cfdp-py verifies
+    the checksum only in Class 1 or after lost segments came back
+    (dest.py:1059, 950), so it completes with a corrupt file."""
+    common = ["--mode", "class2", "--checksum", "crc32"]
+    rules = [Rule("forward", "file_data", offset=1024, times=[1], act="corrupt")]
+    _, received, _ = transfer(tmp_path, common, rules=rules)
+    assert received is not None
+    assert received["outcome"] == "completed"
+    assert received["file_bytes_delivered"] == 3000
+    assert received["payload_ok"] is False
+
+
+def test_requests_cfdppy_cannot_or_can_make(tmp_path: Path) -> None:
+    suspend = {
+        "request": "suspend",
+        "after": {"direction": "forward", "match": {"directive": "metadata"}},
+        "resume_after_ms": 100,
+    }
+    prompt = {
+        "request": "prompt_nak",
+        "after": {"direction": "return", "match": {"directive": "ack", "ack_of": "eof"}},
+    }
+    never = {"request": "cancel", "after": {"direction": "return", "match": {"directive": "nak"}}}
+    send_args = [a for r in (suspend, prompt, never) for a in ("--request", json.dumps(r))]
+    common = ["--mode", "class2", "--checksum", "crc32"]
+    sent, received, _ = transfer(tmp_path, common, send_args=send_args)
+    assert received is not None
+    assert (sent["outcome"], received["outcome"]) == ("completed", "completed")
+    made = {r["request"]: r for r in sent["requests"]}
+    assert made["suspend"]["made"] is False and "Suspend" in made["suspend"]["detail"]
+    assert made["prompt_nak"]["made"] is True
+    assert made["cancel"]["made"] is False and "never seen" in made["cancel"]["detail"]
+    assert sent["pdus_sent"]["prompt(nak)"] == 1
+    assert "nak" not in received["pdus_sent"]  # the DestHandler does not answer Prompts
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "words"),
+    [("--seq-len", "8", "8, 16 or 32 bits"), ("--entity-id-len", "3", "(1, 2, 4, 8)")],
+)
+def test_unsupported_widths_are_errors(tmp_path: Path, option: str, value: str, words: str) -> None:
+    argv = [sys.executable, str(HARNESS), "send", "--listen", f"{LOOP}:{free_port()}"]
+    argv += ["--peer", f"{LOOP}:{free_port()}", "--file-len", "10", option, value]
+    argv += ["--workdir", str(tmp_path)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["outcome"] == "error"
+    assert words in result["detail"]
