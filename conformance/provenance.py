@@ -32,21 +32,34 @@ def collect(
     scn: Scenario,
     sut: SutAdapter,
     resolved_channel: tuple[DirectionChannel, DirectionChannel, float] | None = None,
+    *,
+    receiver_sut: SutAdapter | None = None,
 ) -> Provenance:
     """The provenance of one run of ``scn`` against ``sut``.
 
     ``resolved_channel`` is :func:`conformance.emulator.resolve` of the
-    scenario's channel (resolved here when not given)."""
+    scenario's channel (resolved here when not given). With ``receiver_sut``
+    (an interoperability run) the knobs are the sender's from ``sut`` and
+    the receiver's from it, each ``sender.``/``receiver.``-prefixed."""
     if resolved_channel is None:
         from conformance.emulator import resolve
 
         resolved_channel = resolve(scn.channel)
+    name, version, knob = sut.name, str(getattr(sut, "version", "")), knobs(scn, sut)
+    if receiver_sut is not None:
+        name = f"{sut.name} -> {receiver_sut.name}"
+        version = f"{version} -> {getattr(receiver_sut, 'version', '')}"
+        theirs = knobs(scn, receiver_sut)
+        knob = {
+            **{k: v for k, v in knob.items() if not k.startswith("receiver.")},
+            **{k: v for k, v in theirs.items() if k.startswith("receiver.")},
+        }
     return Provenance(
         date=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         tool_commit=tool_commit(),
-        sut=sut.name,
-        sut_version=str(getattr(sut, "version", "")),
-        knobs=knobs(scn, sut),
+        sut=name,
+        sut_version=version,
+        knobs=knob,
         tshark=tshark_version(),
         kernel=kernel(),
         tlc=tlc_version(),

@@ -127,14 +127,19 @@ def run_scenario(
     *,
     step: Step | None = None,
     tester: str | None = None,
+    receiver_sut: SutAdapter | None = None,
 ) -> RunOutcome:
     """Run one scenario; never raises for a misbehaving SUT (that is a verdict),
     only for a broken set-up (missing tool, not root) or Ctrl-C. ``tester``:
     the role dtnconform's model-driven tester plays (conformance.tester);
-    the SUT plays the other."""
+    the SUT plays the other. ``receiver_sut``: another implementation plays
+    the receiver (an interoperability run; ``sut`` sends)."""
     from conformance.tester import launch
 
     say = step or (lambda _msg: None)
+    if receiver_sut is not None and tester is not None:
+        raise InputError("an interoperability run has no tester: two implementations play it")
+    rx_sut = receiver_sut or sut
     if tester is not None:
         launch.check(scn, tester)
     elif scn.probes:
@@ -151,6 +156,8 @@ def run_scenario(
     dump_model(scn, run_dir / "scenario.json")
     netns.require_root()
     sut.ensure_built()
+    if rx_sut is not sut:
+        rx_sut.ensure_built()
     port = PORTS.get(scn.protocol)
     if port is None:
         raise InputError(f"{scn.name}: protocol {scn.protocol} has no default UDP port")
@@ -197,7 +204,7 @@ def run_scenario(
                 topo.ns_b,
                 launch.argv(scn, rx_ep, "receiver", run_dir)
                 if tester == "receiver"
-                else sut.receiver_argv(scn, rx_ep),
+                else rx_sut.receiver_argv(scn, rx_ep),
             ),
             (
                 "sender",
@@ -252,7 +259,9 @@ def run_scenario(
     for role, proc in procs.items():
         stdout = (run_dir / f"{role}.out").read_text(errors="replace")
         stderr = (run_dir / f"{role}.log").read_text(errors="replace")
-        res = sut.parse_result(role, stdout, stderr, proc.returncode)
+        res = (rx_sut if role == "receiver" else sut).parse_result(
+            role, stdout, stderr, proc.returncode
+        )
         if role == tester:
             res.detail = f"tester: {res.detail}".strip()
         if role in hung:
@@ -289,7 +298,7 @@ def run_scenario(
     result = RunResult(
         scenario=scn.name,
         protocol=scn.protocol,
-        sut=sut_label(sut, tester),
+        sut=sut_label(sut, tester, receiver_sut),
         started_at=started.isoformat(timespec="seconds"),
         duration_s=round(duration, 3),
         sender=ends["sender"],
@@ -306,7 +315,9 @@ def run_scenario(
         ),
         captures={"sender side": "a.pcap", "receiver side": "b.pcap"},
         channel_log="channel.jsonl",
-        provenance=provenance.collect(scn, sut, emulator.resolve(scn.channel)),
+        provenance=provenance.collect(
+            scn, sut, emulator.resolve(scn.channel), receiver_sut=receiver_sut
+        ),
         tester=tester,  # type: ignore[arg-type]
     )
     if tester is not None and result.provenance is not None:
@@ -425,26 +436,36 @@ def settle_probes(
     return [r for r in segments if tuple(gen.session_of(r.fields)) not in sessions]
 
 
-def sut_label(sut: SutAdapter, tester: str | None = None) -> str:
-    """ "licklider 0.1.1", or with the tester: "licklider 0.1.1 (receiver)"."""
+def sut_label(
+    sut: SutAdapter, tester: str | None = None, receiver_sut: SutAdapter | None = None
+) -> str:
+    """ "licklider 0.1.1", with the tester "licklider 0.1.1 (receiver)", and
+    an interoperability run's "cfdp-py 0.7.0 -> cfdp-rs 0.3.0"."""
     label = f"{sut.name} {sut.version}"
     options = getattr(sut, "options", {})  # an adapter before SutAdapter.options has none
     if options:
         label += " [" + ", ".join(f"{k}={v}" for k, v in options.items()) + "]"
+    if receiver_sut is not None:
+        return f"{label} -> {sut_label(receiver_sut)}"
     if tester is not None:
         label += " (receiver)" if tester == "sender" else " (sender)"
     return label
 
 
 def error_outcome(
-    scn: Scenario, sut: SutAdapter, run_dir: Path, exc: BaseException, tester: str | None = None
+    scn: Scenario,
+    sut: SutAdapter,
+    run_dir: Path,
+    exc: BaseException,
+    tester: str | None = None,
+    receiver_sut: SutAdapter | None = None,
 ) -> RunOutcome:
     """A run that could not complete (set-up failure, Ctrl-C) still leaves a verdict."""
     run_dir.mkdir(parents=True, exist_ok=True)
     why = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc) or type(exc).__name__
     verdict = Verdict(
         scenario=scn.name,
-        sut=sut_label(sut, tester),
+        sut=sut_label(sut, tester, receiver_sut),
         status="error",
         reasons=[Reason(code="run-error", message=why)],
     )

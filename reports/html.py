@@ -541,3 +541,100 @@ def _files(run_dir: Path, base: Path) -> list[tuple[str, str]]:
 
 def _rel(path: Path, base: Path) -> str:
     return os.path.relpath(path, base)
+
+
+# ---------------------------------------------------------------------------
+# Interoperability matrix
+# ---------------------------------------------------------------------------
+
+# A cell's mark per configuration, by its runs' verdicts.
+MARKS = {"pass": "✔", "fail": "✘", "inconclusive": "?", "error": "!",
+         "unsupported": "–", "not run": "·"}  # fmt: skip
+
+
+def cell_status(statuses: Sequence[str]) -> str:
+    """One mark for a configuration's runs in a cell: fail if any failed,
+    then error, inconclusive, pass; unsupported if none could run."""
+    if not statuses:
+        return "not run"
+    for s in ("fail", "error", "inconclusive", "not run"):
+        if s in statuses:
+            return s
+    return "unsupported" if all(s == "unsupported" for s in statuses) else "pass"
+
+
+def render_interop(
+    protocol: str,
+    suts: Sequence[Any],
+    configs: Sequence[Any],
+    cells: Sequence[Any],
+    runs: Mapping[str, RunOutcome],
+    out: Path,
+    robot_log: Path,
+) -> Path:
+    """``out/interop.html``: the matrix (sender rows, receiver columns, one
+    mark per configuration linking to its runs), then each configuration's
+    runs with their evidence (captures, verdict, dissector findings)."""
+    names = [s.name for s in suts]
+    by: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for c in cells:
+        run = runs.get(c.name)
+        status = "unsupported" if c.unsupported else (run.verdict.status if run else "not run")
+        by.setdefault((c.sender, c.receiver, c.config.name), []).append(
+            {
+                "cell": c,
+                "scenario": c.scenario.stem,
+                "status": status,
+                "run": run,
+                "reasons": [r for r in run.verdict.reasons if r.code != "observed-outcome"]
+                if run
+                else [],
+                "trace": run.verdict.trace.status if run and run.verdict.trace else "",
+                "files": _files(run.run_dir, out) if run else [],
+                "dir": _rel(run.run_dir, out) if run else None,
+            }
+        )
+    matrix = [
+        {
+            "sender": tx,
+            "cells": [
+                {
+                    "receiver": rx,
+                    "marks": [
+                        {
+                            "config": cfg.name,
+                            "status": (st := cell_status([r["status"] for r in rs])),
+                            "mark": MARKS[st],
+                            "anchor": f"{tx}--{rx}--{cfg.name}",
+                        }
+                        for cfg in configs
+                        if (rs := by.get((tx, rx, cfg.name))) is not None
+                    ],
+                }
+                for rx in names
+            ],
+        }
+        for tx in names
+    ]
+    details = [
+        {"anchor": f"{tx}--{rx}--{cfg.name}", "sender": tx, "receiver": rx, "config": cfg,
+         "runs": by[(tx, rx, cfg.name)]}
+        for tx in names for rx in names for cfg in configs if (tx, rx, cfg.name) in by
+    ]  # fmt: skip
+    counts = Counter(r["status"] for rs in by.values() for r in rs)
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
+    page = env.get_template("interop.html").render(
+        protocol=protocol.upper(),
+        spec_name=protocols.get(protocol).spec,
+        suts=[f"{s.name} {s.version}" for s in suts],
+        names=names,
+        configs=configs,
+        matrix=matrix,
+        details=details,
+        counts=counts,
+        marks=MARKS,
+        robot_log=_rel(robot_log, out) if robot_log.exists() else None,
+    )
+    report = out / "interop.html"
+    report.write_text(page, encoding="utf-8")
+    return report

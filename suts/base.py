@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args
@@ -61,6 +62,12 @@ class SutAdapter(ABC):
                     f"--sut-option {name}: {self.name} has no such option (it offers: {offered})"
                 )
             self.options[name] = value
+
+    def supports(self, params: Mapping[str, object], role: str) -> str:
+        """Why this implementation cannot play ``role`` with these scenario
+        parameters ('' if it can): an interoperability cell it cannot take
+        is "not supported", not a fail."""
+        return ""
 
     @abstractmethod
     def ensure_built(self) -> None:
@@ -150,6 +157,7 @@ class SutAdapter(ABC):
 REGISTRY: dict[str, str] = {
     "licklider": "suts.licklider:Licklider",
     "cfdp-py": "suts.cfdppy:CfdpPy",
+    "cfdp-rs": "suts.cfdprs:CfdpRs",
 }
 
 

@@ -28,23 +28,32 @@ class DtnConformance:
 
     @keyword("Run Scenario")
     def run_scenario(
-        self, scenario: str, sut: str, tester: str = "none", run: str = "", options: str = ""
+        self,
+        scenario: str,
+        sut: str,
+        tester: str = "none",
+        run: str = "",
+        options: str = "",
+        receiver: str = "",
     ) -> str:
         """Replay ``scenario`` (a scenario JSON file) against ``sut`` between
         network namespaces, the model-driven tester playing ``tester``
         (sender, receiver; none: the SUT plays both sides); return the
         verdict status (pass, fail, inconclusive, error). The run's files go
         to RUNS_DIR/``run`` (default: the scenario's name). ``options``: the
-        SUT's configuration choices, ``NAME=VALUE`` separated by commas."""
+        SUT's configuration choices, ``NAME=VALUE`` separated by commas.
+        ``receiver``: another implementation plays the receiver (``sut``
+        sends): an interoperability run."""
         scn = load_scenario(Path(scenario))
         adapter = get(sut)
         adapter.set_options([o for o in options.split(",") if o])
+        peer = get(receiver) if receiver else None
         role = None if tester in ("", "none") else tester
         run_dir = self.runs_dir / (run or scn.name)
         try:
-            self.last = run_scenario(scn, adapter, run_dir, tester=role)
+            self.last = run_scenario(scn, adapter, run_dir, tester=role, receiver_sut=peer)
         except Exception as exc:  # set-up failure: still leave a verdict behind
-            self.last = error_outcome(scn, adapter, run_dir, exc, tester=role)
+            self.last = error_outcome(scn, adapter, run_dir, exc, tester=role, receiver_sut=peer)
         v = self.last.verdict
         logger.info(f"verdict {v.status} for {scn.name}; run directory {run_dir}")
         for reason in v.reasons:

@@ -15,3 +15,11 @@ Scenario Should Pass
     [Arguments]    ${scenario}    ${tester}=none    ${run}=${EMPTY}
     Run Scenario    ${scenario}    ${SUT}    ${tester}    ${run}    ${SUT_OPTIONS}
     Verdict Should Be    pass
+
+Interop Should Pass
+    [Documentation]    Replay one scenario with ${sender} sending to ${receiver} and
+    ...    require a pass verdict; a cell one of them cannot take is skipped, with why.
+    [Arguments]    ${scenario}    ${sender}    ${receiver}    ${run}    ${unsupported}=${EMPTY}
+    Skip If    "${unsupported}" != ""    not supported: ${unsupported}
+    Run Scenario    ${scenario}    ${sender}    none    ${run}    ${EMPTY}    ${receiver}
+    Verdict Should Be    pass

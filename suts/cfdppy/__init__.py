@@ -7,6 +7,7 @@ import importlib.util
 import math
 import sys
 import tempfile
+from collections.abc import Mapping
 
 from conformance import timers
 from conformance.classifiers import default_port
@@ -108,6 +109,16 @@ class CfdpPy(SutAdapter):
                 "cfdp-py is not installed in dtnconform's venv: run `make setup` (it installs "
                 "cfdp-py==0.7.0 with fastcrc==0.3.6)"
             )
+
+    def supports(self, params: Mapping[str, object], role: str) -> str:
+        # suts/cfdppy/README.md: IDs of 1, 2, 4 or 8 octets; a sender's
+        # sequence numbers of 1, 2 or 4 (cfdppy/handler/source.py:938-941)
+        if params.get("entity_id_len") not in (1, 2, 4, 8):
+            return "entity IDs of 1, 2, 4 or 8 octets only"
+        seq = (1, 2, 4) if role == "sender" else (1, 2, 4, 8)
+        if params.get("sequence_number_len") not in seq:
+            return f"{role}: sequence numbers of {', '.join(map(str, seq))} octets only"
+        return ""
 
     def _argv(self, scn: Scenario, ep: Endpoint, role: str) -> list[str]:
         # each role's files in a folder of its own, never shared by two runs

@@ -1,0 +1,566 @@
+"""End-to-end tests of the cfdp-rs harness (suts/cfdprs/harness, binary
+dtnc-cfdprs): real cfdp-rs 0.3.0 transfers over 127.0.0.1, each role in its
+own process, as dtnconform runs them.
+
+Some tests put a small lossy UDP relay (a thread in this process) between
+the two roles, to check the limit mappings of README.md against what
+cfdp-rs does on the wire. The binary is built once per session with
+``cargo build --release --locked``. Run with:
+
+    .venv/bin/pytest suts/cfdprs/tests -m integration
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+SUT = Path(__file__).resolve().parents[1]
+CRATE = SUT / "harness"
+BINARY = CRATE / "target" / "release" / "dtnc-cfdprs"
+REPO = SUT.parents[1]
+CFDPPY_HARNESS = REPO / "suts" / "cfdppy" / "harness.py"
+VENV_PYTHON = REPO / ".venv" / "bin" / "python"
+LOOP = "127.0.0.1"
+# Short timers so that every limit is reached within a second or two.
+TIMERS = [
+    "--ack-timer-ms",
+    "250",
+    "--nak-timer-ms",
+    "250",
+    "--check-timer-ms",
+    "250",
+    "--time-limit-ms",
+    "10000",
+    "--linger-ms",
+    "200",
+]
+CANCEL_AFTER_FD_1024 = json.dumps(
+    {
+        "request": "cancel",
+        "after": {
+            "direction": "forward",
+            "match": {"pdu_type": "file_data", "offset": 1024},
+            "occurrence": 1,
+        },
+    }
+)
+
+
+def find_cargo() -> str | None:
+    found = shutil.which("cargo")
+    if found:
+        return found
+    home = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo")) / "bin" / "cargo"
+    return str(home) if home.exists() else None
+
+
+@pytest.fixture(scope="session")
+def binary() -> Path:
+    """dtnc-cfdprs, built once per session (cargo is quick when it is
+    already up to date)."""
+    cargo = find_cargo()
+    if cargo is None:
+        pytest.skip("cargo not found: the cfdp-rs harness is a Rust crate (suts/cfdprs/harness)")
+    proc = subprocess.run(
+        [cargo, "build", "--release", "--locked"],
+        cwd=CRATE,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert proc.returncode == 0, f"cargo build failed:\n{proc.stderr[-4000:]}"
+    assert BINARY.exists()
+    return BINARY
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind((LOOP, 0))
+        return int(s.getsockname()[1])
+
+
+def result_of(proc: subprocess.Popen[str], timeout: float = 30.0) -> dict[str, Any]:
+    out, _ = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, out
+    lines = [ln for ln in out.strip().splitlines() if ln.startswith("{")]
+    assert lines, f"no result line in {out!r}"
+    result = json.loads(lines[-1])
+    assert isinstance(result, dict)
+    return result
+
+
+def start_role(
+    argv0: list[str], role: str, listen: int, peer: int, args: list[str], workdir: Path
+) -> subprocess.Popen[str]:
+    log = workdir.parent / f"{role}.log"
+    argv = [*argv0, role, "--listen", f"{LOOP}:{listen}", "--peer", f"{LOOP}:{peer}"]
+    argv += ["--workdir", str(workdir), *args]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=log.open("w"), text=True, cwd=workdir.parent
+    )
+    deadline = time.monotonic() + 20
+    while "listening on" not in log.read_text():
+        assert proc.poll() is None, f"{role} exited early: {log.read_text()}"
+        assert time.monotonic() < deadline, f"{role} never started listening"
+        time.sleep(0.02)
+    return proc
+
+
+@dataclass
+class Rule:
+    """Drop the PDUs of one kind in one direction (all of them, or the
+    ``times``-th ones)."""
+
+    direction: str  # "forward" or "return"
+    kind: str  # "file_data" or a directive name
+    offset: int | None = None
+    times: list[int] | str = "all"
+
+
+@dataclass
+class Relay:
+    """A UDP relay between the roles: the sender sends to ``forward_port``,
+    the receiver to ``return_port``."""
+
+    rules: list[Rule]
+    forward_port: int = 0
+    return_port: int = 0
+    seen: list[tuple[str, str, int | None, str]] = field(default_factory=list)
+
+
+DIRECTIVES = {4: "eof", 5: "finished", 6: "ack", 7: "metadata", 8: "nak", 9: "prompt"}
+
+
+def pdu_kind(data: bytes) -> tuple[str, int | None]:
+    header = 4 + 2 * (((data[3] >> 4) & 7) + 1) + (data[3] & 7) + 1
+    if (data[0] >> 4) & 1:  # PDU type 1: file data
+        return "file_data", int.from_bytes(data[header : header + 4], "big")
+    return DIRECTIVES.get(data[header], "?"), None
+
+
+@contextmanager
+def relay(rules: list[Rule], send_port: int, recv_port: int) -> Iterator[Relay]:
+    fwd = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rtn = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    fwd.bind((LOOP, 0))
+    rtn.bind((LOOP, 0))
+    state = Relay(rules, fwd.getsockname()[1], rtn.getsockname()[1])
+    counts: dict[tuple[str, str, int | None], int] = {}
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            ready, _, _ = select.select([fwd, rtn], [], [], 0.02)
+            for sock in ready:
+                try:
+                    data, _ = sock.recvfrom(65535)
+                except OSError:
+                    continue
+                direction = "forward" if sock is fwd else "return"
+                kind, offset = pdu_kind(data)
+                key = (direction, kind, offset)
+                counts[key] = counts.get(key, 0) + 1
+                act = "pass"
+                for r in rules:
+                    hit = (r.direction, r.kind) == (direction, kind) and r.offset in (None, offset)
+                    if hit and (r.times == "all" or counts[key] in r.times):
+                        act = "drop"
+                state.seen.append((direction, kind, offset, act))
+                if act == "drop":
+                    continue
+                out, port = (rtn, recv_port) if direction == "forward" else (fwd, send_port)
+                out.sendto(data, (LOOP, port))
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        stop.set()
+        thread.join()
+        fwd.close()
+        rtn.close()
+
+
+def transfer(
+    tmp_path: Path,
+    binary: Path,
+    common: list[str],
+    send_args: list[str] | None = None,
+    recv_args: list[str] | None = None,
+    receiver: bool = True,
+    rules: list[Rule] | None = None,
+    sender_argv0: list[str] | None = None,
+    receiver_argv0: list[str] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any] | None, Relay | None]:
+    """One transfer; the receiver starts first, as dtnconform starts it."""
+    send_port, recv_port = free_port(), free_port()
+    common = [*common, *TIMERS]
+    send_args = ["--file-len", "3000", "--segment-size", "1024", *(send_args or [])]
+    channel = relay(rules, send_port, recv_port) if rules is not None else nullcontext()
+    with channel as path:
+        to_recv = path.forward_port if path is not None else recv_port
+        to_send = path.return_port if path is not None else send_port
+        rx = None
+        if receiver:
+            rx = start_role(
+                receiver_argv0 or [str(binary)],
+                "recv",
+                recv_port,
+                to_send,
+                [*common, *(recv_args or [])],
+                tmp_path / "r",
+            )
+        tx = start_role(
+            sender_argv0 or [str(binary)],
+            "send",
+            send_port,
+            to_recv,
+            [*common, *send_args],
+            tmp_path / "s",
+        )
+        sent = result_of(tx)
+        received = result_of(rx) if rx is not None else None
+    return sent, received, path
+
+
+def run_alone(binary: Path, args: list[str]) -> dict[str, Any]:
+    proc = subprocess.run(
+        [str(binary), *args], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+# ---------------------------------------------------------------------------
+
+
+def test_tables_match_the_spec() -> None:
+    """The harness's Table 5-4/5-5 names are those of specs/cfdp/wire.json."""
+    spec = REPO / "specs" / "cfdp" / "wire.json"
+    if not spec.exists():
+        pytest.skip("specs/cfdp/wire.json not found")
+    wire = json.loads(spec.read_text())
+    source = (CRATE / "src" / "wire.rs").read_text()
+    conditions = [
+        e["name"] for e in sorted(wire["condition_codes"]["entries"], key=lambda e: e["code"])
+    ]
+    assert [e["code"] for e in wire["condition_codes"]["entries"]] == list(range(16))
+    table = source.split("pub const CONDITIONS: [&str; 16] = [")[1].split("];")[0]
+    assert [s.strip().strip('",') for s in table.split() if s.strip()] == conditions
+    for entry in wire["directives"]["entries"]:
+        assert f'{entry["code"]} => "{entry["name"]}"' in source
+
+
+@pytest.mark.parametrize("mode", ["class1", "class1-closure", "class2"])
+def test_nominal_transfer_completes(tmp_path: Path, binary: Path, mode: str) -> None:
+    sent, received, _ = transfer(tmp_path, binary, ["--mode", mode])
+    assert received is not None
+    assert sent["outcome"] == "completed", sent
+    assert sent["sender_condition"] == "no_error"
+    assert sent["implementation"] == "cfdp-rs 0.3.0"
+    assert received["outcome"] == "completed", received
+    assert received["receiver_condition"] == "no_error"
+    assert received["file_bytes_delivered"] == 3000
+    assert received["payload_ok"] is True
+    assert sent["pdus_sent"]["file_data"] == 3  # 1024 + 1024 + 952
+    assert (tmp_path / "r" / "dtnc-received.bin").stat().st_size == 3000
+    # Class 1 without closure: nothing comes back; with closure a Finished;
+    # Class 2: ACK(EOF) and Finished, and the sender ACKs the Finished.
+    back = {"class1": {}, "class1-closure": {"finished(no_error)": 1}}.get(
+        mode, {"ack(eof,no_error)": 1, "finished(no_error)": 1}
+    )
+    assert sent["pdus_received"] == back
+
+
+@pytest.mark.parametrize("checksum", ["crc32", "crc32c", "null"])
+def test_checksums_and_options(tmp_path: Path, binary: Path, checksum: str) -> None:
+    common = ["--mode", "class2", "--checksum", checksum, "--pdu-crc", "1"]
+    common += ["--entity-id-len", "1", "--seq-len", "8"]
+    sent, received, _ = transfer(tmp_path, binary, common, send_args=["--seq-num", "300"])
+    assert received is not None
+    assert sent["outcome"] == received["outcome"] == "completed", (sent, received)
+    assert received["payload_ok"] is True
+
+
+def test_cancel_at_sender_class2(tmp_path: Path, binary: Path) -> None:
+    """Cancel.request after File Data at 1024: cfdp-rs's SourceHandler sends
+    EOF(cancel) at progress 2048 and runs the positive-ACK procedure; the
+    DestinationHandler ACKs it, verifies the checksum over those 2048
+    octets (CRC-32 covers exactly them) and answers Finished(cancel,
+    complete); the sender ACKs that and indicates it. Nothing is
+    delivered: the transaction did not end with no_error."""
+    common = ["--mode", "class2", "--checksum", "crc32"]
+    sent, received, _ = transfer(
+        tmp_path, binary, common, send_args=["--request", CANCEL_AFTER_FD_1024]
+    )
+    assert received is not None
+    assert sent["requests"][0]["made"] is True, sent
+    assert sent["outcome"] == "cancelled", sent
+    assert sent["sender_condition"] == "cancel_request_received"
+    assert sent["pdus_sent"]["file_data"] == 2
+    assert sent["pdus_sent"]["eof(cancel_request_received)"] == 1
+    assert "Transaction-Finished.indication: cancel_request_received" in sent["detail"]
+    assert received["outcome"] == "cancelled", received
+    assert received["receiver_condition"] == "cancel_request_received"
+    assert received["file_bytes_delivered"] == 0
+    assert received["payload_ok"] is None
+
+
+def test_cancel_at_sender_class1(tmp_path: Path, binary: Path) -> None:
+    """In Class 1 the SourceHandler's notice of cancellation sends
+    EOF(cancel) and resets at once, with no Transaction-Finished.indication
+    (source.rs:1171-1175): the harness reports the EOF's condition."""
+    common = ["--mode", "class1", "--checksum", "crc32"]
+    sent, received, _ = transfer(
+        tmp_path, binary, common, send_args=["--request", CANCEL_AFTER_FD_1024]
+    )
+    assert received is not None
+    assert sent["outcome"] == "cancelled", sent
+    assert sent["sender_condition"] == "cancel_request_received"
+    assert "no Transaction-Finished.indication" in sent["detail"]
+    assert received["outcome"] == "cancelled", received
+    assert received["receiver_condition"] == "cancel_request_received"
+    assert received["file_bytes_delivered"] == 0
+
+
+def test_cancel_with_modular_checksum_ends_in_checksum_failure(
+    tmp_path: Path, binary: Path
+) -> None:
+    """With the modular checksum cfdp-rs sums the whole file whatever length
+    it is asked for (filestore.rs:279, 300-319): the EOF(cancel) carries the
+    checksum of all 3000 octets, the receiver's 2048 do not match it, and
+    its File Checksum Failure fault (notice of cancellation) replaces the
+    cancel condition, in its Finished too."""
+    sent, received, _ = transfer(
+        tmp_path, binary, ["--mode", "class2"], send_args=["--request", CANCEL_AFTER_FD_1024]
+    )
+    assert received is not None
+    assert received["outcome"] == "cancelled"
+    assert received["receiver_condition"] == "file_checksum_failure"
+    assert "notice_of_cancellation file_checksum_failure" in received["detail"]
+    assert sent["outcome"] == "cancelled"
+    assert sent["sender_condition"] == "file_checksum_failure"
+
+
+def test_class2_without_receiver_abandons_at_ack_limit(tmp_path: Path, binary: Path) -> None:
+    """No receiver: with ack limit 1 the EOF goes out twice (one
+    retransmission), the 2nd expiry declares Positive ACK Limit Reached
+    (notice of cancellation: EOF(cancel), twice), and a fault while
+    sending the EOF(cancel) abandons the transaction (source.rs:1202-1208)."""
+    sent, _, _ = transfer(
+        tmp_path, binary, ["--mode", "class2", "--ack-limit", "1"], receiver=False
+    )
+    assert sent["outcome"] == "abandoned", sent
+    assert sent["sender_condition"] == "positive_ack_limit_reached"
+    assert sent["pdus_sent"]["eof(no_error)"] == 2
+    assert sent["pdus_sent"]["eof(positive_ack_limit_reached)"] == 2
+    assert sent["pdus_received"] == {}
+    # 4 expiries of the 250 ms timer
+    assert 0.9 <= sent["duration_s"] < 5
+
+
+def test_class2_cancel_without_receiver_panics_in_cfdprs(tmp_path: Path, binary: Path) -> None:
+    """A Cancel.request before the EOF, and no ACK(EOF(cancel)): at the first
+    positive-ACK expiry cfdp-rs re-sends the EOF with the checksum of the
+    completed file, which it never computed (checksum_completed_file is set
+    only by eof_fsm, source.rs:802), and unwraps None (source.rs:719-725).
+    The harness catches the panic and reports the entity stopped."""
+    sent, _, _ = transfer(
+        tmp_path,
+        binary,
+        ["--mode", "class2"],
+        send_args=["--request", CANCEL_AFTER_FD_1024],
+        receiver=False,
+    )
+    assert sent["requests"][0]["made"] is True
+    assert sent["outcome"] == "timeout", sent
+    assert sent["sender_condition"] == "cancel_request_received"
+    assert "panicked" in sent["detail"] and "src/source.rs:724" in sent["detail"]
+    assert sent["pdus_sent"]["eof(cancel_request_received)"] == 1
+
+
+@pytest.mark.parametrize("limit", [0, 2])
+def test_class1_closure_without_receiver_check_limit(
+    tmp_path: Path, binary: Path, limit: int
+) -> None:
+    """The sender's check timer lasts (limit + 1) x check timer: cfdp-rs
+    declares Check Limit Reached at its first expiry (source.rs:774-787)."""
+    common = ["--mode", "class1-closure", "--check-limit", str(limit)]
+    sent, _, _ = transfer(tmp_path, binary, common, receiver=False)
+    assert sent["outcome"] == "cancelled", sent
+    assert sent["sender_condition"] == "check_limit_reached"
+    assert sent["pdus_sent"]["eof(check_limit_reached)"] == 1
+    assert (limit + 1) * 0.25 <= sent["duration_s"] < (limit + 1) * 0.25 + 1.5
+
+
+@pytest.mark.parametrize(
+    ("nak_mode", "limit", "naks"),
+    [("immediate", 0, 2), ("immediate", 1, 3), ("deferred", 0, 1), ("deferred", 2, 3)],
+)
+def test_nak_limit_mapping(
+    tmp_path: Path, binary: Path, nak_mode: str, limit: int, naks: int
+) -> None:
+    """File Data at 1024 never arrives. Immediate mode NAKs the gap when it
+    appears; then the EOF starts the deferred procedure, whose first NAK is
+    not counted; each NAK-timer expiry re-sends it until the (limit+1)-th,
+    which declares NAK Limit Reached (dest.rs:1216-1235)."""
+    common = ["--mode", "class2", "--nak-mode", nak_mode, "--nak-limit", str(limit)]
+    rules = [Rule("forward", "file_data", offset=1024)]
+    sent, received, _ = transfer(tmp_path, binary, common, rules=rules)
+    assert received is not None
+    assert received["outcome"] == "cancelled", received
+    assert received["receiver_condition"] == "nak_limit_reached"
+    assert received["pdus_sent"]["nak"] == naks
+    assert received["file_bytes_delivered"] == 0
+    assert sent["outcome"] == "cancelled", sent
+    assert sent["sender_condition"] == "nak_limit_reached"
+
+
+def test_nak_retransmission_completes(tmp_path: Path, binary: Path) -> None:
+    rules = [Rule("forward", "file_data", offset=1024, times=[1])]
+    sent, received, _ = transfer(tmp_path, binary, ["--mode", "class2"], rules=rules)
+    assert received is not None
+    assert received["outcome"] == "completed", received
+    assert received["payload_ok"] is True
+    assert received["pdus_sent"]["nak"] >= 1
+    assert sent["outcome"] == "completed"
+
+
+@pytest.mark.parametrize(
+    ("handler", "limit", "condition"),
+    [
+        ("ignore", 0, "check_limit_reached"),
+        ("ignore", 2, "check_limit_reached"),
+        ("cancel", 0, "check_limit_reached"),
+        # The model's handler for checksum failure (notice of cancellation)
+        # ends the transaction at the first check-timer expiry that still
+        # fails: checksum_verify's fault sets TransferCompletion before the
+        # check count is looked at (dest.rs:1485-1490, 1540-1570).
+        ("cancel", 1, "file_checksum_failure"),
+    ],
+)
+def test_class1_check_limit(
+    tmp_path: Path, binary: Path, handler: str, limit: int, condition: str
+) -> None:
+    common = ["--mode", "class1", "--check-limit", str(limit)]
+    common += ["--checksum-fault-handler", handler]
+    rules = [Rule("forward", "file_data", offset=1024)]
+    _, received, _ = transfer(tmp_path, binary, common, rules=rules)
+    assert received is not None
+    assert received["outcome"] == "cancelled", received
+    assert received["receiver_condition"] == condition
+    if handler == "ignore":
+        # the check fails at EOF and at each of the limit + 1 expiries
+        assert f"ignore file_checksum_failure x{limit + 2}" in received["detail"]
+
+
+def test_receiver_ack_limit(tmp_path: Path, binary: Path) -> None:
+    """Every ACK(Finished) is lost: the receiver sends Finished and one
+    retransmission (ack limit 1), declares Positive ACK Limit Reached
+    (notice of cancellation: Finished(cancel), twice), then abandons. It
+    had already indicated the transaction finished with no error and
+    delivered the file (dest.rs:1687-1699, 1729-1777)."""
+    common = ["--mode", "class2", "--ack-limit", "1"]
+    rules = [Rule("forward", "ack")]
+    sent, received, _ = transfer(tmp_path, binary, common, rules=rules)
+    assert received is not None
+    assert sent["outcome"] == "completed", sent
+    assert received["outcome"] == "abandoned", received
+    assert received["receiver_condition"] == "positive_ack_limit_reached"
+    assert received["pdus_sent"]["finished(no_error)"] == 2
+    assert received["pdus_sent"]["finished(positive_ack_limit_reached)"] == 2
+    assert received["file_bytes_delivered"] == 3000
+    assert received["payload_ok"] is True
+
+
+def test_requests_cfdprs_cannot_make(tmp_path: Path, binary: Path) -> None:
+    suspend = {
+        "request": "suspend",
+        "after": {"direction": "forward", "match": {"directive": "metadata"}},
+    }
+    prompt = {
+        "request": "prompt_nak",
+        "after": {"direction": "forward", "match": {"directive": "eof"}},
+    }
+    never = {"request": "cancel", "after": {"direction": "return", "match": {"directive": "nak"}}}
+    args = [a for r in (suspend, prompt, never) for a in ("--request", json.dumps(r))]
+    sent, received, _ = transfer(tmp_path, binary, ["--mode", "class2"], send_args=args)
+    assert received is not None
+    assert sent["outcome"] == received["outcome"] == "completed"
+    reqs = {r["request"]: r for r in sent["requests"]}
+    assert reqs["suspend"]["made"] is False
+    assert "Suspend.request" in reqs["suspend"]["detail"]
+    assert reqs["prompt_nak"]["made"] is False
+    assert "Prompt" in reqs["prompt_nak"]["detail"]
+    assert reqs["cancel"]["made"] is False
+    assert "trigger never seen" in reqs["cancel"]["detail"]
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "words"),
+    [
+        ("--seq-len", "3", "sequence numbers of 1, 2, 4 or 8"),
+        ("--entity-id-len", "5", "entity IDs of 1, 2, 4 or 8"),
+        ("--segment-size", "5000", "buffer of 4096"),
+    ],
+)
+def test_unsupported_widths_are_errors(
+    tmp_path: Path, binary: Path, option: str, value: str, words: str
+) -> None:
+    port = free_port()
+    result = run_alone(
+        binary,
+        ["send", "--listen", f"{LOOP}:{port}", "--peer", f"{LOOP}:{free_port()}"]
+        + ["--file-len", "10", "--workdir", str(tmp_path), option, value],
+    )
+    assert result["outcome"] == "error"
+    assert words in result["detail"]
+
+
+# ---------------------------------------------------------------------------
+# cfdp-rs <-> cfdp-py (suts/cfdppy/harness.py, same command line)
+
+
+def cfdppy_argv0() -> list[str]:
+    if not CFDPPY_HARNESS.exists():
+        pytest.skip("suts/cfdppy/harness.py not present")
+    if not VENV_PYTHON.exists():
+        pytest.skip(f"{VENV_PYTHON} not found")
+    probe = subprocess.run(
+        [str(VENV_PYTHON), "-c", "import cfdppy"], capture_output=True, timeout=60, check=False
+    )
+    if probe.returncode != 0:
+        pytest.skip("cfdp-py is not importable in .venv")
+    return [str(VENV_PYTHON), str(CFDPPY_HARNESS)]
+
+
+@pytest.mark.parametrize("direction", ["rs-to-py", "py-to-rs"])
+def test_cross_with_cfdppy_class2(tmp_path: Path, binary: Path, direction: str) -> None:
+    py = cfdppy_argv0()
+    rs = [str(binary)]
+    tx, rx = (rs, py) if direction == "rs-to-py" else (py, rs)
+    sent, received, _ = transfer(
+        tmp_path, binary, ["--mode", "class2"], sender_argv0=tx, receiver_argv0=rx
+    )
+    assert received is not None
+    assert sent["outcome"] == "completed", sent
+    assert received["outcome"] == "completed", received
+    assert received["file_bytes_delivered"] == 3000
+    assert received["payload_ok"] is True
