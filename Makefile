@@ -15,17 +15,17 @@ EMULATOR    := conformance/emulator
 APT_PKGS    := tshark tcpdump ethtool iproute2 libnorm-dev default-jdk-headless maven python3-venv
 step         = @printf '\n==> setup step: %s\n' '$(1)'
 
-.PHONY: help setup apt venv tlc rust demo test test-deep lint schemas clean
+.PHONY: help setup apt venv tlc rust suts demo test test-deep lint schemas clean
 
 help:
 	@echo "make demo       set up, then certify LTP against licklider (needs root)"
 	@echo "make test       set up, then run the default test suite"
 	@echo "make test-deep  the default suite plus deep model checking (DTNC_DEEP=1)"
-	@echo "make setup      only the set-up: apt packages, venv, TLC jar, Rust builds"
+	@echo "make setup      only the set-up: apt packages, venv, TLC jar, Rust builds, the SUTs"
 	@echo "make lint       ruff, cargo clippy"
 	@echo "make lua        regenerate the Lua dissectors' tables from specs/<proto>/wire.json"
 
-setup: apt venv tlc rust
+setup: apt venv tlc rust suts
 	@echo "setup complete"
 
 apt:
@@ -68,6 +68,13 @@ rust:
 	  (cd $$d && cargo build --release --locked --quiet) \
 	    || { echo "setup step 'Rust release builds' failed: cargo build in $$d" >&2; exit 1; }; \
 	done
+
+suts:
+	$(call step,implementations under test: LibreCube cfdp (own venv) and Yamcs (Maven Central))
+	@LIBRECUBE_PYTHON=$(PYTHON) bash suts/librecube/setup.sh \
+	  || { echo "setup step 'implementations under test' failed: suts/librecube/setup.sh" >&2; exit 1; }
+	@bash suts/yamcs/setup.sh \
+	  || { echo "setup step 'implementations under test' failed: suts/yamcs/setup.sh" >&2; exit 1; }
 
 demo: setup
 	@# exit 1 means "some verdicts are not pass": a result of the demo, not a failure of it

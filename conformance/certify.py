@@ -85,6 +85,14 @@ def cases(protocol: str, scenarios: list[Path], sut_roles: Sequence[str]) -> lis
     return out
 
 
+def unsupported(sut: SutAdapter, case: Case) -> str:
+    """Why ``sut`` cannot play its side(s) of a case ('' if it can)."""
+    params = load_scenario(case.path).params.model_dump(mode="json")
+    roles = ("sender", "receiver") if case.tester is None else (
+        "receiver" if case.tester == "sender" else "sender",)  # fmt: skip
+    return "; ".join(w for r in roles if (w := sut.supports(params, r)))
+
+
 def probe_role(scn: Scenario) -> str | None:
     """The tester role a scenario's probes are sent from (None: no probes)."""
     if not scn.probes:
@@ -217,6 +225,9 @@ def certify(
     every = cases(protocol, scenarios, sut_roles)
     if only:
         every = [c for c in every if only in c.name]
+    # scenarios the implementation cannot take (its adapter says why) are
+    # not run: "not supported" is no verdict on it
+    every = [c for c in every if not unsupported(sut, c)]
     runs_dir = out / "runs"
     todo = every
     if resume:

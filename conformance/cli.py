@@ -466,6 +466,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         launch.check(scn, args.tester)
     peer = get(args.receiver_sut) if args.receiver_sut else None
+    params = scn.params.model_dump(mode="json")
+    plays = [(sut, r) for r in ("sender", "receiver") if r != args.tester and not (
+        peer is not None and r == "receiver")] + ([(peer, "receiver")] if peer else [])  # fmt: skip
+    for adapter, role in plays:
+        why = adapter.supports(params, role)
+        if why:
+            raise InputError(f"{args.scenario}: {adapter.name} cannot play its {role}: {why}")
     if peer is not None:
         if args.tester:
             raise InputError("--receiver-sut: an interoperability run has no --tester")
@@ -561,12 +568,21 @@ def _outcome_cell(o: ExpectedOutcome) -> str:
 
 def cmd_certify(args: argparse.Namespace) -> int:
     _protocol(args.protocol)
-    from conformance import certify
+    from conformance import certify, protocols
     from suts.base import get
 
     sut = get(args.sut)
     sut.set_options(args.sut_option)
-    roles = [r.strip() for r in args.sut_roles.split(",") if r.strip()]
+    if sut.protocol != args.protocol:
+        raise InputError(f"--sut {sut.name}: it plays {sut.protocol}, not {args.protocol}")
+    has_tester = bool(protocols.get(args.protocol).tester)
+    given = args.sut_roles or ("both,sender,receiver" if has_tester else "both")
+    roles = [r.strip() for r in given.split(",") if r.strip()]
+    if not has_tester and any(r != "both" for r in roles):
+        raise InputError(
+            f"--sut-roles: {args.protocol} has no model-driven tester yet, so the SUT plays both "
+            "sides (--sut-roles both)"
+        )
     bad = [r for r in roles if r not in certify.SUT_ROLES]
     if bad or not roles:
         raise InputError(
@@ -1116,8 +1132,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--sut-roles",
-        default="both,sender,receiver",
-        help="which sides the SUT plays, comma-separated (default all three): both (the SUT "
+        default=None,
+        help="which sides the SUT plays, comma-separated (default all three where the protocol "
+        "has a tester, else both): both (the SUT "
         "against itself), sender (the model-driven tester receives), receiver (the tester "
         "sends); the robustness probes run in the tester roles asked for",
     )

@@ -58,6 +58,10 @@ CFDP_CONFIGS = (
            "segment_size": 4096}, mtu=9000),
     Config("c2-e1-s8-crc32c", {"mode": "class2", "entity_id_len": 1, "sequence_number_len": 1,
            "checksum_type": "crc32c", "pdu_crc": False, "segment_size": 4096}, mtu=9000),
+    # what every implementation can take (LibreCube's narrow range among them)
+    Config("c2-e1-s8-modular-deferred", {"mode": "class2", "entity_id_len": 1,
+           "sequence_number_len": 1, "checksum_type": "modular", "pdu_crc": False,
+           "segment_size": 1024, "nak_mode": "deferred"}),
 )  # fmt: skip
 
 # The loss scenarios of each mode, as (wire key, segment) of the first

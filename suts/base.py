@@ -158,6 +158,7 @@ REGISTRY: dict[str, str] = {
     "licklider": "suts.licklider:Licklider",
     "cfdp-py": "suts.cfdppy:CfdpPy",
     "cfdp-rs": "suts.cfdprs:CfdpRs",
+    "librecube": "suts.librecube:LibreCube",
 }
 
 

@@ -39,9 +39,9 @@ for line in open(sys.argv[1]):
 sys.exit(0 if ok else 1)
 PY
 then
-  echo "librecube: pinned requirements already installed ($(tr '\n' ' ' < <(grep -v '^#' "$req")))"
+  echo "librecube: pinned requirements already installed: $(grep -v '^#' "$req" | paste -sd' ')"
 else
   echo "librecube: installing $req"
   "$venv/bin/pip" install --disable-pip-version-check -q -r "$req"
-  echo "librecube: installed: $("$venv/bin/pip" freeze --disable-pip-version-check | tr '\n' ' ')"
+  echo "librecube: installed: $("$venv/bin/pip" freeze --disable-pip-version-check | paste -sd' ')"
 fi

@@ -1,0 +1,63 @@
+"""Adapter for LibreCube cfdp 0.2.0 (Python CFDP, CCSDS 727.0-B-5), through
+our harness suts/librecube/harness.py, run in its own venv
+(suts/librecube/.venv: it conflicts with cfdp-py; suts/librecube/setup.sh).
+Its command line is every CFDP harness's (suts/cfdppy: cfdp_argv)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+
+from conformance.errors import ToolMissing
+from conformance.types import Scenario
+from suts.base import REPO, Endpoint, SutAdapter
+from suts.cfdppy import cfdp_argv, cfdp_knobs
+
+HERE = REPO / "suts" / "librecube"
+HARNESS = HERE / "harness.py"
+PYTHON = HERE / ".venv" / "bin" / "python"
+
+
+class LibreCube(SutAdapter):
+    name = "librecube"
+    protocol = "cfdp"
+    version = "0.2.0"
+
+    def supports(self, params: Mapping[str, object], role: str) -> str:
+        # suts/librecube/README.md, each with LibreCube's source line
+        if params.get("pdu_crc"):
+            return "no PDU CRC (cfdp/header.py:132-134)"
+        if params.get("mode") == "class1-closure":
+            return "no Class 1 with closure (cfdp/core.py:159)"
+        if params.get("checksum_type", "modular") != "modular":
+            return "the modular checksum only (cfdp/checksum: native.py:145-167)"
+        if params.get("entity_id_len") != 1:
+            return "entity IDs of the fewest octets they need: 1 for IDs 1 and 2 (header.py:53-56)"
+        if role == "sender" and params.get("sequence_number_len") != 1:
+            return "a sender's sequence numbers of 1 octet (header.py:81-85)"
+        deferred = params.get("nak_mode", "immediate") == "deferred"
+        if role == "receiver" and params.get("mode") == "class2" and not deferred:
+            return "a Class 2 receiver has deferred NAKs only"
+        return ""
+
+    def ensure_built(self) -> None:
+        if not PYTHON.exists():
+            raise ToolMissing(
+                "LibreCube cfdp's venv is missing: run `make setup` (suts/librecube/setup.sh)"
+            )
+
+    def _argv(self, scn: Scenario, ep: Endpoint, role: str) -> list[str]:
+        workdir = tempfile.mkdtemp(prefix=f"dtnc-librecube-{role}-")
+        return cfdp_argv([str(PYTHON), str(HARNESS)], scn, ep, role, workdir)
+
+    def sender_argv(self, scn: Scenario, ep: Endpoint) -> list[str]:
+        return self._argv(scn, ep, "sender")
+
+    def receiver_argv(self, scn: Scenario, ep: Endpoint) -> list[str]:
+        return self._argv(scn, ep, "receiver")
+
+    def knobs(self, scn: Scenario) -> dict[str, int | str]:
+        return cfdp_knobs(scn)
+
+
+__all__ = ["LibreCube"]

@@ -1,0 +1,663 @@
+"""End-to-end tests of suts/librecube/harness.py: real LibreCube cfdp 0.2.0
+transfers over 127.0.0.1, each role in its own process (run by the venv of
+suts/librecube/setup.sh), and cross transfers with the cfdp-py harness
+(suts/cfdppy/harness.py, dtnconform's venv). Some tests put a small lossy UDP
+relay (a thread in this process) between the roles. Run with:
+
+    .venv/bin/pytest suts/librecube/tests
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+HERE = Path(__file__).resolve().parents[1]
+REPO = HERE.parents[1]
+HARNESS = HERE / "harness.py"
+VENV_PY = HERE / ".venv" / "bin" / "python"
+CFDPPY = [sys.executable, str(REPO / "suts" / "cfdppy" / "harness.py")]
+LIBRECUBE = [str(VENV_PY), str(HARNESS)]
+LOOP = "127.0.0.1"
+
+if not VENV_PY.exists():
+    pytest.skip(
+        "suts/librecube/.venv is missing: run suts/librecube/setup.sh (LibreCube cfdp 0.2.0)",
+        allow_module_level=True,
+    )
+
+# What LibreCube can take (README.md): 1-octet entity IDs (the fewest octets
+# IDs 1 and 2 need), 1-octet sequence numbers, the modular checksum, deferred
+# NAKs, no PDU CRC. Short timers so that every limit is reached within a second.
+COMMON = [
+    "--entity-id-len",
+    "1",
+    "--seq-len",
+    "1",
+    "--checksum",
+    "modular",
+    "--nak-mode",
+    "deferred",
+    "--segment-size",
+    "1024",
+    "--ack-timer-ms",
+    "250",
+    "--nak-timer-ms",
+    "250",
+    "--check-timer-ms",
+    "250",
+    "--inactivity-ms",
+    "3000",
+    "--time-limit-ms",
+    "8000",
+    "--linger-ms",
+    "300",
+]
+CANCEL_AFTER_FD_1024 = json.dumps(
+    {
+        "request": "cancel",
+        "after": {
+            "direction": "forward",
+            "match": {"pdu_type": "file_data", "offset": 1024},
+            "occurrence": 1,
+        },
+    }
+)
+PATTERN_3000 = bytes((i * 31 + 7) & 0xFF for i in range(3000))
+
+
+def needs_cfdppy() -> None:
+    if importlib.util.find_spec("cfdppy") is None:
+        pytest.skip("cfdp-py is not installed in dtnconform's venv (make setup)")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind((LOOP, 0))
+        return int(s.getsockname()[1])
+
+
+def result_of(proc: subprocess.Popen[str], timeout: float = 30.0) -> dict[str, Any]:
+    out, _ = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, out
+    lines = [ln for ln in out.strip().splitlines() if ln.startswith("{")]
+    assert lines, f"no result line in {out!r}"
+    result = json.loads(lines[-1])
+    assert isinstance(result, dict)
+    return result
+
+
+def start_role(
+    prog: list[str], role: str, listen: int, peer: int, args: list[str], workdir: Path
+) -> subprocess.Popen[str]:
+    log = workdir.parent / f"{role}.log"
+    argv = [*prog, role, "--listen", f"{LOOP}:{listen}", "--peer", f"{LOOP}:{peer}"]
+    argv += ["--workdir", str(workdir), *args]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=log.open("w"), text=True, cwd=workdir.parent
+    )
+    deadline = time.monotonic() + 15
+    while "listening on" not in log.read_text():
+        if proc.poll() is not None:  # e.g. an "error" result before binding
+            return proc
+        assert time.monotonic() < deadline, f"{role} never started listening"
+        time.sleep(0.02)
+    return proc
+
+
+@dataclass
+class Rule:
+    """Drop (or corrupt) the ``times``-th PDUs of one kind in one direction
+    ("all": every one)."""
+
+    direction: str  # "forward" or "return"
+    kind: str  # "file_data" or a directive name
+    offset: int | None = None
+    times: list[int] | str = "all"
+    act: str = "drop"
+
+
+@dataclass
+class Relay:
+    forward_port: int = 0
+    return_port: int = 0
+    seen: list[tuple[str, str, int | None, str]] = field(default_factory=list)
+
+
+DIRECTIVES = {4: "eof", 5: "finished", 6: "ack", 7: "metadata", 8: "nak", 9: "prompt"}
+
+
+def pdu_kind(data: bytes) -> tuple[str, int | None]:
+    header = 4 + 2 * (((data[3] >> 4) & 7) + 1) + (data[3] & 7) + 1
+    if (data[0] >> 4) & 1:
+        return "file_data", int.from_bytes(data[header : header + 4], "big")
+    return DIRECTIVES.get(data[header], "?"), None
+
+
+@contextmanager
+def relay(rules: list[Rule], send_port: int, recv_port: int) -> Iterator[Relay]:
+    """The sender sends to ``forward_port``, the receiver to ``return_port``."""
+    fwd = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rtn = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    fwd.bind((LOOP, 0))
+    rtn.bind((LOOP, 0))
+    state = Relay(fwd.getsockname()[1], rtn.getsockname()[1])
+    counts: dict[tuple[str, str, int | None], int] = {}
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            ready, _, _ = select.select([fwd, rtn], [], [], 0.02)
+            for sock in ready:
+                try:
+                    data, _ = sock.recvfrom(65535)
+                except OSError:
+                    continue
+                direction = "forward" if sock is fwd else "return"
+                kind, offset = pdu_kind(data)
+                key = (direction, kind, offset)
+                counts[key] = counts.get(key, 0) + 1
+                act = "pass"
+                for r in rules:
+                    hit = (r.direction, r.kind) == (direction, kind) and r.offset in (None, offset)
+                    if hit and (r.times == "all" or counts[key] in r.times):
+                        act = r.act
+                state.seen.append((direction, kind, offset, act))
+                if act == "drop":
+                    continue
+                if act == "corrupt":  # flip one octet of the file data
+                    data = data[:-5] + bytes([data[-5] ^ 0xFF]) + data[-4:]
+                out, port = (rtn, recv_port) if direction == "forward" else (fwd, send_port)
+                out.sendto(data, (LOOP, port))
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        stop.set()
+        thread.join()
+        fwd.close()
+        rtn.close()
+
+
+def transfer(
+    tmp_path: Path,
+    common: list[str],
+    send_args: list[str] | None = None,
+    recv_args: list[str] | None = None,
+    receiver: bool = True,
+    rules: list[Rule] | None = None,
+    sender_prog: list[str] = LIBRECUBE,
+    receiver_prog: list[str] = LIBRECUBE,
+) -> tuple[dict[str, Any], dict[str, Any] | None, Relay | None]:
+    """One transfer; the receiver starts first, as dtnconform starts it."""
+    send_port, recv_port = free_port(), free_port()
+    common = [*COMMON, *common]
+    send_args = ["--file-len", "3000", *(send_args or [])]
+    channel = relay(rules, send_port, recv_port) if rules is not None else nullcontext()
+    with channel as path:
+        to_recv = path.forward_port if path is not None else recv_port
+        to_send = path.return_port if path is not None else send_port
+        rx = None
+        if receiver:
+            rx = start_role(
+                receiver_prog,
+                "recv",
+                recv_port,
+                to_send,
+                [*common, *(recv_args or [])],
+                tmp_path / "r",
+            )
+        tx = start_role(
+            sender_prog, "send", send_port, to_recv, [*common, *send_args], tmp_path / "s"
+        )
+        sent = result_of(tx)
+        received = result_of(rx) if rx is not None else None
+    return sent, received, path
+
+
+def run_alone(tmp_path: Path, role: str, args: list[str]) -> dict[str, Any]:
+    argv = [*LIBRECUBE, role, "--listen", f"{LOOP}:{free_port()}"]
+    argv += ["--peer", f"{LOOP}:{free_port()}", "--workdir", str(tmp_path / role), *args]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert isinstance(result, dict)
+    return result
+
+
+def assert_delivered(received: dict[str, Any], workdir: Path) -> None:
+    assert received["outcome"] == "completed", received
+    assert received["receiver_condition"] == "no_error"
+    assert received["file_bytes_delivered"] == 3000
+    assert received["payload_ok"] is True
+    assert (workdir / "dtnc-received.bin").read_bytes() == PATTERN_3000
+
+
+# --------------------------------------------------------------------------
+
+
+def test_tables_match_the_spec() -> None:
+    """The harness's Table 5-4/5-5 names are those of specs/cfdp/wire.json."""
+    spec = REPO / "specs" / "cfdp" / "wire.json"
+    if not spec.exists():
+        pytest.skip("specs/cfdp/wire.json not found")
+    wire = json.loads(spec.read_text())
+    # by path, under a name of its own (suts/cfdppy has a harness.py too)
+    spec_ = importlib.util.spec_from_file_location("librecube_harness", HARNESS)
+    assert spec_ is not None and spec_.loader is not None
+    harness = importlib.util.module_from_spec(spec_)
+    sys.modules["librecube_harness"] = harness  # dataclasses look their module up
+    spec_.loader.exec_module(harness)
+    conds = {e["code"]: e["name"] for e in wire["condition_codes"]["entries"]}
+    assert conds == harness.CONDITION_NAMES
+    for name in ("directive", "ack_of", "pdu_type", "offset", "condition"):
+        assert name in wire["fields"]
+    assert harness.pattern(300)[:3] == bytes([7, 38, 69])
+    assert harness.pattern(300)[256:259] == bytes([7, 38, 69])
+
+
+@pytest.mark.parametrize("mode", ["class1", "class2"])
+def test_nominal_transfer_completes(tmp_path: Path, mode: str) -> None:
+    sent, received, _ = transfer(tmp_path, ["--mode", mode])
+    assert received is not None
+    assert sent["outcome"] == "completed", sent
+    assert sent["sender_condition"] == "no_error"
+    assert_delivered(received, tmp_path / "r")
+    assert sent["pdus_sent"]["file_data"] == 3  # 1024 + 1024 + 952
+    assert sent["implementation"] == "LibreCube cfdp 0.2.0"
+    if mode == "class2":
+        assert received["pdus_sent"] == {"ack(eof,no_error)": 1, "finished(no_error)": 1}
+        assert sent["pdus_sent"]["ack(finished,no_error)"] == 1
+    else:
+        assert received["pdus_sent"] == {}
+
+
+@pytest.mark.parametrize("role", ["send", "recv"])
+def test_class1_closure_is_an_error(tmp_path: Path, role: str) -> None:
+    """LibreCube 0.2.0 has no Class 1 closure (put's closure_requested is
+    'not implemented', core.py:159): both roles refuse the configuration."""
+    args = [*COMMON, "--mode", "class1-closure", "--file-len", "3000"]
+    result = run_alone(tmp_path, role, args)
+    assert result["outcome"] == "error"
+    assert "closure_requested is 'not implemented' (core.py:159)" in result["detail"]
+
+
+@pytest.mark.parametrize(
+    ("role", "option", "value", "words"),
+    [
+        ("send", "--pdu-crc", "1", "PDUs with CRC are not yet supported"),
+        ("recv", "--pdu-crc", "1", "pdu/header.py:132-134"),
+        ("send", "--checksum", "crc32", "NotImplementedError"),
+        ("send", "--checksum", "null", "always names the modular checksum"),
+        ("recv", "--checksum", "null", "verifies every file with the modular checksum"),
+        ("send", "--entity-id-len", "2", "in 1 octet(s) only"),
+        ("recv", "--entity-id-len", "2", "in 1 octet(s) only"),
+        ("send", "--seq-len", "4", "1-octet sequence numbers only"),
+        ("recv", "--nak-mode", "immediate", "only the deferred procedure"),
+    ],
+)
+def test_what_librecube_cannot_take_is_an_error(
+    tmp_path: Path, role: str, option: str, value: str, words: str
+) -> None:
+    result = run_alone(tmp_path, role, [*COMMON, "--file-len", "10", option, value])
+    assert result["outcome"] == "error", result
+    assert words in result["detail"]
+
+
+def test_what_librecube_can_take(tmp_path: Path) -> None:
+    """A receiver takes any sequence-number width and echoes it (it reuses the
+    sender's first header, machines/base.py:272-281); entity IDs needing
+    3 octets are sent in 3; a Class 1 receiver takes 2-octet IDs (it sends
+    nothing); a sender may have an immediate --nak-mode (a receiver's knob)."""
+    big = ["--entity-id-len", "3", "--seq-num", "255"]
+    sent, received, _ = transfer(
+        tmp_path,
+        ["--mode", "class2"],
+        send_args=[
+            *big,
+            "--entity-id",
+            "70000",
+            "--peer-entity-id",
+            "9",
+            "--nak-mode",
+            "immediate",
+        ],
+        recv_args=[*big, "--entity-id", "9", "--peer-entity-id", "70000", "--seq-len", "8"],
+    )
+    assert received is not None
+    assert sent["outcome"] == "completed", sent
+    assert_delivered(received, tmp_path / "r")
+
+
+def test_cancel_at_sender_class1(tmp_path: Path) -> None:
+    """CfdpEntity.cancel right after the File Data at 1024 was sent: the
+    Cancel.request event is queued behind the next File Data event
+    (sender1.py:53-63), so the last segment still goes out; then EOF(cancel)
+    and Transaction-Finished.indication (sender1.py:69-72, 89-91). The Class 1
+    receiver ends at that EOF with its condition (receiver1.py:125-128)."""
+    sent, received, _ = transfer(
+        tmp_path, ["--mode", "class1"], send_args=["--request", CANCEL_AFTER_FD_1024]
+    )
+    assert received is not None
+    assert sent["requests"][0]["made"] is True
+    assert (sent["outcome"], sent["sender_condition"]) == ("cancelled", "cancel_request_received")
+    assert sent["pdus_sent"] == {"eof(cancel_request_received)": 1, "file_data": 3, "metadata": 1}
+    assert received["outcome"] == "cancelled", received
+    assert received["receiver_condition"] == "cancel_request_received"
+    assert (received["file_bytes_delivered"], received["payload_ok"]) == (0, None)
+
+
+def test_cancel_at_sender_class2(tmp_path: Path) -> None:
+    """As in Class 1 the last segment still goes out. Then the event that
+    would have entered SEND_EOF (sender2.py:77-80) is taken by
+    TRANSACTION_CANCELLED, whose own entry event follows: EOF(cancel) is sent
+    twice (sender2.py:253-260). The receiver acknowledges it and ends
+    (receiver2.py:122-127); the sender ends at the ACK (sender2.py:281-284)."""
+    sent, received, _ = transfer(
+        tmp_path, ["--mode", "class2"], send_args=["--request", CANCEL_AFTER_FD_1024]
+    )
+    assert received is not None
+    assert sent["requests"][0]["made"] is True
+    assert (sent["outcome"], sent["sender_condition"]) == ("cancelled", "cancel_request_received")
+    assert sent["pdus_sent"]["file_data"] == 3
+    assert sent["pdus_sent"]["eof(cancel_request_received)"] == 2
+    assert "eof(no_error)" not in sent["pdus_sent"]
+    assert sent["pdus_received"]["ack(eof,cancel_request_received)"] >= 1
+    assert received["outcome"] == "cancelled", received
+    assert received["receiver_condition"] == "cancel_request_received"
+    assert received["pdus_sent"]["ack(eof,cancel_request_received)"] >= 1
+    assert (received["file_bytes_delivered"], received["payload_ok"]) == (0, None)
+
+
+def test_class2_without_receiver_abandons(tmp_path: Path) -> None:
+    """ACK limit L=1 -> expiration limit 2. Expiry 1: EOF again; expiry 2: the
+    fault, and EOF(no error) once more (sender2.py:208-212); the cancel
+    handler makes it a Cancel.request (base.py:142-144): EOF(cancel) with
+    cancel_request_received (sender2.py:254-260). The ACK timer's count is
+    never reset (timer.py:28-39), so its next expiry abandons
+    (sender2.py:292-295): three expiries of the 250 ms timer in all."""
+    t0 = time.monotonic()
+    sent, _, _ = transfer(tmp_path, ["--mode", "class2", "--ack-limit", "1"], receiver=False)
+    assert sent["outcome"] == "abandoned", sent
+    assert sent["sender_condition"] == "cancel_request_received"
+    assert sent["pdus_sent"]["eof(no_error)"] == 3
+    assert sent["pdus_sent"]["eof(cancel_request_received)"] == 1
+    assert "faults declared: positive_ack_limit_reached" in sent["detail"]
+    assert 0.7 <= sent["duration_s"] <= 3.0
+    assert time.monotonic() - t0 < 10
+
+
+@pytest.mark.parametrize(("limit", "naks"), [(0, 2), (1, 3)])
+def test_nak_limit_mapping(tmp_path: Path, limit: int, naks: int) -> None:
+    """Every copy of the File Data at 1024 lost. NAK limit L -> expiration
+    limit L+1: the NAK at EOF, one at each of the first L expiries, and at
+    the (L+1)-th the fault plus one more NAK (receiver2.py:230-238). The
+    cancel sends Finished(cancel_request_received) (receiver2.py:379-383)."""
+    common = ["--mode", "class2", "--nak-limit", str(limit)]
+    sent, received, _ = transfer(
+        tmp_path, common, rules=[Rule("forward", "file_data", offset=1024)]
+    )
+    assert received is not None
+    assert received["outcome"] == "cancelled", received
+    assert received["receiver_condition"] == "cancel_request_received"
+    assert "faults declared: nak_limit_reached" in received["detail"]
+    assert received["pdus_sent"]["nak"] == naks
+    assert received["pdus_sent"]["finished(cancel_request_received)"] == 1
+    assert (sent["outcome"], sent["sender_condition"]) == ("cancelled", "cancel_request_received")
+
+
+def test_nak_retransmission_completes(tmp_path: Path) -> None:
+    """One File Data lost: the receiver NAKs after the EOF, the sender sends
+    the whole gap back in one PDU (sender2.py:380-410), and the receiver
+    completes at its next NAK-timer expiry (receiver2.py:230-234)."""
+    rules = [Rule("forward", "file_data", offset=1024, times=[1])]
+    sent, received, _ = transfer(tmp_path, ["--mode", "class2"], rules=rules)
+    assert received is not None
+    assert sent["outcome"] == "completed", sent
+    assert_delivered(received, tmp_path / "r")
+    assert received["pdus_sent"]["nak"] >= 1  # 1 unless the gap is filled after 250 ms
+
+
+@pytest.mark.parametrize("handler", ["cancel", "ignore"])
+def test_class2_checksum_failure(tmp_path: Path, handler: str) -> None:
+    """One File Data octet flipped. On entering SEND_FINISHED the receiver
+    declares File Checksum Failure but goes on: it keeps the file and sends
+    Finished(no error) (receiver2.py:279-296). With the cancel handler the
+    queued Cancel.request sets cancel_request_received (receiver2.py:353-355)
+    and then, unless the ACK of that Finished is handled first (a race in
+    LibreCube's event queue), sends Finished(cancel_request_received)
+    (receiver2.py:379-383); the sender completes on the first Finished, the
+    receiver ends cancelled at the ACK (receiver2.py:330-332 or 410-413).
+    With ignore both complete, the file corrupt."""
+    rules = [Rule("forward", "file_data", offset=1024, times=[1], act="corrupt")]
+    common = ["--mode", "class2", "--checksum-fault-handler", handler]
+    sent, received, _ = transfer(tmp_path, common, rules=rules)
+    assert received is not None
+    assert "faults declared: file_checksum_failure" in received["detail"]
+    assert received["pdus_sent"]["finished(no_error)"] == 1
+    assert sent["outcome"] == "completed", sent
+    if handler == "cancel":
+        assert received["outcome"] == "cancelled", received
+        assert received["receiver_condition"] == "cancel_request_received"
+        assert received["pdus_sent"].get("finished(cancel_request_received)", 0) <= 1
+        assert (received["file_bytes_delivered"], received["payload_ok"]) == (0, None)
+    else:
+        assert received["outcome"] == "completed", received
+        assert (received["file_bytes_delivered"], received["payload_ok"]) == (3000, False)
+
+
+@pytest.mark.parametrize("act", ["corrupt", "drop"])
+def test_class1_checksum_failure_is_lost(tmp_path: Path, act: str) -> None:
+    """Class 1, the File Data at 1024 corrupted or lost: Receiver1 declares
+    File Checksum Failure at the EOF but completes in the same step, data
+    complete (receiver1.py:104-123); the Cancel.request the fault queued
+    reaches a COMPLETED machine and is dropped. Completed, the file corrupt
+    (a lost segment is a hole of zeros in LibreCube's temporary file)."""
+    rules = [Rule("forward", "file_data", offset=1024, times=[1], act=act)]
+    _, received, _ = transfer(tmp_path, ["--mode", "class1"], rules=rules)
+    assert received is not None
+    assert received["outcome"] == "completed", received
+    assert "faults declared: file_checksum_failure" in received["detail"]
+    assert (received["file_bytes_delivered"], received["payload_ok"]) == (3000, False)
+
+
+def test_class1_lost_eof_inactivity(tmp_path: Path) -> None:
+    """No EOF: Receiver1's inactivity timer (restarted by every PDU,
+    receiver1.py:32-33) declares Inactivity; its cancel ends the transaction
+    with cancel_request_received (receiver1.py:130-136, 93-94)."""
+    common = ["--mode", "class1", "--inactivity-ms", "400"]
+    _, received, _ = transfer(tmp_path, common, rules=[Rule("forward", "eof")])
+    assert received is not None
+    assert received["outcome"] == "cancelled", received
+    assert received["receiver_condition"] == "cancel_request_received"
+    assert "faults declared: inactivity_detected" in received["detail"]
+
+
+def test_class2_lost_metadata_and_data_stops_the_receiver(tmp_path: Path) -> None:
+    """Metadata and every File Data lost once: the receiver's NAK after the
+    EOF asks for the Metadata too (segment 0-0, base.py:289-301); the
+    Metadata that comes back meets GET_MISSING_DATA with no file open, which
+    calls a method Receiver2 does not have (``self.open_temp_file``,
+    receiver2.py:208): AttributeError in LibreCube's event thread."""
+    rules = [Rule("forward", "metadata", times=[1]), Rule("forward", "file_data", times=[1])]
+    _, received, _ = transfer(
+        tmp_path,
+        ["--mode", "class2"],
+        send_args=["--time-limit-ms", "1500"],
+        rules=rules,
+    )
+    assert received is not None
+    assert received["outcome"] == "timeout", received
+    assert "AttributeError" in received["detail"]
+    assert "machines/receiver2.py:208" in received["detail"]
+    assert received["pdus_sent"] == {"ack(eof,no_error)": 1, "nak": 1}
+
+
+def test_cancel_at_receiver_class2(tmp_path: Path) -> None:
+    """CfdpEntity.cancel at the receiver after the File Data at 1024: it
+    sends Finished(cancel_request_received) (receiver2.py:142-144, 379-383);
+    the sender, acknowledging it (sender2.py:107-111 or 202-206), ends
+    cancelled too."""
+    sent, received, _ = transfer(
+        tmp_path, ["--mode", "class2"], recv_args=["--request", CANCEL_AFTER_FD_1024]
+    )
+    assert received is not None
+    assert received["requests"][0]["made"] is True
+    assert (received["outcome"], received["receiver_condition"]) == (
+        "cancelled",
+        "cancel_request_received",
+    )
+    assert received["pdus_sent"]["finished(cancel_request_received)"] >= 1
+    assert (sent["outcome"], sent["sender_condition"]) == ("cancelled", "cancel_request_received")
+
+
+def test_requests_librecube_cannot_or_can_make(tmp_path: Path) -> None:
+    """Suspend right after the Metadata (in SEND_FILE), resume 100 ms later:
+    the file goes on and the transfer completes. No Prompt service."""
+    suspend = {
+        "request": "suspend",
+        "after": {"direction": "forward", "match": {"directive": "metadata"}},
+        "resume_after_ms": 100,
+    }
+    prompt = {
+        "request": "prompt_nak",
+        "after": {"direction": "return", "match": {"directive": "ack", "ack_of": "eof"}},
+    }
+    never = {"request": "cancel", "after": {"direction": "return", "match": {"directive": "nak"}}}
+    send_args = [a for r in (suspend, prompt, never) for a in ("--request", json.dumps(r))]
+    sent, received, _ = transfer(tmp_path, ["--mode", "class2"], send_args=send_args)
+    assert received is not None
+    assert sent["outcome"] == "completed", sent
+    assert_delivered(received, tmp_path / "r")
+    made = {r["request"]: r for r in sent["requests"]}
+    assert made["suspend"]["made"] is True and "CfdpEntity.resume" in made["suspend"]["detail"]
+    assert "Suspended.indication x1, Resumed.indication x1" in sent["detail"]
+    assert (
+        made["prompt_nak"]["made"] is False and "no Prompt service" in made["prompt_nak"]["detail"]
+    )
+    assert made["cancel"]["made"] is False and "never seen" in made["cancel"]["detail"]
+
+
+def test_resume_after_eof_stops_the_entity(tmp_path: Path) -> None:
+    """Suspend after the EOF, no receiver: the Resume.request in SEND_EOF
+    calls a method Sender2 does not have (``self._resume_inactivity_timer``,
+    sender2.py:184): AttributeError in LibreCube's event thread, which ends,
+    and the entity with it. The transaction never ends: ``timeout``."""
+    suspend = {
+        "request": "suspend",
+        "after": {"direction": "forward", "match": {"directive": "eof"}},
+        "resume_after_ms": 100,
+    }
+    sent, _, _ = transfer(
+        tmp_path,
+        ["--mode", "class2"],
+        send_args=["--request", json.dumps(suspend)],
+        receiver=False,
+    )
+    assert sent["outcome"] == "timeout", sent
+    assert "AttributeError" in sent["detail"] and "machines/sender2.py:184" in sent["detail"]
+    assert sent["requests"][0]["made"] is True
+
+
+# --------------------------------------------------------------------------
+# Cross transfers with cfdp-py 0.7.0 (suts/cfdppy/harness.py), Class 2
+# --------------------------------------------------------------------------
+
+
+def test_cross_librecube_to_cfdppy(tmp_path: Path) -> None:
+    needs_cfdppy()
+    sent, received, _ = transfer(tmp_path, ["--mode", "class2"], receiver_prog=CFDPPY)
+    assert received is not None
+    assert received["implementation"] == "cfdp-py 0.7.0"
+    assert sent["outcome"] == "completed", sent
+    assert_delivered(received, tmp_path / "r")
+    assert sent["pdus_received"] == {"ack(eof,no_error)": 1, "finished(no_error)": 1}
+
+
+def test_cross_cfdppy_to_librecube(tmp_path: Path) -> None:
+    needs_cfdppy()
+    sent, received, _ = transfer(tmp_path, ["--mode", "class2"], sender_prog=CFDPPY)
+    assert received is not None
+    assert sent["implementation"] == "cfdp-py 0.7.0"
+    assert sent["outcome"] == "completed", sent
+    assert_delivered(received, tmp_path / "r")
+    assert received["pdus_sent"] == {"ack(eof,no_error)": 1, "finished(no_error)": 1}
+
+
+@pytest.mark.parametrize("direction", ["librecube_to_cfdppy", "cfdppy_to_librecube"])
+def test_cross_nak_retransmission(tmp_path: Path, direction: str) -> None:
+    """The File Data at 1024 lost once: each receiver NAKs after the EOF
+    (deferred), each sender fills the gap, both complete."""
+    needs_cfdppy()
+    progs = (
+        {"receiver_prog": CFDPPY} if direction == "librecube_to_cfdppy" else {"sender_prog": CFDPPY}
+    )
+    rules = [Rule("forward", "file_data", offset=1024, times=[1])]
+    sent, received, _ = transfer(tmp_path, ["--mode", "class2"], rules=rules, **progs)
+    assert received is not None
+    assert sent["outcome"] == "completed", sent
+    assert_delivered(received, tmp_path / "r")
+    assert received["pdus_sent"]["nak"] >= 1  # 1 unless the gap is filled after 250 ms
+    assert sent["pdus_sent"]["file_data"] >= 4
+
+
+def test_cross_cancel_librecube_to_cfdppy(tmp_path: Path) -> None:
+    """LibreCube cancels; its EOF(cancel) is right on the wire (condition
+    octet 0xF0, pdu/eof.py:52). cfdp-py deviates: spacepackets 0.32.0 reads
+    the condition as ``octet & 0xF0`` without the shift (cfdp/pdu/eof.py:150),
+    i.e. 240, and packing the ACK(EOF) with it raises ValueError
+    (cfdp/pdu/ack.py:116): the cfdp-py receiver stops unanswering. LibreCube
+    sends EOF(cancel) twice (see test_cancel_at_sender_class2), once more at
+    the first ACK-timer expiry, and abandons at the second (ACK limit 1)."""
+    needs_cfdppy()
+    sent, received, _ = transfer(
+        tmp_path,
+        ["--mode", "class2"],
+        send_args=["--request", CANCEL_AFTER_FD_1024],
+        receiver_prog=CFDPPY,
+    )
+    assert received is not None
+    assert (sent["outcome"], sent["sender_condition"]) == ("abandoned", "cancel_request_received")
+    assert sent["pdus_sent"]["eof(cancel_request_received)"] == 3
+    assert received["outcome"] == "timeout", received
+    assert "ValueError" in received["detail"] and "condition_240" in received["detail"]
+
+
+def test_cross_cancel_cfdppy_to_librecube(tmp_path: Path) -> None:
+    """cfdp-py cancels; LibreCube acknowledges the EOF(cancel) and ends
+    cancelled (receiver2.py:122-127), as the model has it. cfdp-py deviates:
+    after any ACK(EOF) its SourceHandler waits for a Finished
+    (cfdppy/handler/source.py:759-762), also after an EOF(cancel), whose
+    ACK ends the transaction (4.11.2.2, specs/cfdp/CFDP.tla SenderRxCancelAck);
+    with no inactivity timer it waits until the time limit."""
+    needs_cfdppy()
+    sent, received, _ = transfer(
+        tmp_path,
+        ["--mode", "class2"],
+        send_args=["--request", CANCEL_AFTER_FD_1024, "--time-limit-ms", "2500"],
+        sender_prog=CFDPPY,
+    )
+    assert received is not None
+    assert received["outcome"] == "cancelled", received
+    assert received["receiver_condition"] == "cancel_request_received"
+    assert received["pdus_sent"] == {"ack(eof,cancel_request_received)": 1}
+    assert sent["outcome"] == "timeout", sent
+    assert sent["pdus_received"] == {"ack(eof,cancel_request_received)": 1}
+    assert "WAITING_FOR_FINISHED" in sent["detail"]
