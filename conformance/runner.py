@@ -218,19 +218,21 @@ def run_scenario(
             files[role] = (out, err)
             (run_dir / f"{role}.cmd").write_text(" ".join(argv) + "\n")
             procs[role] = topo.spawn(ns, argv, stdout=out, stderr=err)
+            bind_s = 10.0 + rx_sut.startup_s
             if role == "receiver" and not netns.wait_for(
                 lambda: (
                     _udp_port_bound(topo, topo.ns_b, port) or procs["receiver"].poll() is not None
                 ),
-                10.0,
+                bind_s,
             ):
-                say("receiver did not bind its port in 10 s")
+                say(f"receiver did not bind its port in {bind_s:g} s")
         say("endpoints started")
 
         # The endpoints enforce the run's time limit (the scenario's, or
         # derived from the channel by conformance.timers) themselves; this
         # deadline only catches a hung process.
-        deadline = time.monotonic() + tm.time_limit_s * 1.1 + 3.0
+        startup = max(sut.startup_s, rx_sut.startup_s)
+        deadline = time.monotonic() + tm.time_limit_s * 1.1 + 3.0 + startup
         hung: list[str] = []
         exited: dict[str, float] = {}
         # Polled, not waited on in turn: trace validation needs to know when

@@ -43,6 +43,9 @@ class SutAdapter(ABC):
     # Configuration choices the implementation offers beyond the scenario's
     # knobs (name -> what it does, its values): `dtnconform run --sut-option`.
     OPTIONS: dict[str, str] = {}
+    # Seconds a role may spend starting before it takes its first step (a
+    # JVM, a server): added to the run's deadlines, never to its time limit.
+    startup_s: float = 0.0
 
     def __init__(self) -> None:
         self.options: dict[str, str] = {}
@@ -159,6 +162,7 @@ REGISTRY: dict[str, str] = {
     "cfdp-py": "suts.cfdppy:CfdpPy",
     "cfdp-rs": "suts.cfdprs:CfdpRs",
     "librecube": "suts.librecube:LibreCube",
+    "yamcs": "suts.yamcs:Yamcs",
 }
 
 

@@ -31,6 +31,7 @@ ConstInit ==
     /\ AckClosedFinished = TRUE
     /\ FinishedOnDupEof = FALSE
     /\ SenderCheckTimer = TRUE
+    /\ FinishedBeforeEofAck = TRUE
 
 \* The invariant candidate Apalache checks at every step.
 Inv == TypeOK /\ Safety

@@ -69,6 +69,11 @@
 (*   SenderCheckTimer   a Class 1 sender with closure requested runs a     *)
 (*                      check timer (TRUE, default: cfdp-py, cfdp-rs) or   *)
 (*                      closes at EOF and ignores Finished (FALSE: CF)     *)
+(*   FinishedBeforeEofAck a Finished reaching a Class 2 sender that still  *)
+(*                      awaits its ACK(EOF): TRUE (default) taken and      *)
+(*                      acknowledged (4.7.2 Note 2, as the sources quote   *)
+(*                      it); FALSE discarded until the ACK(EOF) is in      *)
+(*                      (cfdp-py, cfdp-rs, dariol83/ccsds)                 *)
 (*                                                                         *)
 (* Actions are named role + verb + object.  Rx... is a PDU reaching an     *)
 (* open transaction; RxRedundant... one the transaction no longer needs;   *)
@@ -118,7 +123,9 @@ CONSTANTS
     \* @type: Bool;
     FinishedOnDupEof,   \* reading 2 (README)
     \* @type: Bool;
-    SenderCheckTimer    \* reading 3 (README)
+    SenderCheckTimer,   \* reading 3 (README)
+    \* @type: Bool;
+    FinishedBeforeEofAck \* reading 4 (README)
 
 \* Condition codes (Table 5-5; specs/cfdp/wire.json names the numbers).
 Faults == {"AckLimit", "ChecksumFailure", "NakLimit", "Inactivity", "CheckLimit"}
@@ -131,7 +138,8 @@ ASSUME NakMode \in {"immediate", "deferred"}
 ASSUME \A n \in {MaxAck, MaxNak, MaxCheck, MaxLoss, MaxLate, MaxCorrupt, MaxOutages,
                  MaxCancels, MaxSuspends, MaxPrompts} : n \in Nat
 ASSUME FaultAbandons \subseteq Faults
-ASSUME \A b \in {PrematureTimeouts, FaultyReceiver, AckClosedFinished, FinishedOnDupEof, SenderCheckTimer} :
+ASSUME \A b \in {PrematureTimeouts, FaultyReceiver, AckClosedFinished, FinishedOnDupEof, SenderCheckTimer,
+                 FinishedBeforeEofAck} :
            b \in BOOLEAN
 
 Tx == 1 .. NTx
@@ -392,12 +400,17 @@ SenderRxCancelAck(t) ==
         /\ RecvRtn("SenderRxCancelAck", t, p, {})
         /\ UNCHANGED <<mode, rcv, held, spent, lostLog>>
 
+\* A Class 2 sender whose EOF is not answered yet (reading 4).
+AwaitingEofAck(t) == Acknowledged(t) /\ snd[t].phase = "eof" /\ ~snd[t].acked
+
 \* The Finished ends the transaction with its condition (a cancelling sender
-\* keeps its own); Class 2 acknowledges it (4.7).
+\* keeps its own); Class 2 acknowledges it (4.7).  Reading 4: one that comes
+\* before the ACK(EOF) may be taken (it answers the EOF too) or discarded.
 SenderRxFinished(t) ==
     \E p \in Arrivals(rtn, "sender") :
         /\ p.k = "FIN" /\ p.t = t
         /\ SActive(t) /\ snd[t].phase \in {"data", "eof", "cancel"}
+        /\ FinishedBeforeEofAck \/ ~AwaitingEofAck(t)
         /\ snd' = [snd EXCEPT
                     ![t].phase = "closed", ![t].acked = TRUE,
                     ![t].cc = IF snd[t].phase = "cancel" THEN @ ELSE p.cc,
@@ -417,11 +430,13 @@ SenderRxRedundantFinished(t) ==
         /\ UNCHANGED <<mode, snd, rcv, held, spent, lostLog>>
 
 \* Any other PDU the sender no longer needs (a late ACK, NAK or Keep Alive,
-\* or one reaching a cancelling sender) is discarded.
+\* or one reaching a cancelling sender) is discarded; under reading 4's
+\* alternative, so is a Finished that comes before the ACK(EOF).
 SenderRxRedundantPdu(t) ==
     \E p \in Arrivals(rtn, "sender") :
-        /\ p.t = t /\ p.k \in {"ACK", "NAK", "KA"}
-        /\ \/ ~Open(snd, t)
+        /\ p.t = t /\ p.k \in {"ACK", "NAK", "KA", "FIN"}
+        /\ \/ ~Open(snd, t) /\ p.k # "FIN"
+           \/ SActive(t) /\ p.k = "FIN" /\ ~FinishedBeforeEofAck /\ AwaitingEofAck(t)
            \/ SActive(t) /\ p.k = "NAK" /\ snd[t].phase = "cancel"
            \/ SActive(t) /\ p.k = "KA"
            \/ SActive(t) /\ p.k = "ACK" /\ p.of = "EOF" /\ p.cc = "NoError"

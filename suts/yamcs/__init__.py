@@ -1,0 +1,62 @@
+"""Adapter for Yamcs 5.13.2 (Java mission control, its CFDP service), run
+headless by our harness suts/yamcs/harness.py (a fresh Yamcs server per
+role, driven over its HTTP API; suts/yamcs/README.md). Its command line is
+every CFDP harness's (suts/cfdppy: cfdp_argv)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping
+
+from conformance.errors import ToolMissing
+from conformance.types import Scenario
+from suts.base import REPO, Endpoint, SutAdapter
+from suts.cfdppy import cfdp_argv, cfdp_knobs
+
+HERE = REPO / "suts" / "yamcs"
+HARNESS = HERE / "harness.py"
+CORE = HERE / "lib" / "yamcs-core-5.13.2.jar"
+
+
+class Yamcs(SutAdapter):
+    name = "yamcs"
+    protocol = "cfdp"
+    version = "5.13.2"
+    # a JVM and a Yamcs server start before each role takes its first step
+    startup_s = 8.0
+
+    def supports(self, params: Mapping[str, object], role: str) -> str:
+        # suts/yamcs/README.md, with Yamcs's source lines
+        if role == "sender":
+            if params.get("checksum_type") in ("crc32", "crc32c"):
+                return "a sender computes the modular and null checksums only (the transfer "
+                "request is refused: CfdpOutgoingTransfer.java:163-167)"
+            if params.get("pdu_crc"):
+                return "a sender never sends a PDU CRC"
+            if params.get("sequence_number_len") == 8:
+                return "8-octet sequence numbers wrap to 0 (CfdpOutgoingTransfer.java:200)"
+        return ""
+
+    def ensure_built(self) -> None:
+        if not CORE.exists():
+            raise ToolMissing("Yamcs is not installed: run `make setup` (suts/yamcs/setup.sh)")
+        if shutil.which("java") is None:
+            raise ToolMissing("java not found: apt-get install default-jdk-headless")
+
+    def _argv(self, scn: Scenario, ep: Endpoint, role: str) -> list[str]:
+        workdir = tempfile.mkdtemp(prefix=f"dtnc-yamcs-{role}-")
+        return cfdp_argv([sys.executable, str(HARNESS)], scn, ep, role, workdir)
+
+    def sender_argv(self, scn: Scenario, ep: Endpoint) -> list[str]:
+        return self._argv(scn, ep, "sender")
+
+    def receiver_argv(self, scn: Scenario, ep: Endpoint) -> list[str]:
+        return self._argv(scn, ep, "receiver")
+
+    def knobs(self, scn: Scenario) -> dict[str, int | str]:
+        return cfdp_knobs(scn)
+
+
+__all__ = ["Yamcs"]
