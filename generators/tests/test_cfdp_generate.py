@@ -52,9 +52,9 @@ def test_plan_counts_each_match_acted_on() -> None:
 
 
 def test_readings_matter_only_in_their_mode() -> None:
-    # readings 1 and 2 are Class 2's, reading 3 Class 1 with closure's
+    # readings 1, 2 and 4 are Class 2's, reading 3 Class 1 with closure's
     # (specs/cfdp/readings.json matters_when: Modes)
-    for mode, want in (("class2", ["", "1", "2"]), ("class1-closure", ["", "3"]),
+    for mode, want in (("class2", ["", "1", "2", "4"]), ("class1-closure", ["", "3"]),
                        ("class1", [""])):  # fmt: skip
         assert cfdpcat.reading_ids(T.model_copy(update={"mode": mode})) == want
     assert SPEC.reading("3").matters({"Modes": frozenset({"c1", "c1c"})})
