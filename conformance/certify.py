@@ -157,6 +157,32 @@ class _Progress:
             self.cb(self.done, self.total, str(getattr(data, "name", "")))
 
 
+def run_robot(
+    suite: Path,
+    out: Path,
+    variables: list[str],
+    total: int,
+    on_test: Callable[[int, int, str], None] | None,
+) -> Path:
+    """Robot Framework on ``suite``: its log, report and output.xml in
+    ``out/robot`` (returned), its console in ``out/robot-console.txt``,
+    progress by test through ``on_test``."""
+    import robot
+
+    robot_dir = out / "robot"
+    with (out / "robot-console.txt").open("w") as console_out:
+        robot.run(
+            str(suite),
+            outputdir=str(robot_dir),
+            variable=variables,
+            listener=[_Progress(total, on_test)],
+            stdout=console_out,
+            stderr=console_out,
+            console="verbose",
+        )
+    return robot_dir
+
+
 def load_outcome(run_dir: Path) -> RunOutcome:
     verdict = load_model(Verdict, run_dir / "verdict.json")
     result = (
@@ -211,8 +237,6 @@ def certify(
     other than ``error`` is not run again; a run cut short (by a signal: its
     verdict is ``error``) or with no verdict is redone from scratch, and the
     report covers every case (Robot's own log only this invocation's)."""
-    import robot
-
     from reports.html import render_certification
 
     # coverage.json beside the scenarios is the generator's summary, not a scenario.
@@ -237,22 +261,17 @@ def certify(
     sut.ensure_built()
     suite = out / f"{protocol}_certification.robot"
     write_suite(protocol, todo, suite)
-    robot_dir = out / "robot"
-    with (out / "robot-console.txt").open("w") as console_out:
-        robot.run(
-            str(suite),
-            outputdir=str(robot_dir),
-            variable=[
-                f"RUNS_DIR:{runs_dir}",
-                f"SUT:{sut.name}",
-                "SUT_OPTIONS:"
-                + ",".join(f"{k}={v}" for k, v in getattr(sut, "options", {}).items()),
-            ],
-            listener=[_Progress(len(todo), on_test)],
-            stdout=console_out,
-            stderr=console_out,
-            console="verbose",
-        )
+    robot_dir = run_robot(
+        suite,
+        out,
+        [
+            f"RUNS_DIR:{runs_dir}",
+            f"SUT:{sut.name}",
+            "SUT_OPTIONS:" + ",".join(f"{k}={v}" for k, v in getattr(sut, "options", {}).items()),
+        ],
+        len(todo),
+        on_test,
+    )
     runs = [
         load_outcome(runs_dir / c.name)
         for c in every

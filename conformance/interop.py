@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conformance import protocols
-from conformance.certify import _Progress, load_outcome
+from conformance.certify import load_outcome, run_robot
 from conformance.runner import RunOutcome
 from conformance.types import Channel, Expectation, ExpectedOutcome, Scenario, dump_model
 from suts.base import SutAdapter, get
@@ -184,8 +184,6 @@ def interop(
     """Generate the configurations' scenarios into ``out/scenarios``, run the
     matrix under Robot Framework (``out/robot``, run directories in
     ``out/runs``) and render ``out/interop.html``."""
-    import robot
-
     from reports.html import render_interop
 
     if protocol != "cfdp":
@@ -205,17 +203,7 @@ def interop(
         a.ensure_built()
     suite = out / f"{protocol}_interop.robot"
     write_suite(protocol, every, suite)
-    robot_dir = out / "robot"
-    with (out / "robot-console.txt").open("w") as console_out:
-        robot.run(
-            str(suite),
-            outputdir=str(robot_dir),
-            variable=[f"RUNS_DIR:{out / 'runs'}"],
-            listener=[_Progress(len(every), on_test)],
-            stdout=console_out,
-            stderr=console_out,
-            console="verbose",
-        )
+    robot_dir = run_robot(suite, out, [f"RUNS_DIR:{out / 'runs'}"], len(every), on_test)
     runs = {
         c.name: load_outcome(out / "runs" / c.name)
         for c in every

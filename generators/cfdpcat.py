@@ -55,7 +55,7 @@ from conformance.types import (
     Scenario,
     dump_model,
 )
-from generators.outcomes import ACTS, PlannedLoss, Unplannable, channel_shape
+from generators.outcomes import ACTS, PlannedLoss, Unplannable, cached, channel_shape
 from generators.tlc import REPO_ROOT, TlaConstant, TlcProgress, cfg_text, printed, run_tlc
 from generators.traps import GenerateReport, PurposeStatus
 
@@ -396,29 +396,20 @@ def expectation_for(
         ],
         sort_keys=True,
     )
-    with _LOCK:
-        hit = _CACHE.get(key)
-    if hit is None:
-        took: set[str] = set()
-        exp = expectation(
-            scn.params,
+    params = scn.params
+    return cached(
+        key,
+        lambda took: expectation(
+            params,
             scn.impairments,
             workdir,
             name=scn.name,
             in_order=shape.in_order,
             progress=progress,
             seen=took,
-        )
-        hit = (exp, frozenset(took))
-        with _LOCK:
-            _CACHE[key] = hit
-    if seen is not None:
-        seen |= hit[1]
-    return hit[0].model_copy(deep=True)
-
-
-_CACHE: dict[str, tuple[Expectation, frozenset[str]]] = {}
-_LOCK = threading.Lock()
+        ),
+        seen,
+    )
 
 
 # ---------------------------------------------------------------------------

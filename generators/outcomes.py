@@ -517,11 +517,9 @@ def expectation_for(
         ],
         sort_keys=True,
     )
-    with _CACHE_LOCK:
-        hit = _CACHE.get(key)
-    if hit is None:
-        took: set[str] = set()
-        exp = expectation(
+    return cached(
+        key,
+        lambda took: expectation(
             block,
             scn.impairments,
             workdir,
@@ -529,7 +527,22 @@ def expectation_for(
             progress=progress,
             shape=shape,
             seen=took,
-        )
+        ),
+        seen,
+    )
+
+
+def cached(
+    key: str, compute: Callable[[set[str]], Expectation], seen: set[str] | None = None
+) -> Expectation:
+    """An expectation computed once per ``key`` (any protocol's: the key
+    holds the parameters), a copy of it each time; ``seen`` gets the model
+    actions its behaviours took (``compute`` fills the set it is given)."""
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+    if hit is None:
+        took: set[str] = set()
+        exp = compute(took)
         hit = (exp, frozenset(took))
         with _CACHE_LOCK:
             _CACHE[key] = hit
