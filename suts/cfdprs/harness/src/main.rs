@@ -653,6 +653,18 @@ impl Entity {
         }
     }
 
+    /// The transaction's end, noticed as soon as the handler is idle again:
+    /// after every datagram as well as after each run of the state machine,
+    /// so that a late PDU in the same batch (which may open a new
+    /// transaction) comes after the end, not before it.
+    fn check_ended(&mut self) {
+        if self.ended_at.is_none() && self.started && !self.driver.busy() {
+            self.ended_at = Some(Instant::now());
+            self.obs.borrow_mut().settled = true;
+            self.obs.borrow().log("transaction ended; lingering");
+        }
+    }
+
     fn read_socket(&mut self, timeout: Duration) {
         let mut buf = vec![0u8; MAX_DATAGRAM];
         let mut first = true;
@@ -671,6 +683,8 @@ impl Entity {
                     if self.fatal.is_some() {
                         return;
                     }
+                    self.note_activity();
+                    self.check_ended();
                 }
                 Err(e)
                     if matches!(
@@ -1166,12 +1180,7 @@ fn run(a: &Args, t0: Instant) -> Result<Value, UsageError> {
             break;
         }
         capped = ent.pump();
-        if ent.ended_at.is_none() && ent.started && !ent.driver.busy() {
-            ent.ended_at = Some(Instant::now());
-            obs.borrow_mut().settled = true;
-            obs.borrow()
-                .log(&format!("transaction ended; lingering {} ms", a.linger_ms));
-        }
+        ent.check_ended();
     }
     Ok(settle(&mut ent, timed_out, &why_stopped))
 }
