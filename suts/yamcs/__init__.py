@@ -29,6 +29,16 @@ class Yamcs(SutAdapter):
 
     def supports(self, params: Mapping[str, object], role: str) -> str:
         # suts/yamcs/README.md, with Yamcs's source lines
+        if params.get("checksum_type") in ("crc32", "crc32c") and role == "receiver":
+            # it answers Finished(unsupported checksum type, 11), which is right
+            return "a receiver verifies the modular and null checksums only (it answers "
+            "condition 11, unsupported checksum type: correct, and no interoperation)"
+        if role == "receiver" and params.get("mode") == "class1":
+            # the scenario's check timer and limit cannot be given to it, and
+            # its own (10 s x 5) outlast the other timers: an inactivity
+            # fault would stand in for the check limit the model expects
+            return "a Class 1 receiver's check timer and limit are fixed at 10 s x 5 "
+            "(checkAckTimeout/checkAckLimit are refused in the configuration)"
         if role == "sender":
             if params.get("checksum_type") in ("crc32", "crc32c"):
                 return "a sender computes the modular and null checksums only (the transfer "

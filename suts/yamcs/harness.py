@@ -37,9 +37,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+# cfdpcommon (suts/): the harnesses' command line, requests and result
+sys.path.append(str(Path(__file__).resolve().parent.parent))
+import cfdpcommon as common  # noqa: E402
 
 YAMCS_VERSION = "5.13.2"
 IMPLEMENTATION = f"Yamcs {YAMCS_VERSION} (org.yamcs.cfdp.CfdpService)"
@@ -48,9 +52,6 @@ LIB = Path(os.environ.get("DTNC_YAMCS_LIB", HERE / "lib"))
 INSTANCE = "dtnc"
 SERVICE = "cfdp"
 BUCKET = "dtnc"
-SOURCE_FILE = "dtnc-source.bin"  # the sender's file, in its bucket
-DEST_FILE = "dtnc-received.bin"  # the Metadata's destination file name
-MAX_DATAGRAM = 65535
 STARTUP_LIMIT_S = 120.0  # Yamcs must answer on its HTTP API within this
 POLL_S = 0.02  # how often the transfer's state is read over HTTP
 # Yamcs's sender emits one PDU per sleepBetweenPdus ms (a fixed-rate
@@ -67,25 +68,6 @@ FIXED_CHECK_TIMER_MS = 10000
 FIXED_CHECK_LIMIT = 5
 JVM_OPTIONS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Xmx512m"]
 
-# Table 5-5 (specs/cfdp/wire.json "condition_codes").
-CONDITION_NAMES: dict[int, str] = {
-    0: "no_error",
-    1: "positive_ack_limit_reached",
-    2: "keep_alive_limit_reached",
-    3: "invalid_transmission_mode",
-    4: "filestore_rejection",
-    5: "file_checksum_failure",
-    6: "file_size_error",
-    7: "nak_limit_reached",
-    8: "inactivity_detected",
-    9: "invalid_file_structure",
-    10: "check_limit_reached",
-    11: "unsupported_checksum_type",
-    12: "reserved_12",
-    13: "reserved_13",
-    14: "suspend_request_received",
-    15: "cancel_request_received",
-}
 # Yamcs's org.yamcs.cfdp.pdu.ConditionCode names onto Table 5-5's; RESERVED
 # is what Yamcs decodes codes 12 and 13 to.
 YAMCS_CONDITIONS: dict[str, str] = {
@@ -106,16 +88,6 @@ YAMCS_CONDITIONS: dict[str, str] = {
     "RESERVED": "",
 }
 YAMCS_CONDITION_RE = re.compile(r"\b(" + "|".join(YAMCS_CONDITIONS) + r")\b")
-# Table 5-4 (specs/cfdp/wire.json "directives").
-DIRECTIVE_NAMES: dict[int, str] = {
-    4: "eof",
-    5: "finished",
-    6: "ack",
-    7: "metadata",
-    8: "nak",
-    9: "prompt",
-    12: "keep_alive",
-}
 # The checksum types of the CLI onto Yamcs's org.yamcs.cfdp.ChecksumType
 # names (its checksumType option); only MODULAR and NULL are implemented.
 CHECKSUMS: dict[str, str] = {
@@ -124,8 +96,6 @@ CHECKSUMS: dict[str, str] = {
     "crc32": "CRC32",
     "null": "NULL",
 }
-REQUESTS = ("cancel", "suspend", "prompt_nak", "prompt_keep_alive")
-MATCH_KEYS = ("directive", "ack_of", "pdu_type", "offset", "condition")
 # Texts Yamcs puts in a transfer's failureReason without a condition name.
 FAILURE_TEXTS: tuple[tuple[str, str], ...] = (
     ("Canceled by the Sender", "cancel_request_received"),
@@ -138,111 +108,48 @@ FIN_NOT_ACKED = "Finished PDU has not been acknowledged"
 LOG = logging.getLogger("dtnc-yamcs")
 
 
-def condition_name(code: int) -> str:
-    return CONDITION_NAMES.get(int(code), f"condition_{int(code)}")
-
-
-def pattern(length: int) -> bytes:
-    """The file: octet i is (i * 31 + 7) & 0xFF (period 256)."""
-    block = bytes((i * 31 + 7) & 0xFF for i in range(256))
-    return (block * (length // 256 + 1))[:length]
-
-
 # --------------------------------------------------------------------------
 # Command line (the same as suts/cfdppy/harness.py's)
 # --------------------------------------------------------------------------
 
 
-class UsageError(Exception):
-    """A knob Yamcs or the harness cannot take: an "error" result."""
-
-
-def parse_addr(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise argparse.ArgumentTypeError(f"expected IP:PORT, got {text!r}")
-    return host.strip("[]"), int(port)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="harness.py",
-        description=f"Run one CFDP file transfer with {IMPLEMENTATION} (one role per process).",
+    return common.build_parser(
+        IMPLEMENTATION,
+        checksum_fault_handler=(
+            "fault handler for File Checksum Failure (Yamcs has no ignore: an error result)"
+        ),
     )
-    p.add_argument("role", choices=("send", "recv"))
-    p.add_argument("--listen", type=parse_addr, required=True, help="local IP:PORT to bind")
-    p.add_argument("--peer", type=parse_addr, required=True, help="IP:PORT every PDU goes to")
-    p.add_argument("--entity-id", type=int, help="local entity ID (default 1 send, 2 recv)")
-    p.add_argument("--peer-entity-id", type=int, help="peer entity ID (default 2 send, 1 recv)")
-    p.add_argument("--entity-id-len", type=int, default=2, choices=range(1, 9), metavar="{1..8}")
-    p.add_argument("--seq-len", type=int, default=4, choices=range(1, 9), metavar="{1..8}")
-    p.add_argument("--seq-num", type=int, default=1, help="transaction sequence number (send)")
-    p.add_argument("--mode", choices=("class1", "class1-closure", "class2"), default="class2")
-    p.add_argument("--checksum", choices=tuple(CHECKSUMS), default="modular")
-    p.add_argument("--pdu-crc", type=int, choices=(0, 1), default=0)
-    p.add_argument("--segment-size", type=int, default=1024, help="file-data octets per PDU")
-    p.add_argument("--file-len", type=int, help="send: the file size in octets")
-    p.add_argument("--nak-mode", choices=("immediate", "deferred"), default="immediate")
-    p.add_argument("--ack-limit", type=int, default=1, help="EOF/Finished retransmissions")
-    p.add_argument("--nak-limit", type=int, default=1, help="NAK-timer expiries re-sending NAK")
-    p.add_argument("--check-limit", type=int, default=1, help="check-timer expiries before fault")
-    p.add_argument("--ack-timer-ms", type=int, default=1000)
-    p.add_argument("--nak-timer-ms", type=int, default=1000)
-    p.add_argument("--check-timer-ms", type=int, default=1000)
-    p.add_argument("--inactivity-ms", type=int, default=30000)
-    p.add_argument(
-        "--checksum-fault-handler",
-        choices=("cancel", "ignore"),
-        default="cancel",
-        help="fault handler for File Checksum Failure (Yamcs has no ignore: an error result)",
-    )
-    p.add_argument("--request", action="append", default=[], help="a user's request (JSON)")
-    p.add_argument("--time-limit-ms", type=int, default=60000)
-    p.add_argument("--linger-ms", type=int, default=1000)
-    p.add_argument("--workdir", type=Path, default=Path("."))
-    p.add_argument("-v", "--verbose", action="store_true", help="log every PDU on stderr")
-    return p
 
 
-def check_args(args: argparse.Namespace) -> None:
-    if args.entity_id is None:
-        args.entity_id = 1 if args.role == "send" else 2
-    if args.peer_entity_id is None:
-        args.peer_entity_id = 2 if args.role == "send" else 1
-    # Entity IDs are Java longs in Yamcs (EntityConf.id, CfdpHeader): the
-    # widths 1..8 all exist, but an ID must stay below 2^63.
-    top = min(1 << (8 * args.entity_id_len), 1 << 63)
-    for name in ("entity_id", "peer_entity_id"):
-        if not 0 <= getattr(args, name) < top:
-            raise UsageError(f"--{name.replace('_', '-')} does not fit {args.entity_id_len} octets")
-    if not 0 <= args.seq_num < min(1 << (8 * args.seq_len), 1 << 63):
-        raise UsageError(f"--seq-num {args.seq_num} does not fit {args.seq_len} octets")
-    if args.entity_id == args.peer_entity_id:
-        raise UsageError("--entity-id and --peer-entity-id must differ")
-    if args.role == "send" and (args.file_len is None or args.file_len < 0):
-        raise UsageError("send needs --file-len N (N >= 0)")
+def check_file_len(args: argparse.Namespace) -> None:
     if args.role == "send" and args.file_len >= 1 << 31:
-        raise UsageError(
+        raise common.UsageError(
             f"--file-len {args.file_len}: Yamcs reads the whole object into one Java byte[] "
             "(FilePutRequest.getFileLength is an int) and sends no large files"
         )
-    if args.segment_size <= 0:
-        raise UsageError("--segment-size must be positive")
+
+
+def check_segment_size(args: argparse.Namespace) -> None:
     if max_pdu_size(args) > 0xFFFF:
-        raise UsageError(f"--segment-size {args.segment_size}: the PDU would exceed 65535 octets")
-    for name in ("ack_limit", "nak_limit", "check_limit"):
-        if getattr(args, name) < 0:
-            raise UsageError(f"--{name.replace('_', '-')} must be >= 0")
-    for name in ("ack_timer_ms", "nak_timer_ms", "check_timer_ms", "inactivity_ms"):
-        if getattr(args, name) <= 0:
-            raise UsageError(f"--{name.replace('_', '-')} must be positive")
+        raise common.UsageError(
+            f"--segment-size {args.segment_size}: the PDU would exceed 65535 octets"
+        )
+
+
+def check_args(args: argparse.Namespace) -> None:
+    # Entity IDs are Java longs in Yamcs (EntityConf.id, CfdpHeader): the
+    # widths 1..8 all exist, but an ID must stay below 2^63.
+    common.check_args(
+        args, below=1 << 63, file_len_check=check_file_len, segment_check=check_segment_size
+    )
     if args.role == "send" and args.pdu_crc:
-        raise UsageError(
+        raise common.UsageError(
             "--pdu-crc 1: Yamcs never sends a PDU CRC: CfdpOutgoingTransfer has `withCrc = false; "
             "// no CRCs are used` (CfdpOutgoingTransfer.java:66) and no option changes it"
         )
     if args.checksum_fault_handler == "ignore":
-        raise UsageError(
+        raise common.UsageError(
             "--checksum-fault-handler ignore: Yamcs's fault handlers are suspend, cancel and "
             "abandon only (OngoingCfdpTransfer.FaultHandlingAction, OngoingCfdpTransfer.java:66-89)"
         )
@@ -260,70 +167,11 @@ def max_pdu_size(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------
 
 
-@dataclass
-class Request:
-    kind: str
-    direction: str
-    match: dict[str, Any]
-    occurrence: int
-    resume_after_ms: float
-    seen: int = 0
-    made: bool | None = None  # None: not decided yet
-    detail: str = ""
-    made_at: float | None = None
-
-    def describe_trigger(self) -> str:
-        fields = ", ".join(f"{k}={v}" for k, v in self.match.items())
-        return f"occurrence {self.occurrence} of {self.direction} PDU [{fields}]"
-
-    def result(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "request": self.kind,
-            "made": bool(self.made),
-            "detail": self.detail,
-        }
-        if self.made_at is not None:
-            out["made_at_s"] = round(self.made_at, 3)
-        return out
-
-
-def parse_request(text: str, role: str) -> Request:
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--request {text!r}: not JSON ({exc})") from exc
-    if not isinstance(raw, dict):
-        raise UsageError(f"--request {text!r}: not a JSON object")
-    kind = raw.get("request")
-    if kind not in REQUESTS:
-        raise UsageError(f"--request {text!r}: request must be one of {REQUESTS}")
-    after = raw.get("after")
-    if not isinstance(after, dict):
-        raise UsageError(f"--request {text!r}: 'after' must be an object")
-    direction = after.get("direction")
-    if direction not in ("forward", "return"):
-        raise UsageError(f"--request {text!r}: after.direction must be forward or return")
-    match = after.get("match")
-    if not isinstance(match, dict) or not match:
-        raise UsageError(f"--request {text!r}: after.match must be a non-empty object")
-    unknown = sorted(set(match) - set(MATCH_KEYS))
-    if unknown:
-        raise UsageError(f"--request {text!r}: match keys {unknown} not supported {MATCH_KEYS}")
-    occurrence = after.get("occurrence", 1)
-    if not isinstance(occurrence, int) or occurrence < 1:
-        raise UsageError(f"--request {text!r}: after.occurrence must be an integer >= 1")
-    resume = raw.get("resume_after_ms", 500)
-    if not isinstance(resume, int | float) or resume < 0:
-        raise UsageError(f"--request {text!r}: resume_after_ms must be a number >= 0")
-    req = Request(kind, direction, dict(match), occurrence, float(resume))
-    entity = raw.get("entity")
-    mine = "sender" if role == "send" else "receiver"
-    if entity is not None and entity != mine:
-        req.made = False
-        req.detail = f"the request is the {entity}'s; this process is the {mine}"
-    elif kind in ("prompt_nak", "prompt_keep_alive"):
-        req.made = False
-        req.detail = (
+def parse_request(text: str, role: str) -> common.Request:
+    """cfdpcommon's, and a Prompt is never made."""
+    req = common.parse_request(text, role, common.Request)
+    if req.made is None and req.kind in common.PROMPTS:
+        req.not_made(
             "Yamcs cannot send a Prompt PDU: org.yamcs.cfdp.pdu has no Prompt PDU class, "
             "CfdpPacket.getCFDPPacket ignores a received one (CfdpPacket.java:117-118), and "
             "Yamcs's CFDP manual says 'Keep Alive PDU and Prompt PDU are not used'"
@@ -331,72 +179,6 @@ def parse_request(text: str, role: str) -> Request:
         if role != "send":
             req.detail = "a Prompt is the sending entity's request; besides, " + req.detail
     return req
-
-
-# --------------------------------------------------------------------------
-# PDU fields (for triggers, counters and the log): a read-only decoder of
-# what the relay forwards; it never changes a datagram.
-# --------------------------------------------------------------------------
-
-
-class Undecodable(Exception):
-    pass
-
-
-def pdu_fields(data: bytes) -> dict[str, Any]:
-    """The wire.json fields a request's ``match`` may name, plus a label."""
-    if len(data) < 4:
-        raise Undecodable(f"{len(data)} octets: shorter than a PDU header")
-    b0, b3 = data[0], data[3]
-    large = bool(b0 & 1)
-    eid_len = ((b3 >> 4) & 7) + 1
-    seq_len = (b3 & 7) + 1
-    hdr = 4 + 2 * eid_len + seq_len
-    body = data[hdr:]
-    if not body:
-        raise Undecodable(f"{len(data)} octets: no data field")
-    if (b0 >> 4) & 1:  # File Data
-        pos = 0
-        if (b3 >> 3) & 1:  # segment metadata flag: 1 octet + metadata
-            pos = 1 + (body[0] & 0x3F)
-        width = 8 if large else 4
-        if len(body) < pos + width:
-            raise Undecodable("file data PDU shorter than its offset")
-        offset = int.from_bytes(body[pos : pos + width], "big")
-        length = len(body) - pos - width - (2 if (b0 >> 1) & 1 else 0)
-        return {"pdu_type": "file_data", "offset": offset, "label": f"file_data[{offset}+{length}]"}
-    code = body[0]
-    name = DIRECTIVE_NAMES.get(code, f"directive_{code}")
-    out: dict[str, Any] = {"pdu_type": "file_directive", "directive": name, "label": name}
-    if code in (4, 5) and len(body) >= 2:
-        out["condition"] = condition_name(body[1] >> 4)
-        out["label"] = f"{name}({out['condition']})"
-    elif code == 6 and len(body) >= 3:
-        of = DIRECTIVE_NAMES.get(body[1] >> 4, "?")
-        out["ack_of"] = of
-        out["condition"] = condition_name(body[2] >> 4)
-        out["label"] = f"ack({of},{out['condition']})"
-    elif code == 8:
-        width = 8 if large else 4
-        reqs = []
-        pos = 1 + 2 * width
-        while pos + 2 * width <= len(body) - (2 if (b0 >> 1) & 1 else 0):
-            a = int.from_bytes(body[pos : pos + width], "big")
-            b = int.from_bytes(body[pos + width : pos + 2 * width], "big")
-            reqs.append(f"{a}-{b}")
-            pos += 2 * width
-        out["label"] = f"nak[{','.join(reqs)}]"
-    elif code == 9 and len(body) >= 2:
-        out["label"] = "prompt(keep_alive)" if body[1] >> 7 else "prompt(nak)"
-    return out
-
-
-def counter_key(fields: dict[str, Any]) -> str:
-    if fields["pdu_type"] == "file_data":
-        return "file_data"
-    if fields.get("directive") == "nak":
-        return "nak"
-    return str(fields["label"])
 
 
 # --------------------------------------------------------------------------
@@ -548,7 +330,7 @@ dataLinks:
     class: org.yamcs.tctm.UdpTmDataLink
     stream: cfdp_tm
     port: {ports.tm}
-    maxLength: {MAX_DATAGRAM}
+    maxLength: {common.MAX_DATAGRAM}
     packetPreprocessorClassName: org.yamcs.tctm.GenericPacketPreprocessor
     packetPreprocessorArgs:
       errorDetection: none
@@ -666,7 +448,7 @@ class Yamcs:
     def start(self) -> None:
         java = os.environ.get("DTNC_YAMCS_JAVA") or shutil.which("java")
         if not java:
-            raise UsageError("java not found (apt-get install default-jdk-headless)")
+            raise common.UsageError("java not found (apt-get install default-jdk-headless)")
         argv = [
             java,
             *JVM_OPTIONS,
@@ -709,7 +491,7 @@ class Yamcs:
             return False
         status = {lk.get("name"): lk.get("status") for lk in links}
         if any(v == "FAILED" for v in status.values()):
-            raise UsageError(f"a Yamcs link failed to start: {status}\n{self.log.tail()}")
+            raise common.UsageError(f"a Yamcs link failed to start: {status}\n{self.log.tail()}")
         return status.get("cfdp_tm") == "OK" and status.get("cfdp_tc") == "OK"
 
     def stop(self) -> None:
@@ -764,7 +546,7 @@ class Relay(threading.Thread):
                 for sock in ready:
                     for _ in range(256):
                         try:
-                            data, _addr = sock.recvfrom(MAX_DATAGRAM)
+                            data, _addr = sock.recvfrom(common.MAX_DATAGRAM)
                         except (BlockingIOError, InterruptedError):
                             break
                         except OSError as exc:  # e.g. ICMP port unreachable
@@ -786,10 +568,10 @@ class Relay(threading.Thread):
                     self.first_in = now
                 self.inner.sendto(data, self.yamcs_tm)
         try:
-            fields = pdu_fields(data)
-            key = counter_key(fields)
+            fields = common.pdu_fields(data)
+            key = common.counter_key(fields)
             label = str(fields["label"])
-        except (Undecodable, IndexError) as exc:
+        except (common.Undecodable, IndexError) as exc:
             fields, key, label = {}, "undecodable", f"undecodable ({exc})"
         table = self.sent if outgoing else self.received
         table[key] = table.get(key, 0) + 1
@@ -811,19 +593,12 @@ class Relay(threading.Thread):
 # --------------------------------------------------------------------------
 
 
-@dataclass
-class Outcome:
-    outcome: str
-    condition: str
-    detail: list[str] = field(default_factory=list)
-
-
 class Harness:
     def __init__(self, args: argparse.Namespace, t0: float) -> None:
         self.args = args
         self.t0 = t0
-        self.requests: list[Request] = [parse_request(r, args.role) for r in args.request]
-        self.stop_signal = ""
+        self.requests = [parse_request(r, args.role) for r in args.request]
+        self.stop = common.StopSignal()
         self.transfer_id: str | None = None
         self.transfer_lock = threading.Lock()
         self.info: dict[str, Any] = {}  # the transfer's last TransferInfo
@@ -836,16 +611,30 @@ class Harness:
         self.relay: Relay | None = None
         self.resume_timers: list[threading.Timer] = []
 
+    # -- what the result reports (cfdpcommon.Run) ----------------------------
+
+    @property
+    def sender(self) -> bool:
+        return self.args.role == "send"
+
+    @property
+    def started(self) -> bool:
+        return self.transfer_id is not None
+
+    @property
+    def sent(self) -> dict[str, int]:
+        return self.relay.sent if self.relay is not None else {}
+
+    @property
+    def received(self) -> dict[str, int]:
+        return self.relay.received if self.relay is not None else {}
+
     # -- requests (called in the relay thread, right after the PDU passed) --
 
     def observe(self, direction: str, fields: dict[str, Any]) -> None:
         for req in self.requests:
-            if req.made is not None or req.direction != direction:
-                continue
-            if all(fields.get(k) == v for k, v in req.match.items()):
-                req.seen += 1
-                if req.seen >= req.occurrence:
-                    self.make_request(req)
+            if req.fired(direction, fields):
+                self.make_request(req)
 
     def find_transfer(self, wait_s: float) -> str | None:
         """The transfer's id; a receiver's is looked up (Yamcs creates the
@@ -881,7 +670,7 @@ class Harness:
                 if len(found) > 1:
                     self.notes.append(f"Yamcs lists {len(found)} incoming transfers; judged: first")
 
-    def make_request(self, req: Request) -> None:
+    def make_request(self, req: common.Request) -> None:
         """One HTTP call, synchronously: the relay forwards nothing more
         until Yamcs has run the request (its cancel and pause return once
         its CFDP executor has, CfdpService.java:680-705)."""
@@ -894,13 +683,11 @@ class Harness:
         api = self.yamcs.api
         tid = self.find_transfer(0.5)
         if tid is None:
-            req.made = False
-            req.detail = "no transaction at the trigger: Yamcs lists no transfer"
+            req.not_made("no transaction at the trigger: Yamcs lists no transfer")
             return
         state = str(self.info.get("state", ""))  # as last read by the main thread
         if state in ("COMPLETED", "FAILED"):
-            req.made = False
-            req.detail = f"no transaction active at the trigger (Yamcs's transfer is {state})"
+            req.not_made(f"no transaction active at the trigger (Yamcs's transfer is {state})")
             return
         verb = "cancel" if req.kind == "cancel" else "pause"
         path = api.transfers_path(f"/{tid}:{verb}")
@@ -908,8 +695,7 @@ class Harness:
         try:
             api.call("POST", path)
         except (OSError, ApiError, ValueError) as exc:
-            req.made = False
-            req.detail = f"POST {path} refused: {exc}"
+            req.not_made(f"POST {path} refused: {exc}")
             return
         req.made, req.made_at = True, now - (base if base is not None else self.t0)
         req.detail = f"POST {path} (answered in {(time.monotonic() - posted) * 1000:.0f} ms)"
@@ -936,7 +722,7 @@ class Harness:
             with contextlib.suppress(OSError, ApiError, ValueError):
                 self.yamcs.api.call("GET", self.yamcs.api.transfers_path())
 
-    def resume(self, req: Request, tid: str) -> None:
+    def resume(self, req: common.Request, tid: str) -> None:
         assert self.yamcs is not None and self.yamcs.api is not None
         path = self.yamcs.api.transfers_path(f"/{tid}:resume")
         try:
@@ -963,8 +749,8 @@ class Harness:
         body = {
             "direction": "UPLOAD",
             "bucket": BUCKET,
-            "objectName": SOURCE_FILE,
-            "remotePath": DEST_FILE,
+            "objectName": common.SOURCE_FILE,
+            "remotePath": common.DEST_FILE,
             "source": "local",
             "destination": "peer",
             "options": {
@@ -1031,8 +817,8 @@ class Harness:
         while True:
             now = time.monotonic()
             self.yamcs.log.poll()
-            if self.stop_signal:
-                return self.ended_at is None, f"stopped by {self.stop_signal}"
+            if self.stop.name:
+                return self.ended_at is None, f"stopped by {self.stop.name}"
             if self.relay.error:
                 raise RuntimeError(self.relay.error)
             if not self.yamcs.alive():
@@ -1101,7 +887,7 @@ def sent_conditions(cfdp: list[str], pdu: str) -> list[tuple[int, str]]:
     return out
 
 
-def judge(h: Harness, timed_out: bool, why_stopped: str, log: list[str]) -> Outcome:
+def judge(h: Harness, timed_out: bool, why_stopped: str, log: list[str]) -> common.Outcome:
     """The outcome from what Yamcs reports: the transfer's state and
     failureReason (HTTP API) and its CFDP log (README: "The result")."""
     info = h.info
@@ -1116,7 +902,7 @@ def judge(h: Harness, timed_out: bool, why_stopped: str, log: list[str]) -> Outc
     fins = sent_conditions(cfdp, "FinishedPacket")
     fault_lines = [(i, ln) for i, ln in enumerate(cfdp) if "Handling fault" in ln]
     faults = log_conditions(cfdp, "Handling fault")
-    out = Outcome("timeout", "no_error")
+    out = common.Outcome("timeout", "no_error")
     if h.transfer_id is None:
         out.outcome = "timeout"
         out.condition = ""
@@ -1178,23 +964,15 @@ def judge(h: Harness, timed_out: bool, why_stopped: str, log: list[str]) -> Outc
                 "CfdpOutgoingTransfer.java:93, 302-304)"
             )
     if faults:
-        out.detail.append("faults: " + tally(faults))
+        out.detail.append("faults: " + common.tally(faults))
     if eof_cancel:
-        out.detail.append("EOF(cancel) sent: " + tally([c for _, c in eof_cancel]))
+        out.detail.append("EOF(cancel) sent: " + common.tally([c for _, c in eof_cancel]))
     if fins:
-        out.detail.append("Finished sent: " + tally([c for _, c in fins]))
+        out.detail.append("Finished sent: " + common.tally([c for _, c in fins]))
     return out
 
 
-def tally(items: list[str]) -> str:
-    """'a x2, b' for [a, a, b] (in order of first appearance)."""
-    counts: dict[str, int] = {}
-    for item in items:
-        counts[item] = counts.get(item, 0) + 1
-    return ", ".join(k if n == 1 else f"{k} x{n}" for k, n in counts.items())
-
-
-def request_ignored(h: Harness, req: Request, log: list[str]) -> str:
+def request_ignored(h: Harness, req: common.Request, log: list[str]) -> str:
     """Why Yamcs did nothing with a request it accepted over HTTP ('' if it
     acted): a cancel or pause of a transaction that had ended is answered
     200 and ignored (CfdpOutgoingTransfer.cancel/suspend,
@@ -1222,7 +1000,7 @@ def check_file(h: Harness, log: list[str]) -> tuple[int, bool | None, str]:
     OK" and saves the file)."""
     if h.args.role == "send":
         return 0, None, ""
-    name = str(h.info.get("objectName") or DEST_FILE)
+    name = str(h.info.get("objectName") or common.DEST_FILE)
     path = h.args.workdir.resolve() / "bucket" / name
     ok = any("file completed, checksum OK" in ln for ln in log)
     bad = any("file checksum failure" in ln for ln in log)
@@ -1233,14 +1011,14 @@ def check_file(h: Harness, log: list[str]) -> tuple[int, bool | None, str]:
                 0,
                 None,
                 f"Yamcs saved the file despite its checksum failure ({len(data)} B, "
-                f"pattern {'ok' if data == pattern(len(data)) else 'wrong'})",
+                f"pattern {'ok' if common.is_pattern(data) else 'wrong'})",
             )
         return 0, None, ""
     try:
         data = path.read_bytes()
     except OSError as exc:
         return 0, False, f"delivered file {path} unreadable: {exc}"
-    return len(data), data == pattern(len(data)), f"delivered file {path}: {len(data)} B"
+    return len(data), common.is_pattern(data), f"delivered file {path}: {len(data)} B"
 
 
 def settle(h: Harness, timed_out: bool, why_stopped: str) -> dict[str, Any]:
@@ -1272,10 +1050,7 @@ def settle(h: Harness, timed_out: bool, why_stopped: str) -> dict[str, Any]:
     if severe:
         detail.append("Yamcs log: " + " | ".join(s.strip()[:200] for s in severe[:3]))
     for req in h.requests:
-        if req.made is None:
-            req.made = False
-            req.detail = f"trigger never seen ({req.describe_trigger()}; seen {req.seen})"
-        elif req.made:
+        if not req.close() and req.made:
             ignored = request_ignored(h, req, log)
             if ignored:
                 req.made = False
@@ -1285,69 +1060,21 @@ def settle(h: Harness, timed_out: bool, why_stopped: str) -> dict[str, Any]:
         detail.append(f"Yamcs startup {h.ready_at - h.t0:.1f} s (not in duration_s)")
     start = h.started_at if h.started_at is not None else h.ready_at or h.t0
     end = h.ended_at if h.ended_at is not None else time.monotonic()
-    relay = h.relay
-    result: dict[str, Any] = {"outcome": out.outcome}
-    if h.args.role == "send":
-        result["file_bytes_delivered"] = 0
-        result["sender_condition"] = out.condition or "no_error"
-        result["payload_ok"] = None
-    else:
-        result["file_bytes_delivered"] = delivered
-        result["receiver_condition"] = out.condition if h.transfer_id is not None else ""
-        result["payload_ok"] = payload_ok
-    result["duration_s"] = round(max(0.0, end - start), 3)
-    result["requests"] = [r.result() for r in h.requests]
-    result["detail"] = "; ".join(detail)
-    result["pdus_sent"] = dict(sorted(relay.sent.items())) if relay else {}
-    result["pdus_received"] = dict(sorted(relay.received.items())) if relay else {}
-    if relay is not None and relay.stopped_at is not None:
-        result["stopped_at"] = round(relay.stopped_at, 3)
+    extra: dict[str, Any] = {}
+    if h.relay is not None and h.relay.stopped_at is not None:
+        extra["stopped_at"] = round(h.relay.stopped_at, 3)
     if h.ready_at is not None:
-        result["startup_s"] = round(h.ready_at - h.t0, 3)
-    result["implementation"] = IMPLEMENTATION
-    return result
-
-
-def error_result(role: str | None, detail: str, t0: float) -> dict[str, Any]:
-    out: dict[str, Any] = {"outcome": "error", "file_bytes_delivered": 0}
-    if role == "send":
-        out["sender_condition"] = "no_error"
-    elif role == "recv":
-        out["receiver_condition"] = ""
-    out.update(
-        {
-            "payload_ok": None,
-            "duration_s": round(time.monotonic() - t0, 3),
-            "requests": [],
-            "detail": detail,
-            "implementation": IMPLEMENTATION,
-        }
+        extra["startup_s"] = round(h.ready_at - h.t0, 3)
+    return common.result_line(
+        IMPLEMENTATION, h, out, max(0.0, end - start), (delivered, payload_ok), extra
     )
-    return out
-
-
-def emit(result: dict[str, Any]) -> int:
-    sys.stdout.write(json.dumps(result, sort_keys=False) + "\n")
-    sys.stdout.flush()
-    return 0
-
-
-def open_socket(addr: tuple[str, int]) -> socket.socket:
-    family = socket.AF_INET6 if ":" in addr[0] else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_DGRAM)
-    for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, opt, 4 << 20)
-    sock.bind(addr)
-    sock.setblocking(False)
-    return sock
 
 
 def run(args: argparse.Namespace, t0: float) -> dict[str, Any]:
     check_args(args)
     h = Harness(args, t0)
     if not (LIB / f"yamcs-core-{YAMCS_VERSION}.jar").exists():
-        raise UsageError(
+        raise common.UsageError(
             f"Yamcs is not installed: {LIB}/yamcs-core-{YAMCS_VERSION}.jar missing "
             "(run suts/yamcs/setup.sh)"
         )
@@ -1357,24 +1084,15 @@ def run(args: argparse.Namespace, t0: float) -> dict[str, Any]:
     shutil.rmtree(bucket, ignore_errors=True)
     bucket.mkdir()
     if args.role == "send":
-        (bucket / SOURCE_FILE).write_bytes(pattern(args.file_len))
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        h.stop_signal = signal.Signals(signum).name
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
-    inner = open_socket(("127.0.0.1", 0))
+        (bucket / common.SOURCE_FILE).write_bytes(common.pattern(args.file_len))
+    h.stop.install()
+    inner = common.open_socket(("127.0.0.1", 0))
     ext: socket.socket | None = None
     yamcs = Yamcs(args, workdir / "yamcs", bucket)
     h.yamcs = yamcs
     try:
         if args.role == "send":  # the relay listens before the transfer can start
-            try:
-                ext = open_socket(args.listen)
-            except OSError as exc:
-                raise UsageError(f"cannot bind {args.listen}: {exc}") from exc
+            ext = common.bind_listen(args.listen)
         ports = Ports(
             http=free_port(socket.SOCK_STREAM, "127.0.0.1"),
             tm=free_port(socket.SOCK_DGRAM, "0.0.0.0"),
@@ -1387,39 +1105,32 @@ def run(args: argparse.Namespace, t0: float) -> dict[str, Any]:
         deadline = time.monotonic() + STARTUP_LIMIT_S
         while not yamcs.ready():
             yamcs.log.poll()
-            if h.stop_signal:
-                return stopped_before_start(h, f"stopped by {h.stop_signal} while Yamcs started")
+            if h.stop.name:
+                return stopped_before_start(h, f"stopped by {h.stop.name} while Yamcs started")
             if not yamcs.alive():
-                raise UsageError(f"Yamcs exited while starting:\n{yamcs.log.tail()}")
+                raise common.UsageError(f"Yamcs exited while starting:\n{yamcs.log.tail()}")
             if time.monotonic() > deadline:
-                raise UsageError(f"Yamcs not ready in {STARTUP_LIMIT_S:g} s:\n{yamcs.log.tail()}")
+                raise common.UsageError(
+                    f"Yamcs not ready in {STARTUP_LIMIT_S:g} s:\n{yamcs.log.tail()}"
+                )
             time.sleep(0.05)
         if makeable:
             h.warm_up()
         h.ready_at = time.monotonic()
         LOG.info("Yamcs ready in %.1f s", h.ready_at - t0)
         if ext is None:  # the receiver binds --listen once Yamcs can take PDUs
-            try:
-                ext = open_socket(args.listen)
-            except OSError as exc:
-                raise UsageError(f"cannot bind {args.listen}: {exc}") from exc
+            ext = common.bind_listen(args.listen)
         relay = Relay(ext, inner, args.peer, ("127.0.0.1", ports.tm), h)
         h.relay = relay
         relay.start()
-        LOG.info(
-            "%s listening on %s:%d, peer %s:%d (%s)",
-            args.role,
-            *args.listen,
-            *args.peer,
-            IMPLEMENTATION,
-        )
+        common.log_listening(LOG, args, IMPLEMENTATION)
         if args.role == "send":
             try:
                 h.start_transfer()
             except Refused as exc:
                 relay.stop()
                 yamcs.log.poll()
-                result = error_result(args.role, str(exc), t0)
+                result = common.error_result(IMPLEMENTATION, args.role, str(exc), t0)
                 result["detail"] += "; no PDU was sent" if not relay.sent else ""
                 result["pdus_sent"] = dict(sorted(relay.sent.items()))
                 result["pdus_received"] = dict(sorted(relay.received.items()))
@@ -1443,29 +1154,14 @@ def run(args: argparse.Namespace, t0: float) -> dict[str, Any]:
 
 
 def stopped_before_start(h: Harness, why: str) -> dict[str, Any]:
-    result = error_result(h.args.role, why, h.t0)
+    result = common.error_result(IMPLEMENTATION, h.args.role, why, h.t0)
     result["outcome"] = "timeout"
     result["detail"] = f"no transaction: {why}"
     return result
 
 
 def main(argv: list[str] | None = None) -> int:
-    t0 = time.monotonic()
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format=f"%(relativeCreated)8.1fms {args.role} %(name)s %(levelname)s %(message)s",
-    )
-    try:
-        result = run(args, t0)
-    except UsageError as exc:
-        result = error_result(args.role, str(exc), t0)
-    except Exception as exc:  # a harness bug: still one result line
-        LOG.exception("harness failure")
-        result = error_result(args.role, f"harness failure: {type(exc).__name__}: {exc}", t0)
-    return emit(result)
+    return common.main(argv, IMPLEMENTATION, build_parser, run, LOG)
 
 
 if __name__ == "__main__":

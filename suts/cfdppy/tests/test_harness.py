@@ -10,221 +10,41 @@ cfdp-py does on the wire. Run with:
 
 from __future__ import annotations
 
-import json
-import select
-import socket
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from suts import cfdptesting as ct
+from suts.cfdptesting import CANCEL_AFTER_FD_1024, Rule
 
 pytest.importorskip("cfdppy")
 
 pytestmark = pytest.mark.integration
 
 HARNESS = Path(__file__).resolve().parents[1] / "harness.py"
-LOOP = "127.0.0.1"
-# Short timers so that every limit is reached within a second or two.
-TIMERS = [
-    "--ack-timer-ms",
-    "250",
-    "--nak-timer-ms",
-    "250",
-    "--check-timer-ms",
-    "250",
-    "--time-limit-ms",
-    "10000",
-    "--linger-ms",
-    "200",
-]
-CANCEL_AFTER_FD_1024 = json.dumps(
-    {
-        "request": "cancel",
-        "after": {
-            "direction": "forward",
-            "match": {"pdu_type": "file_data", "offset": 1024},
-            "occurrence": 1,
-        },
-    }
-)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind((LOOP, 0))
-        return int(s.getsockname()[1])
-
-
-def result_of(proc: subprocess.Popen[str], timeout: float = 30.0) -> dict[str, Any]:
-    out, _ = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, out
-    lines = [ln for ln in out.strip().splitlines() if ln.startswith("{")]
-    assert lines, f"no result line in {out!r}"
-    result = json.loads(lines[-1])
-    assert isinstance(result, dict)
-    return result
-
-
-def start_role(
-    role: str, listen: int, peer: int, args: list[str], workdir: Path
-) -> subprocess.Popen[str]:
-    log = workdir.parent / f"{role}.log"
-    argv = [sys.executable, str(HARNESS), role, "--listen", f"{LOOP}:{listen}"]
-    argv += ["--peer", f"{LOOP}:{peer}", "--workdir", str(workdir), *args]
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=log.open("w"), text=True, cwd=workdir.parent
-    )
-    deadline = time.monotonic() + 10
-    while "listening on" not in log.read_text():
-        assert proc.poll() is None, f"{role} exited early: {log.read_text()}"
-        assert time.monotonic() < deadline, f"{role} never started listening"
-        time.sleep(0.02)
-    return proc
-
-
-@dataclass
-class Rule:
-    """Drop (or corrupt) the ``times``-th PDUs of one kind in one direction
-    ("all" for every one)."""
-
-    direction: str  # "forward" or "return"
-    kind: str  # "file_data" or a directive name
-    offset: int | None = None
-    times: list[int] | str = "all"
-    act: str = "drop"
-
-
-@dataclass
-class Relay:
-    """A UDP relay between the roles: the sender sends to ``forward_port``,
-    the receiver to ``return_port``."""
-
-    rules: list[Rule]
-    forward_port: int = 0
-    return_port: int = 0
-    seen: list[tuple[str, str, int | None, str]] = field(default_factory=list)
-
-
-DIRECTIVES = {4: "eof", 5: "finished", 6: "ack", 7: "metadata", 8: "nak", 9: "prompt"}
-
-
-def pdu_kind(data: bytes) -> tuple[str, int | None]:
-    header = 4 + 2 * (((data[3] >> 4) & 7) + 1) + (data[3] & 7) + 1
-    if (data[0] >> 4) & 1:  # PDU type 1: file data
-        return "file_data", int.from_bytes(data[header : header + 4], "big")
-    return DIRECTIVES.get(data[header], "?"), None
-
-
-@contextmanager
-def relay(rules: list[Rule], send_port: int, recv_port: int) -> Iterator[Relay]:
-    fwd = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    rtn = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    fwd.bind((LOOP, 0))
-    rtn.bind((LOOP, 0))
-    state = Relay(rules, fwd.getsockname()[1], rtn.getsockname()[1])
-    counts: dict[tuple[str, str, int | None], int] = {}
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.is_set():
-            ready, _, _ = select.select([fwd, rtn], [], [], 0.02)
-            for sock in ready:
-                data, _ = sock.recvfrom(65535)
-                direction = "forward" if sock is fwd else "return"
-                kind, offset = pdu_kind(data)
-                key = (direction, kind, offset)
-                counts[key] = counts.get(key, 0) + 1
-                act = "pass"
-                for r in rules:
-                    hit = (r.direction, r.kind) == (direction, kind) and r.offset in (None, offset)
-                    if hit and (r.times == "all" or counts[key] in r.times):
-                        act = r.act
-                state.seen.append((direction, kind, offset, act))
-                if act == "drop":
-                    continue
-                if act == "corrupt":  # flip one octet of file data
-                    data = data[:-5] + bytes([data[-5] ^ 0xFF]) + data[-4:]
-                out, port = (rtn, recv_port) if direction == "forward" else (fwd, send_port)
-                out.sendto(data, (LOOP, port))
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield state
-    finally:
-        stop.set()
-        thread.join()
-        fwd.close()
-        rtn.close()
-
-
-def transfer(
-    tmp_path: Path,
-    common: list[str],
-    send_args: list[str] | None = None,
-    recv_args: list[str] | None = None,
-    receiver: bool = True,
-    rules: list[Rule] | None = None,
-) -> tuple[dict[str, Any], dict[str, Any] | None, Relay | None]:
-    """One transfer; the receiver starts first, as dtnconform starts it."""
-    send_port, recv_port = free_port(), free_port()
-    common = [*common, *TIMERS]
-    send_args = ["--file-len", "3000", *(send_args or [])]
-    channel = relay(rules, send_port, recv_port) if rules is not None else nullcontext()
-    with channel as path:
-        to_recv = path.forward_port if path is not None else recv_port
-        to_send = path.return_port if path is not None else send_port
-        rx = None
-        if receiver:
-            rx = start_role(
-                "recv", recv_port, to_send, [*common, *(recv_args or [])], tmp_path / "r"
-            )
-        tx = start_role("send", send_port, to_recv, [*common, *send_args], tmp_path / "s")
-        sent = result_of(tx)
-        received = result_of(rx) if rx is not None else None
-    return sent, received, path
+CFDPPY = [sys.executable, str(HARNESS)]
+# cfdp-py both ways, 3000 octets; short timers so that every limit is
+# reached within a second or two.
+PAIR = ct.Pair(CFDPPY, after=ct.timers(250, time_limit_ms=10000, linger_ms=200))
+transfer = PAIR.transfer
 
 
 def test_tables_match_the_spec() -> None:
     """The harness's Table 5-4/5-5 names are those of specs/cfdp/wire.json."""
-    spec = Path(__file__).resolve().parents[3] / "specs" / "cfdp" / "wire.json"
-    if not spec.exists():
-        pytest.skip("specs/cfdp/wire.json not found")
-    wire = json.loads(spec.read_text())
-    sys.path.insert(0, str(HARNESS.parent))
-    try:
-        import harness
-    finally:
-        sys.path.pop(0)
-    conds = {e["code"]: e["name"] for e in wire["condition_codes"]["entries"]}
-    assert conds == harness.CONDITION_NAMES
-    for name in ("directive", "ack_of", "pdu_type", "offset", "condition"):
-        assert name in wire["fields"]
-    assert harness.pattern(300)[:3] == bytes([7, 38, 69])
-    assert harness.pattern(300)[256:259] == bytes([7, 38, 69])
+    ct.check_tables(ct.load_module("cfdppy_harness", HARNESS))
 
 
 @pytest.mark.parametrize("mode", ["class1", "class1-closure", "class2"])
 def test_nominal_transfer_completes(tmp_path: Path, mode: str) -> None:
     common = ["--mode", mode, "--checksum", "crc32", "--segment-size", "1024"]
     sent, received, _ = transfer(tmp_path, common)
-    assert received is not None
     assert sent["outcome"] == "completed", sent
     assert sent["sender_condition"] == "no_error"
-    assert received["outcome"] == "completed", received
-    assert received["receiver_condition"] == "no_error"
-    assert received["file_bytes_delivered"] == 3000
-    assert received["payload_ok"] is True
+    ct.assert_delivered(received, tmp_path / "r")
+    assert received is not None
     assert sent["pdus_sent"]["file_data"] == 3  # 1024 + 1024 + 952
-    expected = bytes((i * 31 + 7) & 0xFF for i in range(3000))
-    assert (tmp_path / "r" / "dtnc-received.bin").read_bytes() == expected
     if mode == "class2":
         assert received["pdus_sent"] == {"ack(eof,no_error)": 1, "finished(no_error)": 1}
         assert sent["pdus_sent"]["ack(finished,no_error)"] == 1
@@ -393,19 +213,8 @@ def test_class2_corrupt_file_data_is_not_caught(tmp_path: Path) -> None:
 
 
 def test_requests_cfdppy_cannot_or_can_make(tmp_path: Path) -> None:
-    suspend = {
-        "request": "suspend",
-        "after": {"direction": "forward", "match": {"directive": "metadata"}},
-        "resume_after_ms": 100,
-    }
-    prompt = {
-        "request": "prompt_nak",
-        "after": {"direction": "return", "match": {"directive": "ack", "ack_of": "eof"}},
-    }
-    never = {"request": "cancel", "after": {"direction": "return", "match": {"directive": "nak"}}}
-    send_args = [a for r in (suspend, prompt, never) for a in ("--request", json.dumps(r))]
     common = ["--mode", "class2", "--checksum", "crc32"]
-    sent, received, _ = transfer(tmp_path, common, send_args=send_args)
+    sent, received, _ = transfer(tmp_path, common, send_args=ct.SUSPEND_PROMPT_AND_UNSEEN_CANCEL)
     assert received is not None
     assert (sent["outcome"], received["outcome"]) == ("completed", "completed")
     made = {r["request"]: r for r in sent["requests"]}
@@ -421,11 +230,6 @@ def test_requests_cfdppy_cannot_or_can_make(tmp_path: Path) -> None:
     [("--seq-len", "8", "8, 16 or 32 bits"), ("--entity-id-len", "3", "(1, 2, 4, 8)")],
 )
 def test_unsupported_widths_are_errors(tmp_path: Path, option: str, value: str, words: str) -> None:
-    argv = [sys.executable, str(HARNESS), "send", "--listen", f"{LOOP}:{free_port()}"]
-    argv += ["--peer", f"{LOOP}:{free_port()}", "--file-len", "10", option, value]
-    argv += ["--workdir", str(tmp_path)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-    assert done.returncode == 0
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = ct.run_alone(CFDPPY, "send", ["--file-len", "10", option, value], tmp_path)
     assert result["outcome"] == "error"
     assert words in result["detail"]

@@ -14,19 +14,15 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
-import socket
 import subprocess
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from suts import cfdptesting as ct
+from suts.cfdptesting import CANCEL_AFTER_FD_1024, Rule
 
 pytestmark = pytest.mark.integration
 
@@ -36,29 +32,13 @@ BINARY = CRATE / "target" / "release" / "dtnc-cfdprs"
 REPO = SUT.parents[1]
 CFDPPY_HARNESS = REPO / "suts" / "cfdppy" / "harness.py"
 VENV_PYTHON = REPO / ".venv" / "bin" / "python"
-LOOP = "127.0.0.1"
-# Short timers so that every limit is reached within a second or two.
-TIMERS = [
-    "--ack-timer-ms",
-    "250",
-    "--nak-timer-ms",
-    "250",
-    "--check-timer-ms",
-    "250",
-    "--time-limit-ms",
-    "10000",
-    "--linger-ms",
-    "200",
-]
-CANCEL_AFTER_FD_1024 = json.dumps(
-    {
-        "request": "cancel",
-        "after": {
-            "direction": "forward",
-            "match": {"pdu_type": "file_data", "offset": 1024},
-            "occurrence": 1,
-        },
-    }
+# 3000 octets in 1024-octet segments; short timers so that every limit is
+# reached within a second or two.
+PAIR = ct.Pair(
+    [],
+    after=ct.timers(250, time_limit_ms=10000, linger_ms=200),
+    send=["--file-len", "3000", "--segment-size", "1024"],
+    launch=ct.Launch(wait_s=20.0),
 )
 
 
@@ -89,163 +69,24 @@ def binary() -> Path:
     return BINARY
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind((LOOP, 0))
-        return int(s.getsockname()[1])
-
-
-def result_of(proc: subprocess.Popen[str], timeout: float = 30.0) -> dict[str, Any]:
-    out, _ = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, out
-    lines = [ln for ln in out.strip().splitlines() if ln.startswith("{")]
-    assert lines, f"no result line in {out!r}"
-    result = json.loads(lines[-1])
-    assert isinstance(result, dict)
-    return result
-
-
-def start_role(
-    argv0: list[str], role: str, listen: int, peer: int, args: list[str], workdir: Path
-) -> subprocess.Popen[str]:
-    log = workdir.parent / f"{role}.log"
-    argv = [*argv0, role, "--listen", f"{LOOP}:{listen}", "--peer", f"{LOOP}:{peer}"]
-    argv += ["--workdir", str(workdir), *args]
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=log.open("w"), text=True, cwd=workdir.parent
-    )
-    deadline = time.monotonic() + 20
-    while "listening on" not in log.read_text():
-        assert proc.poll() is None, f"{role} exited early: {log.read_text()}"
-        assert time.monotonic() < deadline, f"{role} never started listening"
-        time.sleep(0.02)
-    return proc
-
-
-@dataclass
-class Rule:
-    """Drop the PDUs of one kind in one direction (all of them, or the
-    ``times``-th ones)."""
-
-    direction: str  # "forward" or "return"
-    kind: str  # "file_data" or a directive name
-    offset: int | None = None
-    times: list[int] | str = "all"
-
-
-@dataclass
-class Relay:
-    """A UDP relay between the roles: the sender sends to ``forward_port``,
-    the receiver to ``return_port``."""
-
-    rules: list[Rule]
-    forward_port: int = 0
-    return_port: int = 0
-    seen: list[tuple[str, str, int | None, str]] = field(default_factory=list)
-
-
-DIRECTIVES = {4: "eof", 5: "finished", 6: "ack", 7: "metadata", 8: "nak", 9: "prompt"}
-
-
-def pdu_kind(data: bytes) -> tuple[str, int | None]:
-    header = 4 + 2 * (((data[3] >> 4) & 7) + 1) + (data[3] & 7) + 1
-    if (data[0] >> 4) & 1:  # PDU type 1: file data
-        return "file_data", int.from_bytes(data[header : header + 4], "big")
-    return DIRECTIVES.get(data[header], "?"), None
-
-
-@contextmanager
-def relay(rules: list[Rule], send_port: int, recv_port: int) -> Iterator[Relay]:
-    fwd = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    rtn = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    fwd.bind((LOOP, 0))
-    rtn.bind((LOOP, 0))
-    state = Relay(rules, fwd.getsockname()[1], rtn.getsockname()[1])
-    counts: dict[tuple[str, str, int | None], int] = {}
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.is_set():
-            ready, _, _ = select.select([fwd, rtn], [], [], 0.02)
-            for sock in ready:
-                try:
-                    data, _ = sock.recvfrom(65535)
-                except OSError:
-                    continue
-                direction = "forward" if sock is fwd else "return"
-                kind, offset = pdu_kind(data)
-                key = (direction, kind, offset)
-                counts[key] = counts.get(key, 0) + 1
-                act = "pass"
-                for r in rules:
-                    hit = (r.direction, r.kind) == (direction, kind) and r.offset in (None, offset)
-                    if hit and (r.times == "all" or counts[key] in r.times):
-                        act = "drop"
-                state.seen.append((direction, kind, offset, act))
-                if act == "drop":
-                    continue
-                out, port = (rtn, recv_port) if direction == "forward" else (fwd, send_port)
-                out.sendto(data, (LOOP, port))
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield state
-    finally:
-        stop.set()
-        thread.join()
-        fwd.close()
-        rtn.close()
-
-
 def transfer(
     tmp_path: Path,
     binary: Path,
     common: list[str],
-    send_args: list[str] | None = None,
-    recv_args: list[str] | None = None,
-    receiver: bool = True,
-    rules: list[Rule] | None = None,
     sender_argv0: list[str] | None = None,
     receiver_argv0: list[str] | None = None,
-) -> tuple[dict[str, Any], dict[str, Any] | None, Relay | None]:
-    """One transfer; the receiver starts first, as dtnconform starts it."""
-    send_port, recv_port = free_port(), free_port()
-    common = [*common, *TIMERS]
-    send_args = ["--file-len", "3000", "--segment-size", "1024", *(send_args or [])]
-    channel = relay(rules, send_port, recv_port) if rules is not None else nullcontext()
-    with channel as path:
-        to_recv = path.forward_port if path is not None else recv_port
-        to_send = path.return_port if path is not None else send_port
-        rx = None
-        if receiver:
-            rx = start_role(
-                receiver_argv0 or [str(binary)],
-                "recv",
-                recv_port,
-                to_send,
-                [*common, *(recv_args or [])],
-                tmp_path / "r",
-            )
-        tx = start_role(
-            sender_argv0 or [str(binary)],
-            "send",
-            send_port,
-            to_recv,
-            [*common, *send_args],
-            tmp_path / "s",
-        )
-        sent = result_of(tx)
-        received = result_of(rx) if rx is not None else None
-    return sent, received, path
-
-
-def run_alone(binary: Path, args: list[str]) -> dict[str, Any]:
-    proc = subprocess.run(
-        [str(binary), *args], capture_output=True, text=True, timeout=30, check=False
+    **options: Any,
+) -> tuple[dict[str, Any], dict[str, Any] | None, ct.Relay | None]:
+    """One transfer, cfdp-rs both ways unless another harness is given; the
+    receiver starts first, as dtnconform starts it."""
+    rs = [str(binary)]
+    return PAIR.transfer(
+        tmp_path,
+        common,
+        sender_prog=sender_argv0 or rs,
+        receiver_prog=receiver_argv0 or rs,
+        **options,
     )
-    assert proc.returncode == 0, proc.stderr
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 # ---------------------------------------------------------------------------
@@ -253,10 +94,7 @@ def run_alone(binary: Path, args: list[str]) -> dict[str, Any]:
 
 def test_tables_match_the_spec() -> None:
     """The harness's Table 5-4/5-5 names are those of specs/cfdp/wire.json."""
-    spec = REPO / "specs" / "cfdp" / "wire.json"
-    if not spec.exists():
-        pytest.skip("specs/cfdp/wire.json not found")
-    wire = json.loads(spec.read_text())
+    wire = ct.wire_tables()
     source = (CRATE / "src" / "wire.rs").read_text()
     conditions = [
         e["name"] for e in sorted(wire["condition_codes"]["entries"], key=lambda e: e["code"])
@@ -271,14 +109,10 @@ def test_tables_match_the_spec() -> None:
 @pytest.mark.parametrize("mode", ["class1", "class1-closure", "class2"])
 def test_nominal_transfer_completes(tmp_path: Path, binary: Path, mode: str) -> None:
     sent, received, _ = transfer(tmp_path, binary, ["--mode", mode])
-    assert received is not None
     assert sent["outcome"] == "completed", sent
     assert sent["sender_condition"] == "no_error"
     assert sent["implementation"] == "cfdp-rs 0.3.0"
-    assert received["outcome"] == "completed", received
-    assert received["receiver_condition"] == "no_error"
-    assert received["file_bytes_delivered"] == 3000
-    assert received["payload_ok"] is True
+    ct.assert_delivered(received)
     assert sent["pdus_sent"]["file_data"] == 3  # 1024 + 1024 + 952
     assert (tmp_path / "r" / "dtnc-received.bin").stat().st_size == 3000
     # Class 1 without closure: nothing comes back; with closure a Finished;
@@ -524,12 +358,7 @@ def test_requests_cfdprs_cannot_make(tmp_path: Path, binary: Path) -> None:
 def test_unsupported_widths_are_errors(
     tmp_path: Path, binary: Path, option: str, value: str, words: str
 ) -> None:
-    port = free_port()
-    result = run_alone(
-        binary,
-        ["send", "--listen", f"{LOOP}:{port}", "--peer", f"{LOOP}:{free_port()}"]
-        + ["--file-len", "10", "--workdir", str(tmp_path), option, value],
-    )
+    result = ct.run_alone([str(binary)], "send", ["--file-len", "10", option, value], tmp_path)
     assert result["outcome"] == "error"
     assert words in result["detail"]
 

@@ -11,19 +11,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import select
-import socket
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from suts import cfdptesting as ct
+from suts.cfdptesting import CANCEL_AFTER_FD_1024, Rule
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +29,6 @@ HARNESS = HERE / "harness.py"
 VENV_PY = HERE / ".venv" / "bin" / "python"
 CFDPPY = [sys.executable, str(REPO / "suts" / "cfdppy" / "harness.py")]
 LIBRECUBE = [str(VENV_PY), str(HARNESS)]
-LOOP = "127.0.0.1"
 
 if not VENV_PY.exists():
     pytest.skip(
@@ -55,30 +50,10 @@ COMMON = [
     "deferred",
     "--segment-size",
     "1024",
-    "--ack-timer-ms",
-    "250",
-    "--nak-timer-ms",
-    "250",
-    "--check-timer-ms",
-    "250",
+    *ct.timers(250, time_limit_ms=8000, linger_ms=300),
     "--inactivity-ms",
     "3000",
-    "--time-limit-ms",
-    "8000",
-    "--linger-ms",
-    "300",
 ]
-CANCEL_AFTER_FD_1024 = json.dumps(
-    {
-        "request": "cancel",
-        "after": {
-            "direction": "forward",
-            "match": {"pdu_type": "file_data", "offset": 1024},
-            "occurrence": 1,
-        },
-    }
-)
-PATTERN_3000 = bytes((i * 31 + 7) & 0xFF for i in range(3000))
 
 
 def needs_cfdppy() -> None:
@@ -86,168 +61,14 @@ def needs_cfdppy() -> None:
         pytest.skip("cfdp-py is not installed in dtnconform's venv (make setup)")
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind((LOOP, 0))
-        return int(s.getsockname()[1])
+# LibreCube both ways unless a test names a cfdp-py role, 3000 octets; up to
+# 15 s to listen, and a role may end before it listens (an "error" result).
+PAIR = ct.Pair(LIBRECUBE, before=COMMON, launch=ct.Launch(wait_s=15.0, exit_ok=True))
+transfer = PAIR.transfer
 
 
-def result_of(proc: subprocess.Popen[str], timeout: float = 30.0) -> dict[str, Any]:
-    out, _ = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, out
-    lines = [ln for ln in out.strip().splitlines() if ln.startswith("{")]
-    assert lines, f"no result line in {out!r}"
-    result = json.loads(lines[-1])
-    assert isinstance(result, dict)
-    return result
-
-
-def start_role(
-    prog: list[str], role: str, listen: int, peer: int, args: list[str], workdir: Path
-) -> subprocess.Popen[str]:
-    log = workdir.parent / f"{role}.log"
-    argv = [*prog, role, "--listen", f"{LOOP}:{listen}", "--peer", f"{LOOP}:{peer}"]
-    argv += ["--workdir", str(workdir), *args]
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=log.open("w"), text=True, cwd=workdir.parent
-    )
-    deadline = time.monotonic() + 15
-    while "listening on" not in log.read_text():
-        if proc.poll() is not None:  # e.g. an "error" result before binding
-            return proc
-        assert time.monotonic() < deadline, f"{role} never started listening"
-        time.sleep(0.02)
-    return proc
-
-
-@dataclass
-class Rule:
-    """Drop (or corrupt) the ``times``-th PDUs of one kind in one direction
-    ("all": every one)."""
-
-    direction: str  # "forward" or "return"
-    kind: str  # "file_data" or a directive name
-    offset: int | None = None
-    times: list[int] | str = "all"
-    act: str = "drop"
-
-
-@dataclass
-class Relay:
-    forward_port: int = 0
-    return_port: int = 0
-    seen: list[tuple[str, str, int | None, str]] = field(default_factory=list)
-
-
-DIRECTIVES = {4: "eof", 5: "finished", 6: "ack", 7: "metadata", 8: "nak", 9: "prompt"}
-
-
-def pdu_kind(data: bytes) -> tuple[str, int | None]:
-    header = 4 + 2 * (((data[3] >> 4) & 7) + 1) + (data[3] & 7) + 1
-    if (data[0] >> 4) & 1:
-        return "file_data", int.from_bytes(data[header : header + 4], "big")
-    return DIRECTIVES.get(data[header], "?"), None
-
-
-@contextmanager
-def relay(rules: list[Rule], send_port: int, recv_port: int) -> Iterator[Relay]:
-    """The sender sends to ``forward_port``, the receiver to ``return_port``."""
-    fwd = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    rtn = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    fwd.bind((LOOP, 0))
-    rtn.bind((LOOP, 0))
-    state = Relay(fwd.getsockname()[1], rtn.getsockname()[1])
-    counts: dict[tuple[str, str, int | None], int] = {}
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.is_set():
-            ready, _, _ = select.select([fwd, rtn], [], [], 0.02)
-            for sock in ready:
-                try:
-                    data, _ = sock.recvfrom(65535)
-                except OSError:
-                    continue
-                direction = "forward" if sock is fwd else "return"
-                kind, offset = pdu_kind(data)
-                key = (direction, kind, offset)
-                counts[key] = counts.get(key, 0) + 1
-                act = "pass"
-                for r in rules:
-                    hit = (r.direction, r.kind) == (direction, kind) and r.offset in (None, offset)
-                    if hit and (r.times == "all" or counts[key] in r.times):
-                        act = r.act
-                state.seen.append((direction, kind, offset, act))
-                if act == "drop":
-                    continue
-                if act == "corrupt":  # flip one octet of the file data
-                    data = data[:-5] + bytes([data[-5] ^ 0xFF]) + data[-4:]
-                out, port = (rtn, recv_port) if direction == "forward" else (fwd, send_port)
-                out.sendto(data, (LOOP, port))
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield state
-    finally:
-        stop.set()
-        thread.join()
-        fwd.close()
-        rtn.close()
-
-
-def transfer(
-    tmp_path: Path,
-    common: list[str],
-    send_args: list[str] | None = None,
-    recv_args: list[str] | None = None,
-    receiver: bool = True,
-    rules: list[Rule] | None = None,
-    sender_prog: list[str] = LIBRECUBE,
-    receiver_prog: list[str] = LIBRECUBE,
-) -> tuple[dict[str, Any], dict[str, Any] | None, Relay | None]:
-    """One transfer; the receiver starts first, as dtnconform starts it."""
-    send_port, recv_port = free_port(), free_port()
-    common = [*COMMON, *common]
-    send_args = ["--file-len", "3000", *(send_args or [])]
-    channel = relay(rules, send_port, recv_port) if rules is not None else nullcontext()
-    with channel as path:
-        to_recv = path.forward_port if path is not None else recv_port
-        to_send = path.return_port if path is not None else send_port
-        rx = None
-        if receiver:
-            rx = start_role(
-                receiver_prog,
-                "recv",
-                recv_port,
-                to_send,
-                [*common, *(recv_args or [])],
-                tmp_path / "r",
-            )
-        tx = start_role(
-            sender_prog, "send", send_port, to_recv, [*common, *send_args], tmp_path / "s"
-        )
-        sent = result_of(tx)
-        received = result_of(rx) if rx is not None else None
-    return sent, received, path
-
-
-def run_alone(tmp_path: Path, role: str, args: list[str]) -> dict[str, Any]:
-    argv = [*LIBRECUBE, role, "--listen", f"{LOOP}:{free_port()}"]
-    argv += ["--peer", f"{LOOP}:{free_port()}", "--workdir", str(tmp_path / role), *args]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert isinstance(result, dict)
-    return result
-
-
-def assert_delivered(received: dict[str, Any], workdir: Path) -> None:
-    assert received["outcome"] == "completed", received
-    assert received["receiver_condition"] == "no_error"
-    assert received["file_bytes_delivered"] == 3000
-    assert received["payload_ok"] is True
-    assert (workdir / "dtnc-received.bin").read_bytes() == PATTERN_3000
+def librecube_alone(tmp_path: Path, role: str, args: list[str]) -> dict[str, Any]:
+    return ct.run_alone(LIBRECUBE, role, args, tmp_path / role)
 
 
 # --------------------------------------------------------------------------
@@ -255,22 +76,7 @@ def assert_delivered(received: dict[str, Any], workdir: Path) -> None:
 
 def test_tables_match_the_spec() -> None:
     """The harness's Table 5-4/5-5 names are those of specs/cfdp/wire.json."""
-    spec = REPO / "specs" / "cfdp" / "wire.json"
-    if not spec.exists():
-        pytest.skip("specs/cfdp/wire.json not found")
-    wire = json.loads(spec.read_text())
-    # by path, under a name of its own (suts/cfdppy has a harness.py too)
-    spec_ = importlib.util.spec_from_file_location("librecube_harness", HARNESS)
-    assert spec_ is not None and spec_.loader is not None
-    harness = importlib.util.module_from_spec(spec_)
-    sys.modules["librecube_harness"] = harness  # dataclasses look their module up
-    spec_.loader.exec_module(harness)
-    conds = {e["code"]: e["name"] for e in wire["condition_codes"]["entries"]}
-    assert conds == harness.CONDITION_NAMES
-    for name in ("directive", "ack_of", "pdu_type", "offset", "condition"):
-        assert name in wire["fields"]
-    assert harness.pattern(300)[:3] == bytes([7, 38, 69])
-    assert harness.pattern(300)[256:259] == bytes([7, 38, 69])
+    ct.check_tables(ct.load_module("librecube_harness", HARNESS))
 
 
 @pytest.mark.parametrize("mode", ["class1", "class2"])
@@ -279,7 +85,7 @@ def test_nominal_transfer_completes(tmp_path: Path, mode: str) -> None:
     assert received is not None
     assert sent["outcome"] == "completed", sent
     assert sent["sender_condition"] == "no_error"
-    assert_delivered(received, tmp_path / "r")
+    ct.assert_delivered(received, tmp_path / "r")
     assert sent["pdus_sent"]["file_data"] == 3  # 1024 + 1024 + 952
     assert sent["implementation"] == "LibreCube cfdp 0.2.0"
     if mode == "class2":
@@ -294,7 +100,7 @@ def test_class1_closure_is_an_error(tmp_path: Path, role: str) -> None:
     """LibreCube 0.2.0 has no Class 1 closure (put's closure_requested is
     'not implemented', core.py:159): both roles refuse the configuration."""
     args = [*COMMON, "--mode", "class1-closure", "--file-len", "3000"]
-    result = run_alone(tmp_path, role, args)
+    result = librecube_alone(tmp_path, role, args)
     assert result["outcome"] == "error"
     assert "closure_requested is 'not implemented' (core.py:159)" in result["detail"]
 
@@ -316,7 +122,7 @@ def test_class1_closure_is_an_error(tmp_path: Path, role: str) -> None:
 def test_what_librecube_cannot_take_is_an_error(
     tmp_path: Path, role: str, option: str, value: str, words: str
 ) -> None:
-    result = run_alone(tmp_path, role, [*COMMON, "--file-len", "10", option, value])
+    result = librecube_alone(tmp_path, role, [*COMMON, "--file-len", "10", option, value])
     assert result["outcome"] == "error", result
     assert words in result["detail"]
 
@@ -343,7 +149,7 @@ def test_what_librecube_can_take(tmp_path: Path) -> None:
     )
     assert received is not None
     assert sent["outcome"] == "completed", sent
-    assert_delivered(received, tmp_path / "r")
+    ct.assert_delivered(received, tmp_path / "r")
 
 
 def test_cancel_at_sender_class1(tmp_path: Path) -> None:
@@ -431,7 +237,7 @@ def test_nak_retransmission_completes(tmp_path: Path) -> None:
     sent, received, _ = transfer(tmp_path, ["--mode", "class2"], rules=rules)
     assert received is not None
     assert sent["outcome"] == "completed", sent
-    assert_delivered(received, tmp_path / "r")
+    ct.assert_delivered(received, tmp_path / "r")
     assert received["pdus_sent"]["nak"] >= 1  # 1 unless the gap is filled after 250 ms
 
 
@@ -531,21 +337,11 @@ def test_cancel_at_receiver_class2(tmp_path: Path) -> None:
 def test_requests_librecube_cannot_or_can_make(tmp_path: Path) -> None:
     """Suspend right after the Metadata (in SEND_FILE), resume 100 ms later:
     the file goes on and the transfer completes. No Prompt service."""
-    suspend = {
-        "request": "suspend",
-        "after": {"direction": "forward", "match": {"directive": "metadata"}},
-        "resume_after_ms": 100,
-    }
-    prompt = {
-        "request": "prompt_nak",
-        "after": {"direction": "return", "match": {"directive": "ack", "ack_of": "eof"}},
-    }
-    never = {"request": "cancel", "after": {"direction": "return", "match": {"directive": "nak"}}}
-    send_args = [a for r in (suspend, prompt, never) for a in ("--request", json.dumps(r))]
+    send_args = ct.SUSPEND_PROMPT_AND_UNSEEN_CANCEL
     sent, received, _ = transfer(tmp_path, ["--mode", "class2"], send_args=send_args)
     assert received is not None
     assert sent["outcome"] == "completed", sent
-    assert_delivered(received, tmp_path / "r")
+    ct.assert_delivered(received, tmp_path / "r")
     made = {r["request"]: r for r in sent["requests"]}
     assert made["suspend"]["made"] is True and "CfdpEntity.resume" in made["suspend"]["detail"]
     assert "Suspended.indication x1, Resumed.indication x1" in sent["detail"]
@@ -587,7 +383,7 @@ def test_cross_librecube_to_cfdppy(tmp_path: Path) -> None:
     assert received is not None
     assert received["implementation"] == "cfdp-py 0.7.0"
     assert sent["outcome"] == "completed", sent
-    assert_delivered(received, tmp_path / "r")
+    ct.assert_delivered(received, tmp_path / "r")
     assert sent["pdus_received"] == {"ack(eof,no_error)": 1, "finished(no_error)": 1}
 
 
@@ -597,7 +393,7 @@ def test_cross_cfdppy_to_librecube(tmp_path: Path) -> None:
     assert received is not None
     assert sent["implementation"] == "cfdp-py 0.7.0"
     assert sent["outcome"] == "completed", sent
-    assert_delivered(received, tmp_path / "r")
+    ct.assert_delivered(received, tmp_path / "r")
     assert received["pdus_sent"] == {"ack(eof,no_error)": 1, "finished(no_error)": 1}
 
 
@@ -613,7 +409,7 @@ def test_cross_nak_retransmission(tmp_path: Path, direction: str) -> None:
     sent, received, _ = transfer(tmp_path, ["--mode", "class2"], rules=rules, **progs)
     assert received is not None
     assert sent["outcome"] == "completed", sent
-    assert_delivered(received, tmp_path / "r")
+    ct.assert_delivered(received, tmp_path / "r")
     assert received["pdus_sent"]["nak"] >= 1  # 1 unless the gap is filled after 250 ms
     assert sent["pdus_sent"]["file_data"] >= 4
 

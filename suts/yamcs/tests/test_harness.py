@@ -10,45 +10,33 @@ UDP relay (a thread in this process) between the roles. Run with:
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import select
 import shutil
-import socket
-import subprocess
 import sys
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from suts import cfdptesting as ct
+from suts.cfdptesting import PATTERN_3000, Rule, cancel_after
 
 pytestmark = pytest.mark.integration
 
 HERE = Path(__file__).resolve().parents[1]
 YAMCS = HERE / "harness.py"
 CFDPPY = HERE.parent / "cfdppy" / "harness.py"
+PROGS = {"yamcs": [sys.executable, str(YAMCS)], "cfdppy": [sys.executable, str(CFDPPY)]}
 LIB = HERE / "lib"
-LOOP = "127.0.0.1"
-PATTERN = bytes((i * 31 + 7) & 0xFF for i in range(3000))
-# Short timers: every limit is reached within a second or two.
-TIMERS = [
-    "--ack-timer-ms",
-    "300",
-    "--nak-timer-ms",
-    "300",
-    "--check-timer-ms",
-    "300",
-    "--time-limit-ms",
-    "8000",
-    "--linger-ms",
-    "300",
-]
-SEND_3000 = ["--file-len", "3000", "--segment-size", "1024"]
+# 3000 octets in 1024-octet segments; short timers: every limit is reached
+# within a second or two. A Yamcs receiver binds --listen only once Yamcs is
+# up (a JVM, ~2-4 s), as dtnconform waits for the receiver's port.
+PAIR = ct.Pair(
+    [],
+    after=ct.timers(300, time_limit_ms=8000, linger_ms=300),
+    send=["--file-len", "3000", "--segment-size", "1024"],
+    launch=ct.Launch(wait_s=60.0, poll_s=0.05, timeout=60.0),
+)
 
 
 def _missing() -> str:
@@ -63,152 +51,20 @@ if _missing():
     pytest.skip(_missing(), allow_module_level=True)
 
 
-def cancel_after(direction: str, match: dict[str, Any], occurrence: int = 1) -> str:
-    after = {"direction": direction, "match": match, "occurrence": occurrence}
-    return json.dumps({"request": "cancel", "after": after})
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind((LOOP, 0))
-        return int(s.getsockname()[1])
-
-
-def result_of(proc: subprocess.Popen[str], timeout: float = 60.0) -> dict[str, Any]:
-    out, _ = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, out
-    lines = [ln for ln in out.strip().splitlines() if ln.startswith("{")]
-    assert lines, f"no result line in {out!r}"
-    result = json.loads(lines[-1])
-    assert isinstance(result, dict)
-    return result
-
-
-def start_role(
-    impl: str, role: str, listen: int, peer: int, args: list[str], workdir: Path
-) -> subprocess.Popen[str]:
-    """A role; returns once it listens (a Yamcs receiver binds --listen only
-    once Yamcs is up, as dtnconform waits for the receiver's port)."""
-    log = workdir.parent / f"{role}.log"
-    harness = YAMCS if impl == "yamcs" else CFDPPY
-    argv = [sys.executable, str(harness), role, "--listen", f"{LOOP}:{listen}"]
-    argv += ["--peer", f"{LOOP}:{peer}", "--workdir", str(workdir), *args]
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=log.open("w"), text=True, cwd=workdir.parent
-    )
-    deadline = time.monotonic() + 60
-    while "listening on" not in log.read_text():
-        assert proc.poll() is None, f"{role} exited early: {log.read_text()}"
-        assert time.monotonic() < deadline, f"{role} never started listening"
-        time.sleep(0.05)
-    return proc
-
-
-@dataclass
-class Rule:
-    """Drop the ``times``-th PDUs of one kind in one direction ("all")."""
-
-    direction: str  # "forward" or "return"
-    kind: str  # "file_data" or a directive name
-    offset: int | None = None
-    times: list[int] | str = "all"
-
-
-@dataclass
-class Relay:
-    rules: list[Rule]
-    forward_port: int = 0
-    return_port: int = 0
-    seen: list[tuple[str, str, int | None, str]] = field(default_factory=list)
-
-
-DIRECTIVES = {4: "eof", 5: "finished", 6: "ack", 7: "metadata", 8: "nak", 9: "prompt"}
-
-
-def pdu_kind(data: bytes) -> tuple[str, int | None]:
-    header = 4 + 2 * (((data[3] >> 4) & 7) + 1) + (data[3] & 7) + 1
-    if (data[0] >> 4) & 1:  # PDU type 1: file data
-        return "file_data", int.from_bytes(data[header : header + 4], "big")
-    return DIRECTIVES.get(data[header], "?"), None
-
-
-@contextmanager
-def relay(rules: list[Rule], send_port: int, recv_port: int) -> Iterator[Relay]:
-    fwd = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    rtn = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    fwd.bind((LOOP, 0))
-    rtn.bind((LOOP, 0))
-    state = Relay(rules, fwd.getsockname()[1], rtn.getsockname()[1])
-    counts: dict[tuple[str, str, int | None], int] = {}
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.is_set():
-            ready, _, _ = select.select([fwd, rtn], [], [], 0.02)
-            for sock in ready:
-                data, _ = sock.recvfrom(65535)
-                direction = "forward" if sock is fwd else "return"
-                kind, offset = pdu_kind(data)
-                key = (direction, kind, offset)
-                counts[key] = counts.get(key, 0) + 1
-                act = "pass"
-                for r in rules:
-                    hit = (r.direction, r.kind) == (direction, kind) and r.offset in (None, offset)
-                    if hit and (r.times == "all" or counts[key] in r.times):
-                        act = "drop"
-                state.seen.append((direction, kind, offset, act))
-                if act == "drop":
-                    continue
-                out, port = (rtn, recv_port) if direction == "forward" else (fwd, send_port)
-                out.sendto(data, (LOOP, port))
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield state
-    finally:
-        stop.set()
-        thread.join()
-        fwd.close()
-        rtn.close()
-
-
 def transfer(
-    tmp_path: Path,
-    sender: str,
-    receiver: str | None,
-    common: list[str],
-    send_args: list[str] | None = None,
-    recv_args: list[str] | None = None,
-    rules: list[Rule] | None = None,
-) -> tuple[dict[str, Any], dict[str, Any] | None, Relay | None]:
-    """One transfer; the receiver starts first, as dtnconform starts it."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    send_port, recv_port = free_port(), free_port()
-    common = [*common, *TIMERS]
-    send_args = [*SEND_3000, *(send_args or [])]
-    channel = relay(rules, send_port, recv_port) if rules is not None else nullcontext()
-    with channel as path:
-        to_recv = path.forward_port if path is not None else recv_port
-        to_send = path.return_port if path is not None else send_port
-        rx = None
-        if receiver is not None:
-            rx = start_role(
-                receiver, "recv", recv_port, to_send, [*common, *(recv_args or [])], tmp_path / "r"
-            )
-        tx = start_role(sender, "send", send_port, to_recv, [*common, *send_args], tmp_path / "s")
-        sent = result_of(tx)
-        received = result_of(rx) if rx is not None else None
-    return sent, received, path
-
-
-def load_harness() -> Any:
-    spec = importlib.util.spec_from_file_location("dtnc_yamcs_harness", YAMCS)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    tmp_path: Path, sender: str, receiver: str | None, common: list[str], **options: Any
+) -> tuple[dict[str, Any], dict[str, Any] | None, ct.Relay | None]:
+    """One transfer, ``sender`` and ``receiver`` "yamcs" or "cfdppy" (None:
+    no receiver); the receiver starts first."""
+    rx = PROGS[receiver] if receiver is not None else None
+    return PAIR.transfer(
+        tmp_path,
+        common,
+        receiver=rx is not None,
+        sender_prog=PROGS[sender],
+        receiver_prog=rx,
+        **options,
+    )
 
 
 # --------------------------------------------------------------------------
@@ -219,17 +75,11 @@ def load_harness() -> Any:
 def test_tables_match_the_spec() -> None:
     """The harness's Table 5-4/5-5 names are those of specs/cfdp/wire.json,
     and every Yamcs ConditionCode maps onto one of them."""
-    spec = HERE.parents[1] / "specs" / "cfdp" / "wire.json"
-    if not spec.exists():
-        pytest.skip("specs/cfdp/wire.json not found")
-    wire = json.loads(spec.read_text())
-    harness = load_harness()
-    conds = {e["code"]: e["name"] for e in wire["condition_codes"]["entries"]}
-    assert conds == harness.CONDITION_NAMES
-    assert set(harness.YAMCS_CONDITIONS.values()) - {""} <= set(conds.values())
-    for name in ("directive", "ack_of", "pdu_type", "offset", "condition"):
-        assert name in wire["fields"]
-    assert harness.pattern(300)[:3] == bytes([7, 38, 69])
+    harness = ct.load_module("dtnc_yamcs_harness", YAMCS)
+    ct.check_tables(harness)
+    assert set(harness.YAMCS_CONDITIONS.values()) - {""} <= set(
+        harness.common.CONDITION_NAMES.values()
+    )
     # failureReason texts Yamcs writes (OngoingCfdpTransfer.failTransfer etc.)
     assert harness.failure_condition("Cancel request received; ACK_LIMIT_REACHED") == (
         "positive_ack_limit_reached"
@@ -240,19 +90,12 @@ def test_tables_match_the_spec() -> None:
 
 def test_unsupported_knobs_are_errors(tmp_path: Path) -> None:
     """Knobs Yamcs cannot take are refused before Yamcs starts."""
-    for args, text in (
-        (["send", "--file-len", "10", "--pdu-crc", "1"], "never sends a PDU CRC"),
-        (["recv", "--checksum-fault-handler", "ignore"], "abandon only"),
-        (["send", "--file-len", "10", "--request", '{"request": "prompt_nak"}'], "after"),
+    for role, args, text in (
+        ("send", ["--file-len", "10", "--pdu-crc", "1"], "never sends a PDU CRC"),
+        ("recv", ["--checksum-fault-handler", "ignore"], "abandon only"),
+        ("send", ["--file-len", "10", "--request", '{"request": "prompt_nak"}'], "after"),
     ):
-        out = subprocess.run(
-            [sys.executable, str(YAMCS), *args, "--listen", f"{LOOP}:{free_port()}"]
-            + ["--peer", f"{LOOP}:{free_port()}", "--workdir", str(tmp_path)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        result = json.loads(out.stdout.strip().splitlines()[-1])
+        result = ct.run_alone(PROGS["yamcs"], role, args, tmp_path)
         assert result["outcome"] == "error", result
         assert text in result["detail"], result
 
@@ -271,7 +114,7 @@ def test_yamcs_sends_to_cfdppy(tmp_path: Path, mode: str) -> None:
     assert received["outcome"] == "completed", received
     assert received["receiver_condition"] == "no_error"
     assert (received["file_bytes_delivered"], received["payload_ok"]) == (3000, True)
-    assert (tmp_path / "r" / "dtnc-received.bin").read_bytes() == PATTERN
+    assert (tmp_path / "r" / "dtnc-received.bin").read_bytes() == PATTERN_3000
     assert sent["pdus_sent"]["file_data"] == 3  # 1024 + 1024 + 952
     assert sent["pdus_sent"]["metadata"] == 1 and sent["pdus_sent"]["eof(no_error)"] == 1
     assert sent["implementation"].startswith("Yamcs 5.13.2")
@@ -294,7 +137,7 @@ def test_cfdppy_sends_to_yamcs(tmp_path: Path, mode: str) -> None:
     assert received["outcome"] == "completed", received
     assert received["receiver_condition"] == "no_error"
     assert (received["file_bytes_delivered"], received["payload_ok"]) == (3000, True)
-    assert (tmp_path / "r" / "bucket" / "dtnc-received.bin").read_bytes() == PATTERN
+    assert (tmp_path / "r" / "bucket" / "dtnc-received.bin").read_bytes() == PATTERN_3000
     assert received["pdus_received"]["file_data"] == 3
     if mode == "class2":
         assert received["pdus_sent"] == {"ack(eof,no_error)": 1, "finished(no_error)": 1}
