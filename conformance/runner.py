@@ -218,7 +218,7 @@ def run_scenario(
             files[role] = (out, err)
             (run_dir / f"{role}.cmd").write_text(" ".join(argv) + "\n")
             procs[role] = topo.spawn(ns, argv, stdout=out, stderr=err)
-            bind_s = 10.0 + rx_sut.startup_s
+            bind_s = 10.0 + float(getattr(rx_sut, "startup_s", 0.0))
             if role == "receiver" and not netns.wait_for(
                 lambda: (
                     _udp_port_bound(topo, topo.ns_b, port) or procs["receiver"].poll() is not None
@@ -231,7 +231,8 @@ def run_scenario(
         # The endpoints enforce the run's time limit (the scenario's, or
         # derived from the channel by conformance.timers) themselves; this
         # deadline only catches a hung process.
-        startup = max(sut.startup_s, rx_sut.startup_s)
+        # (an adapter older than SutAdapter.startup_s has none)
+        startup = max(float(getattr(a, "startup_s", 0.0)) for a in (sut, rx_sut))
         deadline = time.monotonic() + tm.time_limit_s * 1.1 + 3.0 + startup
         hung: list[str] = []
         exited: dict[str, float] = {}

@@ -626,7 +626,7 @@ def generate(protocol, out, **_kw):  # one ready scenario instead of minutes of 
     shutil.copy(scenario, out / scenario.name)
 
 
-def slow_run(scn, sut, run_dir, *, step=None, tester=None):  # waits for Ctrl-C
+def slow_run(scn, sut, run_dir, *, step=None, tester=None, receiver_sut=None):  # waits for Ctrl-C
     run_dir.mkdir(parents=True, exist_ok=True)
     marker.write_text("running")
     try:
