@@ -633,7 +633,12 @@ def cmd_interop(args: argparse.Namespace) -> int:
     from conformance import interop
     from suts.base import get
 
-    names = [n.strip() for n in args.suts.split(",") if n.strip()]
+    if args.suts is None:  # every registered implementation of the protocol
+        from suts.base import REGISTRY
+
+        names = [n for n in REGISTRY if get(n).protocol == args.protocol]
+    else:
+        names = [n.strip() for n in args.suts.split(",") if n.strip()]
     adapters = [get(n) for n in names]  # unknown names fail here, before any run
     wrong = [a.name for a in adapters if a.protocol != args.protocol]
     if wrong or not names:
@@ -1091,9 +1096,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("protocol", help="cfdp (the protocol with several implementations)")
     s.add_argument(
         "--suts",
-        default="cfdp-py,cfdp-rs",
-        help=f"comma-separated implementations, each as sender and receiver (default "
-        f"cfdp-py,cfdp-rs; registered: {suts_list})",
+        default=None,
+        help=f"comma-separated implementations, each as sender and receiver (default: every "
+        f"registered one of the protocol; registered: {suts_list})",
     )
     s.add_argument("--out", help="directory, new or empty (default runs/<time>-interop-...)")
     s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
