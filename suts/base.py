@@ -156,6 +156,49 @@ class SutAdapter(ABC):
         )
 
 
+def merge_knobs(
+    sender: Mapping[str, int | str], receiver: Mapping[str, int | str]
+) -> dict[str, int | str]:
+    """Both roles' flags as one account: a flag both give one value is named
+    once, else ``sender.FLAG`` and ``receiver.FLAG``."""
+    out: dict[str, int | str] = {}
+    for key in [*sender, *(k for k in receiver if k not in sender)]:
+        if key in sender and key in receiver and sender[key] == receiver[key]:
+            out[key] = sender[key]
+            continue
+        if key in sender:
+            out[f"sender.{key}"] = sender[key]
+        if key in receiver:
+            out[f"receiver.{key}"] = receiver[key]
+    return out
+
+
+def cargo_build(crate: Path, binary: Path, what: str) -> None:
+    """Build a Rust harness (release, locked) unless its binary is there
+    (DTNC_REBUILD forces it); ToolMissing without cargo."""
+    import os
+    import shutil
+    import subprocess
+
+    from conformance.errors import DtncError, ToolMissing
+
+    if binary.exists() and not os.environ.get("DTNC_REBUILD"):
+        return
+    if shutil.which("cargo") is None:
+        raise ToolMissing(
+            "cargo not found: install Rust with rustup (https://rustup.rs) or "
+            "apt-get install cargo, then run `make setup`"
+        )
+    proc = subprocess.run(
+        ["cargo", "build", "--release", "--locked", "--quiet"],
+        cwd=crate,
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0 or not binary.exists():
+        raise DtncError(f"building the {what} harness failed:\n{proc.stderr[-2000:]}")
+
+
 # The registered implementations: name -> "module:class" (one line each).
 REGISTRY: dict[str, str] = {
     "licklider": "suts.licklider:Licklider",

@@ -1,26 +1,23 @@
 """Adapter for LibreCube cfdp 0.2.0 (Python CFDP, CCSDS 727.0-B-5), through
 our harness suts/librecube/harness.py, run in its own venv
 (suts/librecube/.venv: it conflicts with cfdp-py; suts/librecube/setup.sh).
-Its command line is every CFDP harness's (suts/cfdppy: cfdp_argv)."""
+Its command line is every CFDP harness's (suts/cfdpadapter.py)."""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping
 
 from conformance.errors import ToolMissing
-from conformance.types import Scenario
-from suts.base import REPO, Endpoint, SutAdapter
-from suts.cfdppy import cfdp_argv, cfdp_knobs
+from suts.base import REPO
+from suts.cfdpadapter import CfdpAdapter
 
 HERE = REPO / "suts" / "librecube"
 HARNESS = HERE / "harness.py"
 PYTHON = HERE / ".venv" / "bin" / "python"
 
 
-class LibreCube(SutAdapter):
+class LibreCube(CfdpAdapter):
     name = "librecube"
-    protocol = "cfdp"
     version = "0.2.0"
 
     def supports(self, params: Mapping[str, object], role: str) -> str:
@@ -46,18 +43,8 @@ class LibreCube(SutAdapter):
                 "LibreCube cfdp's venv is missing: run `make setup` (suts/librecube/setup.sh)"
             )
 
-    def _argv(self, scn: Scenario, ep: Endpoint, role: str) -> list[str]:
-        workdir = tempfile.mkdtemp(prefix=f"dtnc-librecube-{role}-")
-        return cfdp_argv([str(PYTHON), str(HARNESS)], scn, ep, role, workdir)
-
-    def sender_argv(self, scn: Scenario, ep: Endpoint) -> list[str]:
-        return self._argv(scn, ep, "sender")
-
-    def receiver_argv(self, scn: Scenario, ep: Endpoint) -> list[str]:
-        return self._argv(scn, ep, "receiver")
-
-    def knobs(self, scn: Scenario) -> dict[str, int | str]:
-        return cfdp_knobs(scn)
+    def prefix(self) -> list[str]:
+        return [str(PYTHON), str(HARNESS)]
 
 
 __all__ = ["LibreCube"]

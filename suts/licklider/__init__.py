@@ -4,16 +4,12 @@ our harness in suts/licklider/harness (see suts/licklider/README.md)."""
 from __future__ import annotations
 
 import math
-import os
-import shutil
-import subprocess
 
 from conformance import timers
 from conformance.classifiers import default_port
-from conformance.errors import DtncError, ToolMissing
 from conformance.protocols.ltp import LtpBlock
 from conformance.types import Scenario
-from suts.base import ENGINES, REPO, Endpoint, SutAdapter
+from suts.base import ENGINES, REPO, Endpoint, SutAdapter, cargo_build, merge_knobs
 
 HARNESS = REPO / "suts" / "licklider" / "harness"
 BINARY = HARNESS / "target" / "release" / "dtnc-licklider"
@@ -43,21 +39,7 @@ class Licklider(SutAdapter):
     }
 
     def ensure_built(self) -> None:
-        if BINARY.exists() and not os.environ.get("DTNC_REBUILD"):
-            return
-        if shutil.which("cargo") is None:
-            raise ToolMissing(
-                "cargo not found: install Rust with rustup (https://rustup.rs) or "
-                "apt-get install cargo, then run `make setup`"
-            )
-        proc = subprocess.run(
-            ["cargo", "build", "--release", "--locked", "--quiet"],
-            cwd=HARNESS,
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0 or not BINARY.exists():
-            raise DtncError(f"building the licklider harness failed:\n{proc.stderr[-2000:]}")
+        cargo_build(HARNESS, BINARY, "licklider")
 
     def flags(self, scn: Scenario, role: str) -> dict[str, int | str]:
         """Every behaviour knob one role is started with, by harness flag
@@ -122,16 +104,7 @@ class Licklider(SutAdapter):
         value is named once, else ``sender.FLAG`` and ``receiver.FLAG``;
         ``FLAG.source`` says whether a timer was derived from the channel or
         set by the scenario; ``udp-port`` is the port both bind."""
-        snd, rcv = self.flags(scn, "sender"), self.flags(scn, "receiver")
-        out: dict[str, int | str] = {}
-        for key in [*snd, *(k for k in rcv if k not in snd)]:
-            if key in snd and key in rcv and snd[key] == rcv[key]:
-                out[key] = snd[key]
-                continue
-            if key in snd:
-                out[f"sender.{key}"] = snd[key]
-            if key in rcv:
-                out[f"receiver.{key}"] = rcv[key]
+        out = merge_knobs(self.flags(scn, "sender"), self.flags(scn, "receiver"))
         t = timers.derive(scn)
         for flag, name in _TIMER_FLAGS.items():
             out[f"{flag}.source"] = "explicit" if name in t.explicit else "derived"

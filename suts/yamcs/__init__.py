@@ -1,28 +1,25 @@
 """Adapter for Yamcs 5.13.2 (Java mission control, its CFDP service), run
 headless by our harness suts/yamcs/harness.py (a fresh Yamcs server per
 role, driven over its HTTP API; suts/yamcs/README.md). Its command line is
-every CFDP harness's (suts/cfdppy: cfdp_argv)."""
+every CFDP harness's (suts/cfdpadapter.py)."""
 
 from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
 from collections.abc import Mapping
 
 from conformance.errors import ToolMissing
-from conformance.types import Scenario
-from suts.base import REPO, Endpoint, SutAdapter
-from suts.cfdppy import cfdp_argv, cfdp_knobs
+from suts.base import REPO
+from suts.cfdpadapter import CfdpAdapter
 
 HERE = REPO / "suts" / "yamcs"
 HARNESS = HERE / "harness.py"
 CORE = HERE / "lib" / "yamcs-core-5.13.2.jar"
 
 
-class Yamcs(SutAdapter):
+class Yamcs(CfdpAdapter):
     name = "yamcs"
-    protocol = "cfdp"
     version = "5.13.2"
     # a JVM and a Yamcs server start before each role takes its first step
     startup_s = 8.0
@@ -55,18 +52,8 @@ class Yamcs(SutAdapter):
         if shutil.which("java") is None:
             raise ToolMissing("java not found: apt-get install default-jdk-headless")
 
-    def _argv(self, scn: Scenario, ep: Endpoint, role: str) -> list[str]:
-        workdir = tempfile.mkdtemp(prefix=f"dtnc-yamcs-{role}-")
-        return cfdp_argv([sys.executable, str(HARNESS)], scn, ep, role, workdir)
-
-    def sender_argv(self, scn: Scenario, ep: Endpoint) -> list[str]:
-        return self._argv(scn, ep, "sender")
-
-    def receiver_argv(self, scn: Scenario, ep: Endpoint) -> list[str]:
-        return self._argv(scn, ep, "receiver")
-
-    def knobs(self, scn: Scenario) -> dict[str, int | str]:
-        return cfdp_knobs(scn)
+    def prefix(self) -> list[str]:
+        return [sys.executable, str(HARNESS)]
 
 
 __all__ = ["Yamcs"]
