@@ -55,7 +55,7 @@ from conformance.types import (
     Scenario,
     dump_model,
 )
-from generators.outcomes import ACTS, PlannedLoss, Unplannable, cached, channel_shape
+from generators.outcomes import ACTS, PlannedLoss, Unplannable, cached, channel_shape, expand
 from generators.tlc import REPO_ROOT, TlaConstant, TlcProgress, cfg_text, printed, run_tlc
 from generators.traps import GenerateReport, PurposeStatus
 
@@ -161,20 +161,17 @@ def impairment_of(x: PlannedLoss, t: CfdpTransfer, note: str = "") -> Impairment
 
 def plan(impairments: Sequence[Impairment], t: CfdpTransfer) -> list[PlannedLoss]:
     """The planned impairments of a scenario (one per match acted on)."""
-    out: list[PlannedLoss] = []
-    for i, imp in enumerate(impairments):
-        where = f"impairments[{i}]"
-        if imp.action not in (*ACTS, "corrupt"):
-            raise Unplannable(f"{where}: a {imp.action} has no counterpart in the model")
+
+    def planned_key(where: str, imp: Impairment) -> tuple[str, int]:
         key, off = key_of(imp.match, t, where)
         if imp.action == "corrupt" and (key != "file_data" or t.pdu_crc):
             raise Unplannable(
                 f"{where}: the model corrupts File Data with no PDU CRC only (with the CRC "
                 "a corrupted PDU is a lost one: use drop)"
             )
-        for n in range(imp.count):
-            out.append(PlannedLoss(imp.direction, key, off, imp.occurrence + n, imp.action))
-    return out
+        return key, off
+
+    return expand(impairments, planned_key, (*ACTS, "corrupt"))
 
 
 def request_tla(r: CfdpRequest, t: CfdpTransfer, where: str) -> str:

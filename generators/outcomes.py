@@ -113,31 +113,46 @@ class OutcomeSet:
     outages: int = 0  # the link outages it planned
 
 
-def plan(impairments: Sequence[Impairment], block: LtpBlock) -> list[PlannedLoss]:
-    """The planned impairments of a scenario (one per match acted on)."""
+def expand(
+    impairments: Sequence[Impairment],
+    key_of: Callable[[str, Impairment], tuple[str, int]],
+    acts: Sequence[str] = ACTS,
+) -> list[PlannedLoss]:
+    """The planned impairments of a scenario, one per match acted on, for any
+    protocol: ``key_of(where, imp)`` names the model key and segment of an
+    impairment's match (raising Unplannable, ``where`` naming it)."""
     out: list[PlannedLoss] = []
     for i, imp in enumerate(impairments):
-        if imp.action not in ACTS:
-            raise Unplannable(f"impairments[{i}]: a {imp.action} has no counterpart in the model")
-        m = dict(imp.match)
-        if set(m) == {"type"} and m["type"] in CTRL_TYPES:
-            key, off = str(m["type"]), 0
-        elif set(m) == {"kind", "offset"} and m["kind"] in ("red_data", "green_data"):
-            offset = int(m["offset"])
-            if offset % block.segment_size:
-                raise Unplannable(
-                    f"impairments[{i}]: offset {offset} is not at a segment boundary "
-                    f"(segment_size {block.segment_size})"
-                )
-            key, off = str(m["kind"]), offset // block.segment_size
-        else:
-            raise Unplannable(
-                f"impairments[{i}]: match {m} is not one the model names "
-                "(type of a control segment, or kind + offset of a data segment)"
-            )
+        where = f"impairments[{i}]"
+        if imp.action not in acts:
+            raise Unplannable(f"{where}: a {imp.action} has no counterpart in the model")
+        key, off = key_of(where, imp)
         for n in range(imp.count):
             out.append(PlannedLoss(imp.direction, key, off, imp.occurrence + n, imp.action))
     return out
+
+
+def plan(impairments: Sequence[Impairment], block: LtpBlock) -> list[PlannedLoss]:
+    """The planned impairments of an LTP scenario (one per match acted on)."""
+
+    def key_of(where: str, imp: Impairment) -> tuple[str, int]:
+        m = dict(imp.match)
+        if set(m) == {"type"} and m["type"] in CTRL_TYPES:
+            return str(m["type"]), 0
+        if set(m) == {"kind", "offset"} and m["kind"] in ("red_data", "green_data"):
+            offset = int(m["offset"])
+            if offset % block.segment_size:
+                raise Unplannable(
+                    f"{where}: offset {offset} is not at a segment boundary "
+                    f"(segment_size {block.segment_size})"
+                )
+            return str(m["kind"]), offset // block.segment_size
+        raise Unplannable(
+            f"{where}: match {m} is not one the model names "
+            "(type of a control segment, or kind + offset of a data segment)"
+        )
+
+    return expand(impairments, key_of)
 
 
 def plan_module(losses: Sequence[PlannedLoss], in_order: bool) -> str:
