@@ -109,19 +109,21 @@ def _payloads(pcap: Path, port: int) -> dict[int, tuple[str, bytes]]:
     return {d.number: (d.src, d.payload) for d in datagrams(pcap, port) if d.payload or not d.cut}
 
 
-def _channel_verdicts(channel_log: Path | None) -> dict[str, list[tuple[bool, int]]]:
+def _channel_verdicts(channel_log: Path | None) -> dict[str, list[tuple[bool, int, bool]]]:
     """Per direction, in the order the channel saw the protocol's segments:
     did the segment fail to reach the other side? (Dropped, or corrupted
     with its UDP checksum left wrong, so the receiving kernel discards it.)
-    And how many copies of it did the channel deliver (2: duplicated)?
-    Frames that are not segments (ARP, other traffic) carry no ``seg``."""
+    How many copies of it did the channel deliver (2: duplicated)? Did it
+    arrive corrupted (bits flipped, the UDP checksum made good)? Frames
+    that are not segments (ARP, other traffic) carry no ``seg``."""
     from conformance.emulator import read_log
 
-    out: dict[str, list[tuple[bool, int]]] = {"forward": [], "return": []}
+    out: dict[str, list[tuple[bool, int, bool]]] = {"forward": [], "return": []}
     for rec in read_log(channel_log) if channel_log is not None else []:
         if rec.seg is None:
             continue
-        out[rec.dir].append((rec.lost, 1 if rec.lost else rec.copies))
+        changed = rec.decision == "corrupt" and not rec.lost
+        out[rec.dir].append((rec.lost, 1 if rec.lost else rec.copies, changed))
     return out
 
 
@@ -164,9 +166,9 @@ def records_from_captures(
             if payload in skip:
                 k += 1
                 continue
-            copies = 1
+            copies, corrupted = 1, False
             if logged is not None:
-                dropped, copies = logged[k]
+                dropped, copies, corrupted = logged[k]
             else:
                 dropped = arrived[payload] == 0
                 if not dropped:
@@ -183,6 +185,7 @@ def records_from_captures(
                     fields=_record_fields(frame),
                     dropped=dropped,
                     copies=copies,
+                    corrupted=corrupted,
                 )
             )
             for exp in frame.experts:

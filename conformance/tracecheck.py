@@ -23,6 +23,7 @@ the channel's decisions (conformance.segments):
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 from collections import defaultdict
@@ -62,6 +63,7 @@ class WireEvent:
     record: int = -1  # index of the sent segment in the run's records
     side: str = ""  # capture that shows the event: a / b
     frame: int = 0  # its frame number there
+    corrupt: bool = False  # an arrival the channel corrupted (its bytes differ)
 
 
 @dataclass
@@ -77,6 +79,13 @@ class TraceModel:
     overrides: Mapping[str, str] = field(default_factory=dict)
     # the actions that cancel a session: its queued emissions may be deleted
     purging: Sequence[str] = ()
+    # record index -> the unit as it arrived corrupted (SegmentRecord
+    # corrupted), or None where the model reads the corruption as a loss
+    # (a CRC the receiver checks); a corrupted record left out is
+    # unrepresentable
+    arrived: Mapping[int, Any] = field(default_factory=dict)
+    # a unit in words, for a rejection's message (default: its "type")
+    describe: Callable[[Mapping[str, Any]], str] | None = None
 
 
 def _frames(pcap: Path, port: int) -> list[Datagram]:
@@ -128,6 +137,7 @@ def wire_events(
             if (f.src == ip_a) == (side == "b"):
                 arrivals[side][f.payload].append(f)
     events: list[WireEvent] = []
+    corrupted: list[tuple[int, SegmentRecord, Datagram, str, str, str]] = []
     for i, rec in enumerate(records):
         side = "a" if rec.direction == "forward" else "b"
         other = "b" if side == "a" else "a"
@@ -138,6 +148,9 @@ def wire_events(
         events.append(WireEvent("send", sent.t, rec.direction, actor, i, side, rec.frame))
         if rec.dropped:
             events.append(WireEvent("lose", sent.t, rec.direction, "channel", i, side, rec.frame))
+            continue
+        if rec.corrupted:
+            corrupted.append((i, rec, sent, side, other, actor))
             continue
         queue = arrivals[other][sent.payload]
         # a duplicated segment arrives twice (TraceLTP restores the copy)
@@ -151,6 +164,28 @@ def wire_events(
                 )
             got = queue.pop(k)
             events.append(WireEvent("arrive", got.t, rec.direction, actor, i, other, got.number))
+    # A corrupted segment arrives changed: the first datagram left over at
+    # the other side, no earlier than it was sent, of its length and a few
+    # flipped bits from it.
+    for i, rec, sent, side, other, actor in corrupted:
+        left = [f for q in arrivals[other].values() for f in q]
+        like = [
+            f
+            for f in left
+            if f.t >= sent.t - 1e-3
+            and len(f.payload) == len(sent.payload)
+            and _bits_apart(f.payload, sent.payload) <= 64
+        ]
+        if not like:
+            raise Unrepresentable(
+                f"{rec.summary or 'segment'} (frame {rec.frame} of {side}.pcap) was corrupted "
+                f"by the channel, yet {other}.pcap never shows it arriving"
+            )
+        got = min(like, key=lambda f: f.t)
+        arrivals[other][got.payload].remove(got)
+        events.append(
+            WireEvent("arrive", got.t, rec.direction, actor, i, other, got.number, corrupt=True)
+        )
     extra = [f for side in arrivals for q in arrivals[side].values() for f in q]
     if extra:
         f = min(extra, key=lambda x: x.t)
@@ -171,6 +206,32 @@ def wire_events(
     events.append(WireEvent("end", max([last, *(e.t for e in events)]) + window_s))
     events.sort(key=lambda e: (e.t, _RANK[e.kind]))
     return events
+
+
+def _bits_apart(a: bytes, b: bytes) -> int:
+    return sum(bin(x ^ y).count("1") for x, y in zip(a, b, strict=True))
+
+
+def _as_modelled(
+    events: Sequence[WireEvent], tm: TraceModel, records: Sequence[SegmentRecord]
+) -> list[WireEvent]:
+    """The events as the model reads them: a corrupted arrival the model
+    takes as a loss (``tm.arrived`` None) becomes a "lose" line; one the
+    trace model does not say how to read is unrepresentable."""
+    out: list[WireEvent] = []
+    for e in events:
+        if e.corrupt:
+            if e.record not in tm.arrived:
+                rec = records[e.record]
+                raise Unrepresentable(
+                    f"{rec.summary or 'a segment'} (frame {rec.frame}) arrived corrupted, "
+                    "which the model cannot express"
+                )
+            if tm.arrived[e.record] is None:
+                e = replace(e, kind="lose", actor="channel", corrupt=False)
+        out.append(e)
+    out.sort(key=lambda e: (e.t, _RANK[e.kind]))
+    return out
 
 
 def _ndjson_line(e: WireEvent, t0: float, unit: Any) -> dict[str, Any]:
@@ -451,6 +512,11 @@ def _diagnose(
     model-driven ``tester`` played takes the model's steps, so its actions
     are blamed only when nothing of the implementation's role is (then the
     judge makes the run our error, not the implementation's fail)."""
+    describe: Callable[[Any], str] = (
+        (lambda u: tm.describe(u) if isinstance(u, Mapping) else str(u))  # type: ignore[misc]
+        if tm.describe
+        else _describe_unit
+    )
     line = lines[bad - 1]
     t = line["t_us"]
     actor = line.get("actor", "")
@@ -471,7 +537,7 @@ def _diagnose(
         for who, queue in inq.items():
             if queue and queue[0]["t"] + window_us < t:
                 overdue.append(
-                    f"the {who} had not answered the {_describe_unit(queue[0]['seg'])} that "
+                    f"the {who} had not answered the {describe(queue[0]['seg'])} that "
                     f"reached it at {_ms(queue[0]['t'])} within {_ms(window_us)} in any way the "
                     "rest of the trace shows"
                 )
@@ -483,7 +549,7 @@ def _diagnose(
             if late:
                 who = "sender" if d_ == "forward" else "receiver"
                 overdue.append(
-                    f"the model's {who} had to send a {_describe_unit(u)} by {_ms(min(late))}, "
+                    f"the model's {who} had to send a {describe(u)} by {_ms(min(late))}, "
                     "and the wire shows none"
                 )
                 if (d_, u) in by:
@@ -502,7 +568,7 @@ def _diagnose(
     elif kind == "send":
         why = (
             f"no behaviour of the model has the {actor} send this "
-            + _describe_unit(line.get("unit"))
+            + describe(line.get("unit"))
             + " here"
         )
         waiting = [(d[1][actor][0], d[4][actor]) for d in diag if d[1][actor]]
@@ -510,7 +576,7 @@ def _diagnose(
             first, answers = waiting[0]
             names = sorted({a for _u, ans in waiting for a in ans})
             why += (
-                f"; the {actor} had the {_describe_unit(first['seg'])} that reached it at "
+                f"; the {actor} had the {describe(first['seg'])} that reached it at "
                 f"{_ms(first['t'])} to process, and the model's answer to it is "
                 f"{', '.join(names) or 'none'}"
             )
@@ -527,13 +593,13 @@ def _diagnose(
                         made.setdefault(str(action), (u, bool(answer)))
             # the closest alternatives: a segment of the same type, made in
             # answer to an arrival rather than by a timer, if there are such
-            seen = _describe_unit(line.get("unit"))
-            for keep in (lambda u, rx: _describe_unit(u) == seen, lambda u, rx: rx):
+            seen = describe(line.get("unit"))
+            for keep in (lambda u, rx: describe(u) == seen, lambda u, rx: rx):
                 closer = {a: m for a, m in made.items() if keep(*m)}
                 made = closer or made
             if made:
                 why += "; the model's " + "; or ".join(
-                    f"{a} had it send the {_describe_unit(u)} instead" for a, (u, _) in made.items()
+                    f"{a} had it send the {describe(u)} instead" for a, (u, _) in made.items()
                 )
                 blame += sorted(made)
             else:
@@ -598,6 +664,7 @@ def _validate(
     spec: str,
     readings: Sequence[tuple[str, Mapping[str, int | bool | str]]] = (("", {}),),
     tester: str | None = None,
+    matters: Sequence[str] | None = None,
 ) -> tuple[int, float, dict[str, Any] | None, str]:
     """(states, seconds, None, reading) for an accepted session, else the
     rejection's TraceCheck fields. Under each reading in turn (its id and
@@ -605,7 +672,8 @@ def _validate(
     the eager pass first (the first reading only: once the full pass has
     rejected the trace under one reading, it is most likely a deviation, and
     the cheaper pass would rarely spare the others theirs); if it rejects,
-    the full one. If every reading
+    the full one. Then every combination of the alternatives that matter
+    (``matters``; ids such as "2+4"). If every reading
     rejects, the diagnosis pass runs under the reading that took the trace
     furthest (the first of those tied): what an alternative reading
     explains is not held against the implementation."""
@@ -621,6 +689,25 @@ def _validate(
             seconds += res.seconds
             if res.accepted:
                 return states, seconds, None, rid
+        reached.append((res.furthest, rid, tm))
+    # The questions are independent: an implementation may answer several
+    # of them the alternative way. Every combination of two or more of the
+    # alternatives that can matter for this trace (``matters``), fewest
+    # first: a protocol has a handful.
+    by_id = dict(readings)
+    alts = [r for r, _c in readings if r and (matters is None or r in matters)]
+    combos = [c for n in range(2, len(alts) + 1) for c in itertools.combinations(alts, n)]
+    for combo in combos if "" in by_id else []:
+        consts = dict(by_id[""])
+        for x in combo:
+            consts |= {k: v for k, v in by_id[x].items() if by_id[""].get(k) != v}
+        tm = replace(sess.tm, constants={**sess.tm.constants, **consts})
+        rid = "+".join(combo)
+        res = _run(tm, sess.data(0, False), workdir, inv, "trace_reading" + "_".join(combo))
+        states += res.states or 0
+        seconds += res.seconds
+        if res.accepted:
+            return states, seconds, None, rid
         reached.append((res.furthest, rid, tm))
     bad, diag_rid, diag_tm = max(reached, key=lambda x: x[0])
     diag = _run(diag_tm, sess.data(bad, False), workdir, ["Diag"], "diag")
@@ -715,14 +802,16 @@ def check(
         where = f"session {n}: " if len(by_session) > 1 else ""
         try:
             tm = gen.trace_model(scn, [records[i] for i in idx], idx, evs)
+            evs = _as_modelled(evs, tm, records)
         except Unrepresentable as exc:
             return TraceCheck(status="unchecked", message=f"{where}{exc}", **common)
+        units = [tm.arrived[e.record] if e.corrupt else tm.units.get(e.record) for e in evs]
         sessions.append(
             _Session(
                 tm,
                 evs,
-                [_ndjson_line(e, t0, tm.units.get(e.record)) for e in evs],
-                [tm.units.get(e.record) for e in evs],
+                [_ndjson_line(e, t0, u) for e, u in zip(evs, units, strict=True)],
+                units,
                 gen.blank_unit(),
                 round(w_ms * 1000),
             )
@@ -737,11 +826,19 @@ def check(
     default_rejected = False
     for n, sess in enumerate(sessions, start=1):
         st, sec, rejected, rid = _validate(
-            sess, records, workdir / f"session-{n}", spec.spec, tries, tester
+            sess,
+            records,
+            workdir / f"session-{n}",
+            spec.spec,
+            tries,
+            tester,
+            matters=spec.reading_ids(sess.tm.constants),
         )
         needed = needed or rid
-        if rid and "" in order and order.index("") < order.index(rid):
-            default_rejected = True  # tried before the reading that accepted
+        # tried before the reading that accepted (every combination follows
+        # the default)
+        if rid and "" in order and ("+" in rid or order.index("") < order.index(rid)):
+            default_rejected = True
         states, seconds = states + st, seconds + sec
         if rejected is not None:
             if len(sessions) > 1:
@@ -751,8 +848,10 @@ def check(
             )
     under = ""
     if needed:
-        r = spec.reading(needed)
-        under = f", under {r.label(spec.spec)}'s alternative ({r.alternative_text})"
+        parts = [spec.reading(x) for x in needed.split("+")]
+        under = ", under " + " and ".join(
+            f"{r.label(spec.spec)}'s alternative ({r.alternative_text})" for r in parts
+        )
     return TraceCheck(
         status="accepted",
         reading=needed,

@@ -572,6 +572,11 @@ class SegmentRecord(_Strict):
     copies: Annotated[int, Field(ge=1, le=2)] = Field(
         1, description="copies the channel delivered (2: it duplicated the segment)"
     )
+    corrupted: bool = Field(
+        False,
+        description="the channel flipped bits in it and made its UDP checksum good, so it "
+        "arrived changed",
+    )
 
 
 class ProbeResult(_Strict):

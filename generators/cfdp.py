@@ -5,9 +5,10 @@ What the protocol registry needs from a generator module
 (conformance/protocols/base.py ``ProtocolSpec.generator``) that exists for
 CFDP so far: :func:`check` (``dtnconform check cfdp``), :func:`trace_table`
 (its counterexamples), :func:`model_actions`, :func:`generate` (``dtnconform
-generate cfdp``: the catalogue) and :func:`expectation_for` (``dtnconform
-expect``). Trace validation and the tester are still to come (issue 10); the
-CLI says so when asked for them.
+generate cfdp``: the catalogue), :func:`expectation_for` (``dtnconform
+expect``) and :func:`trace_model` with :func:`session_of` and
+:func:`blank_unit` (trace validation: :mod:`generators.cfdptrace`). The
+tester is still to come (issue 10); the CLI says so when asked for it.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from rich.table import Table
 
 from conformance.errors import InputError
 from generators import traps
+from generators.cfdptrace import NEXT_BLOCKS, SPEC, SPEC_DIR
+from generators.cfdptrace import blank_unit as blank_unit
+from generators.cfdptrace import session_of as session_of
+from generators.cfdptrace import trace_model as trace_model
 from generators.tlc import (
-    REPO_ROOT,
     TlcProgress,
     TlcResult,
     TraceState,
@@ -29,12 +33,7 @@ from generators.tlc import (
     step_table,
 )
 
-SPEC_DIR = REPO_ROOT / "specs" / "cfdp"
 MODEL = SPEC_DIR / "MCCFDP.tla"
-SPEC = SPEC_DIR / "CFDP.tla"
-
-# The disjunctions of CFDP.tla whose disjuncts are the model's actions.
-NEXT_BLOCKS = ("SenderStep", "ReceiverStep", "UserStep", "ChannelFault", "Next")
 
 # Bounds checked by one TLC worker: the failing one, so that breadth-first
 # search returns a shortest counterexample, the same every time.

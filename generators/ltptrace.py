@@ -25,7 +25,7 @@ from conformance.protocols.ltp import LtpBlock
 from conformance.tracecheck import TraceModel, Unrepresentable, WireEvent
 from conformance.types import Scenario, SegmentRecord
 from generators.tlaval import Record
-from generators.traps import model_actions
+from generators.traps import action_comments, model_actions
 
 SPEC_DIR = Path(__file__).resolve().parent.parent / "specs" / "ltp"
 TRACE_SPEC = SPEC_DIR / "TraceLTP.tla"
@@ -73,21 +73,11 @@ def session_of(fields: Mapping[str, object]) -> Hashable:
 def action_sections() -> dict[str, list[str]]:
     """Action -> the RFC 5326 sections its comment in LTP.tla opens with
     ("\\* 6.17, 6.19, 7.6: a CS arrives ..."); none for the model's choices."""
-    lines = MODEL.read_text(encoding="utf-8").splitlines()
+    cite = re.compile(r"^((?:\d+(?:\.\d+)*(?:\s*\([a-z]\))?(?:,\s*|/)?)+):")
     out: dict[str, list[str]] = {}
-    head = re.compile(r"^([A-Z][A-Za-z0-9]*)(?:\([^)]*\))? ==")
-    cite = re.compile(r"^\\\*\s+((?:\d+(?:\.\d+)*(?:\s*\([a-z]\))?(?:,\s*|/)?)+):")
-    for i, line in enumerate(lines):
-        m = head.match(line)
-        if not m:
-            continue
-        j = i - 1
-        while j >= 0 and lines[j].startswith("\\*"):
-            j -= 1
-        c = cite.match(lines[j + 1]) if j + 1 < i else None
-        if c:
-            parts = re.split(r",\s*|/", c.group(1))
-            out[m.group(1)] = [p.strip() for p in parts if p.strip()]
+    for name, comment in action_comments(MODEL).items():
+        if c := cite.match(comment):
+            out[name] = [x.strip() for x in re.split(r",\s*|/", c.group(1)) if x.strip()]
     return out
 
 

@@ -104,6 +104,26 @@ def model_actions(spec: Path, blocks: Sequence[str]) -> list[str]:
     return names
 
 
+def action_comments(spec: Path) -> dict[str, str]:
+    """Definition -> the comment block right above it in the spec text (its
+    ``\\*`` lines joined, markers dropped); definitions with none are left
+    out. The protocols' trace modules read the sections an action cites
+    from here, for the rule of a rejected trace."""
+    lines = spec.read_text(encoding="utf-8").splitlines()
+    out: dict[str, str] = {}
+    head = re.compile(r"^([A-Z][A-Za-z0-9]*)(?:\([^)]*\))? ==")
+    for i, line in enumerate(lines):
+        m = head.match(line)
+        if not m:
+            continue
+        j = i
+        while j > 0 and lines[j - 1].startswith("\\*"):
+            j -= 1
+        if j < i:
+            out[m.group(1)] = " ".join(x[2:].strip() for x in lines[j:i])
+    return out
+
+
 def impairment_key(scn: Scenario) -> tuple[tuple[str, ...], ...]:
     """What a scenario asks of the channel, without notes: two scenarios with
     the same key are one test (their expectations are computed from it)."""

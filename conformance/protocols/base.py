@@ -247,10 +247,11 @@ class ProtocolSpec:
         ]
 
     def reading_constants(self, rid: str) -> dict[str, bool | int | str]:
-        """The model constants of reading ``rid`` ("" = every default)."""
+        """The model constants of reading ``rid`` ("" = every default; "2+4":
+        the alternatives of readings 2 and 4 together)."""
         out = {r.constant: r.default for r in self.readings}
-        if rid:
-            r = self.reading(rid)
+        for part in filter(None, rid.split("+")):
+            r = self.reading(part)
             out[r.constant] = r.alternative
         return out
 

@@ -1,9 +1,10 @@
 """CFDP (CCSDS 727.0-B-5) in the protocol registry: its scenario parameters
 (one file transfer), what its receiving entity delivers, the judge's rules
 and its generator (model checking, specs/cfdp/CFDP.tla, and the scenario
-catalogue with its outcome sets, generators/cfdpcat.py).
+catalogue with its outcome sets, generators/cfdpcat.py; trace validation,
+generators/cfdptrace.py).
 
-Not built yet (issue 10): trace validation and the tester. The CLI says so when asked for them.
+Not built yet (issue 10): the model-driven tester. The CLI says so when asked for it.
 The TLA+ action names in the rules are those of specs/cfdp/CFDP.tla; the
 section numbers are those the implementations' sources cite for
 727.0-B-5 (specs/cfdp/README.md), the book not being reachable here.

@@ -1,0 +1,224 @@
+"""CFDP trace validation (specs/cfdp/TraceCFDP.tla, generators/cfdptrace.py)
+on crafted captures: both sides' pcaps are written with our Scapy CFDP
+layer, decoded by our Lua dissector through tshark and checked by TLC, as a
+live run's are. Each deviation is one a live implementation made (the
+findings under reports/findings/cfdp/ name them); each must be rejected
+with the 727.0-B-5 rule behind it, and the same transaction without the
+deviation must be accepted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance import pcapkit, tracecheck
+from conformance.segments import records_from_captures
+from conformance.types import Scenario
+from dissectors.cfdp.layer import (
+    CFDPEOF,
+    CFDPAck,
+    CFDPFileData,
+    CFDPFinished,
+    CFDPMetadata,
+    CFDPNak,
+)
+
+IP_A, PORT = pcapkit.IP_A, 5111
+T0 = 1_800_000_000.0
+SEG = 1024
+FILE = bytes(range(256)) * 7 + b"tail"  # 1796 octets: segments [0, 1024), [1024, 1796)
+HEAD: dict[str, Any] = {"source_entity": 1, "dest_entity": 2, "transaction": 9}
+
+
+def scenario(**params: Any) -> Scenario:
+    return Scenario.model_validate(
+        {
+            "schema": "dtnconform/scenario/1",
+            "name": "crafted",
+            "protocol": "cfdp",
+            "params": {"protocol": "cfdp", "file_len": len(FILE), "segment_size": SEG,
+                       "ack_limit": 1, "nak_limit": 1, **params},
+            "timers": {"retransmission_ms": 1000.0},
+            "expect": {"outcomes": [{"sender_outcome": "completed",
+                                     "receiver_outcome": "completed",
+                                     "delivered": {"protocol": "cfdp",
+                                                   "file_bytes_delivered": len(FILE)}}]},
+        }
+    )  # fmt: skip
+
+
+class Wire(pcapkit.Wire):
+    def __init__(self, mode: int = 0) -> None:
+        super().__init__(port=PORT, t0=T0, delay=0.002)
+        self.mode = mode  # 0: acknowledged (Class 2), 1: unacknowledged
+
+    def pdu(self, t: float, direction: str, p: Any, *, lost: bool = False) -> None:
+        p.mode = self.mode
+        self.send(t, direction, bytes(p), lost=lost)
+
+    def check(self, tmp: Path, scn: Scenario, *, corrupted: int | None = None, **kw: Any) -> Any:
+        a, b = self.write(tmp)
+        records, _ = records_from_captures("cfdp", a, b, port=PORT, ip_a=IP_A)
+        if corrupted is not None:
+            # what the channel's log says of a PDU it corrupted and let through
+            records[corrupted] = records[corrupted].model_copy(
+                update={"dropped": False, "corrupted": True}
+            )
+        return tracecheck.check(
+            scn, records, a, b, port=PORT, ip_a=IP_A, exits={}, workdir=tmp / "trace",
+            out=tmp / "trace.ndjson", **kw,
+        )  # fmt: skip
+
+
+def md() -> Any:
+    return CFDPMetadata(file_size=len(FILE), checksum_type=15, source_file_name=b"a",
+                        dest_file_name=b"b", **HEAD)  # fmt: skip
+
+
+def fd(off: int) -> Any:
+    return CFDPFileData(offset=off, data=FILE[off : off + SEG], **HEAD)
+
+
+def eof(cond: str = "no_error") -> Any:
+    return CFDPEOF(condition=cond, file_size=len(FILE), checksum=0, **HEAD)
+
+
+def ack(of: str, cond: str = "no_error") -> Any:
+    return CFDPAck(ack_of=of, condition=cond, **HEAD)
+
+
+def fin(cond: str = "no_error", complete: bool = True) -> Any:
+    code = "data_complete" if complete else "data_incomplete"
+    return CFDPFinished(condition=cond, delivery_code=code, **HEAD)
+
+
+def data_sent(w: Wire, *, lose_first: bool = False) -> None:
+    w.pdu(0.000, "forward", md())
+    w.pdu(0.001, "forward", fd(0), lost=lose_first)
+    w.pdu(0.002, "forward", fd(SEG))
+    w.pdu(0.003, "forward", eof())
+
+
+def closed(w: Wire, t: float) -> None:
+    """The receiver's Finished(complete) at t, and its acknowledgment."""
+    w.pdu(t, "return", fin())
+    w.pdu(t + 0.004, "forward", ack("finished"))
+
+
+def test_class2_nominal_accepted(tmp_path: Path) -> None:
+    w = Wire()
+    data_sent(w)
+    w.pdu(0.006, "return", ack("eof"))
+    closed(w, 0.007)
+    tc = w.check(tmp_path, scenario())
+    assert tc.status == "accepted", tc.message
+    assert tc.lines == 17  # 7 sends, 7 arrivals, 2 exits and the end
+    lines = [json.loads(x) for x in (tmp_path / "trace.ndjson").read_text().splitlines()]
+    sent = [x["unit"] for x in lines if x["kind"] == "send"]
+    assert [(u["k"], u["seg"]) for u in sent[:3]] == [("MD", 0), ("FD", 0), ("FD", 1)]
+
+
+def test_lost_segment_renaked_and_resent_accepted(tmp_path: Path) -> None:
+    w = Wire()
+    data_sent(w, lose_first=True)
+    # the immediate NAK of segment 0 as segment 1 arrives (4.6.4.3.1)
+    w.pdu(0.005, "return", CFDPNak(start_of_scope=0, end_of_scope=SEG,
+                                   segment_requests=[(0, SEG)], **HEAD))  # fmt: skip
+    w.pdu(0.006, "return", ack("eof"))
+    w.pdu(0.009, "forward", fd(0))
+    closed(w, 0.013)
+    tc = w.check(tmp_path, scenario())
+    assert tc.status == "accepted", tc.message
+
+
+def test_nak_for_segment_received_rejected(tmp_path: Path) -> None:
+    w = Wire()
+    data_sent(w, lose_first=True)
+    # the receiver asks for segment 1, which it has, instead of segment 0
+    w.pdu(0.005, "return", CFDPNak(start_of_scope=0, end_of_scope=len(FILE),
+                                   segment_requests=[(SEG, len(FILE))], **HEAD))  # fmt: skip
+    tc = w.check(tmp_path, scenario(), readings=[""])
+    assert tc.status == "rejected"
+    assert "NAK" in tc.message and tc.side == "b"
+    assert "4.6.4.3.1" in tc.rule
+
+
+def test_cancel_eof_unacknowledged_rejected(tmp_path: Path) -> None:
+    """cfdp-py 0.7.0's receiver answers a sender's EOF(positive ACK limit)
+    with a Finished, never with its ACK (reports/findings/cfdp)."""
+    w = Wire()
+    data_sent(w)
+    w.pdu(0.006, "return", ack("eof"), lost=True)
+    w.pdu(1.004, "forward", eof())
+    w.pdu(1.007, "return", ack("eof"), lost=True)
+    w.pdu(2.004, "forward", eof("positive_ack_limit_reached"))
+    w.pdu(2.007, "return", fin("positive_ack_limit_reached", complete=False))
+    tc = w.check(tmp_path, scenario(), readings=[""])
+    assert tc.status == "rejected"
+    assert "not answered the EOF t1 AckLimit" in tc.message
+    assert "4.6.6" in tc.rule
+
+
+def test_corrupted_segment_then_checksum_failure(tmp_path: Path) -> None:
+    """An undetected corruption (no PDU CRC): the model's receiver must fail
+    the checksum (4.6.1.2); Finished(no error) is rejected, Finished(file
+    checksum failure) accepted."""
+    scn = scenario(mode="class1-closure")
+    for cond, accepted in (("no_error", False), ("file_checksum_failure", True)):
+        w = Wire(mode=1)
+        w.pdu(0.000, "forward", md())
+        w.pdu(0.001, "forward", fd(0))
+        w.pdu(0.002, "forward", fd(SEG))
+        w.pdu(0.003, "forward", eof())
+        # the receiver's capture shows segment 0 with a flipped bit
+        first = fd(0)
+        first.mode = 1
+        bad = bytearray(bytes(first))
+        bad[-1] ^= 1
+        w.b = [f for f in w.b if bytes(f.payload.payload.payload) != bytes(first)]
+        w.send(0.001, "forward", bytes(bad))
+        w.a.pop()
+        w.pdu(0.007, "return", CFDPFinished(mode=1, condition=cond,
+                                            delivery_code="data_complete", **HEAD))  # fmt: skip
+        out = tmp_path / cond
+        out.mkdir()
+        tc = w.check(out, scn, corrupted=1, readings=[""])
+        assert (tc.status == "accepted") is accepted, tc.message
+        if not accepted:
+            assert "4.6.1.2" in tc.rule
+
+
+def test_repeated_eof_reacknowledged_accepted(tmp_path: Path) -> None:
+    """The EOF sent again while its first copy is in flight (two identical
+    PDUs: the model's channel holds one, TraceCFDP puts the copy back)."""
+    w = Wire()
+    data_sent(w)
+    w.pdu(0.004, "forward", eof())
+    w.pdu(0.006, "return", ack("eof"))
+    w.pdu(0.007, "return", ack("eof"))
+    closed(w, 0.008)
+    tc = w.check(tmp_path, scenario())
+    assert tc.status == "accepted", tc.message
+
+
+def test_off_grid_file_data_is_unchecked(tmp_path: Path) -> None:
+    w = Wire()
+    w.pdu(0.000, "forward", md())
+    w.pdu(0.001, "forward", CFDPFileData(offset=0, data=FILE[:500], **HEAD))
+    tc = w.check(tmp_path, scenario())
+    assert tc.status == "unchecked"
+    assert "not one segment of 1024 octets" in tc.message
+
+
+@pytest.mark.parametrize("cond", ["filestore_rejection", "keep_alive_limit_reached"])
+def test_condition_outside_model_is_unchecked(tmp_path: Path, cond: str) -> None:
+    w = Wire()
+    data_sent(w)
+    w.pdu(0.006, "return", ack("eof"))
+    w.pdu(0.007, "return", fin(cond, complete=False))
+    tc = w.check(tmp_path, scenario())
+    assert tc.status == "unchecked"
+    assert cond in tc.message

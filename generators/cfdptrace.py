@@ -1,0 +1,266 @@
+"""CFDP PDUs as the model's PDUs, for trace validation
+(conformance/tracecheck.py, specs/cfdp/TraceCFDP.tla).
+
+The model (specs/cfdp/CFDP.tla) abstracts the bytes: its file is NSeg File
+Data segments of the scenario's segment size, so a File Data PDU must start
+on that grid and be one segment long (the last may be shorter); a NAK is the
+set of segments its requests cover, plus whether it asks for the Metadata
+(the (0, 0) request); condition codes are the model's names of Table 5-5.
+What the model leaves out is not compared: entity ids and widths, file size
+and checksum in the EOF and Metadata, a Keep Alive's progress, a failed
+transaction's Finished delivery code, TLVs. Anything the model cannot
+express raises Unrepresentable: the check is then 'unchecked', with the
+reason, never a fail.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Mapping, Sequence
+from functools import cache
+from typing import Any
+
+from conformance.protocols.cfdp import MODEL_CONDITIONS, MODEL_MODES, CfdpTransfer
+from conformance.tracecheck import TraceModel, Unrepresentable, WireEvent
+from conformance.types import Scenario, SegmentRecord
+from generators.cfdpcat import constants as model_constants
+from generators.cfdpcat import n_segments
+from generators.tlaval import Record
+from generators.tlc import REPO_ROOT
+from generators.traps import action_comments, model_actions
+
+SPEC_DIR = REPO_ROOT / "specs" / "cfdp"
+SPEC = SPEC_DIR / "CFDP.tla"
+TRACE_SPEC = SPEC_DIR / "TraceCFDP.tla"
+# The disjunctions of CFDP.tla whose disjuncts are the model's actions.
+NEXT_BLOCKS = ("SenderStep", "ReceiverStep", "UserStep", "ChannelFault", "Next")
+
+# wire condition name -> the model's (CFDP.tla Conditions)
+CONDITIONS = {v: k for k, v in MODEL_CONDITIONS.items()}
+# the model's PDU kinds by directive (wire.json directives) or PDU type
+KINDS = {
+    "metadata": "MD",
+    "eof": "EOF",
+    "ack": "ACK",
+    "nak": "NAK",
+    "finished": "FIN",
+    "prompt": "PROMPT",
+    "keep_alive": "KA",
+}
+ACK_OF = {"eof": "EOF", "finished": "FIN"}
+PROMPT_OF = {"nak": "NAK", "keep_alive": "KA"}
+
+
+def _pdu(
+    k: str,
+    seg: int = 0,
+    bad: bool = False,
+    cc: str = "",
+    of: str = "",
+    segs: frozenset[int] = frozenset(),
+    md: bool = False,
+    ok: bool = False,
+) -> Record:
+    """A PDU as CFDP.tla's record (Pdu, with transaction 1: the trace model
+    checks one transaction)."""
+    return Record(k=k, t=1, seg=seg, bad=bad, cc=cc, of=of, segs=segs, md=md, ok=ok)
+
+
+def blank_unit() -> Record:
+    """The unit of a line that carries none (exit, end): CFDP.tla's NoPdu."""
+    return Record(k="", t=0, seg=0, bad=False, cc="", of="", segs=frozenset(), md=False, ok=False)
+
+
+_NONE = blank_unit()
+
+
+def session_of(fields: Mapping[str, object]) -> Hashable:
+    """A transaction: its source entity and sequence number (§5.1)."""
+    return (fields.get("source_entity"), fields.get("transaction"))
+
+
+@cache
+def action_sections() -> dict[str, list[str]]:
+    """Action -> the 727.0-B-5 sections its comment in CFDP.tla cites
+    (anywhere in it: "\\* 4.7.1, 4.8: at the limit ..." or "... (4.7)");
+    none for the actions whose procedure no source gives a section for."""
+    out: dict[str, list[str]] = {}
+    for name, comment in action_comments(SPEC).items():
+        found = re.findall(r"(?<![\d.])(\d+\.\d+(?:\.\d+)*)(?![\d.]*\d)", comment)
+        if found:
+            out[name] = list(dict.fromkeys(found))
+    return out
+
+
+def _ints(v: object) -> list[int]:
+    if isinstance(v, list):
+        return [int(x) for x in v]
+    return [] if v is None else [int(v)]  # type: ignore[call-overload]
+
+
+class _Grid:
+    """The scenario's segment grid: File Data offsets and NAK ranges in
+    segments."""
+
+    def __init__(self, t: CfdpTransfer) -> None:
+        self.size = t.segment_size
+        self.file_len = t.file_len
+        self.n = n_segments(t)
+
+    def segment(self, offset: int, length: int, where: str) -> int:
+        want = min(self.size, self.file_len - offset)
+        if offset % self.size or offset >= max(self.file_len, 1) or length != want:
+            raise Unrepresentable(
+                f"{where}: file data [{offset}, {offset + length}) is not one segment of "
+                f"{self.size} octets on the file's segment grid (the model counts data in "
+                "whole segments)"
+            )
+        return offset // self.size
+
+    def covered(self, starts: Sequence[int], ends: Sequence[int], where: str) -> frozenset[int]:
+        """The segments a NAK's requests cover; a request that covers part of
+        a segment is unrepresentable."""
+        out: set[int] = set()
+        for a, b in zip(starts, ends, strict=False):
+            if a == b == 0:
+                continue  # the Metadata
+            for i in range(self.n):
+                lo, hi = i * self.size, min((i + 1) * self.size, self.file_len)
+                part = max(0, min(hi, b) - max(lo, a))
+                if part == hi - lo:
+                    out.add(i)
+                elif part:
+                    raise Unrepresentable(
+                        f"{where}: the NAK's request [{a}, {b}) covers part of segment {i} "
+                        f"([{lo}, {hi})); the model asks for whole segments"
+                    )
+        return frozenset(out)
+
+
+def _condition(f: Mapping[str, object], where: str) -> str:
+    name = str(f.get("condition", ""))
+    if name not in CONDITIONS:
+        raise Unrepresentable(
+            f"{where} carries condition {name or '?'}, which the model has no procedure for "
+            f"(it has {', '.join(sorted(CONDITIONS))})"
+        )
+    return CONDITIONS[name]
+
+
+def model_pdu(f: Mapping[str, object], grid: _Grid, where: str) -> Record:
+    """One PDU's fields as the model's PDU."""
+    if f.get("pdu_type") == "file_data":
+        return _pdu("FD", seg=grid.segment(int(f["offset"]), int(f["length"]), where))  # type: ignore[call-overload]
+    directive = str(f.get("directive", ""))
+    k = KINDS.get(directive)
+    if k is None:
+        raise Unrepresentable(f"{where}: directive {directive or '?'} is not in the model")
+    if k == "EOF":
+        return _pdu("EOF", cc=_condition(f, where))
+    if k == "ACK":
+        of = ACK_OF.get(str(f.get("ack_of", "")))
+        if of is None:
+            raise Unrepresentable(f"{where}: an ACK of {f.get('ack_of')!r}")
+        return _pdu("ACK", of=of, cc=_condition(f, where))
+    if k == "NAK":
+        starts, ends = _ints(f.get("segment.start")), _ints(f.get("segment.end"))
+        md = any(a == b == 0 for a, b in zip(starts, ends, strict=False))
+        return _pdu("NAK", segs=grid.covered(starts, ends, where), md=md)
+    if k == "FIN":
+        cc = _condition(f, where)
+        # a failed transaction's delivery code is not compared: the receiver
+        # may have the whole file when it is cancelled (the model says "no")
+        ok = cc == "NoError" and f.get("delivery_code") == "data_complete"
+        return _pdu("FIN", cc=cc, ok=ok)
+    if k == "PROMPT":
+        return _pdu("PROMPT", of=PROMPT_OF.get(str(f.get("response_required", "")), "?"))
+    return _pdu(k)  # MD; KA (its progress is not compared: TraceKaPdu)
+
+
+def _no_discarded_data(units: Mapping[int, Record], events: Sequence[WireEvent]) -> None:
+    """File Data that reaches a receiver before the Metadata: the model
+    keeps it (as dariol83/ccsds and nasa/CF do; §4.6.1.2.8 as they quote
+    it completes reception whatever the order of arrival). cfdp-py and
+    cfdp-rs discard it and ask for it again by NAK. Whether the book allows
+    that cannot be checked here, so such a trace is not judged: it is
+    unrepresentable until the model has the question as a reading."""
+    first_md = min(
+        (e.t for e in events if e.kind == "arrive" and units.get(e.record, _NONE)["k"] == "MD"),
+        default=float("inf"),
+    )
+    early: dict[int, float] = {}
+    for e in events:
+        u = units.get(e.record, _NONE)
+        if e.kind == "arrive" and u["k"] == "FD" and e.t < first_md:
+            early.setdefault(int(u["seg"]), e.t)
+    for e in events:
+        u = units.get(e.record, _NONE)
+        if e.kind == "send" and u["k"] == "NAK":
+            again = sorted(o for o in u["segs"] if o in early and early[o] < e.t)
+            if again:
+                raise Unrepresentable(
+                    f"the receiver asks again for segment {again[0]}, which reached it before "
+                    "the Metadata: it discarded that File Data, which the model keeps (whether "
+                    "727.0-B-5 lets a receiver discard it is not yet a reading of the model)"
+                )
+
+
+def describe_pdu(pdu: Mapping[str, Any]) -> str:
+    """A model PDU in words (generators.cfdp.describe_pdu, imported late:
+    that module imports this one)."""
+    from generators.cfdp import describe_pdu as words
+
+    return words(pdu)
+
+
+def trace_model(
+    scn: Scenario,
+    records: Sequence[SegmentRecord],
+    index: Sequence[int],
+    events: Sequence[WireEvent],
+) -> TraceModel:
+    """The model's PDU for each record of one transaction (``index`` gives
+    each record's number in the run), and the TLC constants."""
+    t = scn.params
+    assert isinstance(t, CfdpTransfer)
+    grid = _Grid(t)
+    units: dict[int, Record] = {}
+    arrived: dict[int, Record | None] = {}
+    for k, rec in zip(index, records, strict=True):
+        where = f"{rec.summary or 'PDU'} (frame {rec.frame})"
+        units[k] = unit = model_pdu(rec.fields, grid, where)
+        if rec.corrupted:
+            if t.pdu_crc:
+                arrived[k] = None  # its CRC fails: the receiver discards it, a loss (§5.1)
+            elif unit["k"] == "FD":
+                arrived[k] = Record(**{**unit, "bad": True})
+            else:
+                raise Unrepresentable(
+                    f"{where} was corrupted with no PDU CRC to catch it; the model corrupts "
+                    "File Data only"
+                )
+    _no_discarded_data(units, events)
+    corrupt = sum(1 for v in arrived.values() if v is not None)
+    losses = sum(1 for e in events if e.kind == "lose") + sum(
+        1 for v in arrived.values() if v is None
+    )
+    consts = model_constants(t, losses=losses, corrupt=corrupt, requests=t.requests)
+    consts |= {"Modes": {MODEL_MODES[t.mode]}, "PrematureTimeouts": True, "MaxLate": 0}
+    return TraceModel(
+        module=TRACE_SPEC,
+        constants=consts,
+        units=units,
+        arrived=arrived,
+        actions=model_actions(SPEC, NEXT_BLOCKS),
+        sections=action_sections(),
+        describe=describe_pdu,
+        overrides={"Arrivals": "TraceArrivals", "Losable": "TraceLosable", "KaPdu": "TraceKaPdu"},
+        # the actions that cancel or abandon the transaction (a user's
+        # request, a fault, the sender's notice of cancellation reaching the
+        # receiver): what the entity still had queued for it need not go out
+        purging=sorted(
+            a
+            for a in model_actions(SPEC, NEXT_BLOCKS)
+            if "Cancel" in a or a.startswith(("SenderFault", "ReceiverFault"))
+        ),
+    )

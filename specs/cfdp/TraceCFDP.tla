@@ -1,0 +1,127 @@
+------------------------------ MODULE TraceCFDP ------------------------------
+(***************************************************************************)
+(* Trace validation of one CFDP transaction (CCSDS 727.0-B-5) as captured  *)
+(* on the wire: the model of CFDP.tla under the protocol-free rules of     *)
+(* specs/trace/TraceCore.tla (see there).  TraceData, which                *)
+(* conformance/tracecheck.py writes for each run, holds the trace; the     *)
+(* .cfg fixes the transfer from the scenario (NSeg, the mode, NAK mode and *)
+(* limits), MaxLoss and MaxCorrupt to the trace's losses and undetected    *)
+(* corruptions, MaxOutages and MaxLate to 0 (an outage's losses are lines  *)
+(* of their own; a duplicate is a restored copy, below) and               *)
+(* PrematureTimeouts to TRUE: a timer may expire at any time, since timer  *)
+(* sizing is configuration, not conformance.                               *)
+(*                                                                         *)
+(* PDUs appear in the trace as the model's records (generators/cfdptrace.py *)
+(* says how): File Data by segment number on the scenario's segment grid;  *)
+(* a NAK by the segments its requests cover; a Keep Alive's progress and a *)
+(* failed transaction's Finished delivery code are not compared (the .cfg  *)
+(* puts TraceKaPdu in place of KaPdu).                                     *)
+(***************************************************************************)
+EXTENDS CFDP, TraceCore
+
+\* CFDP.tla's events hold sets of PDUs; TraceCore's, sequences.
+RECURSIVE SeqOf(_)
+SeqOf(S) == IF S = {} THEN <<>>
+            ELSE LET x == CHOOSE y \in S : TRUE IN <<x>> \o SeqOf(S \ {x})
+
+\* A CFDP.tla event as TraceCore reads it.  The channel consumes and emits
+\* nothing an actor sees: its steps only lose (ChannelLosePdu) or change
+\* what is in flight (ChannelCorruptFileData).
+AsTraceEvent(e) ==
+    [actor |-> e.actor, action |-> e.action, dir |-> e.dir,
+     rx |-> IF e.actor = "channel" THEN <<>> ELSE SeqOf(e.rx),
+     tx |-> IF e.actor = "channel" THEN <<>> ELSE SeqOf(e.tx),
+     lost |-> SeqOf(e.lost)]
+
+TraceInit == Init /\ CoreInit
+
+\* Next without the Terminating stutter.
+Step ==
+    \/ \E t \in Tx : SenderStep(t) \/ ReceiverStep(t) \/ UserStep(t)
+    \/ ChannelFault
+    \/ ChannelReleasePdu
+
+\* The PDU the trace needs next from the channel towards actor a: the oldest
+\* unprocessed arrival (eager pass: the current line's arrival), or the
+\* current line's loss.
+Needed(a) ==
+    IF inq[a] # <<>> THEN {Head(inq[a]).seg}
+    ELSE IF l <= TraceLen /\ RxActor(cur.dir) = a
+            /\ (cur.kind = "lose" \/ (Eager /\ cur.kind = "arrive"))
+    THEN {cur.seg}
+    ELSE {}
+
+\* CFDP.tla's channels are sets: a PDU sent while an identical one was in
+\* flight (an EOF timed out, a Finished sent again) merged with it, and the
+\* first arrival or loss took both.  When the trace shows the other copy
+\* arriving or lost, the copy the wire carried is put back: a bag's
+\* semantics, for the trace only.  (Each "arrive" or "lose" line follows a
+\* "send" line that a model step emitted, so nothing is put back that the
+\* model did not send; a corrupted File Data PDU needs its corruption, a
+\* step of the model, first.)
+ChannelRestoreCopy ==
+    \/ \E p \in Needed("receiver") :
+           /\ p \notin fwd /\ ~p.bad
+           /\ fwd' = fwd \cup {p}
+           /\ UNCHANGED <<mode, snd, rcv, rtn, held, spent, lostLog, lastEvent, coreVars>>
+    \/ \E p \in Needed("sender") :
+           /\ p \notin rtn
+           /\ rtn' = rtn \cup {p}
+           /\ UNCHANGED <<mode, snd, rcv, fwd, held, spent, lostLog, lastEvent, coreVars>>
+
+TraceNext ==
+    \/ Step /\ ModelStep(AsTraceEvent(lastEvent'))
+    \/ UNCHANGED vars /\ LineStep
+    \/ ChannelRestoreCopy
+
+\* What the .cfg puts in place of CFDP.tla's Arrivals and Losable: the
+\* oldest unprocessed arrival at actor a (in the eager pass, the PDU of the
+\* current line if it arrives at a), and the PDU of the current line if it
+\* is a loss in direction dir.
+TraceArrivals(ch, a) ==
+    IF inq[a] # <<>> THEN {Head(inq[a]).seg} \cap ch
+    ELSE IF Eager /\ l <= TraceLen /\ cur.kind = "arrive" /\ RxActor(cur.dir) = a
+    THEN {cur.seg} \cap ch
+    ELSE {}
+TraceLosable(dir, p) == l <= TraceLen /\ cur.kind = "lose" /\ cur.dir = dir /\ cur.seg = p
+
+\* A Keep Alive's progress (octets on the wire, segments in the model) is
+\* not compared: the model's Keep Alive says only that one was sent.
+TraceKaPdu(t, n) == Pdu("KA", t)
+
+TraceSpec == TraceInit /\ [][TraceNext]_<<vars, coreVars>>
+
+\* States differ by the protocol's state and the trace's; not by history.
+TraceView == <<protoVars, coreState>>
+
+ASSUME TLCSet(1, 0) /\ TLCSet(2, 0) /\ TLCSet(3, Never)
+
+\* The invariant Furthest (progress report and acceptance) is TraceCore's.
+
+\* The model's actions that could take a step here, whatever the trace says.
+Enabled == {a \in ActionNames : ENABLED (Next /\ lastEvent'.action = a)}
+
+\* For each actor, the actions that could process the oldest PDU that
+\* reached it and is not processed yet: the model's answers to it.
+Answers ==
+    [a \in Actors |->
+        IF inq[a] = <<>> THEN {}
+        ELSE {n \in ActionNames :
+                ENABLED (Next /\ lastEvent'.action = n /\ lastEvent'.rx = {Head(inq[a]).seg})}]
+
+\* Arrivals not processed yet, at both actors.
+Queued == Len(inq["sender"]) + Len(inq["receiver"])
+
+\* Diagnosis pass (as TraceLTP's): prints, for the best states that reached
+\* line DiagLine, what the model could do there, what the trace was waiting
+\* for, the model's last step, and which action made each emission still
+\* waiting.
+Diag ==
+    (/\ l = DiagLine
+     /\ ~ENABLED ChannelRestoreCopy
+     /\ \/ Queued < TLCGet(3)
+        \/ Queued = TLCGet(3) /\ TLCGet(2) < 8) =>
+        (/\ TLCSet(2, IF Queued < TLCGet(3) THEN 1 ELSE TLCGet(2) + 1)
+         /\ TLCSet(3, Queued)
+         /\ PrintT(<<"dtnc-trace-diag", Enabled, inq, pend, lastEvent, Answers, madeBy>>))
+=============================================================================
