@@ -86,11 +86,22 @@ def cases(protocol: str, scenarios: list[Path], sut_roles: Sequence[str]) -> lis
 
 
 def unsupported(sut: SutAdapter, case: Case) -> str:
-    """Why ``sut`` cannot play its side(s) of a case ('' if it can)."""
-    params = load_scenario(case.path).params.model_dump(mode="json")
+    """Why ``sut`` cannot play its side(s) of a case, or the model-driven
+    tester its own ('' if both can)."""
+    scn = load_scenario(case.path)
+    params = scn.params.model_dump(mode="json")
     roles = ("sender", "receiver") if case.tester is None else (
         "receiver" if case.tester == "sender" else "sender",)  # fmt: skip
-    return "; ".join(w for r in roles if (w := sut.supports(params, r)))
+    why = [w for r in roles if (w := sut.supports(params, r))]
+    if case.tester is not None:
+        from conformance.tester import launch
+        from conformance.tester.core import CannotPlay
+
+        try:
+            launch.module(scn).check(scn, case.tester)
+        except CannotPlay as exc:
+            why.append(f"the model-driven tester: {exc}")
+    return "; ".join(why)
 
 
 def probe_role(scn: Scenario) -> str | None:

@@ -4,7 +4,8 @@ and its generator (model checking, specs/cfdp/CFDP.tla, and the scenario
 catalogue with its outcome sets, generators/cfdpcat.py; trace validation,
 generators/cfdptrace.py).
 
-Not built yet (issue 10): the model-driven tester. The CLI says so when asked for it.
+The model-driven tester plays either entity (conformance/tester/cfdp.py);
+it does not play users' requests yet.
 The TLA+ action names in the rules are those of specs/cfdp/CFDP.tla; the
 section numbers are those the implementations' sources cite for
 727.0-B-5 (specs/cfdp/README.md), the book not being reachable here.
@@ -347,6 +348,7 @@ SPEC = ProtocolSpec(
         analysis_pref="analysis",
     ),
     generator="generators.cfdp",
+    tester="conformance.tester.cfdp",
     unit="PDU",
     rules={
         "file_bytes_delivered": {
