@@ -159,6 +159,7 @@ class _Entity(Role):
         self.detail: list[str] = []
         self.pdus_sent: dict[str, int] = {}
         self.pdus_received: dict[str, int] = {}
+        self.check_expiries = 0
 
     @property
     def acknowledged(self) -> bool:
@@ -217,6 +218,27 @@ class _Entity(Role):
             return None
         return pdu
 
+    def checking(self) -> bool:
+        """Is the Class 1 check timer still awaiting something?"""
+        return True
+
+    def fault(self, cc: str, action: str) -> None:
+        raise NotImplementedError
+
+    def on_check_timer(self) -> None:
+        """The Class 1 check timer (the sender's 4.6.3.2, awaiting the
+        Finished; the receiver's 4.6.3.3, awaiting missing data): expiries
+        up to the check limit, then a check-limit fault."""
+        if not self.checking():
+            return
+        who = self.name.capitalize()
+        if self.check_expiries < self.t.check_limit:
+            self.check_expiries += 1
+            self.note(f"{who}TimeoutCheck")
+            self.ctx.arm("check", self.timer_s, self.on_check_timer)
+        else:
+            self.fault(CHECK_LIMIT, f"{who}FaultCheckLimit")
+
     def end(self, out: str, cc: str | None = None) -> None:
         self.out = out
         if cc is not None:
@@ -250,7 +272,6 @@ class CfdpSender(_Entity):
         self.phase = "data"  # data, eof, cancel, closed
         self.acked = False
         self.tx = 0  # times the outstanding EOF was sent
-        self.check_expiries = 0
 
     def eof(self, cc: str) -> CFDPEOF:
         pdu = CFDPEOF(condition=cc, file_size=self.t.file_len)
@@ -385,14 +406,6 @@ class CfdpSender(_Entity):
         else:
             self.fault(ACK_LIMIT, "SenderFaultAckLimit")
 
-    def on_check_timer(self) -> None:
-        if self.check_expiries < self.t.check_limit:
-            self.check_expiries += 1
-            self.note("SenderTimeoutCheck")
-            self.ctx.arm("check", self.timer_s, self.on_check_timer)
-        else:
-            self.fault(CHECK_LIMIT, "SenderFaultCheckLimit")
-
     def on_inactivity(self) -> None:
         if self.out == "open" and self.phase == "eof" and self.acked:
             self.fault(INACTIVITY, "SenderFaultInactivity")
@@ -442,7 +455,6 @@ class CfdpReceiver(_Entity):
         self.armed = False
         self.fin: CFDPFinished | None = None
         self.tx = 0
-        self.check_expiries = 0
         self.kept = b""
 
     def start(self) -> None:
@@ -655,15 +667,8 @@ class CfdpReceiver(_Entity):
         else:
             self.fault(ACK_LIMIT, "ReceiverFaultAckLimit")
 
-    def on_check_timer(self) -> None:
-        if self.phase != "open" or self.has_file():
-            return
-        if self.check_expiries < self.t.check_limit:
-            self.check_expiries += 1
-            self.note("ReceiverTimeoutCheck")
-            self.ctx.arm("check", self.timer_s, self.on_check_timer)
-        else:
-            self.fault(CHECK_LIMIT, "ReceiverFaultCheckLimit")
+    def checking(self) -> bool:
+        return self.phase == "open" and not self.has_file()
 
     def on_inactivity(self) -> None:
         if self.phase == "open" and self.eof_cc == "":
