@@ -82,7 +82,7 @@ demo: setup
 
 test: setup
 	cd $(EMULATOR) && cargo test --release --locked --quiet
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=25
 
 test-deep: setup
 	DTNC_DEEP=1 $(VENV)/bin/pytest -q

@@ -223,6 +223,13 @@ def trace_model(
     each record's number in the run), and the TLC constants."""
     t = scn.params
     assert isinstance(t, CfdpTransfer)
+    if any(r.request == "suspend" for r in t.requests):
+        # TraceCore's reaction window holds at every moment; a suspended
+        # entity leaves what reaches it waiting until it resumes
+        raise Unrepresentable(
+            "a suspend request: the suspended entity leaves the PDUs that reach it unanswered "
+            "past the reaction window, which the trace model does not time yet"
+        )
     grid = _Grid(t)
     units: dict[int, Record] = {}
     arrived: dict[int, Record | None] = {}

@@ -28,6 +28,7 @@ What the tester cannot play is refused before the run with
 from __future__ import annotations
 
 import random
+import time
 import zlib
 from functools import cache
 from typing import Any
@@ -46,9 +47,10 @@ from dissectors.cfdp.layer import (
     CFDPKeepAlive,
     CFDPMetadata,
     CFDPNak,
+    CFDPPrompt,
     parse,
 )
-from suts.cfdpcommon import CHECKSUM_IDS, pattern
+from suts.cfdpcommon import CHECKSUM_IDS, Request, Undecodable, counter_key, pattern, pdu_fields
 
 NO_ERROR = "no_error"
 # the model's fault conditions (CFDP.tla Faults) by Table 5-5 name
@@ -57,6 +59,7 @@ CHECKSUM_FAILURE = "file_checksum_failure"
 NAK_LIMIT = "nak_limit_reached"
 INACTIVITY = "inactivity_detected"
 CHECK_LIMIT = "check_limit_reached"
+CANCEL = "cancel_request_received"
 
 
 # ---------------------------------------------------------------------------
@@ -106,11 +109,13 @@ def check(scn: Scenario, role: str) -> None:
     """Raise CannotPlay, naming the field, for what the tester cannot play."""
     t = scn.params
     assert isinstance(t, CfdpTransfer)
-    if t.requests:
-        raise CannotPlay(
-            "params.requests: the CFDP tester does not play users' requests yet (cancel, "
-            "suspend, Prompt); run the scenario with both sides live"
-        )
+    for i, r in enumerate(t.requests):
+        if r.request == "suspend" and r.entity == role:
+            raise CannotPlay(
+                f"params.requests[{i}]: the CFDP tester does not play a suspend request yet "
+                "(cancel and the Prompts it does); let the implementation be the "
+                f"{role}, or run the scenario with both sides live"
+            )
     if scn.probes:
         raise CannotPlay("probes: the CFDP tester sends no robustness probes yet")
     if t.file_len == 0:
@@ -160,6 +165,13 @@ class _Entity(Role):
         self.pdus_sent: dict[str, int] = {}
         self.pdus_received: dict[str, int] = {}
         self.check_expiries = 0
+        # this entity's users' requests (the other entity's are the SUT's)
+        self.requests = [
+            Request(r.request, r.after.direction, dict(r.after.match), r.after.occurrence,
+                    r.resume_after_ms)
+            for r in t.requests
+            if r.entity == self.name
+        ]  # fmt: skip
 
     @property
     def acknowledged(self) -> bool:
@@ -185,10 +197,48 @@ class _Entity(Role):
         """Send one PDU as the effect of model action ``action``."""
         for k, v in self.header().items():
             pdu.setfieldval(k, v)
-        label = pdu.mysummary() if hasattr(pdu, "mysummary") else pdu.name
-        key = str(pdu.directive_name or "file_data")
+        data = bytes(pdu)
+        key = counter_key(pdu_fields(data))
         self.pdus_sent[key] = self.pdus_sent.get(key, 0) + 1
-        self.ctx.send(bytes(pdu), action, tx=label, **({"rx": rx} if rx else {}))
+        self.ctx.send(data, action, tx=pdu.mysummary(), **({"rx": rx} if rx else {}))
+        self.crossed("forward" if self.name == "sender" else "return", data)
+
+    def crossed(self, direction: str, data: bytes) -> None:
+        """A PDU this entity sent or took in: a user's request whose trigger
+        it is, is made now."""
+        for req in self.requests:
+            try:
+                fired = req.fired(direction, pdu_fields(data))
+            except Undecodable:
+                return
+            if fired:
+                self.make(req)
+
+    def make(self, req: Request) -> None:
+        """A user's request, as the model's action for it, or not made where
+        the model has none enabled (the judge: request-unmade)."""
+        who = self.name.capitalize()
+        if req.kind == "cancel" and self.cancellable():
+            req.made, req.made_at = True, time.monotonic() - self.started
+            self.fault(CANCEL, f"{who}CancelTransaction")
+        elif req.kind.startswith("prompt") and self.promptable():
+            req.made, req.made_at = True, time.monotonic() - self.started
+            response = "nak" if req.kind == "prompt_nak" else "keep_alive"
+            self.emit(CFDPPrompt(response_required=response), "SenderTxPrompt")
+        else:
+            req.not_made(
+                f"the model's {who}{'CancelTransaction' if req.kind == 'cancel' else 'TxPrompt'} "
+                f"is not enabled there (the transaction is {self.out}, phase {self.state()})"
+            )
+
+    def cancellable(self) -> bool:
+        return False
+
+    def promptable(self) -> bool:
+        return False
+
+    def state(self) -> str:
+        return ""
 
     @staticmethod
     def condition(pdu: CFDP) -> str:
@@ -208,7 +258,10 @@ class _Entity(Role):
         except CfdpDecodeError as exc:
             self.ctx.log("Undecodable", detail=str(exc), octets=len(data))
             return None
-        key = str(pdu.directive_name or "file_data")
+        try:
+            key = counter_key(pdu_fields(data))
+        except Undecodable:
+            key = "undecodable"
         self.pdus_received[key] = self.pdus_received.get(key, 0) + 1
         src, seq = int(pdu.getfieldval("source_entity")), int(pdu.getfieldval("transaction"))
         if self.seq is None and self.name == "receiver" and src == self.peer:
@@ -247,12 +300,25 @@ class _Entity(Role):
             self.ctx.stop(name)
         self.close()
 
+    def on_datagram(self, data: bytes) -> None:
+        pdu = self.decode(data)
+        if pdu is None:
+            return
+        self.handle(pdu, pdu.mysummary())
+        self.crossed("return" if self.name == "sender" else "forward", data)
+
+    def handle(self, pdu: CFDP, rx: str) -> None:
+        """One PDU of the transaction: the model's action that takes it."""
+        raise NotImplementedError
+
     def counters(self) -> dict[str, Any]:
+        for r in self.requests:
+            r.close()  # a request whose trigger never came: not made
         return {
             "pdus_sent": dict(sorted(self.pdus_sent.items())),
             "pdus_received": dict(sorted(self.pdus_received.items())),
             "detail": "; ".join(self.detail),
-            "requests": [],
+            "requests": [r.result() for r in self.requests],
             "implementation": "dtnconform model-driven tester (specs/cfdp/CFDP.tla)",
         }
 
@@ -281,10 +347,23 @@ class CfdpSender(_Entity):
         return pdu
 
     def start(self) -> None:
+        # initial transmission while it lasts (a cancel request may end it)
         self.SenderTxMetadata()
         for seg in range(self.n_seg):
+            if self.phase != "data":
+                return
             self.SenderTxFileData(seg)
-        self.SenderTxEof()
+        if self.phase == "data":
+            self.SenderTxEof()
+
+    def cancellable(self) -> bool:
+        return self.out == "open" and self.phase in ("data", "eof")
+
+    def promptable(self) -> bool:
+        return self.out == "open" and self.acknowledged and self.phase == "eof"
+
+    def state(self) -> str:
+        return self.phase
 
     # -- initial transmission -------------------------------------------------
 
@@ -320,11 +399,7 @@ class CfdpSender(_Entity):
 
     # -- arrivals -------------------------------------------------------------
 
-    def on_datagram(self, data: bytes) -> None:
-        pdu = self.decode(data)
-        if pdu is None:
-            return
-        rx = pdu.mysummary()
+    def handle(self, pdu: CFDP, rx: str) -> None:
         kind = pdu.directive_name
         open_ = self.out == "open"
         if kind == "nak" and open_ and self.phase in ("data", "eof"):
@@ -460,6 +535,12 @@ class CfdpReceiver(_Entity):
     def start(self) -> None:
         """The receiving entity waits for the transaction's first PDU."""
 
+    def cancellable(self) -> bool:
+        return self.phase == "open"
+
+    def state(self) -> str:
+        return self.phase
+
     @property
     def active(self) -> bool:
         return self.phase in ("none", "open", "fin")
@@ -482,11 +563,7 @@ class CfdpReceiver(_Entity):
                 reqs.append((lo, hi))
         return CFDPNak(start_of_scope=0, end_of_scope=end, segment_requests=reqs)
 
-    def on_datagram(self, data: bytes) -> None:
-        pdu = self.decode(data)
-        if pdu is None:
-            return
-        rx = pdu.mysummary()
+    def handle(self, pdu: CFDP, rx: str) -> None:
         kind = pdu.directive_name
         if self.phase in ("none", "open") and self.eof_cc == "":
             self.ctx.arm("inactivity", self.inactivity_s, self.on_inactivity)

@@ -44,11 +44,13 @@ def test_checksums_match_known_values() -> None:
     assert cfdp.file_checksum("null", b"anything") == 0
 
 
-def test_refuses_requests_naming_the_field() -> None:
-    scn = scenario(requests=[{"entity": "sender", "request": "cancel",
-                              "after": {"direction": "forward", "match": {"directive": "eof"}}}])  # fmt: skip
-    with pytest.raises(CannotPlay, match=r"^params\.requests: "):
-        cfdp.check(scn, "sender")
+def test_refuses_suspend_naming_the_field() -> None:
+    after = {"direction": "forward", "match": {"directive": "eof"}}
+    scn = scenario(requests=[{"entity": "sender", "request": "cancel", "after": after},
+                             {"entity": "receiver", "request": "suspend", "after": after}])  # fmt: skip
+    cfdp.check(scn, "sender")  # a cancel it plays; the suspend is the SUT's
+    with pytest.raises(CannotPlay, match=r"^params\.requests\[1\]: .*suspend"):
+        cfdp.check(scn, "receiver")
 
 
 class _Lossy(Context):
@@ -149,3 +151,27 @@ def test_class1_lost_segment_ends_at_the_check_limit(tmp_path: Path) -> None:
     assert out["receiver"]["receiver_condition"] == "check_limit_reached"
     assert out["receiver"]["file_bytes_delivered"] == 0
     assert actions(tmp_path, "receiver")[-2:] == ["ReceiverTimeoutCheck", "ReceiverFaultCheckLimit"]
+
+
+def test_cancel_from_the_sender_after_the_first_segment(tmp_path: Path) -> None:
+    after = {"direction": "forward", "match": {"pdu_type": "file_data", "offset": 0}}
+    scn = scenario(requests=[{"entity": "sender", "request": "cancel", "after": after}])
+    out = exchange(tmp_path, scn)
+    assert actions(tmp_path, "sender") == [
+        "SenderTxMetadata", "SenderTxFileData", "SenderCancelTransaction", "SenderRxCancelAck",
+    ]  # fmt: skip
+    assert out["sender"]["outcome"] == out["receiver"]["outcome"] == "cancelled"
+    assert out["sender"]["sender_condition"] == "cancel_request_received"
+    assert out["receiver"]["receiver_condition"] == "cancel_request_received"
+    assert out["receiver"]["file_bytes_delivered"] == 0
+    assert out["sender"]["requests"][0]["made"] is True
+
+
+def test_request_the_model_has_no_action_for_is_not_made(tmp_path: Path) -> None:
+    # a Prompt before the EOF: SenderTxPrompt is enabled only after it
+    after = {"direction": "forward", "match": {"directive": "metadata"}}
+    scn = scenario(requests=[{"entity": "sender", "request": "prompt_nak", "after": after}])
+    out = exchange(tmp_path, scn)
+    req = out["sender"]["requests"][0]
+    assert req["made"] is False and "SenderTxPrompt is not enabled" in req["detail"]
+    assert out["sender"]["outcome"] == "completed"
