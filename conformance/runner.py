@@ -279,6 +279,8 @@ def run_scenario(
         else:
             res.exited_at = min(res.exited_at, ended)
         ends[role] = res
+    for adapter in dict.fromkeys((sut, rx_sut)):
+        adapter.cleanup()
 
     say("decoding captures")
     skip = probe_payloads(ends.values())

@@ -72,6 +72,11 @@ class SutAdapter(ABC):
         is "not supported", not a fail."""
         return ""
 
+    def cleanup(self) -> None:
+        """After a run, once its results are read: remove what the adapter
+        left outside the run directory (default: nothing)."""
+        return None
+
     @abstractmethod
     def ensure_built(self) -> None:
         """Build the implementation if needed; raise ToolMissing/DtncError on failure."""

@@ -5,6 +5,7 @@ scenario, and the adapter around it."""
 from __future__ import annotations
 
 import math
+import shutil
 import tempfile
 
 from conformance import timers
@@ -96,7 +97,20 @@ class CfdpAdapter(SutAdapter):
     def _argv(self, scn: Scenario, ep: Endpoint, role: str) -> list[str]:
         # each role's files in a folder of its own, never shared by two runs
         workdir = tempfile.mkdtemp(prefix=f"dtnc-{self.name}-{role}-")
+        self._workdirs.append(workdir)
         return cfdp_argv(self.prefix(), scn, ep, role, workdir)
+
+    @property
+    def _workdirs(self) -> list[str]:
+        if not hasattr(self, "_made"):
+            self._made: list[str] = []
+        return self._made
+
+    def cleanup(self) -> None:
+        """The roles' folders (the delivered file, Yamcs's configuration and
+        data): the result has reported on them."""
+        while self._workdirs:
+            shutil.rmtree(self._workdirs.pop(), ignore_errors=True)
 
     def sender_argv(self, scn: Scenario, ep: Endpoint) -> list[str]:
         return self._argv(scn, ep, "sender")
