@@ -205,6 +205,25 @@ def _no_discarded_data(units: Mapping[int, Record], events: Sequence[WireEvent])
                 )
 
 
+def _no_unprompted_keep_alive(units: Mapping[int, Record], events: Sequence[WireEvent]) -> None:
+    """The model's receiver sends a Keep Alive only in answer to a
+    Prompt(Keep Alive); an implementation may also send them on its own
+    timer (the keep-alive procedure the model leaves out, with its limit),
+    which the model cannot express: such a trace is not judged."""
+    prompts = 0
+    for e in events:
+        u = units.get(e.record, _NONE)
+        if e.kind == "arrive" and u["k"] == "PROMPT" and u["of"] == "KA":
+            prompts += 1
+        elif e.kind == "send" and u["k"] == "KA":
+            prompts -= 1
+            if prompts < 0:
+                raise Unrepresentable(
+                    "the receiver sends a Keep Alive no Prompt (Keep Alive) asked for; the model "
+                    "has no keep-alive timer (its receiver answers Prompts only)"
+                )
+
+
 def describe_pdu(pdu: Mapping[str, Any]) -> str:
     """A model PDU in words (generators.cfdp.describe_pdu, imported late:
     that module imports this one)."""
@@ -247,6 +266,7 @@ def trace_model(
                     "File Data only"
                 )
     _no_discarded_data(units, events)
+    _no_unprompted_keep_alive(units, events)
     corrupt = sum(1 for v in arrived.values() if v is not None)
     losses = sum(1 for e in events if e.kind == "lose") + sum(
         1 for v in arrived.values() if v is None

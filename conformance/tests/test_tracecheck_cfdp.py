@@ -22,6 +22,7 @@ from dissectors.cfdp.layer import (
     CFDPAck,
     CFDPFileData,
     CFDPFinished,
+    CFDPKeepAlive,
     CFDPMetadata,
     CFDPNak,
 )
@@ -222,3 +223,13 @@ def test_condition_outside_model_is_unchecked(tmp_path: Path, cond: str) -> None
     tc = w.check(tmp_path, scenario())
     assert tc.status == "unchecked"
     assert cond in tc.message
+
+
+def test_unprompted_keep_alive_is_unchecked(tmp_path: Path) -> None:
+    w = Wire()
+    data_sent(w)
+    w.pdu(0.006, "return", ack("eof"))
+    w.pdu(0.007, "return", CFDPKeepAlive(progress=len(FILE), **HEAD))
+    tc = w.check(tmp_path, scenario())
+    assert tc.status == "unchecked"
+    assert "Keep Alive no Prompt" in tc.message
