@@ -280,7 +280,9 @@ def run_scenario(
             res.exited_at = min(res.exited_at, ended)
         ends[role] = res
     for adapter in dict.fromkeys((sut, rx_sut)):
-        adapter.cleanup()
+        # (duck-typed: an adapter older than SutAdapter.cleanup has none)
+        if (clean := getattr(adapter, "cleanup", None)) is not None:
+            clean()
 
     say("decoding captures")
     skip = probe_payloads(ends.values())
