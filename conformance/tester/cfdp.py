@@ -30,6 +30,7 @@ from __future__ import annotations
 import random
 import time
 import zlib
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -172,6 +173,7 @@ class _Entity(Role):
             for r in t.requests
             if r.entity == self.name
         ]  # fmt: skip
+        self.due: list[Request] = []
 
     @property
     def acknowledged(self) -> bool:
@@ -205,14 +207,29 @@ class _Entity(Role):
 
     def crossed(self, direction: str, data: bytes) -> None:
         """A PDU this entity sent or took in: a user's request whose trigger
-        it is, is made now."""
+        it is becomes due, to be made once the step under way is over
+        (:meth:`flush`): the request is a model step of its own."""
         for req in self.requests:
             try:
                 fired = req.fired(direction, pdu_fields(data))
             except Undecodable:
                 return
             if fired:
-                self.make(req)
+                self.due.append(req)
+
+    def flush(self) -> None:
+        """Make the requests that became due during the last step."""
+        while self.due:
+            self.make(self.due.pop(0))
+
+    def arm(self, name: str, fire: Callable[[], None]) -> None:
+        """(Re)start a timer of the scenario's period; its expiry is one step."""
+
+        def step() -> None:
+            fire()
+            self.flush()
+
+        self.ctx.arm(name, self.timer_s, step)
 
     def make(self, req: Request) -> None:
         """A user's request, as the model's action for it, or not made where
@@ -288,7 +305,7 @@ class _Entity(Role):
         if self.check_expiries < self.t.check_limit:
             self.check_expiries += 1
             self.note(f"{who}TimeoutCheck")
-            self.ctx.arm("check", self.timer_s, self.on_check_timer)
+            self.arm("check", self.on_check_timer)
         else:
             self.fault(CHECK_LIMIT, f"{who}FaultCheckLimit")
 
@@ -306,6 +323,7 @@ class _Entity(Role):
             return
         self.handle(pdu, pdu.mysummary())
         self.crossed("return" if self.name == "sender" else "forward", data)
+        self.flush()
 
     def handle(self, pdu: CFDP, rx: str) -> None:
         """One PDU of the transaction: the model's action that takes it."""
@@ -347,14 +365,18 @@ class CfdpSender(_Entity):
         return pdu
 
     def start(self) -> None:
-        # initial transmission while it lasts (a cancel request may end it)
+        # initial transmission while it lasts (a cancel request may end it);
+        # each PDU one step, a request due after it made before the next
         self.SenderTxMetadata()
+        self.flush()
         for seg in range(self.n_seg):
             if self.phase != "data":
                 return
             self.SenderTxFileData(seg)
+            self.flush()
         if self.phase == "data":
             self.SenderTxEof()
+            self.flush()
 
     def cancellable(self) -> bool:
         return self.out == "open" and self.phase in ("data", "eof")
@@ -393,9 +415,9 @@ class CfdpSender(_Entity):
             return
         self.phase = "eof"
         if self.mode == "c1c":
-            self.ctx.arm("check", self.timer_s, self.on_check_timer)
+            self.arm("check", self.on_check_timer)
         else:
-            self.ctx.arm("eof", self.timer_s, self.on_eof_timer)
+            self.arm("eof", self.on_eof_timer)
 
     # -- arrivals -------------------------------------------------------------
 
@@ -410,7 +432,9 @@ class CfdpSender(_Entity):
                 self.note("SenderRxEofAck", rx)
                 self.acked = True
                 self.ctx.stop("eof")
-                self.ctx.arm("inactivity", self.inactivity_s, self.on_inactivity)
+                self.ctx.arm(
+                    "inactivity", self.inactivity_s, lambda: (self.on_inactivity(), self.flush())
+                )
             elif cc != NO_ERROR and self.phase == "cancel":
                 self.note("SenderRxCancelAck", rx)
                 self.acked = True
@@ -472,7 +496,7 @@ class CfdpSender(_Entity):
             # 4.7.1: the EOF again
             self.tx += 1
             self.emit(self.eof(self.cc), "SenderTimeoutEof")
-            self.ctx.arm("eof", self.timer_s, self.on_eof_timer)
+            self.arm("eof", self.on_eof_timer)
         elif self.phase == "cancel":
             # 4.11.2.2.3: a fault while the EOF(cancel) is outstanding abandons
             self.note("SenderFaultAckLimit")
@@ -493,7 +517,7 @@ class CfdpSender(_Entity):
         self.emit(self.eof(cc), action)
         if self.acknowledged:
             self.phase, self.tx, self.acked = "cancel", 1, False
-            self.ctx.arm("eof", self.timer_s, self.on_eof_timer)
+            self.arm("eof", self.on_eof_timer)
         else:
             self.phase = "closed"
             self.end("cancelled")
@@ -566,7 +590,9 @@ class CfdpReceiver(_Entity):
     def handle(self, pdu: CFDP, rx: str) -> None:
         kind = pdu.directive_name
         if self.phase in ("none", "open") and self.eof_cc == "":
-            self.ctx.arm("inactivity", self.inactivity_s, self.on_inactivity)
+            self.ctx.arm(
+                "inactivity", self.inactivity_s, lambda: (self.on_inactivity(), self.flush())
+            )
         if kind is None:
             self.ReceiverRxFileData(pdu, rx)
         elif kind == "metadata":
@@ -649,7 +675,7 @@ class CfdpReceiver(_Entity):
                 if self.acknowledged:
                     self.ReceiverTxNak()
                 else:
-                    self.ctx.arm("check", self.timer_s, self.on_check_timer)
+                    self.arm("check", self.on_check_timer)
         elif cc != NO_ERROR and self.active:
             # 4.6.6: EOF(cancel) ends the transaction, acknowledged in Class 2
             if self.acknowledged:
@@ -670,7 +696,7 @@ class CfdpReceiver(_Entity):
         the NAK timer (4.6.4.7)."""
         self.armed = True
         self.emit(self.nak(self.missing(), self.t.file_len), "ReceiverTxNak")
-        self.ctx.arm("nak", self.timer_s, self.on_nak_timer)
+        self.arm("nak", self.on_nak_timer)
 
     def try_complete(self) -> bool:
         """4.6.1.2: once the EOF is in and the whole file too, the checksum is
@@ -697,7 +723,7 @@ class CfdpReceiver(_Entity):
         else:
             self.fin, self.tx, self.phase = fin, 1, "fin"
             self.emit(fin, "ReceiverTxFinished")
-            self.ctx.arm("fin", self.timer_s, self.on_fin_timer)
+            self.arm("fin", self.on_fin_timer)
         return True
 
     def fault(self, cc: str, action: str) -> None:
@@ -710,7 +736,7 @@ class CfdpReceiver(_Entity):
         if self.acknowledged:
             self.fin, self.tx, self.phase = fin, 1, "fin"
             self.emit(fin, action)
-            self.ctx.arm("fin", self.timer_s, self.on_fin_timer)
+            self.arm("fin", self.on_fin_timer)
         else:
             if self.mode == "c1c" and self.md:
                 self.emit(fin, action)
@@ -725,7 +751,7 @@ class CfdpReceiver(_Entity):
         if self.naks < self.t.nak_limit:
             self.naks += 1
             self.emit(self.nak(self.missing(), self.t.file_len), "ReceiverTimeoutNak")
-            self.ctx.arm("nak", self.timer_s, self.on_nak_timer)
+            self.arm("nak", self.on_nak_timer)
         else:
             self.fault(NAK_LIMIT, "ReceiverFaultNakLimit")
 
@@ -735,7 +761,7 @@ class CfdpReceiver(_Entity):
         if self.tx <= self.t.ack_limit:
             self.tx += 1
             self.emit(self.fin.copy(), "ReceiverTimeoutFinished")
-            self.ctx.arm("fin", self.timer_s, self.on_fin_timer)
+            self.arm("fin", self.on_fin_timer)
         elif self.cc != NO_ERROR:
             # 4.11.2.3.2: a fault while the Finished(cancel) is outstanding
             self.note("ReceiverFaultAckLimit")

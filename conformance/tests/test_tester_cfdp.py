@@ -175,3 +175,27 @@ def test_request_the_model_has_no_action_for_is_not_made(tmp_path: Path) -> None
     req = out["sender"]["requests"][0]
     assert req["made"] is False and "SenderTxPrompt is not enabled" in req["detail"]
     assert out["sender"]["outcome"] == "completed"
+
+
+def test_prompt_after_the_eof_is_answered_by_a_nak(tmp_path: Path) -> None:
+    after = {"direction": "forward", "match": {"directive": "eof"}}
+    scn = scenario(requests=[{"entity": "sender", "request": "prompt_nak", "after": after}])
+
+    def drop(data: bytes) -> bool:  # the middle segment, once
+        pdu = parse(data)
+        gone = (
+            pdu.directive_name is None
+            and pdu.offset == 1000
+            and not tmp_path.joinpath("x").exists()
+        )
+        if gone:
+            tmp_path.joinpath("x").touch()
+        return gone
+
+    out = exchange(tmp_path, scn, drop_fwd=drop)
+    sent = actions(tmp_path, "sender")
+    # the Prompt is a step of its own, after the EOF's (CFDP.tla SenderTxPrompt)
+    assert sent.index("SenderTxPrompt") == sent.index("SenderTxEof") + 1
+    assert out["sender"]["requests"][0]["made"] is True
+    assert "ReceiverRxPrompt" in actions(tmp_path, "receiver")
+    assert out["receiver"]["outcome"] == "completed" and out["receiver"]["payload_ok"] is True
