@@ -224,6 +224,24 @@ def _no_unprompted_keep_alive(units: Mapping[int, Record], events: Sequence[Wire
                 )
 
 
+def _no_finished_after_cancel_eof(units: Mapping[int, Record], events: Sequence[WireEvent]) -> None:
+    """The model's receiver answers the sender's EOF(cancel) with its ACK
+    only (4.6.6, as CFDP.tla reads it); cfdp-rs also sends a Finished. The
+    book's text on that cannot be read here, so such a trace is not judged
+    until it is settled (a reading, or a finding)."""
+    acked = False  # the receiver acknowledged an EOF (cancel): the model's answer is given
+    for e in events:
+        u = units.get(e.record, _NONE)
+        if e.kind == "send" and u["k"] == "ACK" and u["of"] == "EOF" and u["cc"] != "NoError":
+            acked = True
+        elif acked and e.kind == "send" and u["k"] == "FIN":
+            raise Unrepresentable(
+                "the receiver sends a Finished after the sender's EOF (cancel) reached it; the "
+                "model answers that EOF with its ACK only, and whether 727.0-B-5 allows the "
+                "Finished too is not settled here"
+            )
+
+
 def describe_pdu(pdu: Mapping[str, Any]) -> str:
     """A model PDU in words (generators.cfdp.describe_pdu, imported late:
     that module imports this one)."""
@@ -267,6 +285,7 @@ def trace_model(
                 )
     _no_discarded_data(units, events)
     _no_unprompted_keep_alive(units, events)
+    _no_finished_after_cancel_eof(units, events)
     corrupt = sum(1 for v in arrived.values() if v is not None)
     losses = sum(1 for e in events if e.kind == "lose") + sum(
         1 for v in arrived.values() if v is None
