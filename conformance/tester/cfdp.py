@@ -309,7 +309,32 @@ class _Entity(Role):
         else:
             self.fault(CHECK_LIMIT, f"{who}FaultCheckLimit")
 
+    def ack_timer(self, name: str, again: CFDP, *, cancelling: bool) -> None:
+        """The positive-ACK timer of the outstanding EOF ("eof") or Finished
+        ("fin") expires (4.7.1): ``again`` goes out below the limit; at it,
+        a fault, unless the PDU outstanding is itself a notice of
+        cancellation, which then abandons (4.11.2.2.3 at the sender,
+        4.11.2.3.2 at the receiver)."""
+        who = self.name.capitalize()
+        if self.tx <= self.t.ack_limit:
+            self.tx += 1
+            self.emit(again, f"{who}Timeout{'Eof' if name == 'eof' else 'Finished'}")
+            self.arm(name, self.on_eof_timer if name == "eof" else self.on_fin_timer)
+        elif cancelling:
+            self.note(f"{who}FaultAckLimit")
+            self.end("abandoned")
+        else:
+            self.fault(ACK_LIMIT, f"{who}FaultAckLimit")
+
+    def on_eof_timer(self) -> None:
+        raise NotImplementedError
+
+    def on_fin_timer(self) -> None:
+        raise NotImplementedError
+
     def end(self, out: str, cc: str | None = None) -> None:
+        """The transaction is over here: its outcome, its condition."""
+        self.phase = "closed"
         self.out = out
         if cc is not None:
             self.cc = cc
@@ -389,7 +414,7 @@ class CfdpSender(_Entity):
 
     # -- initial transmission -------------------------------------------------
 
-    def SenderTxMetadata(self, action: str = "SenderTxMetadata", rx: str = "") -> None:
+    def SenderTxMetadata(self, action: str = "SenderTxMetadata") -> None:
         md = CFDPMetadata(
             closure_requested=int(self.mode == "c1c"),
             checksum_type=CHECKSUM_IDS[self.t.checksum_type],
@@ -397,11 +422,11 @@ class CfdpSender(_Entity):
             source_file_name=b"dtnc-source.bin",
             dest_file_name=b"dtnc-received.bin",
         )
-        self.emit(md, action, rx)
+        self.emit(md, action)
 
-    def SenderTxFileData(self, seg: int, action: str = "SenderTxFileData", rx: str = "") -> None:
+    def SenderTxFileData(self, seg: int, action: str = "SenderTxFileData") -> None:
         lo, hi = self.span(seg)
-        self.emit(CFDPFileData(offset=lo, data=self.file[lo:hi]), action, rx)
+        self.emit(CFDPFileData(offset=lo, data=self.file[lo:hi]), action)
 
     def SenderTxEof(self) -> None:
         """EOF(no error); Class 1 ends here; with closure the check timer
@@ -410,7 +435,6 @@ class CfdpSender(_Entity):
         self.tx = 1
         self.emit(self.eof(NO_ERROR), "SenderTxEof")
         if self.mode == "c1":
-            self.phase = "closed"
             self.end("completed")
             return
         self.phase = "eof"
@@ -438,7 +462,6 @@ class CfdpSender(_Entity):
             elif cc != NO_ERROR and self.phase == "cancel":
                 self.note("SenderRxCancelAck", rx)
                 self.acked = True
-                self.phase = "closed"
                 self.end("cancelled")
             else:
                 self.note("SenderRxRedundantPdu", rx)
@@ -482,7 +505,6 @@ class CfdpSender(_Entity):
         else:
             self.note("SenderRxFinished", rx)
         cancelling = self.phase == "cancel"
-        self.phase = "closed"
         self.acked = True
         if cancelling:
             self.end("cancelled")
@@ -492,18 +514,7 @@ class CfdpSender(_Entity):
     # -- timers ---------------------------------------------------------------
 
     def on_eof_timer(self) -> None:
-        if self.tx <= self.t.ack_limit:
-            # 4.7.1: the EOF again
-            self.tx += 1
-            self.emit(self.eof(self.cc), "SenderTimeoutEof")
-            self.arm("eof", self.on_eof_timer)
-        elif self.phase == "cancel":
-            # 4.11.2.2.3: a fault while the EOF(cancel) is outstanding abandons
-            self.note("SenderFaultAckLimit")
-            self.phase = "closed"
-            self.end("abandoned")
-        else:
-            self.fault(ACK_LIMIT, "SenderFaultAckLimit")
+        self.ack_timer("eof", self.eof(self.cc), cancelling=self.phase == "cancel")
 
     def on_inactivity(self) -> None:
         if self.out == "open" and self.phase == "eof" and self.acked:
@@ -519,7 +530,6 @@ class CfdpSender(_Entity):
             self.phase, self.tx, self.acked = "cancel", 1, False
             self.arm("eof", self.on_eof_timer)
         else:
-            self.phase = "closed"
             self.end("cancelled")
 
     def result(self) -> dict[str, Any]:
@@ -606,7 +616,6 @@ class CfdpReceiver(_Entity):
             self.on_eof(pdu, rx)
         elif kind == "ack" and pdu.ack_of == 5 and self.active and self.phase == "fin":
             self.note("ReceiverRxFinishedAck", rx)
-            self.phase = "closed"
             self.end("completed" if self.cc == NO_ERROR else "cancelled")
         elif kind == "prompt" and self.acknowledged and self.phase in ("none", "open"):
             self.phase = "open"
@@ -683,7 +692,6 @@ class CfdpReceiver(_Entity):
             else:
                 self.note("ReceiverRxCancelEof", rx)
             self.eof_cc = cc
-            self.phase = "closed"
             self.end("cancelled", cc)
         elif self.acknowledged:
             # 4.7.2: acknowledged again (reading 2's default: the ACK only)
@@ -714,11 +722,9 @@ class CfdpReceiver(_Entity):
         fin = CFDPFinished(condition=NO_ERROR, delivery_code="data_complete")
         if self.mode == "c1":
             self.note("ReceiverTxFinished")
-            self.phase = "closed"
             self.end("completed", NO_ERROR)
         elif self.mode == "c1c":
             self.emit(fin, "ReceiverTxFinished")
-            self.phase = "closed"
             self.end("completed", NO_ERROR)
         else:
             self.fin, self.tx, self.phase = fin, 1, "fin"
@@ -742,7 +748,6 @@ class CfdpReceiver(_Entity):
                 self.emit(fin, action)
             else:
                 self.note(action)
-            self.phase = "closed"
             self.end("cancelled", cc)
 
     def on_nak_timer(self) -> None:
@@ -756,19 +761,8 @@ class CfdpReceiver(_Entity):
             self.fault(NAK_LIMIT, "ReceiverFaultNakLimit")
 
     def on_fin_timer(self) -> None:
-        if self.phase != "fin" or self.fin is None:
-            return
-        if self.tx <= self.t.ack_limit:
-            self.tx += 1
-            self.emit(self.fin.copy(), "ReceiverTimeoutFinished")
-            self.arm("fin", self.on_fin_timer)
-        elif self.cc != NO_ERROR:
-            # 4.11.2.3.2: a fault while the Finished(cancel) is outstanding
-            self.note("ReceiverFaultAckLimit")
-            self.phase = "closed"
-            self.end("abandoned")
-        else:
-            self.fault(ACK_LIMIT, "ReceiverFaultAckLimit")
+        if self.phase == "fin" and self.fin is not None:
+            self.ack_timer("fin", self.fin.copy(), cancelling=self.cc != NO_ERROR)
 
     def checking(self) -> bool:
         return self.phase == "open" and not self.has_file()
