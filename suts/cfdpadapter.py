@@ -90,6 +90,10 @@ class CfdpAdapter(SutAdapter):
 
     protocol = "cfdp"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._workdirs: list[str] = []  # the roles' folders of the run under way
+
     def prefix(self) -> list[str]:
         """The harness command before its role (``send``/``recv``)."""
         raise NotImplementedError
@@ -99,12 +103,6 @@ class CfdpAdapter(SutAdapter):
         workdir = tempfile.mkdtemp(prefix=f"dtnc-{self.name}-{role}-")
         self._workdirs.append(workdir)
         return cfdp_argv(self.prefix(), scn, ep, role, workdir)
-
-    @property
-    def _workdirs(self) -> list[str]:
-        if not hasattr(self, "_made"):
-            self._made: list[str] = []
-        return self._made
 
     def cleanup(self) -> None:
         """The roles' folders (the delivered file, Yamcs's configuration and
