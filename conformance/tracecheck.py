@@ -86,6 +86,9 @@ class TraceModel:
     arrived: Mapping[int, Any] = field(default_factory=dict)
     # a unit in words, for a rejection's message (default: its "type")
     describe: Callable[[Mapping[str, Any]], str] | None = None
+    # actor -> the longest its user may hold it suspended, in microseconds:
+    # its reaction window is that much longer (TraceCore's Hold)
+    hold_us: Mapping[str, int] = field(default_factory=dict)
 
 
 def _frames(pcap: Path, port: int) -> list[Datagram]:
@@ -346,9 +349,10 @@ def _data_module(
     actions: Sequence[str],
     blank: Any,
     purging: Sequence[str] = (),
+    hold_us: Mapping[str, int] | None = None,
 ) -> str:
     """The TLA+ module of the trace (TraceCore's Units, LineKinds,
-    TraceKind, TraceUnit, TraceTime, Window, SendsLeft) and the diagnosis
+    TraceKind, TraceUnit, TraceTime, Window, Hold, SendsLeft) and the diagnosis
     constants, but for the two that change from one TLC pass to the next
     (DiagLine, Eager: _Session.data) and the module's end.
 
@@ -396,6 +400,9 @@ def _data_module(
             f"TraceUnit == <<{', '.join(row_units)}>>",
             f"TraceTime == <<{', '.join(row_times)}>>",
             f"Window == {window_us}",
+            "Hold == ["
+            + ", ".join(f"{a} |-> {int((hold_us or {}).get(a, 0))}" for a in ("sender", "receiver"))
+            + "]",
             f"SendsLeft == <<{sends_left}>>",
             f"ActionNames == {{{names}}}",
             "Purging == {" + ", ".join(f'"{a}"' for a in purging) + "}",
@@ -470,11 +477,11 @@ def _pend(d: Any) -> Mapping[Any, Any]:
     return d[2] if isinstance(d[2], Mapping) else {}
 
 
-def _owed(d: Any, t: int, window_us: int) -> int:
+def _owed(d: Any, t: int, window_us: int, hold_us: Mapping[str, int]) -> int:
     """Overdue answers in diagnosis state ``d`` at time ``t``: arrivals left
-    unprocessed past the window, emissions due before ``t``."""
+    unprocessed past the actor's window, emissions due before ``t``."""
     inq, pend = d[1], _pend(d)
-    late = sum(1 for q in inq.values() if q and q[0]["t"] + window_us < t)
+    late = sum(1 for who, q in inq.items() if q and q[0]["t"] + window_us + hold_us.get(who, 0) < t)
     return late + sum(1 for dues in pend.values() for x in dues if x < t)
 
 
@@ -525,8 +532,9 @@ def _diagnose(
     # where another processed it in time says nothing about who deviated.
     # Of those, the ones that processed the most arrivals: in one that left
     # an arrival waiting, the actor's answer to it is still to come.
-    fewest = min((_owed(x, t, window_us) for x in diag), default=0)
-    diag = [d for d in diag if _owed(d, t, window_us) == fewest]
+    hold = tm.hold_us
+    fewest = min((_owed(x, t, window_us, hold) for x in diag), default=0)
+    diag = [d for d in diag if _owed(d, t, window_us, hold) == fewest]
     least = min((_queued(x) for x in diag), default=0)
     diag = [d for d in diag if _queued(d) == least]
     enabled: list[str] = sorted({a for d in diag for a in d[0]})
@@ -535,10 +543,11 @@ def _diagnose(
     for d in diag:
         en, inq, pend, last, answers = d[0], d[1], _pend(d), d[3], d[4]
         for who, queue in inq.items():
-            if queue and queue[0]["t"] + window_us < t:
+            mine = window_us + hold.get(who, 0)
+            if queue and queue[0]["t"] + mine < t:
                 overdue.append(
                     f"the {who} had not answered the {describe(queue[0]['seg'])} that "
-                    f"reached it at {_ms(queue[0]['t'])} within {_ms(window_us)} in any way the "
+                    f"reached it at {_ms(queue[0]['t'])} within {_ms(mine)} in any way the "
                     "rest of the trace shows"
                 )
                 # the model's answers to that arrival, else what the actor could do
@@ -649,7 +658,13 @@ class _Session:
     def _body(self) -> str:
         # written once: a long trace's text is the same in every pass
         return _data_module(
-            self.lines, self.units, self.window_us, self.tm.actions, self.blank, self.tm.purging
+            self.lines,
+            self.units,
+            self.window_us,
+            self.tm.actions,
+            self.blank,
+            self.tm.purging,
+            self.tm.hold_us,
         )
 
     def data(self, diag: int, eager: bool) -> str:

@@ -250,6 +250,25 @@ def describe_pdu(pdu: Mapping[str, Any]) -> str:
     return words(pdu)
 
 
+# What an entity's harness adds to a suspension's length: the request is
+# made once the harness has seen its trigger, and the resume once its timer
+# has run (Yamcs's pause and resume are HTTP calls).
+SUSPEND_MARGIN_MS = 250.0
+
+
+def suspension_us(t: CfdpTransfer) -> dict[str, int]:
+    """Entity -> the longest its user's suspend requests may hold it, in
+    microseconds: while suspended it processes nothing and sends nothing
+    (the model's Sender/ReceiverSuspendTransaction), so what reaches it then
+    is answered up to that much later than the reaction window allows."""
+    out: dict[str, int] = {}
+    for r in t.requests:
+        if r.request == "suspend":
+            extra = r.resume_after_ms + SUSPEND_MARGIN_MS
+            out[r.entity] = out.get(r.entity, 0) + int(extra * 1000)
+    return out
+
+
 def trace_model(
     scn: Scenario,
     records: Sequence[SegmentRecord],
@@ -260,13 +279,6 @@ def trace_model(
     each record's number in the run), and the TLC constants."""
     t = scn.params
     assert isinstance(t, CfdpTransfer)
-    if any(r.request == "suspend" for r in t.requests):
-        # TraceCore's reaction window holds at every moment; a suspended
-        # entity leaves what reaches it waiting until it resumes
-        raise Unrepresentable(
-            "a suspend request: the suspended entity leaves the PDUs that reach it unanswered "
-            "past the reaction window, which the trace model does not time yet"
-        )
     grid = _Grid(t)
     units: dict[int, Record] = {}
     arrived: dict[int, Record | None] = {}
@@ -300,6 +312,7 @@ def trace_model(
         actions=model_actions(SPEC, NEXT_BLOCKS),
         sections=action_sections(),
         describe=describe_pdu,
+        hold_us=suspension_us(t),
         overrides={"Arrivals": "TraceArrivals", "Losable": "TraceLosable", "KaPdu": "TraceKaPdu"},
         # the actions that cancel or abandon the transaction (a user's
         # request, a fault, the sender's notice of cancellation reaching the

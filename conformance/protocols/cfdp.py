@@ -4,8 +4,8 @@ and its generator (model checking, specs/cfdp/CFDP.tla, and the scenario
 catalogue with its outcome sets, generators/cfdpcat.py; trace validation,
 generators/cfdptrace.py).
 
-The model-driven tester plays either entity (conformance/tester/cfdp.py);
-it does not play users' requests yet.
+The model-driven tester plays either entity (conformance/tester/cfdp.py),
+with the users' cancel, suspend and Prompt requests.
 The TLA+ action names in the rules are those of specs/cfdp/CFDP.tla; the
 section numbers are those the implementations' sources cite for
 727.0-B-5 (specs/cfdp/README.md), the book not being reachable here.

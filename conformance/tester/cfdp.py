@@ -21,6 +21,11 @@ cut into File Data PDUs of ``segment_size`` octets from offset 0. Entity 1
 sends, entity 2 receives (``suts.base.ENGINES``); the transaction sequence
 number is drawn afresh for every run (Yamcs ignores a reused one).
 
+A user's suspend request stops the entity where it is: it sends nothing, its
+timers stand still, and the PDUs that reach it wait, as the model leaves them
+in the channel, until the resume request ``resume_after_ms`` later; then the
+timers run on with the time they had left.
+
 What the tester cannot play is refused before the run with
 :class:`~conformance.tester.core.CannotPlay`, naming the field (:func:`check`).
 """
@@ -31,7 +36,7 @@ import random
 import time
 import zlib
 from collections.abc import Callable
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 from conformance import wire
@@ -110,13 +115,6 @@ def check(scn: Scenario, role: str) -> None:
     """Raise CannotPlay, naming the field, for what the tester cannot play."""
     t = scn.params
     assert isinstance(t, CfdpTransfer)
-    for i, r in enumerate(t.requests):
-        if r.request == "suspend" and r.entity == role:
-            raise CannotPlay(
-                f"params.requests[{i}]: the CFDP tester does not play a suspend request yet "
-                "(cancel and the Prompts it does); let the implementation be the "
-                f"{role}, or run the scenario with both sides live"
-            )
     if scn.probes:
         raise CannotPlay("probes: the CFDP tester sends no robustness probes yet")
     if t.file_len == 0:
@@ -174,6 +172,11 @@ class _Entity(Role):
             if r.entity == self.name
         ]  # fmt: skip
         self.due: list[Request] = []
+        # a user's suspension: the timers it stopped, the PDUs that reached
+        # the entity meanwhile (the model leaves them in the channel)
+        self.suspended = False
+        self.paused: dict[str, tuple[float, Callable[[], None]]] = {}
+        self.held: list[bytes] = []
 
     @property
     def acknowledged(self) -> bool:
@@ -233,20 +236,58 @@ class _Entity(Role):
 
     def make(self, req: Request) -> None:
         """A user's request, as the model's action for it, or not made where
-        the model has none enabled (the judge: request-unmade)."""
+        the model has none enabled (the judge: request-unmade). A suspended
+        entity takes no step but its resumption (the model's SActive, RActive)."""
         who = self.name.capitalize()
-        if req.kind == "cancel" and self.cancellable():
+        able = not self.suspended and self.out == "open"
+        if req.kind == "cancel" and able and self.cancellable():
             req.made, req.made_at = True, time.monotonic() - self.started
             self.fault(CANCEL, f"{who}CancelTransaction")
-        elif req.kind.startswith("prompt") and self.promptable():
+        elif req.kind.startswith("prompt") and able and self.promptable():
             req.made, req.made_at = True, time.monotonic() - self.started
             response = "nak" if req.kind == "prompt_nak" else "keep_alive"
             self.emit(CFDPPrompt(response_required=response), "SenderTxPrompt")
+        elif req.kind == "suspend" and able and self.suspendable():
+            req.made, req.made_at = True, time.monotonic() - self.started
+            self.suspend(req.resume_after_ms / 1000)
         else:
-            req.not_made(
-                f"the model's {who}{'CancelTransaction' if req.kind == 'cancel' else 'TxPrompt'} "
-                f"is not enabled there (the transaction is {self.out}, phase {self.state()})"
+            action = {"cancel": "CancelTransaction", "suspend": "SuspendTransaction"}.get(
+                req.kind, "TxPrompt"
             )
+            req.not_made(
+                f"the model's {who}{action} is not enabled there (the transaction is "
+                f"{self.out}{', suspended' if self.suspended else ''}, phase {self.state()})"
+            )
+
+    def suspend(self, resume_s: float) -> None:
+        """The user's suspend request (Sender/ReceiverSuspendTransaction):
+        the entity stops sending, its timers stand still, and what reaches
+        it waits; the resume request comes ``resume_s`` later."""
+        who = self.name.capitalize()
+        self.note(f"{who}SuspendTransaction")
+        self.suspended = True
+        self.paused = self.ctx.pause()
+        self.ctx.arm("resume", resume_s, self.resume)
+
+    def resume(self) -> None:
+        """Sender/ReceiverResumeTransaction: the timers run on with the time
+        they had left, the PDUs that waited are taken in order, and the
+        sender's initial transmission goes on."""
+        self.note(f"{self.name.capitalize()}ResumeTransaction")
+        self.suspended = False
+        self.ctx.resume(self.paused)
+        self.paused = {}
+        self.flush()
+        while self.held and not self.suspended:
+            self.on_datagram(self.held.pop(0))
+        if not self.suspended:
+            self.proceed()
+
+    def proceed(self) -> None:
+        """What the entity does of its own accord once resumed."""
+
+    def suspendable(self) -> bool:
+        return False
 
     def cancellable(self) -> bool:
         return False
@@ -343,6 +384,10 @@ class _Entity(Role):
         self.close()
 
     def on_datagram(self, data: bytes) -> None:
+        if self.suspended:
+            self.held.append(data)
+            self.ctx.log("HeldWhileSuspended", octets=len(data))
+            return
         pdu = self.decode(data)
         if pdu is None:
             return
@@ -390,17 +435,19 @@ class CfdpSender(_Entity):
         return pdu
 
     def start(self) -> None:
-        # initial transmission while it lasts (a cancel request may end it);
-        # each PDU one step, a request due after it made before the next
-        self.SenderTxMetadata()
-        self.flush()
-        for seg in range(self.n_seg):
-            if self.phase != "data":
-                return
-            self.SenderTxFileData(seg)
-            self.flush()
-        if self.phase == "data":
-            self.SenderTxEof()
+        self.steps: list[Callable[[], None]] = [
+            self.SenderTxMetadata,
+            *(partial(self.SenderTxFileData, seg) for seg in range(self.n_seg)),
+            self.SenderTxEof,
+        ]
+        self.proceed()
+
+    def proceed(self) -> None:
+        """The initial transmission while it lasts (a cancel request may end
+        it, a suspend request pause it): each PDU one step, a request due
+        after it made before the next."""
+        while self.steps and self.phase == "data" and not self.suspended:
+            self.steps.pop(0)()
             self.flush()
 
     def cancellable(self) -> bool:
@@ -408,6 +455,9 @@ class CfdpSender(_Entity):
 
     def promptable(self) -> bool:
         return self.out == "open" and self.acknowledged and self.phase == "eof"
+
+    def suspendable(self) -> bool:
+        return self.phase in ("data", "eof", "cancel")  # SenderSuspendTransaction
 
     def state(self) -> str:
         return self.phase
@@ -571,6 +621,9 @@ class CfdpReceiver(_Entity):
 
     def cancellable(self) -> bool:
         return self.phase == "open"
+
+    def suspendable(self) -> bool:
+        return self.phase in ("open", "fin")  # ReceiverSuspendTransaction
 
     def state(self) -> str:
         return self.phase

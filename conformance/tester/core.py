@@ -102,6 +102,20 @@ class Context:
     def armed(self) -> list[str]:
         return sorted(self._by_name)
 
+    def pause(self) -> dict[str, tuple[float, Callable[[], None]]]:
+        """Stop every timer, returning each one's time left and action, for
+        :meth:`resume` (a suspended role's timers stand still)."""
+        now = time.monotonic()
+        saved = {n: (max(0.0, t.due - now), t.fire) for n, t in self._by_name.items()}
+        for name in saved:
+            self.stop(name)
+        return saved
+
+    def resume(self, saved: dict[str, tuple[float, Callable[[], None]]]) -> None:
+        """Restart the timers :meth:`pause` stopped, with the time they had left."""
+        for name, (left, fire) in saved.items():
+            self.arm(name, left, fire)
+
     def _next_due(self) -> float | None:
         while self._timers and not self._timers[0].live:
             heapq.heappop(self._timers)

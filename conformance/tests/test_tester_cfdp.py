@@ -44,13 +44,12 @@ def test_checksums_match_known_values() -> None:
     assert cfdp.file_checksum("null", b"anything") == 0
 
 
-def test_refuses_suspend_naming_the_field() -> None:
-    after = {"direction": "forward", "match": {"directive": "eof"}}
-    scn = scenario(requests=[{"entity": "sender", "request": "cancel", "after": after},
-                             {"entity": "receiver", "request": "suspend", "after": after}])  # fmt: skip
-    cfdp.check(scn, "sender")  # a cancel it plays; the suspend is the SUT's
-    with pytest.raises(CannotPlay, match=r"^params\.requests\[1\]: .*suspend"):
-        cfdp.check(scn, "receiver")
+def test_refuses_an_empty_file_naming_the_field() -> None:
+    scn = scenario()
+    cfdp.check(scn, "sender")
+    empty = scn.model_copy(update={"params": scn.params.model_copy(update={"file_len": 0})})
+    with pytest.raises(CannotPlay, match=r"^params\.file_len: "):
+        cfdp.check(empty, "receiver")
 
 
 class _Lossy(Context):
@@ -199,3 +198,50 @@ def test_prompt_after_the_eof_is_answered_by_a_nak(tmp_path: Path) -> None:
     assert out["sender"]["requests"][0]["made"] is True
     assert "ReceiverRxPrompt" in actions(tmp_path, "receiver")
     assert out["receiver"]["outcome"] == "completed" and out["receiver"]["payload_ok"] is True
+
+
+def test_suspended_sender_pauses_and_resumes_its_transmission(tmp_path: Path) -> None:
+    after = {"direction": "forward", "match": {"directive": "metadata"}}
+    scn = scenario(requests=[{"entity": "sender", "request": "suspend", "after": after,
+                              "resume_after_ms": 400}])  # fmt: skip
+    out = exchange(tmp_path, scn)
+    assert actions(tmp_path, "sender") == [
+        "SenderTxMetadata", "SenderSuspendTransaction", "SenderResumeTransaction",
+        *["SenderTxFileData"] * 3, "SenderTxEof", "SenderRxEofAck", "SenderRxFinished",
+    ]  # fmt: skip
+    log = [json.loads(x) for x in (tmp_path / "sender.jsonl").read_text().splitlines()]
+    at = {x["action"]: x["t"] for x in log}
+    assert at["SenderResumeTransaction"] - at["SenderSuspendTransaction"] >= 0.4
+    assert out["sender"]["requests"][0]["made"] is True
+    assert out["sender"]["outcome"] == out["receiver"]["outcome"] == "completed"
+    assert out["receiver"]["payload_ok"] is True
+
+
+def test_suspended_receiver_holds_what_reaches_it_and_its_timers(tmp_path: Path) -> None:
+    # suspended after the first File Data: the rest of the file and the EOF
+    # wait; the sender's EOF timer (0.3 s) expires meanwhile and resends it,
+    # and the receiver's answers come only after its resumption
+    after = {"direction": "forward", "match": {"pdu_type": "file_data", "offset": 0}}
+    scn = scenario(requests=[{"entity": "receiver", "request": "suspend", "after": after,
+                              "resume_after_ms": 500}])  # fmt: skip
+    out = exchange(tmp_path, scn)
+    got = actions(tmp_path, "receiver")
+    i, j = got.index("ReceiverSuspendTransaction"), got.index("ReceiverResumeTransaction")
+    assert got[:i] == ["ReceiverRxMetadata", "ReceiverRxFileData"]
+    assert set(got[i + 1 : j]) == {"HeldWhileSuspended"}
+    assert got[j + 1 : j + 4] == ["ReceiverRxFileData", "ReceiverRxFileData", "ReceiverRxEof"]
+    assert "SenderTimeoutEof" in actions(tmp_path, "sender")
+    assert out["receiver"]["requests"][0]["made"] is True
+    assert out["sender"]["outcome"] == out["receiver"]["outcome"] == "completed"
+    assert out["receiver"]["payload_ok"] is True
+
+
+def test_suspend_where_the_model_has_none_is_not_made(tmp_path: Path) -> None:
+    # the receiver's first PDU: ReceiverSuspendTransaction needs an open
+    # transaction, which a Class 1 receiver without closure ends at its EOF
+    after = {"direction": "forward", "match": {"directive": "eof"}}
+    scn = scenario(mode="class1", requests=[{"entity": "receiver", "request": "suspend",
+                                              "after": after}])  # fmt: skip
+    out = exchange(tmp_path, scn)
+    req = out["receiver"]["requests"][0]
+    assert req["made"] is False and "ReceiverSuspendTransaction is not enabled" in req["detail"]

@@ -233,3 +233,24 @@ def test_unprompted_keep_alive_is_unchecked(tmp_path: Path) -> None:
     tc = w.check(tmp_path, scenario())
     assert tc.status == "unchecked"
     assert "Keep Alive no Prompt" in tc.message
+
+
+@pytest.mark.parametrize("suspended", [False, True])
+def test_suspended_receiver_answers_after_its_resumption(tmp_path: Path, suspended: bool) -> None:
+    """A receiver whose user suspends it after the first File Data for 600 ms
+    answers the EOF only once resumed: within its reaction window and the
+    suspension's span (TraceCore's Hold), not within the window alone."""
+    w = Wire()
+    data_sent(w)
+    w.pdu(0.650, "return", ack("eof"))
+    closed(w, 0.651)
+    after = {"direction": "forward", "match": {"pdu_type": "file_data", "offset": 0}}
+    asks = [{"entity": "receiver", "request": "suspend", "after": after,
+             "resume_after_ms": 600}] if suspended else []  # fmt: skip
+    tc = w.check(tmp_path, scenario(requests=asks), readings=[""])
+    if suspended:
+        assert tc.status == "accepted", tc.message
+    else:
+        assert tc.status == "rejected"
+        # the answer was due within the 250 ms window of the EOF's arrival
+        assert "receiver had to send a ACK(EOF) t1 NoError by 255.0 ms" in tc.message

@@ -35,7 +35,9 @@
 (*     arrival + Window (a timer's emission has no deadline: timers expire *)
 (*     at any time in a trace model).  Window (microseconds) is below the  *)
 (*     scenario's smallest retransmission timer, so that a late reply is   *)
-(*     not mistaken for a timer's.                                         *)
+(*     not mistaken for a timer's.  An actor whose user may suspend it     *)
+(*     (CFDP's suspend request) has Hold[a] more: the longest it may sit   *)
+(*     suspended, its arrivals unprocessed and its answers unsent.         *)
 (* Eager (a first, cheaper pass): every arrival is processed as it        *)
 (* arrives, and a timer's emission happens as the line that sends it.  Its *)
 (* behaviours are some of those above, so a trace it                      *)
@@ -54,6 +56,7 @@
 (*            microseconds (compact: a long trace's cost is mostly SANY    *)
 (*            parsing it); LineAt(i) is line i whole                       *)
 (*   Window   the reaction window, in microseconds                         *)
+(*   Hold     actor -> the microseconds its user may hold it suspended     *)
 (*   SendsLeft  SendsLeft[i] is the number of "send" lines from line i on   *)
 (*   Eager    the cheaper first pass (above)?                              *)
 (*   Purging  the model's actions that cancel a session, whose queued      *)
@@ -89,6 +92,9 @@ RxActor(d) == IF d = "forward" THEN "receiver" ELSE "sender"
 \* any time in the trace model), TLC's largest integer.
 Never == 2147483647
 
+\* An actor's reaction window: Window, and its suspension's length.
+WindowOf(a) == Window + Hold[a]
+
 Waiting(k) == IF k \in DOMAIN pend THEN Len(pend[k]) ELSE 0
 
 \* Emissions not yet on the wire, all units together.
@@ -110,7 +116,7 @@ EmitAll(p, d, tx, due) ==
 \* Nothing overdue at time t (see the reaction window above).  (IF, not \/:
 \* inside an action TLC explores each disjunct as a branch of its own.)
 Timely(t) ==
-    /\ \A a \in Actors : IF inq[a] = <<>> THEN TRUE ELSE Head(inq[a]).t + Window >= t
+    /\ \A a \in Actors : IF inq[a] = <<>> THEN TRUE ELSE Head(inq[a]).t + WindowOf(a) >= t
     /\ \A k \in DOMAIN pend : \A i \in DOMAIN pend[k] : pend[k][i] >= t
 
 \* The number of lines.
@@ -172,14 +178,14 @@ ModelStep(e) ==
                /\ \A x \in Actors : inq[x] = <<>>
                /\ Timely(L.t)
                /\ l' = l + 1
-               /\ pend' = EmitAll(q, d, e.tx, L.t + Window)
+               /\ pend' = EmitAll(q, d, e.tx, L.t + WindowOf(a))
                /\ UNCHANGED inq
             [] e.rx # <<>> ->
                \* the oldest unit that arrived and is not processed yet
                /\ inq[a] # <<>>
                /\ Head(inq[a]).seg = e.rx[1]
                /\ inq' = [inq EXCEPT ![a] = Tail(@)]
-               /\ pend' = EmitAll(q, d, e.tx, Head(inq[a]).t + Window)
+               /\ pend' = EmitAll(q, d, e.tx, Head(inq[a]).t + WindowOf(a))
                /\ l' = l
             [] e.tx # <<>> /\ Eager ->
                \* a timer's emission, as the "send" line that shows it is taken
