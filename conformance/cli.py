@@ -19,12 +19,20 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from conformance.errors import DtncError, InputError, ToolMissing
@@ -933,6 +941,7 @@ def cmd_install_dissectors(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    import conformance.campaign.plan  # noqa: F401  (registers campaign-plan)
     from conformance.types import SCHEMAS, json_schema
 
     names = [args.name] if args.name else list(SCHEMAS)
@@ -950,6 +959,88 @@ def cmd_schema(args: argparse.Namespace) -> int:
         for name in names:
             print(json.dumps(json_schema(name), indent=2))
     return 0
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    from conformance import netns
+    from conformance.campaign import engine, plan, report
+    from conformance.campaign.store import Store
+
+    p = plan.load(Path(args.plan))
+    lanes = args.lanes
+    cores = os.cpu_count() or 1
+    if lanes < 1 or lanes > cores:
+        raise InputError(f"--lanes {lanes}: between 1 and the {cores} cores here")
+    netns.require_root()
+    if args.resume:
+        if not args.out:
+            raise InputError("--resume: name the campaign's folder with --out DIR")
+        out = Path(args.out)
+        st, cut = Store.reopen(out / "campaign.sqlite", p)
+        counts = st.counts()
+        console.print(
+            f"resuming {out}: {counts.get('done', 0)} runs done, {counts.get('pending', 0)} to "
+            f"go ({cut} cut short before, redone)"
+        )
+    else:
+        out = Path(args.out) if args.out else _run_dir(None, f"campaign-{p.name}")
+        if (out / "campaign.sqlite").exists():
+            raise InputError(
+                f"{out}: a campaign is there already; --resume goes on with it, or choose "
+                "another --out"
+            )
+        _check_out(out, force=args.force)
+        with _progress() as prog:
+            task = prog.add_task(f"campaign {p.name}: preparing", total=None, info="")
+            st = engine.create(
+                p, out, real_time=args.real_time, say=lambda m: prog.update(task, info=m)
+            )
+        console.print(f"campaign {p.name} in {out}: {plan.describe([r.spec for r in st.rows()])}")
+    total = len(st.rows())
+    done0 = st.counts().get("done", 0)
+    eta0 = engine.Eta(lanes)
+    for r in st.rows("done"):
+        eta0.learn(r)
+    first = eta0.left(st.rows("pending"))
+    if not st.get("eta_first"):
+        st.put("eta_first", json.dumps([time.time(), first]))
+    cols = (
+        SpinnerColumn(),
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("ETA {task.fields[eta]}"),
+        TextColumn("{task.fields[info]}"),
+    )
+    try:
+        with Progress(*cols, console=err_console, transient=True) as prog:
+            task = prog.add_task(
+                f"campaign {p.name}", total=total, completed=done0, eta=_hms(first), info=""
+            )
+
+            def tick(done: int, _total: int, left: float, last: str) -> None:
+                prog.update(task, completed=done, eta=_hms(left), info=last[:60])
+
+            engine.run(st, out, lanes=lanes, on_progress=tick)
+    except KeyboardInterrupt:
+        report.write(st, out)
+        err_console.print(
+            f"interrupted: the runs done are kept; go on with "
+            f"`dtnconform campaign {args.plan} --out {out} --resume`"
+        )
+        return 130
+    path = report.write(st, out)
+    counts: dict[str, int] = {}
+    for r in st.rows():
+        counts[r.verdict or r.status] = counts.get(r.verdict or r.status, 0) + 1
+    console.print(", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    console.print(f"report: {path}")
+    return 0 if not counts.get("fail") and not counts.get("error") else 1
+
+
+def _hms(seconds: float) -> str:
+    s = max(0, int(seconds))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
@@ -1224,6 +1315,25 @@ def build_parser() -> argparse.ArgumentParser:
                    "verdict or channel-record (default: all)")  # fmt: skip
     s.add_argument("--out", help="write <name>.schema.json files into this directory")
     s.set_defaults(func=cmd_schema)
+
+    s = sub.add_parser(
+        "campaign",
+        help="run a campaign plan (pairs x links x sizes x replicates) into a resumable "
+        "database, with its report (root)",
+    )
+    s.add_argument("plan", help="plan file, YAML or TOML (plans/*.yaml; schema campaign-plan)")
+    s.add_argument("--out", help="campaign folder (default runs/<time>-campaign-<name>)")
+    s.add_argument("--force", action="store_true", help="start in a non-empty --out folder")
+    s.add_argument(
+        "--resume", action="store_true", help="go on with the interrupted campaign in --out"
+    )
+    s.add_argument("--lanes", type=int, default=1, help="runs at once, up to the cores (1)")
+    s.add_argument(
+        "--real-time",
+        action="store_true",
+        help="run links at time scale 1 (no compression of outages and timelines)",
+    )
+    s.set_defaults(func=cmd_campaign)
 
     s = sub.add_parser("cleanup", help="remove namespaces left by a killed run (root)")
     s.set_defaults(func=cmd_cleanup)

@@ -230,6 +230,12 @@ class ProtocolSpec:
     # the UDP port runs use when the standard assigns none (wire.json's
     # udp_port otherwise): a convention, said where it comes from
     run_port: int | None = None
+    # the client data a unit carries, as (offset, length), or None for a
+    # unit that carries none (campaign metrics: data sent, retransmissions)
+    data_span: Callable[[Mapping[str, object]], tuple[int, int] | None] = lambda fields: None
+    # the scenario parameters of a campaign's transfer of ``size`` bytes
+    # (conformance.campaign): the protocol's defaults, then the plan's
+    sized: Callable[[int], dict[str, object]] = lambda size: {}
 
     def reading(self, rid: str) -> Reading:
         for r in self.readings:

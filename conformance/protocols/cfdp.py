@@ -13,6 +13,7 @@ section numbers are those the implementations' sources cite for
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field
@@ -258,6 +259,18 @@ _CONDITION_RULES: dict[str, Rule] = {
 }
 
 
+def data_span(fields: Mapping[str, object]) -> tuple[int, int] | None:
+    """A File Data PDU's file data (§5.3), else None."""
+    if fields.get("pdu_type") == "file_data":
+        return int(fields["offset"]), int(fields["length"])  # type: ignore[call-overload]
+    return None
+
+
+def sized(size: int) -> dict[str, object]:
+    """A campaign's file of ``size`` octets: Class 2, 1024-octet File Data."""
+    return {"file_len": size, "segment_size": 1024, "mode": "class2"}
+
+
 SPEC = ProtocolSpec(
     name="cfdp",
     title="CCSDS File Delivery Protocol",
@@ -401,4 +414,6 @@ SPEC = ProtocolSpec(
     # No port is assigned (specs/cfdp/wire.json note): runs use 5111, the
     # port of cfdp-py's and cfdp-rs's UDP examples.
     run_port=5111,
+    data_span=data_span,
+    sized=sized,
 )

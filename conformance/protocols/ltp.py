@@ -235,6 +235,18 @@ def segment_label(f: Mapping[str, object]) -> str:
     return " ".join(parts)
 
 
+def data_span(fields: Mapping[str, object]) -> tuple[int, int] | None:
+    """A data segment's client data (RFC 5326 §3.2.1), else None."""
+    if fields.get("kind") in ("red_data", "green_data"):
+        return int(fields["offset"]), int(fields["length"])  # type: ignore[call-overload]
+    return None
+
+
+def sized(size: int) -> dict[str, object]:
+    """A campaign's block of ``size`` bytes: all red, in 1000-byte segments."""
+    return {"block_len": size, "red_len": size, "segment_size": 1000}
+
+
 SPEC = ProtocolSpec(
     name="ltp",
     title="Licklider Transmission Protocol",
@@ -273,6 +285,8 @@ SPEC = ProtocolSpec(
     },  # fmt: skip
     generator="generators.ltp",
     unit="segment",
+    data_span=data_span,
+    sized=sized,
     rules={
         "red_bytes_delivered": {
             "": Rule(

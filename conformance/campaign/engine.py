@@ -1,0 +1,310 @@
+"""Running a campaign: its scenarios, its lanes, its progress and ETA, and
+its database row by row (conformance.campaign.store).
+
+Each run is ``dtnconform run`` in a child process of its own (its own
+namespace triple, capture and channel), which dies with the campaign
+(PR_SET_PDEATHSIG): a campaign killed outright leaves no run going on
+behind its back, and the namespaces of a run cut short are swept by the
+next one (conformance.netns.sweep_stale). Up to ``lanes`` runs go at once.
+
+The ETA counts each remaining run as its physical minimum plus the set-up
+and tear-down the finished runs of this campaign took beyond theirs (a
+first guess of 10 s before any has finished), over the lanes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance import protocols
+from conformance.campaign import metrics as mx
+from conformance.campaign.plan import TESTER, Plan, RunSpec, link_of, params_of
+from conformance.campaign.store import Row, Store
+from conformance.errors import DtncError
+from conformance.types import Channel, Expectation, ExpectedOutcome, Scenario, dump_model
+
+# The set-up and tear-down a run costs beyond its physical minimum, until
+# the campaign has measured its own.
+FIRST_OVERHEAD_S = 10.0
+
+# The runs' child processes going on, stopped if the campaign is interrupted.
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def channel_of(plan: Plan, spec: RunSpec, *, real_time: bool = False) -> Channel:
+    """The run's channel: the plan's link, with a seed of its own for each
+    replicate (random errors differ from one replicate to the next)."""
+    link = link_of(plan, spec.link)
+    data = link.model_dump(mode="json", by_alias=True, exclude={"name"}, exclude_unset=True)
+    data["seed"] = (link.seed + plan.seed * 7919 + spec.replicate) % (2**63)
+    if real_time:
+        data["time_scale"] = 1.0
+    return Channel.model_validate(data)
+
+
+def scenario_of(plan: Plan, spec: RunSpec, workdir: Path, *, real_time: bool = False) -> Scenario:
+    """The run's scenario, with the outcome set the model gives for its
+    transfer and channel (a channel the protocol's outcome sets cannot take
+    yet, CFDP's random losses: the set of the clean link, which the judge
+    then flags as computed for another channel)."""
+    proto = protocols.get(spec.protocol)
+    params = proto.params.model_validate(params_of(plan, spec))
+    placeholder = ExpectedOutcome(
+        sender_outcome="completed", receiver_outcome="completed", delivered=proto.delivery()
+    )
+    channel = channel_of(plan, spec, real_time=real_time)
+    scn = Scenario(
+        name=f"{plan.name}-{spec.slug}"[:120],
+        protocol=spec.protocol,  # type: ignore[arg-type]
+        description=f"campaign {plan.name}: {spec.key}",
+        params=params,
+        channel=channel,
+        expect=Expectation(outcomes=[placeholder]),
+    )
+    gen = proto.generator_module("expectation_for")
+    try:
+        scn.expect = gen.expectation_for(scn, workdir)
+    except DtncError:
+        clean = scn.model_copy(update={"channel": Channel(mtu=channel.mtu)})
+        scn.expect = gen.expectation_for(clean, workdir)
+    return scn
+
+
+def unsupported(scn: Scenario, spec: RunSpec) -> str:
+    """Why the pair cannot run the scenario ('' if it can)."""
+    from conformance.tester import launch
+    from suts.base import get
+
+    params = scn.params.model_dump(mode="json")
+    why = []
+    for name, role in ((spec.sender, "sender"), (spec.receiver, "receiver")):
+        if name == TESTER:
+            try:
+                launch.check(scn, role)
+            except DtncError as exc:
+                why.append(f"tester: {exc}")
+            except ValueError as exc:  # CannotPlay
+                why.append(f"tester: {exc}")
+            continue
+        w = get(name).supports(params, role)
+        if w:
+            why.append(f"{name}: {w}")
+    return "; ".join(why)
+
+
+def command(spec: RunSpec, scn_path: Path, run_dir: Path) -> list[str]:
+    """``dtnconform run`` for the run's pair."""
+    cmd = [sys.executable, "-m", "conformance.cli", "run", str(scn_path)]
+    if spec.sender == TESTER:
+        cmd += ["--sut", spec.receiver, "--tester", "sender"]
+    elif spec.receiver == TESTER:
+        cmd += ["--sut", spec.sender, "--tester", "receiver"]
+    else:
+        cmd += ["--sut", spec.sender]
+        if spec.receiver != spec.sender:
+            cmd += ["--receiver-sut", spec.receiver]
+    return [*cmd, "--out", str(run_dir), "--force"]
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGTERM when the campaign process dies (Linux prctl)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    os.setsid()
+
+
+@dataclass
+class Done:
+    verdict: str
+    trace: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
+    detail: str = ""
+
+
+def execute(
+    spec: RunSpec, scn_path: Path, run_dir: Path, channel: Channel, timeout_s: float
+) -> Done:
+    """One run in a child process; its verdict and figures."""
+    if run_dir.exists():
+        shutil.rmtree(run_dir)  # what a run cut mid-way left: it is redone whole
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    log = run_dir.parent / f"{run_dir.name}.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            command(spec, scn_path, run_dir),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 (no threads start in the child)
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        )
+        with _LIVE_LOCK:
+            _LIVE.add(proc)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _stop(proc)
+            return Done("error", detail=f"the run took longer than the plan's {timeout_s:g} s")
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
+    vfile = run_dir / "verdict.json"
+    if not vfile.is_file():
+        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
+        return Done("error", detail=f"no verdict (exit {proc.returncode}): {' '.join(tail)}")
+    v = json.loads(vfile.read_text(encoding="utf-8"))
+    trace = (v.get("trace") or {}).get("status", "")
+    fig = mx.of_run(run_dir, spec.protocol, spec.size, channel)
+    reasons = "; ".join(
+        f"{r['code']}: {r['message']}"
+        for r in v.get("reasons", [])
+        if r.get("code") != "observed-outcome"
+    )
+    return Done(v["status"], trace, fig.as_dict(), reasons[:2000])
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the run's process group (it tears its namespaces down), then
+    SIGKILL what is left."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+class Eta:
+    """Seconds left: the remaining runs' physical minima plus the overhead
+    measured so far, over the lanes."""
+
+    def __init__(self, lanes: int) -> None:
+        self.lanes = lanes
+        self.overheads: list[float] = []
+
+    def learn(self, row: Row) -> None:
+        if row.wall_s is not None and row.phys_min_s is not None and row.verdict != "unsupported":
+            self.overheads.append(max(0.0, row.wall_s - row.phys_min_s))
+
+    @property
+    def overhead(self) -> float:
+        return statistics.median(self.overheads) if self.overheads else FIRST_OVERHEAD_S
+
+    def left(self, rows: list[Row]) -> float:
+        return sum((r.phys_min_s or 0.0) + self.overhead for r in rows) / self.lanes
+
+
+def run(
+    st: Store,
+    out: Path,
+    *,
+    lanes: int = 1,
+    on_progress: Callable[[int, int, float, str], None] | None = None,
+) -> None:
+    """Run every pending run of the campaign in ``st``, ``lanes`` at a time;
+    ``on_progress(done, total, eta_s, last)`` after each."""
+    plan = st.plan()
+    real_time = st.get("real_time") == "1"
+    scn_dir = out / "scenarios"
+    eta = Eta(lanes)
+    for r in st.rows("done"):
+        eta.learn(r)
+    pending = [r for r in st.rows("pending")]
+    total = len(st.rows())
+    done = total - len(pending)
+    history: list[list[float]] = json.loads(st.get("eta_history") or "[]")
+    running: dict[Future[Done], tuple[Row, int]] = {}
+    free = list(range(1, lanes + 1))
+    with ThreadPoolExecutor(max_workers=lanes) as pool:
+        try:
+            while pending or running:
+                while pending and len(running) < lanes:
+                    row = pending.pop(0)
+                    scn_path = scn_dir / f"{row.spec.slug}.json"
+                    why = st.get(f"unsupported:{row.spec.key}")
+                    if why:
+                        st.start(row.seq, "-", out / "runs" / row.spec.slug)
+                        st.finish(row.seq, verdict="unsupported", detail=why)
+                        done += 1
+                        continue
+                    run_dir = out / "runs" / row.spec.slug
+                    lane = free.pop(0)
+                    st.start(row.seq, f"lane {lane}", run_dir)
+                    ch = channel_of(plan, row.spec, real_time=real_time)
+                    fut = pool.submit(execute, row.spec, scn_path, run_dir, ch, plan.timeout_s)
+                    running[fut] = (row, lane)
+                if not running:
+                    break
+                finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    row, lane = running.pop(fut)
+                    free.append(lane)
+                    res = fut.result()
+                    st.finish(
+                        row.seq,
+                        verdict=res.verdict,
+                        trace=res.trace,
+                        metrics=res.metrics,
+                        detail=res.detail,
+                    )
+                    done += 1
+                    fresh = next(r for r in st.rows("done") if r.seq == row.seq)
+                    eta.learn(fresh)
+                    left = eta.left(pending + [r for r, _ in running.values()])
+                    history.append([time.time(), left])
+                    st.put("eta_history", json.dumps(history))
+                    if on_progress:
+                        on_progress(done, total, left, f"{row.spec.key}: {res.verdict}")
+        except BaseException:
+            # Ctrl-C, SIGTERM: the runs going on stop (their rows stay
+            # 'running': --resume redoes them)
+            with _LIVE_LOCK:
+                live = list(_LIVE)
+            for proc in live:
+                _stop(proc)
+            raise
+
+
+def create(plan: Plan, out: Path, *, real_time: bool = False, say: Callable[[str], None]) -> Store:
+    """A new campaign in ``out``: its runs in order, each one's scenario
+    (with the model's outcome set) and physical minimum, and the pairs
+    that cannot run a scenario, said once."""
+    from conformance.campaign.plan import expand
+
+    runs = expand(plan)
+    out.mkdir(parents=True, exist_ok=True)
+    scn_dir = out / "scenarios"
+    scn_dir.mkdir(exist_ok=True)
+    work = out / "outcomes"
+    phys = []
+    why: dict[str, str] = {}
+    for i, spec in enumerate(runs, 1):
+        say(f"scenario {i}/{len(runs)}: {spec.key} (outcome set by TLC)")
+        scn = scenario_of(plan, spec, work, real_time=real_time)
+        dump_model(scn, scn_dir / f"{spec.slug}.json")
+        phys.append(mx.physical_minimum(spec.size, scn.channel))
+        if w := unsupported(scn, spec):
+            why[spec.key] = w
+    st = Store.create(out / "campaign.sqlite", plan, runs, phys)
+    with st.tx():
+        st.put("real_time", "1" if real_time else "0")
+        for k, w in why.items():
+            st.put(f"unsupported:{k}", w)
+    return st

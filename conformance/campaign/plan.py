@@ -1,0 +1,221 @@
+"""A campaign plan (``dtnconform campaign PLAN``): which implementations
+transfer what over which links, how often and in what order.
+
+A plan is YAML or TOML, validated against :class:`Plan` (its JSON schema:
+``dtnconform schema campaign-plan``). It expands into runs
+(:func:`expand`): every protocol entry's implementation pairs, times every
+link, times every size, times the replicates, in the plan's order (given,
+or shuffled with the plan's seed, as NMSU randomised its replicates). A
+run's key names it for good, so that a resumed campaign knows which runs
+are done whatever order they ran in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from conformance import protocols
+from conformance.errors import InputError
+from conformance.types import Channel, _Strict
+
+# What stands for dtnconform's model-driven tester in a pair.
+TESTER = "tester"
+
+
+class Link(Channel):
+    """One link of the plan: a channel (a named profile, or inline
+    directions, or both) with the name the report uses for it."""
+
+    name: str = Field("", pattern=r"^$|^[a-z0-9][a-z0-9_.-]*$")
+
+    @property
+    def label(self) -> str:
+        return self.name or self.profile or "inline"
+
+
+class ProtocolEntry(_Strict):
+    """One protocol of the plan and what runs it."""
+
+    protocol: Literal["ltp", "cfdp"]
+    pairs: list[tuple[str, str]] | Literal["all"] = Field(
+        description='sender and receiver implementations ("tester" for the model-driven '
+        'tester), or "all": every ordered pair of the protocol\'s registered implementations'
+    )
+    sizes: list[Annotated[int, Field(gt=0, le=1 << 30)]] = Field(
+        min_length=1, description="block or file sizes in bytes"
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="scenario parameters over the protocol's campaign defaults "
+        "(e.g. segment_size, mode)",
+    )
+
+    @field_validator("pairs")
+    @classmethod
+    def _pairs_known(cls, v: Any) -> Any:
+        if v == "all":
+            return v
+        from suts.base import REGISTRY
+
+        for pair in v:
+            for name in pair:
+                if name != TESTER and name not in REGISTRY:
+                    raise ValueError(
+                        f"unknown implementation {name!r} (known: {', '.join(REGISTRY)}, {TESTER})"
+                    )
+            if pair[0] == pair[1] == TESTER:
+                raise ValueError("a pair needs one implementation at least: tester -> tester")
+        return v
+
+
+class Plan(_Strict):
+    """A campaign plan (README, "Campaigns")."""
+
+    schema_: Literal["dtnconform/campaign-plan/1"] = Field(
+        "dtnconform/campaign-plan/1", alias="schema"
+    )
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    description: str = ""
+    source: str = Field("", description="the study it reproduces, if any")
+    protocols: list[ProtocolEntry] = Field(min_length=1)
+    links: list[Link] = Field(min_length=1)
+    replicates: Annotated[int, Field(ge=1, le=10_000)] = 1
+    order: Literal["random", "given"] = Field(
+        "random", description="run order: shuffled with seed, or as the plan lists them"
+    )
+    seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
+    timeout_s: Annotated[float, Field(gt=0, le=86_400)] = Field(
+        600, description="a run that takes longer is stopped and recorded as an error"
+    )
+
+    @model_validator(mode="after")
+    def _distinct_links(self) -> Plan:
+        labels = [x.label for x in self.links]
+        dup = sorted({x for x in labels if labels.count(x) > 1})
+        if dup:
+            raise ValueError(f"links: two links are called {dup[0]!r}; name them apart")
+        return self
+
+
+def load(path: Path) -> Plan:
+    """A plan file, validated; InputError naming the field otherwise."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror}") from exc
+    try:
+        if path.suffix == ".toml":
+            raw = tomllib.loads(text)
+        else:
+            import yaml
+
+            raw = yaml.safe_load(text)
+    except Exception as exc:  # the parsers' own errors, with line numbers
+        raise InputError(f"{path}: not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: a plan is a mapping (schema, name, protocols, links, ...)")
+    try:
+        return Plan.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "(top)"
+        raise InputError(
+            f"{path}: {where}: {first['msg']}"
+            + (f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else "")
+        ) from exc
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a campaign."""
+
+    protocol: str
+    sender: str
+    receiver: str
+    link: str
+    size: int
+    replicate: int  # 1-based
+
+    @property
+    def key(self) -> str:
+        return (
+            f"{self.protocol}/{self.sender}>{self.receiver}/{self.link}/{self.size}"
+            f"/r{self.replicate}"
+        )
+
+    @property
+    def pair(self) -> str:
+        return f"{self.sender}>{self.receiver}"
+
+    @property
+    def slug(self) -> str:
+        """A folder name for the run."""
+        return self.key.replace("/", "--").replace(">", "-to-")
+
+
+def pairs_of(entry: ProtocolEntry) -> list[tuple[str, str]]:
+    if entry.pairs != "all":
+        return [tuple(p) for p in entry.pairs]  # type: ignore[misc]
+    from suts.base import REGISTRY, get
+
+    names = [n for n in REGISTRY if get(n).protocol == entry.protocol]
+    return [(a, b) for a in names for b in names]
+
+
+def expand(plan: Plan) -> list[RunSpec]:
+    """Every run of the plan, in the order they run."""
+    runs = [
+        RunSpec(e.protocol, tx, rx, link.label, size, r)
+        for e in plan.protocols
+        for tx, rx in pairs_of(e)
+        for link in plan.links
+        for size in e.sizes
+        for r in range(1, plan.replicates + 1)
+    ]
+    if plan.order == "random":
+        random.Random(plan.seed).shuffle(runs)
+    return runs
+
+
+def link_of(plan: Plan, label: str) -> Link:
+    return next(x for x in plan.links if x.label == label)
+
+
+def entry_of(plan: Plan, protocol: str) -> ProtocolEntry:
+    return next(e for e in plan.protocols if e.protocol == protocol)
+
+
+def params_of(plan: Plan, spec: RunSpec) -> dict[str, Any]:
+    """The run's scenario parameters: the protocol's campaign defaults for
+    its size, then the plan's."""
+    e = entry_of(plan, spec.protocol)
+    return {"protocol": spec.protocol, **protocols.get(spec.protocol).sized(spec.size), **e.params}
+
+
+def digest(plan: Plan) -> str:
+    """What a resumed campaign must match: the plan's runs and settings."""
+    text = json.dumps(plan.model_dump(mode="json", by_alias=True), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def describe(runs: Sequence[RunSpec]) -> str:
+    pairs = sorted({(r.protocol, r.pair) for r in runs})
+    return f"{len(runs)} runs: " + ", ".join(f"{p} {x}" for p, x in pairs)
+
+
+def _register() -> None:
+    from conformance.types import SCHEMAS
+
+    SCHEMAS["campaign-plan"] = Plan
+
+
+_register()

@@ -1,0 +1,199 @@
+"""A campaign's database (SQLite, ``campaign.sqlite`` in its folder): the
+plan, and one row per run, written as each run starts and ends, so that a
+campaign killed at any moment loses nothing it finished.
+
+A run's status is ``pending``, ``running`` or ``done``. Opening the
+database again (``--resume``) turns every ``running`` row back into
+``pending``: that run was cut mid-way, and is redone from scratch; a
+``done`` row is never run again. The ``attempts`` column counts the starts.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from conformance.campaign.plan import Plan, RunSpec, digest
+from conformance.errors import InputError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    seq INTEGER PRIMARY KEY,        -- the run order
+    key TEXT UNIQUE NOT NULL,       -- RunSpec.key
+    spec TEXT NOT NULL,             -- RunSpec as JSON
+    status TEXT NOT NULL DEFAULT 'pending',
+    attempts INTEGER NOT NULL DEFAULT 0,
+    lane TEXT,                      -- where it ran: lane number or worker address
+    started REAL,                   -- seconds since the epoch
+    finished REAL,
+    phys_min_s REAL,                -- the physical minimum (metrics.physical_minimum)
+    run_dir TEXT,
+    verdict TEXT,                   -- pass, fail, inconclusive, error, unsupported
+    trace TEXT,                     -- accepted, rejected, unchecked, or ''
+    metrics TEXT,                   -- JSON (metrics.Metrics)
+    detail TEXT                     -- why an error or unsupported
+);
+"""
+
+
+@dataclass
+class Row:
+    seq: int
+    spec: RunSpec
+    status: str
+    attempts: int
+    lane: str | None
+    started: float | None
+    finished: float | None
+    phys_min_s: float | None
+    run_dir: str | None
+    verdict: str | None
+    trace: str | None
+    metrics: dict[str, Any]
+    detail: str | None
+
+    @property
+    def wall_s(self) -> float | None:
+        if self.started is None or self.finished is None:
+            return None
+        return self.finished - self.started
+
+
+class Store:
+    """The campaign database of folder ``out``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        # the campaign's main thread alone reads and writes it (lanes and
+        # workers hand their results back to it)
+        self.db = sqlite3.connect(path, timeout=60, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.executescript(SCHEMA)
+
+    @classmethod
+    def create(
+        cls, path: Path, plan: Plan, runs: Sequence[RunSpec], phys: Sequence[float]
+    ) -> Store:
+        st = cls(path)
+        with st.tx():
+            st.put("plan", json.dumps(plan.model_dump(mode="json", by_alias=True)))
+            st.put("digest", digest(plan))
+            st.put("created", str(time.time()))
+            st.db.executemany(
+                "INSERT INTO runs (seq, key, spec, phys_min_s) VALUES (?, ?, ?, ?)",
+                [
+                    (i, r.key, json.dumps(r.__dict__), p)
+                    for i, (r, p) in enumerate(zip(runs, phys, strict=True), 1)
+                ],
+            )
+        return st
+
+    @classmethod
+    def reopen(cls, path: Path, plan: Plan) -> tuple[Store, int]:
+        """The database of an interrupted campaign; the runs it had cut
+        mid-way are pending again (their number is returned)."""
+        if not path.is_file():
+            raise InputError(f"{path.parent}: no campaign to resume (no {path.name})")
+        st = cls(path)
+        have = st.get("digest")
+        if have != digest(plan):
+            raise InputError(
+                f"{path.parent}: that campaign ran another plan (digest {have}, this plan's "
+                f"{digest(plan)}); resume it with the plan it started with, or start anew "
+                "elsewhere"
+            )
+        with st.tx():
+            cut = st.db.execute("UPDATE runs SET status='pending' WHERE status='running'").rowcount
+        return st, cut
+
+    def tx(self) -> Any:
+        return _Tx(self.db)
+
+    def put(self, k: str, v: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)", (k, v))
+
+    def get(self, k: str) -> str | None:
+        row = self.db.execute("SELECT v FROM meta WHERE k=?", (k,)).fetchone()
+        return row[0] if row else None
+
+    def plan(self) -> Plan:
+        return Plan.model_validate(json.loads(self.get("plan") or "{}"))
+
+    def start(self, seq: int, lane: str, run_dir: Path) -> None:
+        with self.tx():
+            self.db.execute(
+                "UPDATE runs SET status='running', attempts=attempts+1, lane=?, started=?, "
+                "finished=NULL, run_dir=?, verdict=NULL, trace=NULL, metrics=NULL, detail=NULL "
+                "WHERE seq=?",
+                (lane, time.time(), str(run_dir), seq),
+            )
+
+    def finish(
+        self,
+        seq: int,
+        *,
+        verdict: str,
+        trace: str = "",
+        metrics: dict[str, Any] | None = None,
+        detail: str = "",
+        started: float | None = None,
+    ) -> None:
+        with self.tx():
+            self.db.execute(
+                "UPDATE runs SET status='done', finished=?, verdict=?, trace=?, metrics=?, "
+                "detail=?, started=COALESCE(?, started) WHERE seq=?",
+                (time.time(), verdict, trace, json.dumps(metrics or {}), detail, started, seq),
+            )
+
+    def rows(self, status: str | None = None) -> list[Row]:
+        q = "SELECT seq, spec, status, attempts, lane, started, finished, phys_min_s, run_dir, "
+        q += "verdict, trace, metrics, detail FROM runs"
+        args: tuple[Any, ...] = ()
+        if status is not None:
+            q += " WHERE status=?"
+            args = (status,)
+        return [_row(x) for x in self.db.execute(q + " ORDER BY seq", args)]
+
+    def counts(self) -> dict[str, int]:
+        return dict(self.db.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall())
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _row(x: Sequence[Any]) -> Row:
+    return Row(
+        seq=x[0],
+        spec=RunSpec(**json.loads(x[1])),
+        status=x[2],
+        attempts=x[3],
+        lane=x[4],
+        started=x[5],
+        finished=x[6],
+        phys_min_s=x[7],
+        run_dir=x[8],
+        verdict=x[9],
+        trace=x[10],
+        metrics=json.loads(x[11]) if x[11] else {},
+        detail=x[12],
+    )
+
+
+class _Tx:
+    """BEGIN IMMEDIATE ... COMMIT (or ROLLBACK on an exception)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        self.db.execute("ROLLBACK" if kind else "COMMIT")
