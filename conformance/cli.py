@@ -967,6 +967,10 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     from conformance.campaign.store import Store
 
     p = plan.load(Path(args.plan))
+    if args.replicates is not None:
+        if args.replicates < 1:
+            raise InputError(f"--replicates {args.replicates}: one at least")
+        p = p.model_copy(update={"replicates": args.replicates})
     lanes = args.lanes
     cores = os.cpu_count() or 1
     if lanes < 1 or lanes > cores:
@@ -1026,7 +1030,9 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         report.write(st, out)
         err_console.print(
             f"interrupted: the runs done are kept; go on with "
-            f"`dtnconform campaign {args.plan} --out {out} --resume`"
+            f"`dtnconform campaign {args.plan} --out {out} --resume"
+            + (f" --replicates {args.replicates}" if args.replicates else "")
+            + "`"
         )
         return 130
     path = report.write(st, out)
@@ -1328,6 +1334,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume", action="store_true", help="go on with the interrupted campaign in --out"
     )
     s.add_argument("--lanes", type=int, default=1, help="runs at once, up to the cores (1)")
+    s.add_argument(
+        "--replicates",
+        type=int,
+        help="replicates instead of the plan's (a reduced campaign; --resume needs the same)",
+    )
     s.add_argument(
         "--real-time",
         action="store_true",

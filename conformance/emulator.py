@@ -221,6 +221,10 @@ def start(
         raise DtncError(f"the channel emulator exited at start ({proc.returncode}): {msg}")
     with contextlib.suppress(ValueError, IndexError):
         run.started_ns = int(ready.read_text().split()[1])
+        # the scenario clock's zero, for what plots outages against captures
+        (run_dir / f"{name}-clock.json").write_text(
+            json.dumps({"started_ns": run.started_ns}) + "\n"
+        )
     ready.unlink()
     return run
 

@@ -254,7 +254,15 @@ def judge(
     reading_judged = None if reading and "+" in reading else reading
     probe_unsent: list[Reason] = []
     stale = beyond = ""
-    if not errors and not scn.expect.allows(seen, reading_judged):
+    unjudged: list[Reason] = []
+    if not errors and scn.expect.unjudged:
+        unjudged.append(
+            Reason(
+                code="outcome-unjudged",
+                message=f"observed {seen.describe()}; not judged: {scn.expect.unjudged}",
+            )
+        )
+    elif not errors and not scn.expect.allows(seen, reading_judged):
         spec = protocols.get(scn.protocol)
         stale = spec.generator_module().stale(scn) if spec.generator else ""
         beyond = "" if stale else uncovered(scn, records)
@@ -316,7 +324,7 @@ def judge(
         for i, imp in enumerate(scn.impairments)
         if i not in fired
     ]
-    unmet += probe_unsent
+    unmet += probe_unsent + unjudged
     # A user's request the endpoint could not make: the outcome set assumed
     # it was made, so the outcome says nothing (as an unmet impairment).
     unmet += [

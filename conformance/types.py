@@ -387,6 +387,12 @@ class Expectation(_Strict):
         description="link outages the set plans (an outage rule each): the segments a dead "
         "link swallows are the model's, not losses beyond the plan",
     )
+    unjudged: str = Field(
+        "",
+        description="why the model gives no outcome set here (a transfer past its bounds): "
+        "outcomes holds a placeholder, the run's outcome is not judged (inconclusive), its "
+        "trace still is validated",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -325,6 +325,12 @@ def reading_ids(t: CfdpTransfer) -> list[str]:
     return SPEC.reading_ids(constants(t, losses=1))
 
 
+# The largest file, in File Data PDUs, whose outcome set TLC enumerates
+# (4: plans/smoke.yaml's 4,000 octets in 1024-octet PDUs, seconds of TLC; a
+# 98-PDU file ran for minutes without an end).
+MAX_OUTCOME_SEGMENTS = 4
+
+
 def expectation(
     t: CfdpTransfer,
     impairments: Sequence[Impairment],
@@ -337,6 +343,12 @@ def expectation(
 ) -> Expectation:
     """The expectation: the outcome sets under the default reading and each
     alternative, merged (an outcome carries the readings reaching it)."""
+    if n_segments(t) > MAX_OUTCOME_SEGMENTS:
+        raise Unplannable(
+            f"{name}: a file of {n_segments(t)} File Data PDUs; outcome sets are enumerated for "
+            f"files of up to {MAX_OUTCOME_SEGMENTS} (the model's NSeg: its states grow "
+            "exponentially with it)"
+        )
     runs = [
         outcome_set(
             t, impairments, workdir, name=name, reading=r, in_order=in_order, progress=progress

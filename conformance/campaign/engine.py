@@ -37,6 +37,7 @@ from conformance.campaign.plan import TESTER, Plan, RunSpec, link_of, params_of
 from conformance.campaign.store import Row, Store
 from conformance.errors import DtncError
 from conformance.types import Channel, Expectation, ExpectedOutcome, Scenario, dump_model
+from generators.outcomes import Unplannable
 
 # The set-up and tear-down a run costs beyond its physical minimum, until
 # the campaign has measured its own.
@@ -60,9 +61,11 @@ def channel_of(plan: Plan, spec: RunSpec, *, real_time: bool = False) -> Channel
 
 def scenario_of(plan: Plan, spec: RunSpec, workdir: Path, *, real_time: bool = False) -> Scenario:
     """The run's scenario, with the outcome set the model gives for its
-    transfer and channel (a channel the protocol's outcome sets cannot take
-    yet, CFDP's random losses: the set of the clean link, which the judge
-    then flags as computed for another channel)."""
+    transfer and channel. A channel the protocol's outcome sets cannot take
+    yet (CFDP's random losses): the set of the clean link, which the judge
+    flags as computed for another channel; a transfer past the model's
+    bounds (an LTP block of many segments): no set, the outcome unjudged
+    (Expectation.unjudged), the trace still validated."""
     proto = protocols.get(spec.protocol)
     params = proto.params.model_validate(params_of(plan, spec))
     placeholder = ExpectedOutcome(
@@ -80,9 +83,14 @@ def scenario_of(plan: Plan, spec: RunSpec, workdir: Path, *, real_time: bool = F
     gen = proto.generator_module("expectation_for")
     try:
         scn.expect = gen.expectation_for(scn, workdir)
-    except DtncError:
-        clean = scn.model_copy(update={"channel": Channel(mtu=channel.mtu)})
-        scn.expect = gen.expectation_for(clean, workdir)
+    except Unplannable:
+        try:
+            # the clean link's set: the judge says it was computed for
+            # another channel (expectation-stale) for an outcome outside it
+            clean = scn.model_copy(update={"channel": Channel(mtu=channel.mtu)})
+            scn.expect = gen.expectation_for(clean, workdir)
+        except Unplannable as exc:
+            scn.expect = Expectation(outcomes=[placeholder], unjudged=str(exc))
     return scn
 
 

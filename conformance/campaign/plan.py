@@ -37,6 +37,15 @@ class Link(Channel):
 
     name: str = Field("", pattern=r"^$|^[a-z0-9][a-z0-9_.-]*$")
 
+    @field_validator("profile")
+    @classmethod
+    def _profile_known(cls, v: str | None) -> str | None:
+        from conformance import profiles
+
+        if v is not None and v not in profiles.names():
+            raise ValueError(f"unknown link profile {v!r} (dtnconform profiles lists them)")
+        return v
+
     @property
     def label(self) -> str:
         return self.name or self.profile or "inline"
@@ -97,6 +106,29 @@ class Plan(_Strict):
         600, description="a run that takes longer is stopped and recorded as an error"
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _profile_globs(cls, data: Any) -> Any:
+        """A link whose profile has wildcards ("grc-1mbps-*") stands for
+        every profile it matches, in name order, each on its own."""
+        if not isinstance(data, dict) or not isinstance(data.get("links"), list):
+            return data
+        from fnmatch import fnmatchcase
+
+        from conformance import profiles
+
+        links: list[Any] = []
+        for x in data["links"]:
+            pat = x.get("profile") if isinstance(x, dict) else None
+            if not isinstance(pat, str) or not any(c in pat for c in "*?["):
+                links.append(x)
+                continue
+            names = [n for n in profiles.names() if fnmatchcase(n, pat)]
+            if not names:
+                raise ValueError(f"links: profile {pat!r} matches none (dtnconform profiles)")
+            links += [{**x, "profile": n, "name": ""} for n in names]
+        return {**data, "links": links}
+
     @model_validator(mode="after")
     def _distinct_links(self) -> Plan:
         labels = [x.label for x in self.links]
@@ -120,7 +152,8 @@ def load(path: Path) -> Plan:
 
             raw = yaml.safe_load(text)
     except Exception as exc:  # the parsers' own errors, with line numbers
-        raise InputError(f"{path}: not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}") from exc
+        kind = "TOML" if path.suffix == ".toml" else "YAML"
+        raise InputError(f"{path}: not valid {kind}: {exc}") from exc
     if not isinstance(raw, dict):
         raise InputError(f"{path}: a plan is a mapping (schema, name, protocols, links, ...)")
     try:
@@ -144,13 +177,13 @@ class RunSpec:
     link: str
     size: int
     replicate: int  # 1-based
+    entry: int = 0  # the plan's protocols[entry]
+    variant: int = 0  # the how-manieth entry of its protocol (0: the first)
 
     @property
     def key(self) -> str:
-        return (
-            f"{self.protocol}/{self.sender}>{self.receiver}/{self.link}/{self.size}"
-            f"/r{self.replicate}"
-        )
+        proto = self.protocol + (f"#{self.variant}" if self.variant else "")
+        return f"{proto}/{self.sender}>{self.receiver}/{self.link}/{self.size}/r{self.replicate}"
 
     @property
     def pair(self) -> str:
@@ -159,7 +192,7 @@ class RunSpec:
     @property
     def slug(self) -> str:
         """A folder name for the run."""
-        return self.key.replace("/", "--").replace(">", "-to-")
+        return self.key.replace("/", "--").replace(">", "-to-").replace("#", "-v")
 
 
 def pairs_of(entry: ProtocolEntry) -> list[tuple[str, str]]:
@@ -173,9 +206,13 @@ def pairs_of(entry: ProtocolEntry) -> list[tuple[str, str]]:
 
 def expand(plan: Plan) -> list[RunSpec]:
     """Every run of the plan, in the order they run."""
+    variants = [
+        sum(1 for x in plan.protocols[:i] if x.protocol == e.protocol)
+        for i, e in enumerate(plan.protocols)
+    ]
     runs = [
-        RunSpec(e.protocol, tx, rx, link.label, size, r)
-        for e in plan.protocols
+        RunSpec(e.protocol, tx, rx, link.label, size, r, i, variants[i])
+        for i, e in enumerate(plan.protocols)
         for tx, rx in pairs_of(e)
         for link in plan.links
         for size in e.sizes
@@ -190,14 +227,10 @@ def link_of(plan: Plan, label: str) -> Link:
     return next(x for x in plan.links if x.label == label)
 
 
-def entry_of(plan: Plan, protocol: str) -> ProtocolEntry:
-    return next(e for e in plan.protocols if e.protocol == protocol)
-
-
 def params_of(plan: Plan, spec: RunSpec) -> dict[str, Any]:
     """The run's scenario parameters: the protocol's campaign defaults for
     its size, then the plan's."""
-    e = entry_of(plan, spec.protocol)
+    e = plan.protocols[spec.entry]
     return {"protocol": spec.protocol, **protocols.get(spec.protocol).sized(spec.size), **e.params}
 
 

@@ -1,7 +1,13 @@
 """A campaign's results: ``results.csv`` and ``results.json`` (one row per
-run, its figures and verdict), and ``report.html`` with the plots of the
-NASA Glenn study's kind: goodput as box plots per link, one box per
-implementation pair, and the units each way.
+run, its figures and verdict), ``stats.csv`` and ``report.html``, with the
+plots of the NASA Glenn study's kind (goodput, units each way and
+efficiency as box plots per link, one box per implementation pair), a
+time-sequence graph of each group's first run (conformance.campaign.tsg),
+and the statistics of the NMSU study's kind (scipy): mean, standard
+deviation and 95 % confidence interval of the goodput per group; between
+two implementations on the same link and size, the paired 95 % CI of the
+difference (replicate r of each saw the same channel seed); and Tukey's HSD
+across the implementations of a protocol on each link and size.
 
 Written from the database alone, so a partial campaign has its report too.
 """
@@ -94,6 +100,109 @@ def _boxes(rows: list[dict[str, Any]], value: str, ylabel: str, path: Path) -> b
     return True
 
 
+def _group(r: dict[str, Any]) -> tuple[str, str, int]:
+    """What a box, a graph and a line of statistics stand for, but the pair."""
+    return (r["protocol"], r["link"], r["size"])
+
+
+def _judged(r: dict[str, Any], value: str = "goodput_bps") -> bool:
+    return (
+        r["status"] == "done"
+        and r.get(value) is not None
+        and r["verdict"] not in ("error", "unsupported")
+    )
+
+
+def statistics(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(per group and pair: n, mean, sd, 95 % CI of the goodput; per link
+    and size, between pairs: paired difference CIs and Tukey HSD p-values)."""
+    import numpy as np
+    from scipy import stats
+
+    samples: dict[tuple[str, str, int], dict[str, dict[int, float]]] = defaultdict(
+        lambda: defaultdict(dict)
+    )
+    for r in rows:
+        if _judged(r):
+            samples[_group(r)][f"{r['sender']}>{r['receiver']}"][r["replicate"]] = float(
+                r["goodput_bps"]
+            )
+    per: list[dict[str, Any]] = []
+    between: list[dict[str, Any]] = []
+    for (proto, link, size), pairs in sorted(samples.items()):
+        for pair, reps in sorted(pairs.items()):
+            x = np.array(list(reps.values()))
+            mean = float(x.mean())
+            sd = float(x.std(ddof=1)) if len(x) > 1 else None
+            lo = hi = None
+            if len(x) > 1 and sd:
+                lo, hi = (
+                    float(v) for v in stats.t.interval(0.95, len(x) - 1, mean, sd / len(x) ** 0.5)
+                )
+            elif len(x) > 1:
+                lo = hi = mean
+            per.append({"protocol": proto, "link": link, "size": size, "pair": pair,
+                        "n": len(x), "mean_bps": mean, "sd_bps": sd, "ci95_low": lo,
+                        "ci95_high": hi})  # fmt: skip
+        names = sorted(pairs)
+        tukey = None
+        groups = [np.array(list(pairs[n].values())) for n in names]
+        if len(names) > 1 and all(len(g) > 1 for g in groups) and any(g.std() > 0 for g in groups):
+            tukey = stats.tukey_hsd(*groups)
+        for i, a in enumerate(names):
+            for j in range(i + 1, len(names)):
+                b = names[j]
+                common = sorted(set(pairs[a]) & set(pairs[b]))
+                d = np.array([pairs[a][k] - pairs[b][k] for k in common])
+                lo = hi = None
+                if len(d) > 1 and d.std(ddof=1) > 0:
+                    lo, hi = (
+                        float(v)
+                        for v in stats.t.interval(
+                            0.95, len(d) - 1, d.mean(), d.std(ddof=1) / len(d) ** 0.5
+                        )
+                    )
+                between.append({"protocol": proto, "link": link, "size": size, "a": a, "b": b,
+                                "paired_n": len(d),
+                                "mean_diff_bps": float(d.mean()) if len(d) else None,
+                                "paired_ci95_low": lo, "paired_ci95_high": hi,
+                                "tukey_p": float(tukey.pvalue[i][j]) if tukey is not None
+                                else None})  # fmt: skip
+    return per, between
+
+
+def _graphs(rows: list[dict[str, Any]], out: Path) -> list[tuple[str, str]]:
+    """A time-sequence graph of each group and pair's first run."""
+    from conformance.campaign import tsg
+
+    firsts: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in sorted(rows, key=lambda r: r["replicate"]):
+        key = (*_group(r), r["sender"], r["receiver"])
+        if key not in firsts and r["status"] == "done" and r["run_dir"]:
+            firsts[key] = r
+    (out / "tsg").mkdir(exist_ok=True)
+    made = []
+    for r in firsts.values():
+        png = out / "tsg" / f"{Path(r['run_dir']).name}.png"
+        title = f"{r['key']}: {r['verdict']}"
+        if png.is_file() or tsg.plot(Path(r["run_dir"]), png, title) is not None:
+            made.append((f"tsg/{png.name}", title))
+    return made
+
+
+def _table(items: list[dict[str, Any]], table_id: str) -> str:
+    if not items:
+        return "<p>none yet (two finished replicates of a group at least)</p>"
+    cols = list(items[0])
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_fmt(x[c]) if x[c] is not None else '')}</td>"
+                         for c in cols) + "</tr>"
+        for x in items
+    )  # fmt: skip
+    return f"<table id='{table_id}'><tr>{head}</tr>{body}</table>"
+
+
 def write(st: Store, out: Path) -> Path:
     """results.csv, results.json and report.html in ``out``."""
     rows = export(st, out)
@@ -107,6 +216,15 @@ def write(st: Store, out: Path) -> Path:
     ):
         if _boxes(rows, value, ylabel, out / name):
             figs.append((name, ylabel))
+    per, between = statistics(rows)
+    with (out / "stats.csv").open("w", newline="", encoding="utf-8") as fh:
+        for items in (per, between):
+            if items:
+                w = csv.DictWriter(fh, fieldnames=list(items[0]))
+                w.writeheader()
+                w.writerows(items)
+                fh.write("\n")
+    graphs = _graphs(rows, out)
     counts: dict[str, int] = defaultdict(int)
     for r in rows:
         counts[r["verdict"] or r["status"]] += 1
@@ -145,6 +263,17 @@ def write(st: Store, out: Path) -> Path:
             f"<figure><img src='{n}' alt='{html.escape(t)}'><figcaption>{html.escape(t)}, "
             "per link and implementation pair</figcaption></figure>"
             for n, t in figs
+        )
+        + "<h2>Goodput: mean, standard deviation, 95 % confidence interval</h2>"
+        + _table(per, "stats")
+        + "<h2>Between implementations: paired 95 % CI of the goodput difference "
+        "(a minus b, replicate by replicate) and Tukey's HSD p-value</h2>"
+        + _table(between, "between")
+        + "<h2>Time-sequence graphs (each group's first run)</h2>"
+        + "".join(
+            f"<figure><img src='{n}' alt='{html.escape(t)}' width='560'>"
+            f"<figcaption>{html.escape(t)}</figcaption></figure>"
+            for n, t in graphs
         )
         + f"<h2>Runs</h2><table id='runs'><tr>{head}</tr>{body}</table>"
     )

@@ -1,0 +1,257 @@
+"""Campaign plans, their expansion and order, the database a killed
+campaign resumes from, the figures of a run and the report, without the
+network (test_campaign_live.py runs plans/smoke.yaml between namespaces)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.campaign import metrics, plan, report
+from conformance.campaign.store import Store
+from conformance.errors import InputError
+from conformance.types import Channel
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write_plan(tmp: Path, text: str, name: str = "p.yaml") -> Path:
+    path = tmp / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+BASE = """
+schema: dtnconform/campaign-plan/1
+name: t
+protocols:
+  - {protocol: ltp, pairs: [[licklider, licklider], [tester, licklider]], sizes: [1000, 8000]}
+links:
+  - {name: a, forward: {link: {delay_ms: 5}}}
+  - {profile: grc-1mbps-25ms-pe0}
+replicates: 3
+seed: 4
+"""
+
+
+def test_smoke_plan_is_valid_and_small() -> None:
+    p = plan.load(REPO / "plans" / "smoke.yaml")
+    runs = plan.expand(p)
+    assert len(runs) == 8 and len({r.key for r in runs}) == 8
+    assert {r.protocol for r in runs} == {"ltp", "cfdp"}
+
+
+def test_expansion_is_the_cross_product_in_a_seeded_order(tmp_path: Path) -> None:
+    p = plan.load(write_plan(tmp_path, BASE))
+    runs = plan.expand(p)
+    assert len(runs) == 2 * 2 * 2 * 3  # pairs x links x sizes x replicates
+    assert len({r.key for r in runs}) == len(runs)
+    assert plan.expand(p) == runs  # the same seed, the same order
+    other = plan.expand(p.model_copy(update={"seed": 5}))
+    assert sorted(r.key for r in other) == sorted(r.key for r in runs) and other != runs
+    given = plan.expand(p.model_copy(update={"order": "given"}))
+    assert [r.replicate for r in given[:3]] == [1, 2, 3]
+    assert {r.link for r in runs} == {"a", "grc-1mbps-25ms-pe0"}
+
+
+def test_toml_plans_read_as_yaml_ones(tmp_path: Path) -> None:
+    toml = """
+schema = "dtnconform/campaign-plan/1"
+name = "t"
+[[protocols]]
+protocol = "cfdp"
+pairs = [["cfdp-py", "cfdp-rs"]]
+sizes = [2048]
+params = {mode = "class1"}
+[[links]]
+name = "x"
+"""
+    p = plan.load(write_plan(tmp_path, toml, "p.toml"))
+    (run,) = plan.expand(p)
+    assert plan.params_of(p, run)["mode"] == "class1"
+    assert plan.params_of(p, run)["file_len"] == 2048
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (BASE.replace("licklider, licklider", "licklider, ion"), r"protocols\.0\.pairs: .*ion"),
+        (BASE.replace("replicates: 3", "replicates: 0"), r"replicates: .*greater than or equal"),
+        (BASE.replace("{profile: grc-1mbps-25ms-pe0}", "{name: a}"), r"two links are called 'a'"),
+        (BASE.replace("sizes: [1000, 8000]", "sizes: []"), r"sizes: .*at least 1"),
+        ("- just\n- a list\n", r"a plan is a mapping"),
+        ("name: [unclosed\n", r"not valid YAML"),
+    ],
+)
+def test_bad_plans_name_the_field(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        plan.load(write_plan(tmp_path, text))
+
+
+def runs_of(tmp: Path) -> tuple[plan.Plan, list[plan.RunSpec]]:
+    p = plan.load(write_plan(tmp, BASE))
+    return p, plan.expand(p)
+
+
+def test_store_resumes_cut_runs_and_keeps_finished_ones(tmp_path: Path) -> None:
+    p, runs = runs_of(tmp_path)
+    db = tmp_path / "c" / "campaign.sqlite"
+    db.parent.mkdir()
+    st = Store.create(db, p, runs, [1.0] * len(runs))
+    st.start(1, "lane 1", tmp_path / "r1")
+    st.finish(1, verdict="pass", trace="accepted", metrics={"goodput_bps": 10.0})
+    st.start(2, "lane 1", tmp_path / "r2")  # killed here
+    st.close()
+    st, cut = Store.reopen(db, p)
+    assert cut == 1
+    assert st.counts() == {"done": 1, "pending": len(runs) - 1}
+    (done,) = st.rows("done")
+    assert done.seq == 1 and done.metrics == {"goodput_bps": 10.0} and done.attempts == 1
+    again = next(r for r in st.rows("pending") if r.seq == 2)
+    assert again.attempts == 1  # started once; a second start makes it 2
+    st.start(2, "lane 2", tmp_path / "r2")
+    assert next(r for r in st.rows("running")).attempts == 2
+
+
+def test_store_refuses_another_plan(tmp_path: Path) -> None:
+    p, runs = runs_of(tmp_path)
+    db = tmp_path / "campaign.sqlite"
+    Store.create(db, p, runs, [0.0] * len(runs)).close()
+    with pytest.raises(InputError, match="ran another plan"):
+        Store.reopen(db, p.model_copy(update={"replicates": 2}))
+    with pytest.raises(InputError, match="no campaign to resume"):
+        Store.reopen(tmp_path / "none" / "campaign.sqlite", p)
+
+
+def seg(t: float, direction: str, octets: int, **fields: Any) -> str:
+    return json.dumps({"time": t, "direction": direction, "length": octets, "fields": fields,
+                       "dropped": fields.pop("dropped", False)})  # fmt: skip
+
+
+def test_figures_of_a_run_with_a_retransmission(tmp_path: Path) -> None:
+    # a CFDP transfer of 2000 octets in two File Data PDUs, the second
+    # lost once and sent again after the NAK, over 10 ms each way at 1 Mb/s
+    fd = {"pdu_type": "file_data"}
+    lines = [
+        seg(100.000, "forward", 40, pdu_type="file_directive"),
+        seg(100.001, "forward", 1010, offset=0, length=1000, **fd),
+        seg(100.002, "forward", 1010, offset=1000, length=1000, dropped=True, **fd),
+        seg(100.003, "forward", 30, pdu_type="file_directive"),
+        seg(100.015, "return", 30, pdu_type="file_directive"),
+        seg(100.030, "forward", 1010, offset=1000, length=1000, **fd),
+        seg(100.050, "return", 20, pdu_type="file_directive"),
+        seg(100.070, "forward", 20, pdu_type="file_directive"),
+    ]
+    (tmp_path / "segments.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "result.json").write_text(json.dumps({"delivered_bytes": 2000, "duration_s": 1}))
+    ch = Channel.model_validate({"forward": {"link": {"delay_ms": 10, "rate_bps": 1e6}},
+                                 "return": {"link": {"delay_ms": 10, "rate_bps": 1e6}}})  # fmt: skip
+    m = metrics.of_run(tmp_path, "cfdp", 2000, ch)
+    assert (m.units_forward, m.units_return, m.lost_forward) == (6, 2, 1)
+    assert (m.data_units, m.retransmissions) == (3, 1)
+    assert m.bytes_forward == 40 + 3 * 1010 + 30 + 20
+    assert m.time_to_last_data_s == pytest.approx(0.040)  # sent at +30 ms, 10 ms on the link
+    assert m.time_to_close_s == pytest.approx(0.080)
+    assert m.physical_minimum_s == pytest.approx(2000 * 8 / 1e6 + 0.010 + 0.020)
+    assert m.goodput_bps == pytest.approx(2000 * 8 / 0.080)
+    assert m.efficiency == pytest.approx(m.physical_minimum_s / 0.080)
+
+
+def test_report_of_a_partial_campaign(tmp_path: Path) -> None:
+    p, runs = runs_of(tmp_path)
+    st = Store.create(tmp_path / "campaign.sqlite", p, runs, [0.5] * len(runs))
+    for seq, g in ((1, 1000.0), (2, 1500.0), (3, 1200.0)):
+        st.start(seq, "lane 1", tmp_path / "runs" / f"r{seq}")
+        st.finish(seq, verdict="pass", trace="accepted",
+                  metrics={"goodput_bps": g, "units_forward": 5, "units_return": 1})  # fmt: skip
+    path = report.write(st, tmp_path)
+    page = path.read_text()
+    assert "pass: 3" in page and "goodput.png" in page
+    assert (tmp_path / "goodput.png").stat().st_size > 1000
+    rows = list((tmp_path / "results.csv").read_text().splitlines())
+    assert len(rows) == 1 + len(runs) and rows[0].startswith("seq,key,protocol")
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert [r["goodput_bps"] for r in data["runs"][:3]] == [1000.0, 1500.0, 1200.0]
+
+
+def test_builtin_plans_load_and_expand() -> None:
+    sizes = {}
+    for path in sorted((REPO / "plans").glob("*.yaml")):
+        p = plan.load(path)
+        runs = plan.expand(p)
+        assert len({r.key for r in runs}) == len(runs), path.name
+        sizes[path.stem] = len(runs)
+    # the NASA Glenn matrix: 36 links x 5 implementations x 10 replicates
+    assert sizes["nasa-grc"] == 36 * 5 * 10
+    p = plan.load(REPO / "plans" / "nasa-grc.yaml")
+    runs = plan.expand(p)
+    # two CFDP entries: LibreCube's runs are the second, with its own parameters
+    lc = next(r for r in runs if r.sender == "librecube")
+    assert lc.key.startswith("cfdp#1/") and plan.params_of(p, lc)["entity_id_len"] == 1
+    py = next(r for r in runs if r.sender == "cfdp-py")
+    assert py.key.startswith("cfdp/") and "entity_id_len" not in plan.params_of(p, py)
+
+
+def test_profile_wildcards_and_unknown_profiles(tmp_path: Path) -> None:
+    text = BASE.replace("{profile: grc-1mbps-25ms-pe0}", "{profile: 'grc-10mbps-1250ms-*'}")
+    p = plan.load(write_plan(tmp_path, text))
+    assert [x.label for x in p.links][1:] == [
+        f"grc-10mbps-1250ms-pe{e}" for e in ("0", "1e-1", "1e-2", "1e-3", "1e-4", "1e-5")
+    ]
+    with pytest.raises(InputError, match=r"links\.1\.profile: .*unknown link profile 'nope'"):
+        plan.load(write_plan(tmp_path, BASE.replace("grc-1mbps-25ms-pe0", "nope")))
+    with pytest.raises(InputError, match=r"matches none"):
+        plan.load(write_plan(tmp_path, BASE.replace("grc-1mbps-25ms-pe0", "'x-*'")))
+
+
+def test_statistics_per_group_and_between_pairs() -> None:
+    def row(pair: str, rep: int, g: float) -> dict[str, Any]:
+        tx, rx = pair.split(">")
+        return {"protocol": "cfdp", "link": "l", "size": 1, "sender": tx, "receiver": rx,
+                "replicate": rep, "status": "done", "verdict": "pass", "goodput_bps": g}  # fmt: skip
+
+    a = [100.0, 110.0, 105.0, 95.0]
+    b = [200.0, 190.0, 210.0, 205.0]
+    rows = [row("x>x", i + 1, g) for i, g in enumerate(a)]
+    rows += [row("y>y", i + 1, g) for i, g in enumerate(b)]
+    rows.append({**row("y>y", 5, 1.0), "verdict": "error"})  # not counted
+    per, between = report.statistics(rows)
+    x = next(p for p in per if p["pair"] == "x>x")
+    assert x["n"] == 4 and x["mean_bps"] == pytest.approx(102.5)
+    assert x["ci95_low"] < 102.5 < x["ci95_high"]
+    (d,) = between
+    assert d["paired_n"] == 4 and d["mean_diff_bps"] == pytest.approx(102.5 - 201.25)
+    assert d["paired_ci95_high"] < 0  # x is slower on every replicate
+    assert d["tukey_p"] < 0.001
+
+
+def test_time_sequence_graph_shades_the_outage(tmp_path: Path) -> None:
+    from conformance.campaign import tsg
+    from conformance.types import Scenario, dump_model
+
+    fd = {"pdu_type": "file_data"}
+    lines = [
+        seg(100.0, "forward", 1010, offset=0, length=1000, **fd),
+        seg(100.1, "forward", 1010, offset=1000, length=1000, dropped=True, **fd),
+        seg(100.5, "return", 30, pdu_type="file_directive"),
+        seg(100.9, "forward", 1010, offset=1000, length=1000, **fd),
+    ]
+    (tmp_path / "segments.jsonl").write_text("\n".join(lines) + "\n")
+    scn = Scenario.model_validate({
+        "name": "g", "protocol": "cfdp",
+        "params": {"protocol": "cfdp", "file_len": 2000, "segment_size": 1000},
+        "channel": {"forward": {"outages": [{"start": 10, "duration": 20}]}, "time_scale": 100},
+        "expect": {"outcomes": [{"sender_outcome": "completed", "receiver_outcome": "completed",
+                                 "delivered": {"protocol": "cfdp"}}]},
+    })  # fmt: skip
+    dump_model(scn, tmp_path / "scenario.json")
+    (tmp_path / "channel-clock.json").write_text(json.dumps({"started_ns": int(99.95e9)}))
+    assert tsg.plot(tmp_path, tmp_path / "g.png") == 1
+    assert (tmp_path / "g.png").stat().st_size > 5000
+    (tmp_path / "channel-clock.json").unlink()  # no clock: no window to place
+    assert tsg.plot(tmp_path, tmp_path / "g.png") == 0
+    (tmp_path / "segments.jsonl").write_text("")
+    assert tsg.plot(tmp_path, tmp_path / "h.png") is None
