@@ -295,7 +295,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         workdir = (
             Path(args.out) if args.out else _run_dir(None, f"check-{args.protocol}-{args.bound}")
         )
-        res = gen.check(args.bound, progress=on_progress, workdir=workdir)
+        if args.distributed < 0:
+            raise InputError(f"--distributed {args.distributed}: a number of workers, 1 or more")
+        res = gen.check(
+            args.bound, progress=on_progress, workdir=workdir, distributed=args.distributed
+        )
     table = Table(title=f"{res.version}: specs/{args.protocol}, {args.bound} bound")
     table.add_column("figure")
     table.add_column("value", justify="right")
@@ -314,6 +318,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     console.print(props)
     if res.trace:
         console.print(gen.trace_table(res.trace))
+    for err in res.errors:
+        err_console.print(f"TLC: {err}")
     console.print(f"TLC log: {res.log_path}")
     return 0 if res.ok else 1
 
@@ -975,7 +981,14 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     cores = os.cpu_count() or 1
     if lanes < 1 or lanes > cores:
         raise InputError(f"--lanes {lanes}: between 1 and the {cores} cores here")
-    netns.require_root()
+    if args.dask is None:
+        netns.require_root()  # (with --dask, the workers are)
+    client = pool = None
+    if args.dask is not None:
+        from conformance.campaign import cluster
+
+        client, pool, lanes = cluster.connect(args.dask)
+        console.print(f"Dask scheduler {client.scheduler.address}: {lanes} lanes on its workers")
     if args.resume:
         if not args.out:
             raise InputError("--resume: name the campaign's folder with --out DIR")
@@ -1025,7 +1038,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             def tick(done: int, _total: int, left: float, last: str) -> None:
                 prog.update(task, completed=done, eta=_hms(left), info=last[:60])
 
-            engine.run(st, out, lanes=lanes, on_progress=tick)
+            engine.run(st, out, lanes=lanes, on_progress=tick, pool=pool)
     except KeyboardInterrupt:
         report.write(st, out)
         err_console.print(
@@ -1035,6 +1048,9 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             + "`"
         )
         return 130
+    finally:
+        if client is not None:
+            client.close()
     path = report.write(st, out)
     counts: dict[str, int] = {}
     for r in st.rows():
@@ -1143,6 +1159,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "orphan; CFDP: deferred, cancel, late, suspend, prompt, outage, abandon, readings) "
                    "are in specs/<proto>/README.md")  # fmt: skip
     s.add_argument("--out", help="folder for TLC's files and log (default runs/<time>-check-...)")
+    s.add_argument(
+        "--distributed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="TLC's distributed mode: its server and N TLCWorkers on this host (invariants "
+        "and deadlock; TLC checks no temporal property distributed)",
+    )
     s.set_defaults(func=cmd_check)
 
     s = sub.add_parser("generate", help="derive scenario files from TLC traces of test purposes")
@@ -1334,6 +1358,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume", action="store_true", help="go on with the interrupted campaign in --out"
     )
     s.add_argument("--lanes", type=int, default=1, help="runs at once, up to the cores (1)")
+    s.add_argument(
+        "--dask",
+        metavar="ADDRESS|FILE",
+        help="run on a Dask cluster (a scheduler address or scheduler file): one lane per "
+        "worker thread; the workers run as root",
+    )
     s.add_argument(
         "--replicates",
         type=int,

@@ -49,16 +49,20 @@ def check(
     bound: str,
     progress: Callable[[TlcProgress], None] | None = None,
     workdir: Path | None = None,
+    distributed: int = 0,
 ) -> TlcResult:
     """Model-check the CFDP model at a bound: "ci" (seconds), "deep" (two
     transactions, minutes), "bug" (fails on purpose with a counterexample),
     or one of the focused bounds (cancel, late, suspend, ...; see
-    specs/cfdp/MCCFDP.tla). TLC's files go to ``workdir``."""
+    specs/cfdp/MCCFDP.tla). TLC's files go to ``workdir``. ``distributed``:
+    TLC's distributed mode with that many local workers (run_tlc)."""
     cfg = SPEC_DIR / f"MCCFDP_{bound}.cfg"
     if not cfg.is_file():
         raise InputError(f"unknown bound {bound!r} (the CFDP bounds: {', '.join(bounds())})")
     workers = None if bound == "deep" else (1 if bound in ONE_WORKER else 2)
-    return run_tlc(MODEL, cfg, workers=workers, progress=progress, workdir=workdir)
+    return run_tlc(
+        MODEL, cfg, workers=workers, progress=progress, workdir=workdir, distributed=distributed
+    )
 
 
 def model_actions(spec: Path = SPEC) -> list[str]:

@@ -212,11 +212,14 @@ def check(
     bound: Bound,
     progress: Callable[[TlcProgress], None] | None = None,
     workdir: Path | None = None,
+    distributed: int = 0,
 ) -> TlcResult:
     """Model-check the LTP spec at a bound: "ci" (seconds), "deep" (minutes),
     or "bug" (fails on purpose with a counterexample); "sessions" and
     "sessions_deep" check two concurrent sessions (MCLTPSessions.tla). TLC's
-    files go to ``workdir`` (default: a new folder of this run's own)."""
+    files go to ``workdir`` (default: a new folder of this run's own).
+    ``distributed``: TLC's distributed mode with that many local workers
+    (generators.tlc.run_tlc)."""
     cfg = SPEC_DIR / f"MCLTP_{bound}.cfg"
     if not cfg.is_file():
         known = sorted(p.stem.removeprefix("MCLTP_") for p in SPEC_DIR.glob("MCLTP_*.cfg"))
@@ -225,7 +228,9 @@ def check(
     # shortest counterexample, the same every time (two workers may not).
     workers = {"deep": None, "sessions_deep": None, "bug": 1}.get(bound, 2)
     model = MODEL_SESSIONS if bound.startswith("sessions") else MODEL
-    return run_tlc(model, cfg, workers=workers, progress=progress, workdir=workdir)
+    return run_tlc(
+        model, cfg, workers=workers, progress=progress, workdir=workdir, distributed=distributed
+    )
 
 
 def trap_cfg(purpose: Purpose, constants: Mapping[str, int | bool] = GEN_CONSTANTS) -> str:

@@ -465,6 +465,8 @@ def tlc_command(
     extra_args: Sequence[str] = (),
     tmpdir: Path | None = None,
     short: bool = False,
+    distributed: int = 0,
+    port: int = 0,
 ) -> list[str]:
     # TLC extracts its standard modules (TLC.tla, Naturals.tla, ...) into
     # java.io.tmpdir and parses them from there; two runs sharing /tmp race on
@@ -474,6 +476,17 @@ def tlc_command(
     # optimizing compiler pays for itself, and that compiler's threads take
     # the cores from TLC's worker meanwhile: the quick compiler alone.
     jit = ["-XX:TieredStopAtLevel=1"] if short else []
+    # Distributed: TLC's own server (TLCServer, RMI on ``port``), which waits
+    # for ``distributed`` TLCWorkers (distributed_workers) before it starts.
+    main = ["tlc2.TLC"]
+    threads = ["-workers", "auto" if workers is None else str(workers)]
+    if distributed:
+        main = [
+            f"-D{SERVER}.expectedWorkerCount={distributed}",
+            f"-D{SERVER}.port={port}",
+            SERVER,
+        ]
+        threads = []
     return [
         find_java(),
         "-XX:+UseParallelGC",
@@ -481,10 +494,9 @@ def tlc_command(
         *tmp,
         "-cp",
         str(find_jar()),
-        "tlc2.TLC",
+        *main,
         "-tool",
-        "-workers",
-        "auto" if workers is None else str(workers),
+        *threads,
         "-metadir",
         str(metadir),
         "-config",
@@ -492,6 +504,34 @@ def tlc_command(
         *extra_args,
         str(spec.resolve()),
     ]
+
+
+SERVER = "tlc2.tool.distributed.TLCServer"
+
+
+def worker_command(port: int, server: str = "localhost", tmpdir: Path | None = None) -> list[str]:
+    """One TLCWorker of a distributed run: it fetches states from the server
+    at ``server``:``port`` and computes their successors (the same command
+    on another host makes a remote worker)."""
+    tmp = [f"-Djava.io.tmpdir={tmpdir}"] if tmpdir is not None else []
+    return [
+        find_java(),
+        "-XX:+UseParallelGC",
+        *tmp,
+        f"-D{SERVER}.port={port}",
+        "-cp",
+        str(find_jar()),
+        "tlc2.tool.distributed.TLCWorker",
+        server,
+    ]
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 # TLC processes running now, so that an interrupt can stop every one of them
@@ -557,6 +597,7 @@ def run_tlc(
     workdir: Path | None = None,
     extra_modules: Mapping[str, str] | None = None,
     short: bool = False,
+    distributed: int = 0,
 ) -> TlcResult:
     """Model-check ``spec`` with ``cfg``; stream -tool output into a TlcResult.
 
@@ -570,7 +611,10 @@ def run_tlc(
     result, not an error. TlcError is raised only when TLC produced no verdict
     at all (e.g. a parse error). Ctrl-C kills the Java process. ``short``: a
     run of seconds, which the JVM's quick compiler alone serves best
-    (tlc_command).
+    (tlc_command). ``distributed``: TLC's distributed mode, its server and
+    that many TLCWorkers on this host (each its own JVM, using its cores);
+    it checks the invariants and deadlock, not temporal properties (TLC's
+    distributed mode has no liveness checking: they are "not_checked").
     """
     spec, cfg = Path(spec), Path(cfg)
     for path in (spec, cfg):
@@ -597,9 +641,12 @@ def run_tlc(
         extra_args=extra_args,
         tmpdir=scratch / "java-tmp",
         short=short,
+        distributed=distributed,
+        port=(port := free_port() if distributed else 0),
     )
     start = time.monotonic()
     proc: subprocess.Popen[str] | None = None
+    workers_: list[subprocess.Popen[bytes]] = []
     try:
         with log_path.open("w", encoding="utf-8") as log:
             proc = subprocess.Popen(
@@ -614,6 +661,19 @@ def run_tlc(
             with _LIVE_LOCK:
                 _LIVE.add(proc)
             assert proc.stdout is not None
+            for i in range(distributed):
+                # (a worker that starts before the server's registry retries)
+                with (logdir / f"{spec.stem}-{cfg.stem}.worker{i + 1}.log").open("wb") as wlog:
+                    w = subprocess.Popen(
+                        worker_command(port, tmpdir=scratch / "java-tmp"),
+                        cwd=str(scratch),
+                        stdout=wlog,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                workers_.append(w)
+                with _LIVE_LOCK:
+                    _LIVE.add(w)  # type: ignore[arg-type]
 
             def lines() -> Iterable[str]:
                 for line in proc.stdout:  # type: ignore[union-attr]
@@ -623,15 +683,33 @@ def run_tlc(
             result = parse_output(lines(), cfg, log_path=log_path, progress=progress, start=start)
             proc.wait()
     finally:
-        if proc is not None:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        for p in [*workers_, proc]:
+            if p is None:
+                continue
+            if p.poll() is None:
+                p.kill()
+                p.wait()
             with _LIVE_LOCK:
-                _LIVE.discard(proc)
+                _LIVE.discard(p)  # type: ignore[arg-type]
         shutil.rmtree(scratch, ignore_errors=True)
     result.seconds = round(time.monotonic() - start, 3)
     result.exit_code = proc.returncode if proc is not None else -1
+    if distributed:
+        # the server never looks at PROPERTIES: say so, and judge the rest
+        result.properties = [
+            PropertyResult(x.name, x.kind, "not_checked") if x.kind == "property" else x
+            for x in result.properties
+        ]
+        if result.trace and not result.violated:
+            result.errors.append(
+                "TLC's distributed server found the behaviour shown, which violates an "
+                "invariant it does not name; the check without --distributed names it"
+            )
+        result.ok = (
+            result.distinct_states is not None
+            and not result.errors
+            and all(p.status == "ok" for p in result.properties if p.kind != "property")
+        )
     if result.distinct_states is None and not result.trace and not result.violated:
         detail = "; ".join(result.errors) or f"exit code {result.exit_code}"
         raise TlcError(

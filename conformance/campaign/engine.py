@@ -20,13 +20,14 @@ import json
 import os
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,16 +144,22 @@ class Done:
     trace: str = ""
     metrics: dict[str, Any] = field(default_factory=dict)
     detail: str = ""
+    where: str = ""  # host:pid:thread that ran it
 
 
 def execute(
-    spec: RunSpec, scn_path: Path, run_dir: Path, channel: Channel, timeout_s: float
+    spec: RunSpec, scn_text: str, run_dir: Path, channel: Channel, timeout_s: float
 ) -> Done:
-    """One run in a child process; its verdict and figures."""
+    """One run in a child process, where this is called (the campaign's own
+    lanes, or a worker of the distributed engine): its verdict and figures.
+    The run's folder is on this host."""
     if run_dir.exists():
-        shutil.rmtree(run_dir)  # what a run cut mid-way left: it is redone whole
+        shutil.rmtree(run_dir)
     run_dir.parent.mkdir(parents=True, exist_ok=True)
+    scn_path = run_dir.parent / f"{run_dir.name}.scenario.json"
+    scn_path.write_text(scn_text, encoding="utf-8")
     log = run_dir.parent / f"{run_dir.name}.log"
+    where = f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident() % 10000}"
     with log.open("wb") as out:
         proc = subprocess.Popen(
             command(spec, scn_path, run_dir),
@@ -167,14 +174,18 @@ def execute(
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             _stop(proc)
-            return Done("error", detail=f"the run took longer than the plan's {timeout_s:g} s")
+            return Done(
+                "error", detail=f"the run took longer than the plan's {timeout_s:g} s", where=where
+            )
         finally:
             with _LIVE_LOCK:
                 _LIVE.discard(proc)
     vfile = run_dir / "verdict.json"
     if not vfile.is_file():
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
-        return Done("error", detail=f"no verdict (exit {proc.returncode}): {' '.join(tail)}")
+        return Done(
+            "error", detail=f"no verdict (exit {proc.returncode}): {' '.join(tail)}", where=where
+        )
     v = json.loads(vfile.read_text(encoding="utf-8"))
     trace = (v.get("trace") or {}).get("status", "")
     fig = mx.of_run(run_dir, spec.protocol, spec.size, channel)
@@ -183,7 +194,7 @@ def execute(
         for r in v.get("reasons", [])
         if r.get("code") != "observed-outcome"
     )
-    return Done(v["status"], trace, fig.as_dict(), reasons[:2000])
+    return Done(v["status"], trace, fig.as_dict(), reasons[:2000], where)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -225,9 +236,14 @@ def run(
     *,
     lanes: int = 1,
     on_progress: Callable[[int, int, float, str], None] | None = None,
+    pool: Executor | None = None,
 ) -> None:
-    """Run every pending run of the campaign in ``st``, ``lanes`` at a time;
-    ``on_progress(done, total, eta_s, last)`` after each."""
+    """Run every pending run of the campaign in ``st``, ``lanes`` at a time,
+    on the campaign's own threads or on ``pool`` (a distributed engine's
+    executor, conformance.campaign.cluster); ``on_progress(done, total,
+    eta_s, last)`` after each. A run's folder is ``runs/<slug>``, and
+    ``runs/<slug>.<attempt>`` for a run cut before and redone (the cut
+    attempt may still be ending on a worker whose client was killed)."""
     plan = st.plan()
     real_time = st.get("real_time") == "1"
     scn_dir = out / "scenarios"
@@ -238,56 +254,62 @@ def run(
     total = len(st.rows())
     done = total - len(pending)
     history: list[list[float]] = json.loads(st.get("eta_history") or "[]")
-    running: dict[Future[Done], tuple[Row, int]] = {}
-    free = list(range(1, lanes + 1))
-    with ThreadPoolExecutor(max_workers=lanes) as pool:
-        try:
-            while pending or running:
-                while pending and len(running) < lanes:
-                    row = pending.pop(0)
-                    scn_path = scn_dir / f"{row.spec.slug}.json"
-                    why = st.get(f"unsupported:{row.spec.key}")
-                    if why:
-                        st.start(row.seq, "-", out / "runs" / row.spec.slug)
-                        st.finish(row.seq, verdict="unsupported", detail=why)
-                        done += 1
-                        continue
-                    run_dir = out / "runs" / row.spec.slug
-                    lane = free.pop(0)
-                    st.start(row.seq, f"lane {lane}", run_dir)
-                    ch = channel_of(plan, row.spec, real_time=real_time)
-                    fut = pool.submit(execute, row.spec, scn_path, run_dir, ch, plan.timeout_s)
-                    running[fut] = (row, lane)
-                if not running:
-                    break
-                finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    row, lane = running.pop(fut)
-                    free.append(lane)
-                    res = fut.result()
-                    st.finish(
-                        row.seq,
-                        verdict=res.verdict,
-                        trace=res.trace,
-                        metrics=res.metrics,
-                        detail=res.detail,
-                    )
+    running: dict[Future[Done], Row] = {}
+    own = pool is None
+    executor = pool or ThreadPoolExecutor(max_workers=lanes)
+    try:
+        while pending or running:
+            while pending and len(running) < lanes:
+                row = pending.pop(0)
+                slug = row.spec.slug
+                why = st.get(f"unsupported:{row.spec.key}")
+                if why:
+                    st.start(row.seq, "-", out / "runs" / slug)
+                    st.finish(row.seq, verdict="unsupported", detail=why)
                     done += 1
-                    fresh = next(r for r in st.rows("done") if r.seq == row.seq)
-                    eta.learn(fresh)
-                    left = eta.left(pending + [r for r, _ in running.values()])
-                    history.append([time.time(), left])
-                    st.put("eta_history", json.dumps(history))
-                    if on_progress:
-                        on_progress(done, total, left, f"{row.spec.key}: {res.verdict}")
-        except BaseException:
-            # Ctrl-C, SIGTERM: the runs going on stop (their rows stay
-            # 'running': --resume redoes them)
-            with _LIVE_LOCK:
-                live = list(_LIVE)
-            for proc in live:
-                _stop(proc)
-            raise
+                    continue
+                attempt = row.attempts + 1
+                run_dir = out / "runs" / (slug if attempt == 1 else f"{slug}.{attempt}")
+                st.start(row.seq, "", run_dir)
+                ch = channel_of(plan, row.spec, real_time=real_time)
+                text = (scn_dir / f"{slug}.json").read_text(encoding="utf-8")
+                fut = executor.submit(execute, row.spec, text, run_dir, ch, plan.timeout_s)
+                running[fut] = row
+            if not running:
+                break
+            finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for fut in finished:
+                row = running.pop(fut)
+                res = fut.result()
+                st.finish(
+                    row.seq,
+                    verdict=res.verdict,
+                    trace=res.trace,
+                    metrics=res.metrics,
+                    detail=res.detail,
+                    lane=res.where,
+                )
+                done += 1
+                fresh = next(r for r in st.rows("done") if r.seq == row.seq)
+                eta.learn(fresh)
+                left = eta.left(pending + list(running.values()))
+                history.append([time.time(), left])
+                st.put("eta_history", json.dumps(history))
+                if on_progress:
+                    on_progress(done, total, left, f"{row.spec.key}: {res.verdict}")
+    except BaseException:
+        # Ctrl-C, SIGTERM: the runs going on here stop (their rows stay
+        # 'running': --resume redoes them)
+        with _LIVE_LOCK:
+            live = list(_LIVE)
+        for proc in live:
+            _stop(proc)
+        for fut in running:
+            fut.cancel()
+        raise
+    finally:
+        if own:
+            executor.shutdown(wait=True, cancel_futures=True)
 
 
 def create(plan: Plan, out: Path, *, real_time: bool = False, say: Callable[[str], None]) -> Store:

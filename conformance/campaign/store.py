@@ -29,7 +29,7 @@ CREATE TABLE IF NOT EXISTS runs (
     spec TEXT NOT NULL,             -- RunSpec as JSON
     status TEXT NOT NULL DEFAULT 'pending',
     attempts INTEGER NOT NULL DEFAULT 0,
-    lane TEXT,                      -- where it ran: lane number or worker address
+    lane TEXT,                      -- where it ran: host:pid:thread
     started REAL,                   -- seconds since the epoch
     finished REAL,
     phys_min_s REAL,                -- the physical minimum (metrics.physical_minimum)
@@ -143,13 +143,13 @@ class Store:
         trace: str = "",
         metrics: dict[str, Any] | None = None,
         detail: str = "",
-        started: float | None = None,
+        lane: str = "",
     ) -> None:
         with self.tx():
             self.db.execute(
                 "UPDATE runs SET status='done', finished=?, verdict=?, trace=?, metrics=?, "
-                "detail=?, started=COALESCE(?, started) WHERE seq=?",
-                (time.time(), verdict, trace, json.dumps(metrics or {}), detail, started, seq),
+                "detail=?, lane=COALESCE(NULLIF(?, ''), lane) WHERE seq=?",
+                (time.time(), verdict, trace, json.dumps(metrics or {}), detail, lane, seq),
             )
 
     def rows(self, status: str | None = None) -> list[Row]:

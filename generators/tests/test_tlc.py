@@ -180,3 +180,23 @@ def test_an_outage_without_link_state_cues_lets_a_timer_expire_early(tmp_path):
     assert len(r.trace) == expected["trace_length"]
     actions = [t.action for t in r.trace]
     assert "ChannelLinkDown" in actions[-2] and "SenderExpireCheckpointTimer" in actions[-1]
+
+
+@pytest.mark.integration
+def test_distributed_tlc_with_two_local_workers(tmp_path):
+    """TLC's own distributed mode (TLCServer and two TLCWorkers, each its own
+    JVM over RMI) reaches the states the single-process run does; it checks
+    the invariants, not the temporal properties, and says so."""
+    res = ltp.check("unknown", workdir=tmp_path / "ok", distributed=2)
+    expected = MANIFEST["models"]["MCLTP_unknown.cfg"]
+    assert res.ok and res.distinct_states == expected["distinct_states"]
+    kinds = {p.name: (p.kind, p.status) for p in res.properties}
+    assert kinds["Safety"] == ("invariant", "ok")
+    assert kinds["EventuallyEnded"] == ("property", "not_checked")
+    workers = sorted((tmp_path / "ok").glob("*.worker*.log"))
+    assert len(workers) == 2
+    for log in workers:
+        assert "work completed" in log.read_text()  # each took states from the server
+    bad = ltp.check("bug", workdir=tmp_path / "bug", distributed=2)
+    assert not bad.ok and bad.trace
+    assert any("does not name" in e for e in bad.errors)
