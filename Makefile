@@ -12,7 +12,7 @@ TLC_SHA256  := fc0a7b69b35076b4aeef54228a62fce9ca035f81a19619f5ed3f023f78c803b3
 HARNESS     := suts/licklider/harness
 CFDPRS      := suts/cfdprs/harness
 EMULATOR    := conformance/emulator
-APT_PKGS    := tshark tcpdump ethtool iproute2 libnorm-dev default-jdk-headless maven python3-venv
+APT_PKGS    := tshark tcpdump ethtool iproute2 libnorm-dev default-jdk-headless maven python3-venv chromium-headless-shell
 step         = @printf '\n==> setup step: %s\n' '$(1)'
 
 .PHONY: help setup apt venv tlc rust suts demo test test-deep lint schemas clean

@@ -252,6 +252,11 @@ def write(st: Store, out: Path) -> Path:
         ".pass{background:#d5f5e3}.fail{background:#fadbd8}.inconclusive{background:#fcf3cf}"
         ".error{background:#e5e7e9}.unsupported{color:#777}figure{display:inline-block;"
         "margin:0 1em 1em 0}</style>"
+        # once loaded, the page says how many of its images a browser decoded
+        # (the tests read it back from headless Chromium's DOM)
+        "<script>addEventListener('load',()=>{const i=[...document.images];"
+        "document.body.dataset.images=i.length;document.body.dataset.imagesOk="
+        "i.filter(x=>x.complete&&x.naturalWidth>0).length})</script>"
         f"<h1>Campaign {html.escape(plan.name)}</h1>"
         f"<p>{html.escape(plan.description)}</p>"
         + (f"<p>Reproduces: {html.escape(plan.source)}</p>" if plan.source else "")

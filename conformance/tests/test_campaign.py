@@ -255,3 +255,32 @@ def test_time_sequence_graph_shades_the_outage(tmp_path: Path) -> None:
     assert tsg.plot(tmp_path, tmp_path / "g.png") == 0
     (tmp_path / "segments.jsonl").write_text("")
     assert tsg.plot(tmp_path, tmp_path / "h.png") is None
+
+
+def test_report_renders_in_a_headless_browser(tmp_path: Path) -> None:
+    """report.html in real headless Chromium (Debian's chromium-headless-shell,
+    make setup): every figure decodes and the tables are there."""
+    import re
+    import shutil
+    import subprocess
+
+    browser = shutil.which("chromium-headless-shell") or shutil.which("chromium")
+    assert browser, "no headless Chromium: apt-get install chromium-headless-shell (make setup)"
+    p, runs = runs_of(tmp_path)
+    st = Store.create(tmp_path / "campaign.sqlite", p, runs, [0.5] * len(runs))
+    for seq, pair_g in enumerate([900.0, 1000.0, 1100.0, 2000.0, 2100.0, 1900.0], 1):
+        st.start(seq, "lane 1", tmp_path / "runs" / f"r{seq}")
+        st.finish(seq, verdict="pass", metrics={"goodput_bps": pair_g, "units_forward": 5,
+                                                "units_return": 2, "efficiency": 0.5})  # fmt: skip
+    page = report.write(st, tmp_path)
+    dom = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
+         "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    images = re.search(r'data-images="(\d+)"', dom)
+    decoded = re.search(r'data-images-ok="(\d+)"', dom)
+    assert images and decoded, dom[:500]
+    assert int(images.group(1)) >= 4  # goodput, units each way, efficiency
+    assert decoded.group(1) == images.group(1)
+    assert '<table id="stats">' in dom and '<table id="runs">' in dom

@@ -1,7 +1,9 @@
 """plans/smoke.yaml between namespaces, as `dtnconform campaign` runs it:
-killed with SIGKILL while a run is going on, then resumed. Nothing it
-finished is run again, the run it cut is redone from scratch, every run
-ends with the model's verdict and its figures, and no namespace is left."""
+killed with SIGKILL while a run is going on, then resumed on a Dask cluster
+of two local workers. Nothing it finished is run again, the run it cut is
+redone from scratch, both workers take runs and their results reach the
+database, every run ends with the model's verdict and its figures, and no
+namespace is left."""
 
 from __future__ import annotations
 
@@ -40,6 +42,28 @@ def rows(db: Path) -> dict[int, tuple[str, int, float | None, str | None]]:
         return {s: (st, a, f, v) for s, st, a, f, v in c.execute(q)}
 
 
+def dask_cluster(tmp: Path) -> tuple[Path, list[subprocess.Popen[bytes]]]:
+    """A Dask scheduler and two single-thread worker processes on this host."""
+    from distributed import Client
+
+    dask = Path(sys.executable).parent / "dask"
+    sched = tmp / "scheduler.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    common = {"cwd": tmp, "env": env, "stdout": subprocess.DEVNULL, "stderr": subprocess.STDOUT}
+    procs = [
+        subprocess.Popen([str(dask), "scheduler", "--scheduler-file", str(sched), "--port", "0",
+                          "--no-dashboard"], **common),  # type: ignore[call-overload]
+    ]  # fmt: skip
+    assert netns.wait_for(sched.is_file, timeout=60), "the Dask scheduler did not start"
+    procs.append(
+        subprocess.Popen([str(dask), "worker", "--scheduler-file", str(sched), "--nworkers", "2",
+                          "--nthreads", "1", "--no-dashboard"], **common)  # type: ignore[call-overload]
+    )  # fmt: skip
+    with Client(scheduler_file=str(sched), timeout=60) as client:
+        client.wait_for_workers(2, timeout=60)
+    return sched, procs
+
+
 def ours() -> set[str]:
     from pyroute2 import netns as ns
 
@@ -76,15 +100,27 @@ def test_smoke_campaign_killed_mid_way_resumes_with_nothing_lost(tmp_path: Path)
     # the run it cut stops with it and takes its namespaces down
     assert netns.wait_for(lambda: ours() <= before, timeout=30), ours() - before
 
-    res = campaign(out, "--resume")
-    text = res.communicate(timeout=300)[0].decode()
+    sched, cluster = dask_cluster(tmp_path)
+    try:
+        res = campaign(out, "--resume", "--dask", str(sched))
+        text = res.communicate(timeout=300)[0].decode()
+    finally:
+        for p in reversed(cluster):
+            p.terminate()
+            p.wait(timeout=30)
     assert res.returncode == 0, text
     assert "resuming" in text and "1 cut short before, redone" in text
+    assert "2 lanes on its workers" in text
     end = rows(db)
     assert all(r[0] == "done" for r in end.values()), end
     for s, r in done.items():
         assert end[s] == r, f"run {s} was run again"  # same attempt, same finish time
     assert end[going][1] == 2  # started twice: cut, then redone whole
+    with sqlite3.connect(db) as c:
+        lanes = dict(c.execute("SELECT seq, lane FROM runs"))
+    # host:pid:thread; the runs after the kill ran on the two Dask workers
+    resumed = {lane.split(":")[1] for s, lane in lanes.items() if s not in done}
+    assert len(resumed) == 2, lanes
     assert {r[3] for r in end.values()} == {"pass"}
     with (out / "results.csv").open() as fh:
         table = list(csv.DictReader(fh))
