@@ -994,6 +994,11 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             raise InputError("--resume: name the campaign's folder with --out DIR")
         out = Path(args.out)
         st, cut = Store.reopen(out / "campaign.sqlite", p)
+        had = json.loads(st.get("only") or "[]")
+        if args.only and args.only != had:
+            raise InputError(
+                f"--only: that campaign ran {' '.join(had) or 'every run'}; resume it as it was"
+            )
         counts = st.counts()
         console.print(
             f"resuming {out}: {counts.get('done', 0)} runs done, {counts.get('pending', 0)} to "
@@ -1010,7 +1015,11 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         with _progress() as prog:
             task = prog.add_task(f"campaign {p.name}: preparing", total=None, info="")
             st = engine.create(
-                p, out, real_time=args.real_time, say=lambda m: prog.update(task, info=m)
+                p,
+                out,
+                real_time=args.real_time,
+                say=lambda m: prog.update(task, info=m),
+                only=args.only,
             )
         console.print(f"campaign {p.name} in {out}: {plan.describe([r.spec for r in st.rows()])}")
     total = len(st.rows())
@@ -1358,6 +1367,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume", action="store_true", help="go on with the interrupted campaign in --out"
     )
     s.add_argument("--lanes", type=int, default=1, help="runs at once, up to the cores (1)")
+    s.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="only the runs whose key (protocol/sender>receiver/link/size/rN) holds TEXT "
+        "(repeatable: any of them)",
+    )
     s.add_argument(
         "--dask",
         metavar="ADDRESS|FILE",

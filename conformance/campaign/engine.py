@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +36,7 @@ from conformance import protocols
 from conformance.campaign import metrics as mx
 from conformance.campaign.plan import TESTER, Plan, RunSpec, link_of, params_of
 from conformance.campaign.store import Row, Store
-from conformance.errors import DtncError
+from conformance.errors import DtncError, InputError
 from conformance.types import Channel, Expectation, ExpectedOutcome, Scenario, dump_model
 from generators.outcomes import Unplannable
 
@@ -312,13 +312,23 @@ def run(
             executor.shutdown(wait=True, cancel_futures=True)
 
 
-def create(plan: Plan, out: Path, *, real_time: bool = False, say: Callable[[str], None]) -> Store:
-    """A new campaign in ``out``: its runs in order, each one's scenario
-    (with the model's outcome set) and physical minimum, and the pairs
-    that cannot run a scenario, said once."""
+def create(
+    plan: Plan,
+    out: Path,
+    *,
+    real_time: bool = False,
+    say: Callable[[str], None],
+    only: Sequence[str] = (),
+) -> Store:
+    """A new campaign in ``out``: its runs in order (``only``: those whose
+    key holds one of these texts), each one's scenario (with the model's
+    outcome set) and physical minimum, and the pairs that cannot run a
+    scenario, said once."""
     from conformance.campaign.plan import expand
 
-    runs = expand(plan)
+    runs = [r for r in expand(plan) if not only or any(x in r.key for x in only)]
+    if not runs:
+        raise InputError(f"--only {' '.join(only)}: no run of the plan has that in its key")
     out.mkdir(parents=True, exist_ok=True)
     scn_dir = out / "scenarios"
     scn_dir.mkdir(exist_ok=True)
@@ -335,6 +345,7 @@ def create(plan: Plan, out: Path, *, real_time: bool = False, say: Callable[[str
     st = Store.create(out / "campaign.sqlite", plan, runs, phys)
     with st.tx():
         st.put("real_time", "1" if real_time else "0")
+        st.put("only", json.dumps(list(only)))
         for k, w in why.items():
             st.put(f"unsupported:{k}", w)
     return st

@@ -83,17 +83,26 @@ def _boxes(rows: list[dict[str, Any]], value: str, ylabel: str, path: Path) -> b
     if not by_link:
         return False
     links = sorted(by_link)
+    cols = min(6, len(links))
+    rows_n = -(-len(links) // cols)
     fig, axes = plt.subplots(
-        1, len(links), figsize=(max(4.0, 3.2 * len(links)), 4.2), squeeze=False, sharey=True
+        rows_n, cols, figsize=(max(4.0, 3.0 * cols), 3.6 * rows_n), squeeze=False, sharey=True
     )
-    for ax, link in zip(axes[0], links, strict=True):
+    flat_axes = [ax for row in axes for ax in row]
+    for ax in flat_axes[len(links) :]:
+        ax.set_visible(False)
+    for ax, link in zip(flat_axes, links, strict=False):
         groups = by_link[link]
         names = sorted(groups)
         ax.boxplot([groups[n] for n in names], tick_labels=names, widths=0.5)
         ax.set_title(link, fontsize=9)
         ax.tick_params(axis="x", labelsize=7)
         ax.grid(axis="y", alpha=0.3)
-    axes[0][0].set_ylabel(ylabel)
+    every = [v for groups in by_link.values() for xs in groups.values() for v in xs]
+    if min(every) > 0 and max(every) / min(every) > 100:
+        flat_axes[0].set_yscale("log")  # (shared: all panels) orders of magnitude apart
+    for row in axes:
+        row[0].set_ylabel(ylabel)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
