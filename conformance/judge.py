@@ -157,6 +157,10 @@ def trace_reasons(
     the rule and the frame; an unchecked one is said, and judged no further.
     A rejection held against the tester's role alone is our harness's
     failure: use :func:`tester_blamed` first."""
+    if trace is not None and trace.status == "accepted" and trace.late:
+        # an answer past the reaction window: no rule of the untimed model
+        # is broken, and a loaded machine does the same; said, not failed
+        return [], [Reason(code="trace-late", message=f"trace validation: {trace.message}")]
     if trace is None or trace.status == "accepted":
         return [], []
     if trace.status == "rejected":

@@ -789,6 +789,12 @@ class TraceCheck(_Strict):
         description="the default reading was tried on the trace and rejected it before the "
         "alternative that accepted it (readings the observed outcome allows are tried first)",
     )
+    late: bool = Field(
+        False,
+        description="accepted only with reaction times longer than the window, yet shorter "
+        "than a retransmission interval: some answer came late (the model is untimed; "
+        "message says where)",
+    )
 
 
 class Verdict(_Strict):
