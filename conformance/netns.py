@@ -143,8 +143,17 @@ def create(mtu: int = 1500, static_arp: bool = False) -> Topology:
     ``static_arp``: A and B know each other's MAC address from the start
     (permanent neighbour entries), so no ARP crosses the channel: frame
     indices then depend on the measured traffic alone."""
-    with _default_sigterm():
-        return _create(mtu, static_arp)
+    topo: Topology | None = None
+    try:
+        with _default_sigterm():
+            topo = _create(mtu, static_arp)
+    except BaseException:
+        # a SIGTERM handled as soon as our handler is back (leaving the
+        # with): the namespaces are made, and nobody else knows them
+        if topo is not None:
+            destroy(topo)
+        raise
+    return topo
 
 
 def _create(mtu: int, static_arp: bool = False) -> Topology:
@@ -305,18 +314,22 @@ def ours() -> list[str]:
 def topology(mtu: int = 1500, static_arp: bool = False) -> Iterator[Topology]:
     """Context manager: create, yield, always destroy (also on Ctrl-C)."""
     sweep_stale()
-    topo = create(mtu, static_arp)
     old = signal.getsignal(signal.SIGTERM)
 
     def _on_term(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    with contextlib.suppress(ValueError):  # not in the main thread
-        signal.signal(signal.SIGTERM, _on_term)
+    topo: Topology | None = None
     try:
+        # (inside the try: an interrupt between the namespaces' making and
+        # the yield still takes them down)
+        topo = create(mtu, static_arp)
+        with contextlib.suppress(ValueError):  # not in the main thread
+            signal.signal(signal.SIGTERM, _on_term)
         yield topo
     finally:
-        destroy(topo)
+        if topo is not None:
+            destroy(topo)
         with contextlib.suppress(ValueError, TypeError):
             signal.signal(signal.SIGTERM, old)
 
