@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.campaign.store import Row, Store
+from conformance.types import Channel
 
 COLUMNS = (
     "seq", "key", "protocol", "sender", "receiver", "link", "size", "replicate", "status",
@@ -212,6 +213,88 @@ def _table(items: list[dict[str, Any]], table_id: str) -> str:
     return f"<table id='{table_id}'><tr>{head}</tr>{body}</table>"
 
 
+def _link_figures(plan: Any) -> dict[str, tuple[float, float, float]]:
+    """Link label -> (forward rate in bit/s, forward one-way delay in ms,
+    error: packet error probability, else BER, else frame loss)."""
+    from conformance import emulator
+
+    out = {}
+    for link in plan.links:
+        data = link.model_dump(mode="json", by_alias=True, exclude={"name"}, exclude_unset=True)
+        fwd, _ret, _k = emulator.resolve(Channel.model_validate(data))
+        lk = fwd.link
+        out[link.label] = (lk.rate_bps, lk.delay_ms, lk.packet_error or lk.ber or lk.loss)
+    return out
+
+
+def _curves(rows: list[dict[str, Any]], plan: Any, out: Path) -> list[tuple[str, str]]:
+    """Goodput against the link's error rate (one line per pair, rate and
+    delay) and against the transfer size (one line per pair and link), each
+    point the mean with its 95 % CI: the NASA study's other figures."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from scipy import stats
+
+    figs = _link_figures(plan)
+    made = []
+    judged = [r for r in rows if _judged(r)]
+
+    def mean_ci(xs: list[float]) -> tuple[float, float]:
+        m = float(np.mean(xs))
+        if len(xs) < 2 or np.std(xs) == 0:
+            return m, 0.0
+        lo, _hi = stats.t.interval(0.95, len(xs) - 1, m, np.std(xs, ddof=1) / len(xs) ** 0.5)
+        return m, m - float(lo)
+
+    for what, xlabel, name, key, series_of in (
+        (
+            "error",
+            "packet error probability (BER for a BER link)",
+            "goodput-vs-error.png",
+            lambda r: figs[r["link"]][2],
+            lambda r: (
+                f"{r['protocol']} {r['sender']}>{r['receiver']} "
+                f"{figs[r['link']][0] / 1e6:g} Mb/s {figs[r['link']][1]:g} ms, {r['size']} B"
+            ),
+        ),
+        (
+            "size",
+            "transfer size (bytes)",
+            "goodput-vs-size.png",
+            lambda r: float(r["size"]),
+            lambda r: f"{r['protocol']} {r['sender']}>{r['receiver']} {r['link']}",
+        ),
+    ):
+        series: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for r in judged:
+            series[series_of(r)][key(r)].append(float(r["goodput_bps"]))
+        if not any(len(pts) > 1 for pts in series.values()):
+            continue  # one point per line: nothing to draw a curve through
+        fig, ax = plt.subplots(figsize=(8.5, 5))
+        for label, pts in sorted(series.items()):
+            xs = sorted(pts)
+            ms = [mean_ci(pts[x]) for x in xs]
+            ax.errorbar(xs, [m for m, _ in ms], yerr=[c for _, c in ms], marker="o",
+                        markersize=3, capsize=2, linewidth=1, label=label)  # fmt: skip
+        if what == "error":
+            ax.set_xscale("symlog", linthresh=1e-6)  # 0 (a clean link) among the rest
+        else:
+            ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("goodput (bit/s), mean and 95 % CI")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=6, ncol=2)
+        fig.tight_layout()
+        fig.savefig(out / name)
+        plt.close(fig)
+        made.append((name, f"goodput against the {what}"))
+    return made
+
+
 def write(st: Store, out: Path) -> Path:
     """results.csv, results.json and report.html in ``out``."""
     rows = export(st, out)
@@ -224,7 +307,8 @@ def write(st: Store, out: Path) -> Path:
         ("efficiency", "physical minimum / time to close", "efficiency.png"),
     ):
         if _boxes(rows, value, ylabel, out / name):
-            figs.append((name, ylabel))
+            figs.append((name, f"{ylabel}, per link and implementation pair"))
+    figs += _curves(rows, plan, out)
     per, between = statistics(rows)
     with (out / "stats.csv").open("w", newline="", encoding="utf-8") as fh:
         for items in (per, between):
@@ -274,8 +358,8 @@ def write(st: Store, out: Path) -> Path:
         + " &middot; <a href='results.csv'>results.csv</a> &middot; "
         "<a href='results.json'>results.json</a></p>"
         + "".join(
-            f"<figure><img src='{n}' alt='{html.escape(t)}'><figcaption>{html.escape(t)}, "
-            "per link and implementation pair</figcaption></figure>"
+            f"<figure><img src='{n}' alt='{html.escape(t)}'><figcaption>{html.escape(t)}"
+            "</figcaption></figure>"
             for n, t in figs
         )
         + "<h2>Goodput: mean, standard deviation, 95 % confidence interval</h2>"

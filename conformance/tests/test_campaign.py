@@ -284,3 +284,21 @@ def test_report_renders_in_a_headless_browser(tmp_path: Path) -> None:
     assert int(images.group(1)) >= 4  # goodput, units each way, efficiency
     assert decoded.group(1) == images.group(1)
     assert '<table id="stats">' in dom and '<table id="runs">' in dom
+
+
+def test_goodput_against_the_error_rate(tmp_path: Path) -> None:
+    text = BASE.replace(
+        "{name: a, forward: {link: {delay_ms: 5}}}", "{profile: grc-1mbps-25ms-pe1e-2}"
+    )
+    p = plan.load(write_plan(tmp_path, text))
+    runs = plan.expand(p)
+    st = Store.create(tmp_path / "campaign.sqlite", p, runs, [0.1] * len(runs))
+    for seq, r in enumerate(runs, 1):
+        st.start(seq, "lane 1", tmp_path / "runs" / f"r{seq}")
+        g = 9e5 if r.link.endswith("pe0") else 4e5
+        st.finish(seq, verdict="pass", metrics={"goodput_bps": g + r.replicate})
+    made = report._curves([report.flat(x) for x in st.rows()], p, tmp_path)
+    assert [n for n, _ in made] == ["goodput-vs-error.png", "goodput-vs-size.png"]
+    assert (tmp_path / "goodput-vs-error.png").stat().st_size > 5000
+    figs = report._link_figures(p)
+    assert figs["grc-1mbps-25ms-pe1e-2"] == (1e6, 25, 1e-2)
