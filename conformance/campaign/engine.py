@@ -53,11 +53,10 @@ def channel_of(plan: Plan, spec: RunSpec, *, real_time: bool = False) -> Channel
     """The run's channel: the plan's link, with a seed of its own for each
     replicate (random errors differ from one replicate to the next)."""
     link = link_of(plan, spec.link)
-    data = link.model_dump(mode="json", by_alias=True, exclude={"name"}, exclude_unset=True)
-    data["seed"] = (link.seed + plan.seed * 7919 + spec.replicate) % (2**63)
+    update: dict[str, Any] = {"seed": (link.seed + plan.seed * 7919 + spec.replicate) % (2**63)}
     if real_time:
-        data["time_scale"] = 1.0
-    return Channel.model_validate(data)
+        update["time_scale"] = 1.0
+    return link.channel().model_copy(update=update)
 
 
 def scenario_of(plan: Plan, spec: RunSpec, workdir: Path, *, real_time: bool = False) -> Scenario:
@@ -290,8 +289,7 @@ def run(
                     lane=res.where,
                 )
                 done += 1
-                fresh = next(r for r in st.rows("done") if r.seq == row.seq)
-                eta.learn(fresh)
+                eta.learn(st.row(row.seq))
                 left = eta.left(pending + list(running.values()))
                 history.append([time.time(), left])
                 st.put("eta_history", json.dumps(history))

@@ -50,6 +50,11 @@ class Link(Channel):
     def label(self) -> str:
         return self.name or self.profile or "inline"
 
+    def channel(self) -> Channel:
+        """The link as a scenario's channel (its name dropped)."""
+        data = self.model_dump(mode="json", by_alias=True, exclude={"name"}, exclude_unset=True)
+        return Channel.model_validate(data)
+
 
 class ProtocolEntry(_Strict):
     """One protocol of the plan and what runs it."""

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from conformance.campaign.store import Row, Store
-from conformance.types import Channel
 
 COLUMNS = (
     "seq", "key", "protocol", "sender", "receiver", "link", "size", "replicate", "status",
@@ -220,8 +219,7 @@ def _link_figures(plan: Any) -> dict[str, tuple[float, float, float]]:
 
     out = {}
     for link in plan.links:
-        data = link.model_dump(mode="json", by_alias=True, exclude={"name"}, exclude_unset=True)
-        fwd, _ret, _k = emulator.resolve(Channel.model_validate(data))
+        fwd, _ret, _k = emulator.resolve(link.channel())
         lk = fwd.link
         out[link.label] = (lk.rate_bps, lk.delay_ms, lk.packet_error or lk.ber or lk.loss)
     return out

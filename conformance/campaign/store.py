@@ -152,14 +152,19 @@ class Store:
                 (time.time(), verdict, trace, json.dumps(metrics or {}), detail, lane, seq),
             )
 
+    _COLUMNS = (
+        "SELECT seq, spec, status, attempts, lane, started, finished, phys_min_s, run_dir, "
+        "verdict, trace, metrics, detail FROM runs"
+    )
+
     def rows(self, status: str | None = None) -> list[Row]:
-        q = "SELECT seq, spec, status, attempts, lane, started, finished, phys_min_s, run_dir, "
-        q += "verdict, trace, metrics, detail FROM runs"
-        args: tuple[Any, ...] = ()
-        if status is not None:
-            q += " WHERE status=?"
-            args = (status,)
-        return [_row(x) for x in self.db.execute(q + " ORDER BY seq", args)]
+        if status is None:
+            return [_row(x) for x in self.db.execute(self._COLUMNS + " ORDER BY seq")]
+        q = self._COLUMNS + " WHERE status=? ORDER BY seq"
+        return [_row(x) for x in self.db.execute(q, (status,))]
+
+    def row(self, seq: int) -> Row:
+        return _row(self.db.execute(self._COLUMNS + " WHERE seq=?", (seq,)).fetchone())
 
     def counts(self) -> dict[str, int]:
         return dict(self.db.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall())
