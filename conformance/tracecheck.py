@@ -440,6 +440,8 @@ class _Pass:
     states: int | None
     seconds: float
     diag: list[Any] = field(default_factory=list)
+    # some state's next line was held back by a deadline (TraceCore's Hurried)
+    hurried: bool = False
 
 
 def _run(tm: TraceModel, data: str, workdir: Path, invariants: Sequence[str], tag: str) -> _Pass:
@@ -465,7 +467,8 @@ def _run(tm: TraceModel, data: str, workdir: Path, invariants: Sequence[str], ta
     furthest = max((int(m) for m in _FURTHEST.findall(text)), default=1)
     diag = printed(text, "dtnc-trace-diag")
     accepted = '"dtnc-trace-accepted"' in text
-    return _Pass(accepted, furthest, res.distinct_states, res.seconds, diag)
+    hurried = '"dtnc-trace-deadline"' in text
+    return _Pass(accepted, furthest, res.distinct_states, res.seconds, diag, hurried)
 
 
 def _ms(t_us: int) -> str:
@@ -678,58 +681,68 @@ class _Session:
         return f"{self._body}\nDiagLine == {diag}\nEager == {eager_text}\n====\n"
 
 
+def _tries(
+    readings: Sequence[tuple[str, Mapping[str, int | bool | str]]],
+    matters: Sequence[str] | None,
+) -> list[tuple[str, dict[str, int | bool | str]]]:
+    """Each reading (its id and model constants) in order, then every
+    combination of two or more of the alternatives that can matter for the
+    trace (``matters``), fewest first: the questions are independent, and an
+    implementation may answer several of them the alternative way (a
+    protocol has a handful). Combinations follow the default ('')."""
+    out = [(rid, dict(consts)) for rid, consts in readings]
+    by_id = dict(readings)
+    if "" not in by_id:
+        return out
+    alts = [r for r, _c in readings if r and (matters is None or r in matters)]
+    for n in range(2, len(alts) + 1):
+        for combo in itertools.combinations(alts, n):
+            consts = dict(by_id[""])
+            for x in combo:
+                consts |= {k: v for k, v in by_id[x].items() if by_id[""].get(k) != v}
+            out.append(("+".join(combo), consts))
+    return out
+
+
+def _tag(rid: str) -> str:
+    return "_reading" + rid.replace("+", "_") if rid else ""
+
+
 def _validate(
     sess: _Session,
     records: Sequence[SegmentRecord],
     workdir: Path,
     spec: str,
-    readings: Sequence[tuple[str, Mapping[str, int | bool | str]]] = (("", {}),),
+    tries: Sequence[tuple[str, Mapping[str, int | bool | str]]] = (("", {}),),
     tester: str | None = None,
-    matters: Sequence[str] | None = None,
-) -> tuple[int, float, dict[str, Any] | None, str]:
-    """(states, seconds, None, reading) for an accepted session, else the
-    rejection's TraceCheck fields. Under each reading in turn (its id and
-    model constants, the default first unless the caller orders otherwise):
-    the eager pass first (the first reading only: once the full pass has
-    rejected the trace under one reading, it is most likely a deviation, and
-    the cheaper pass would rarely spare the others theirs); if it rejects,
-    the full one. Then every combination of the alternatives that matter
-    (``matters``; ids such as "2+4"). If every reading
-    rejects, the diagnosis pass runs under the reading that took the trace
-    furthest (the first of those tied): what an alternative reading
-    explains is not held against the implementation."""
-    inv = ["Furthest"]
+) -> tuple[int, float, dict[str, Any] | None, str, list[tuple[str, Mapping[str, Any]]]]:
+    """(states, seconds, None, reading, []) for an accepted session, else
+    the rejection's TraceCheck fields and the tries in which a deadline held
+    some line back (only there can a longer window take the trace further).
+    Under each try in turn (``_tries``: its id and model constants): the
+    eager pass first (the first try only: once the full pass has rejected
+    the trace under one reading, it is most likely a deviation, and the
+    cheaper pass would rarely spare the others theirs); if it rejects, the
+    full one. If every try rejects, the diagnosis pass runs under the one
+    that took the trace furthest (the first of those tied): what an
+    alternative reading explains is not held against the implementation."""
     states, seconds = 0, 0.0
     reached: list[tuple[int, str, TraceModel]] = []
-    for n, (rid, consts) in enumerate(readings):
+    hurried: list[tuple[str, Mapping[str, Any]]] = []
+    for n, (rid, consts) in enumerate(tries):
         tm = replace(sess.tm, constants={**sess.tm.constants, **consts})
-        tag = f"_reading{rid}" if rid else ""
         for eager in (True, False) if n == 0 else (False,):
-            res = _run(tm, sess.data(0, eager), workdir, inv, ("eager" if eager else "trace") + tag)
+            inv = ["Furthest"] if eager else ["Furthest", "Hurried"]
+            res = _run(
+                tm, sess.data(0, eager), workdir, inv, ("eager" if eager else "trace") + _tag(rid)
+            )
             states += res.states or 0
             seconds += res.seconds
             if res.accepted:
-                return states, seconds, None, rid
+                return states, seconds, None, rid, []
         reached.append((res.furthest, rid, tm))
-    # The questions are independent: an implementation may answer several
-    # of them the alternative way. Every combination of two or more of the
-    # alternatives that can matter for this trace (``matters``), fewest
-    # first: a protocol has a handful.
-    by_id = dict(readings)
-    alts = [r for r, _c in readings if r and (matters is None or r in matters)]
-    combos = [c for n in range(2, len(alts) + 1) for c in itertools.combinations(alts, n)]
-    for combo in combos if "" in by_id else []:
-        consts = dict(by_id[""])
-        for x in combo:
-            consts |= {k: v for k, v in by_id[x].items() if by_id[""].get(k) != v}
-        tm = replace(sess.tm, constants={**sess.tm.constants, **consts})
-        rid = "+".join(combo)
-        res = _run(tm, sess.data(0, False), workdir, inv, "trace_reading" + "_".join(combo))
-        states += res.states or 0
-        seconds += res.seconds
-        if res.accepted:
-            return states, seconds, None, rid
-        reached.append((res.furthest, rid, tm))
+        if res.hurried:
+            hurried.append((rid, consts))
     bad, diag_rid, diag_tm = max(reached, key=lambda x: x[0])
     diag = _run(diag_tm, sess.data(bad, False), workdir, ["Diag"], "diag")
     seconds += diag.seconds
@@ -765,7 +778,30 @@ def _validate(
             "tags": tags,
         },
         "",
+        hurried,
     )
+
+
+def _late(
+    sess: _Session,
+    workdir: Path,
+    tries: Sequence[tuple[str, Mapping[str, Any]]],
+    late_us: int,
+) -> tuple[int, float, str | None]:
+    """The full pass again under ``tries``, with each actor's reaction
+    window lengthened to ``late_us`` (a suspension's hold is kept if
+    longer): (states, seconds, the first try that accepts, else None)."""
+    hold = {a: max(late_us, sess.tm.hold_us.get(a, 0)) for a in ("sender", "receiver")}
+    slow = replace(sess, tm=replace(sess.tm, hold_us=hold))
+    states, seconds = 0, 0.0
+    for rid, consts in tries:
+        tm = replace(slow.tm, constants={**slow.tm.constants, **consts})
+        res = _run(tm, slow.data(0, False), workdir, ["Furthest"], "late" + _tag(rid))
+        states += res.states or 0
+        seconds += res.seconds
+        if res.accepted:
+            return states, seconds, rid
+    return states, seconds, None
 
 
 def check(
@@ -841,7 +877,6 @@ def check(
         _write(out, [{"session": n, **ln} for n, ss in enumerate(sessions, 1) for ln in ss.lines])
     common["lines"] = sum(len(ss.lines) for ss in sessions)
     order = list(readings) if readings is not None else spec.reading_ids()
-    tries = [(r, spec.reading_constants(r)) for r in order]
     states, seconds = 0, 0.0
     needed = ""
     default_rejected = False
@@ -851,43 +886,25 @@ def check(
     slow_ms = LATE_SHARE * timers.derive(scn).retransmission_ms
     late_us = max(0, round(slow_ms * 1000) - round(w_ms * 1000))
     for n, sess in enumerate(sessions, start=1):
-        st, sec, rejected, rid = _validate(
-            sess,
-            records,
-            workdir / f"session-{n}",
-            spec.spec,
-            tries,
-            tester,
-            matters=spec.reading_ids(sess.tm.constants),
+        tries = _tries(
+            [(r, spec.reading_constants(r)) for r in order], spec.reading_ids(sess.tm.constants)
         )
-        if rejected is not None and late_us > 0:
+        st, sec, rejected, rid, hurried = _validate(
+            sess, records, workdir / f"session-{n}", spec.spec, tries, tester
+        )
+        if rejected is not None and late_us > 0 and hurried:
             # Late only? The same trace with reaction times of up to
             # LATE_SHARE of the retransmission interval: accepted there,
             # every unit the model owes was sent, later than the window but
             # before a timer could have asked for it again (a loaded
             # machine, a slow implementation): the model is untimed, so that
-            # is no deviation.
-            slow = _Session(
-                replace(sess.tm, hold_us={a: late_us for a in ("sender", "receiver")}),
-                sess.events,
-                sess.lines,
-                sess.units,
-                sess.blank,
-                sess.window_us,
-            )
-            st2, sec2, still, rid = _validate(
-                slow,
-                records,
-                workdir / f"session-{n}-late",
-                spec.spec,
-                tries,
-                tester,
-                matters=spec.reading_ids(sess.tm.constants),
-            )
+            # is no deviation. Only the readings under which a deadline held
+            # a line back can go further with a longer window.
+            st2, sec2, late_rid = _late(sess, workdir / f"session-{n}-late", hurried, late_us)
             states, seconds = states + st2, seconds + sec2
-            if still is None:
+            if late_rid is not None:
                 late.append(rejected["message"])
-                rejected = None
+                rejected, rid = None, late_rid
         needed = needed or rid
         # tried before the reading that accepted (every combination follows
         # the default)

@@ -70,7 +70,7 @@ TraceSpec == TraceInit /\ [][TraceNext]_<<vars, coreVars>>
 \* States differ by the protocol's state and the trace's; not by history.
 TraceView == <<ProtocolState, coreState>>
 
-ASSUME TLCSet(1, 0) /\ TLCSet(2, 0) /\ TLCSet(3, Never)
+ASSUME TLCSet(1, 0) /\ TLCSet(2, 0) /\ TLCSet(3, Never) /\ TLCSet(4, 0)
 
 \* The invariant Furthest (progress report and acceptance) is TraceCore's.
 

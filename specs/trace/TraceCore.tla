@@ -266,4 +266,15 @@ Furthest ==
         /\ TLCSet(1, l)
         /\ PrintT(<<"dtnc-trace-line", l>>)
         /\ l > TraceLen => PrintT(<<"dtnc-trace-accepted", l>>) /\ TLCSet("exit", TRUE)
+\* An invariant that never fails either: it prints once (TLC register 4),
+\* the first time a state's next line is held back by a deadline, the
+\* reaction window above.  Timely is the only guard that reads the time, so
+\* if no reachable state is held back, a longer window (more Hold) reaches
+\* the same states and the same furthest line: the caller need not try it.
+Hurried ==
+    (/\ l <= TraceLen
+     /\ TLCGet(4) = 0
+     /\ ~(IF cur.kind \in {"exit", "end"} THEN TimelyAtEnd(cur.t) ELSE Timely(cur.t))) =>
+        /\ TLCSet(4, 1)
+        /\ PrintT(<<"dtnc-trace-deadline", l>>)
 =============================================================================
