@@ -3,7 +3,8 @@ run, its figures and verdict), ``stats.csv`` and ``report.html``, with the
 plots of the NASA Glenn study's kind (goodput, units each way and
 efficiency as box plots per link, one box per implementation pair), a
 time-sequence graph of each group's first run (conformance.campaign.tsg),
-and the statistics of the NMSU study's kind (scipy): mean, standard
+the interoperability matrix of each protocol (sender rows, receiver
+columns, as the ACTS 118x matrix), and the statistics of the NMSU study's kind (scipy): mean, standard
 deviation and 95 % confidence interval of the goodput per group; between
 two implementations on the same link and size, the paired 95 % CI of the
 difference (replicate r of each saw the same channel seed); and Tukey's HSD
@@ -293,6 +294,69 @@ def _curves(rows: list[dict[str, Any]], plan: Any, out: Path) -> list[tuple[str,
     return made
 
 
+def matrices(rows: list[dict[str, Any]]) -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
+    """Per protocol, the ACTS-style interoperability matrix of the runs:
+    (sender, receiver) -> the cell's mark (reports.html.cell_status over
+    its runs' verdicts, every link and size together) and its counts."""
+    from reports.html import cell_status
+
+    out: dict[str, dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
+    by: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by[(r["protocol"], r["sender"], r["receiver"])].append(r)
+    for (proto, tx, rx), rs in by.items():
+        statuses = [r["verdict"] or "not run" for r in rs]
+        counts: dict[str, int] = defaultdict(int)
+        for x in statuses:
+            counts[x] += 1
+        links: dict[str, list[str]] = defaultdict(list)
+        for r in rs:
+            links[r["link"]].append(r["verdict"] or "not run")
+        out[proto][(tx, rx)] = {
+            # a cell of runs still to come is marked by those that ran
+            "status": cell_status([x for x in statuses if x != "not run"]),
+            "counts": dict(counts),
+            "traces": sum(1 for r in rs if r["trace"] == "accepted"),
+            "links": {k: cell_status(v) for k, v in sorted(links.items())},
+        }
+    return dict(out)
+
+
+def _matrix_html(rows: list[dict[str, Any]]) -> str:
+    """One table per protocol: sender rows, receiver columns (as the ACTS
+    118x matrix), each cell its mark, its verdict counts and how many of its
+    traces the model accepted; the title lists the mark per link."""
+    from reports.html import MARKS
+
+    parts = []
+    for proto, cells in sorted(matrices(rows).items()):
+        names = sorted({n for pair in cells for n in pair})
+        head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
+        body = ""
+        for tx in names:
+            body += f"<tr><th>{html.escape(tx)}</th>"
+            for rx in names:
+                c = cells.get((tx, rx))
+                if c is None:
+                    body += "<td></td>"
+                    continue
+                n = sum(c["counts"].values())
+                counts = ", ".join(f"{k} {v}" for k, v in sorted(c["counts"].items()))
+                title = "; ".join(f"{k}: {v}" for k, v in c["links"].items())
+                body += (
+                    f"<td class='{html.escape(c['status'])}' title='{html.escape(title)}'>"
+                    f"<b>{MARKS[c['status']]}</b> {html.escape(counts)}"
+                    f"<br><small>traces accepted {c['traces']}/{n}</small></td>"
+                )
+            body += "</tr>"
+        parts.append(
+            f"<h3>{html.escape(proto.upper())}</h3><table class='matrix' "
+            f"id='matrix-{html.escape(proto)}'><tr><th>sender \\ receiver</th>{head}</tr>"
+            f"{body}</table>"
+        )
+    return "".join(parts)
+
+
 def write(st: Store, out: Path) -> Path:
     """results.csv, results.json and report.html in ``out``."""
     rows = export(st, out)
@@ -360,6 +424,9 @@ def write(st: Store, out: Path) -> Path:
             "</figcaption></figure>"
             for n, t in figs
         )
+        + "<h2>Interoperability matrix (sender rows, receiver columns; a cell's mark is "
+        "its worst verdict over every link and size, its title the mark per link)</h2>"
+        + _matrix_html(rows)
         + "<h2>Goodput: mean, standard deviation, 95 % confidence interval</h2>"
         + _table(per, "stats")
         + "<h2>Between implementations: paired 95 % CI of the goodput difference "

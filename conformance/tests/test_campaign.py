@@ -177,6 +177,35 @@ def test_report_of_a_partial_campaign(tmp_path: Path) -> None:
     assert [r["goodput_bps"] for r in data["runs"][:3]] == [1000.0, 1500.0, 1200.0]
 
 
+def test_interop_matrix_marks_each_pair_by_its_worst_verdict(tmp_path: Path) -> None:
+    """Sender rows, receiver columns: a pair with one failed run among passes
+    is marked failed, the link it failed on named in the cell's title; a
+    pair with runs still to come is marked by those that ran."""
+    p, runs = runs_of(tmp_path)
+    st = Store.create(tmp_path / "campaign.sqlite", p, runs, [0.5] * len(runs))
+    failed = next(r.seq for r in st.rows() if r.spec.sender == "tester")
+    for r in st.rows():
+        if r.spec.sender == "tester" or r.spec.replicate == 1:
+            st.start(r.seq, "lane 1", tmp_path / "runs" / f"r{r.seq}")
+            st.finish(r.seq, verdict="fail" if r.seq == failed else "pass", trace="accepted")
+    rows = [report.flat(x) for x in st.rows()]
+    cells = report.matrices(rows)["ltp"]
+    assert set(cells) == {("licklider", "licklider"), ("tester", "licklider")}
+    tester = cells[("tester", "licklider")]
+    assert tester["status"] == "fail"
+    assert tester["counts"] == {"fail": 1, "pass": len(runs) // 2 - 1}
+    bad_link = next(r["link"] for r in rows if r["seq"] == failed)
+    assert tester["links"][bad_link] == "fail"
+    assert set(tester["links"].values()) == {"fail", "pass"}
+    own = cells[("licklider", "licklider")]
+    assert own["status"] == "pass" and own["counts"]["not run"] > 0
+    page = report.write(st, tmp_path).read_text()
+    table = page[page.index("id='matrix-ltp'") :]
+    table = table[: table.index("</table>")]
+    assert table.count("<tr>") == 3  # the header and two senders
+    assert "class='fail'" in table and "✘" in table and "✔" in table
+
+
 def test_builtin_plans_load_and_expand() -> None:
     sizes = {}
     for path in sorted((REPO / "plans").glob("*.yaml")):
@@ -284,6 +313,7 @@ def test_report_renders_in_a_headless_browser(tmp_path: Path) -> None:
     assert int(images.group(1)) >= 4  # goodput, units each way, efficiency
     assert decoded.group(1) == images.group(1)
     assert '<table id="stats">' in dom and '<table id="runs">' in dom
+    assert '<table class="matrix" id="matrix-ltp">' in dom
 
 
 def test_goodput_against_the_error_rate(tmp_path: Path) -> None:
