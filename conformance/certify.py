@@ -174,13 +174,19 @@ def run_robot(
     variables: list[str],
     total: int,
     on_test: Callable[[int, int, str], None] | None,
+    lanes: int = 1,
 ) -> Path:
     """Robot Framework on ``suite``: its log, report and output.xml in
     ``out/robot`` (returned), its console in ``out/robot-console.txt``,
-    progress by test through ``on_test``."""
+    progress by test through ``on_test``. ``lanes`` > 1: pabot, one test per
+    process, that many at once (each run has its own namespaces and folder);
+    its merged output is the same log, report and output.xml."""
+    robot_dir = out / "robot"
+    if lanes > 1:
+        _run_pabot(suite, robot_dir, out, variables, total, on_test, lanes)
+        return robot_dir
     import robot
 
-    robot_dir = out / "robot"
     with (out / "robot-console.txt").open("w") as console_out:
         robot.run(
             str(suite),
@@ -192,6 +198,64 @@ def run_robot(
             console="verbose",
         )
     return robot_dir
+
+
+def _run_pabot(
+    suite: Path,
+    robot_dir: Path,
+    out: Path,
+    variables: list[str],
+    total: int,
+    on_test: Callable[[int, int, str], None] | None,
+    lanes: int,
+) -> None:
+    import subprocess
+    import sys
+    import time
+
+    from conformance.errors import ToolMissing
+
+    try:
+        import pabot  # noqa: F401
+    except ImportError as exc:
+        raise ToolMissing("pabot is not installed: pip install robotframework-pabot") from exc
+    progress = out / "robot-progress.txt"
+    progress.write_text("", encoding="utf-8")
+    listener = Path(__file__).resolve().parent / "robot" / "ProgressFile.py"
+    argv = [
+        # Robot from this interpreter (not whatever "robot" is on PATH); no
+        # PabotLib (a server on a fixed port: two certifications would clash)
+        sys.executable, "-m", "pabot.pabot", "--command", sys.executable, "-m", "robot",
+        "--end-command", "--no-pabotlib", "--testlevelsplit", "--processes", str(lanes),
+        "--outputdir", str(robot_dir), "--listener", f"{listener}:{progress}",
+        *(x for v in variables for x in ("--variable", v)), "--consolewidth", "100",
+        str(suite),
+    ]  # fmt: skip
+    with (out / "robot-console.txt").open("w") as console_out:
+        # pabot keeps its split (.pabotsuitenames) in its working folder
+        proc = subprocess.Popen(argv, cwd=out, stdout=console_out, stderr=subprocess.STDOUT)
+        try:
+            seen = -1
+            while proc.poll() is None:
+                names = progress.read_text(encoding="utf-8").splitlines()
+                if on_test and len(names) != seen:
+                    seen = len(names)
+                    on_test(seen, total, names[-1] if names else "")
+                time.sleep(0.2)
+        finally:
+            if proc.poll() is None:  # interrupted: pabot passes the signal on to its robots
+                proc.terminate()
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+    if on_test:
+        names = progress.read_text(encoding="utf-8").splitlines()
+        on_test(len(names), total, names[-1] if names else "")
+    if total and not (robot_dir / "output.xml").exists():
+        from conformance.errors import DtncError
+
+        raise DtncError(f"pabot wrote no output.xml: see {out / 'robot-console.txt'}")
 
 
 def load_outcome(run_dir: Path) -> RunOutcome:
@@ -242,12 +306,14 @@ def certify(
     sut_roles: Sequence[str] = SUT_ROLES,
     catalogue: bool = False,
     resume: bool = False,
+    lanes: int = 1,
 ) -> CertifyOutcome:
     """Run the certification in ``out`` (its ``scenarios`` folder made by
     the generator). ``resume``: a case whose run directory holds a verdict
     other than ``error`` is not run again; a run cut short (by a signal: its
     verdict is ``error``) or with no verdict is redone from scratch, and the
-    report covers every case (Robot's own log only this invocation's)."""
+    report covers every case (Robot's own log only this invocation's).
+    ``lanes`` > 1: that many cases at once, under pabot."""
     from reports.html import render_certification
 
     # coverage.json beside the scenarios is the generator's summary, not a scenario.
@@ -282,6 +348,7 @@ def certify(
         ],
         len(todo),
         on_test,
+        lanes,
     )
     runs = [
         load_outcome(runs_dir / c.name)

@@ -580,6 +580,14 @@ def _outcome_cell(o: ExpectedOutcome) -> str:
 # ---------------------------------------------------------------------------
 
 
+def _lanes(lanes: int) -> int:
+    """--lanes: runs at once, each in its own namespaces, up to the cores."""
+    cores = os.cpu_count() or 1
+    if lanes < 1 or lanes > cores:
+        raise InputError(f"--lanes {lanes}: between 1 and the {cores} cores here")
+    return lanes
+
+
 def cmd_certify(args: argparse.Namespace) -> int:
     _protocol(args.protocol)
     from conformance import certify, protocols
@@ -589,6 +597,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
     sut.set_options(args.sut_option)
     if sut.protocol != args.protocol:
         raise InputError(f"--sut {sut.name}: it plays {sut.protocol}, not {args.protocol}")
+    lanes = _lanes(args.lanes)
     has_tester = bool(protocols.get(args.protocol).tester)
     given = args.sut_roles or ("both,sender,receiver" if has_tester else "both")
     roles = [r.strip() for r in given.split(",") if r.strip()]
@@ -626,6 +635,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
                 sut_roles=roles,
                 catalogue=args.catalogue,
                 resume=args.resume,
+                lanes=lanes,
             )
         except SystemExit:  # Robot's answer to a second Ctrl-C
             if interrupted():
@@ -659,6 +669,7 @@ def cmd_interop(args: argparse.Namespace) -> int:
         raise InputError(f"--suts: {', '.join(wrong) or 'none given'}: not {args.protocol}")
     for a in adapters[1:]:
         _require_binaries(a)
+    lanes = _lanes(args.lanes)
     out = _live_dir(args, adapters[0], f"interop-{args.protocol}", "interop directory")
     with _sigint_watch() as interrupted, _progress() as prog:
         task = prog.add_task(f"interop {args.protocol}", total=None, info="")
@@ -667,7 +678,9 @@ def cmd_interop(args: argparse.Namespace) -> int:
             prog.update(task, completed=done, total=total, info=name)
 
         try:
-            outcome = interop.interop(args.protocol, names, out, only=args.only, on_test=on_test)
+            outcome = interop.interop(
+                args.protocol, names, out, only=args.only, on_test=on_test, lanes=lanes
+            )
         except SystemExit:
             if interrupted():
                 raise KeyboardInterrupt from None
@@ -977,10 +990,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         if args.replicates < 1:
             raise InputError(f"--replicates {args.replicates}: one at least")
         p = p.model_copy(update={"replicates": args.replicates})
-    lanes = args.lanes
-    cores = os.cpu_count() or 1
-    if lanes < 1 or lanes > cores:
-        raise InputError(f"--lanes {lanes}: between 1 and the {cores} cores here")
+    lanes = _lanes(args.lanes)
     if args.dask is None:
         netns.require_root()  # (with --dask, the workers are)
     client = pool = None
@@ -1235,6 +1245,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--only", help="run only the cells whose name (SENDER--RECEIVER--SCENARIO) has this"
     )
+    s.add_argument(
+        "--lanes",
+        type=int,
+        default=1,
+        help="Robot test cases at once, up to the cores, under pabot (default 1: Robot alone)",
+    )
     s.set_defaults(func=cmd_interop)
 
     s = sub.add_parser("certify", help="generate, run every scenario under Robot Framework, report")
@@ -1280,6 +1296,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="a configuration choice the implementation offers, for every run (repeatable; "
         "licklider: report-upper-bound=cp-end|max-seen)",
+    )
+    s.add_argument(
+        "--lanes",
+        type=int,
+        default=1,
+        help="Robot test cases at once, up to the cores, under pabot (default 1: Robot alone)",
     )
     s.set_defaults(func=cmd_certify)
 

@@ -180,10 +180,12 @@ def interop(
     configs: Sequence[Config] = CFDP_CONFIGS,
     only: str | None = None,
     on_test: Callable[[int, int, str], None] | None = None,
+    lanes: int = 1,
 ) -> InteropOutcome:
     """Generate the configurations' scenarios into ``out/scenarios``, run the
     matrix under Robot Framework (``out/robot``, run directories in
-    ``out/runs``) and render ``out/interop.html``."""
+    ``out/runs``; ``lanes`` cells at once under pabot) and render
+    ``out/interop.html``."""
     from reports.html import render_interop
 
     if protocol != "cfdp":
@@ -203,7 +205,7 @@ def interop(
         a.ensure_built()
     suite = out / f"{protocol}_interop.robot"
     write_suite(protocol, every, suite)
-    robot_dir = run_robot(suite, out, [f"RUNS_DIR:{out / 'runs'}"], len(every), on_test)
+    robot_dir = run_robot(suite, out, [f"RUNS_DIR:{out / 'runs'}"], len(every), on_test, lanes)
     runs = {
         c.name: load_outcome(out / "runs" / c.name)
         for c in every

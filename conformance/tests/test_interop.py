@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -63,9 +64,13 @@ def test_two_implementations_interoperate_live(tmp_path: Path) -> None:
         except Exception as exc:  # noqa: BLE001
             pytest.skip(f"{name}: {exc}")
     cfg = CFDP_CONFIGS[:1]
+    seen: list[tuple[int, int, str]] = []
+    # two lanes: pabot runs the four cells two at once, in processes of its own
     out = interop.interop("cfdp", ["cfdp-py", "cfdp-rs"], tmp_path, configs=cfg,
-                          only="-nominal")  # fmt: skip
+                          only="-nominal", on_test=lambda *a: seen.append(a),
+                          lanes=2)  # fmt: skip
     assert len(out.cells) == 4 and len(out.runs) == 4
+    assert seen[-1][:2] == (4, 4)  # progress from pabot's processes
     for name, run in out.runs.items():
         # the nominal transfer: each pair completes, as the model requires
         assert run.verdict.status == "pass", (name, run.verdict.reasons)
@@ -75,4 +80,9 @@ def test_two_implementations_interoperate_live(tmp_path: Path) -> None:
     # sender rows, receiver columns, one mark per configuration linking to its runs
     assert len(re.findall(r'class="mark pass" href="#cfdp-(?:py|rs)--cfdp-(?:py|rs)--', page)) == 4
     assert 'id="cfdp-rs--cfdp-py--c2-e2-s32-modular"' in page
-    assert (tmp_path / "robot" / "output.xml").exists()
+    # pabot's merged output: the four tests in one output.xml, each passed
+    root = ET.parse(tmp_path / "robot" / "output.xml").getroot()
+    tests = {t.get("name"): t.find("status") for t in root.iter("test")}
+    assert len(tests) == 4
+    assert all(st is not None and st.get("status") == "PASS" for st in tests.values()), tests
+    assert (tmp_path / "robot" / "log.html").exists()
