@@ -375,6 +375,17 @@ def validate_trace(
     """Trace validation of a run's captures (conformance.tracecheck); TLC's
     files go to ``run_dir/trace``, the NDJSON trace to ``trace.ndjson``. A
     TLC failure is the status ``error``, with the reason."""
+    failed = (
+        [e.role for e in (result.sender, result.receiver) if e.outcome == "error"] if result else []
+    )
+    if failed:
+        # The verdict is error whatever the trace holds (conformance.judge):
+        # minutes of TLC would only reject what a hung or dead harness left.
+        return TraceCheck(
+            status="unchecked",
+            message=f"not validated: the {' and '.join(failed)} harness failed, so the run's "
+            "verdict is error whatever the trace",
+        )
     exits = {
         "sender": result.sender.exited_at if result else None,
         "receiver": result.receiver.exited_at if result else None,

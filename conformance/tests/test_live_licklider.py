@@ -150,6 +150,10 @@ def test_crashing_or_hanging_sut_gives_error_with_logs(tmp_path: Path, mode: str
         assert "segfault in decode" in msg
     else:
         assert "hung" in msg
+    # an error whatever the trace: it is not validated (no TLC for nothing)
+    trace = out.verdict.trace
+    assert trace is not None and trace.status == "unchecked", trace
+    assert "receiver harness failed" in trace.message
     assert not [ns for ns in netns.ours() if ns.startswith(f"dtnc{__import__('os').getpid()}")]
 
 
