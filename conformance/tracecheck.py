@@ -52,6 +52,47 @@ MAX_WINDOW_MS = 250.0
 # the retransmission, not the first unit, and stays a deviation.
 LATE_SHARE = 0.9
 
+# TLC time one run's trace validation may take, in seconds
+# (DTNC_TRACE_BUDGET_S overrides). A pass already started runs to its end;
+# none starts past the budget, and the trace is then "unchecked", with the
+# passes run and the furthest line. A typical trace takes seconds; a
+# 98-PDU CFDP file with 16 losses took 100 s per pass, and a campaign's
+# run has its own timeout.
+TRACE_BUDGET_S = 300.0
+
+
+class _OverBudget(Exception):
+    """The budget ran out with passes still to run."""
+
+    def __init__(self, passes: int, furthest: int) -> None:
+        super().__init__(passes, furthest)
+        self.passes, self.furthest = passes, furthest
+
+
+class _Clock:
+    """The validation's TLC time against its budget."""
+
+    def __init__(self, budget_s: float) -> None:
+        import time
+
+        self.budget_s = budget_s
+        self.start = time.monotonic()
+        self.passes, self.furthest = 0, 0
+
+    def run(self, res: _Pass) -> _Pass:
+        """Count a pass that ran."""
+        self.passes += 1
+        self.furthest = max(self.furthest, res.furthest)
+        return res
+
+    def check(self) -> None:
+        """Before a pass: raise _OverBudget once the budget is spent."""
+        import time
+
+        if self.passes and time.monotonic() - self.start > self.budget_s:
+            raise _OverBudget(self.passes, self.furthest)
+
+
 _RANK = {"send": 0, "lose": 1, "arrive": 2, "exit": 3, "end": 4}
 
 
@@ -147,6 +188,7 @@ def wire_events(
                 arrivals[side][f.payload].append(f)
     events: list[WireEvent] = []
     corrupted: list[tuple[int, SegmentRecord, Datagram, str, str, str]] = []
+    lost: list[tuple[Datagram, str]] = []
     for i, rec in enumerate(records):
         side = "a" if rec.direction == "forward" else "b"
         other = "b" if side == "a" else "a"
@@ -157,6 +199,7 @@ def wire_events(
         events.append(WireEvent("send", sent.t, rec.direction, actor, i, side, rec.frame))
         if rec.dropped:
             events.append(WireEvent("lose", sent.t, rec.direction, "channel", i, side, rec.frame))
+            lost.append((sent, other))
             continue
         if rec.corrupted:
             corrupted.append((i, rec, sent, side, other, actor))
@@ -195,6 +238,23 @@ def wire_events(
         events.append(
             WireEvent("arrive", got.t, rec.direction, actor, i, other, got.number, corrupt=True)
         )
+    # A segment the channel corrupted and left with a wrong UDP checksum is
+    # lost (the receiving stack discards it), yet the other side's capture,
+    # taken before that check, shows it: a datagram left over there, no
+    # earlier than a lost segment was sent, of its length and a few flipped
+    # bits from it, is that segment, and no arrival.
+    for sent, other in lost:
+        like = [
+            f
+            for q in arrivals[other].values()
+            for f in q
+            if f.t >= sent.t - 1e-3
+            and len(f.payload) == len(sent.payload)
+            and _bits_apart(f.payload, sent.payload) <= 64
+        ]
+        if like:
+            got = min(like, key=lambda f: f.t)
+            arrivals[other][got.payload].remove(got)
     extra = [f for side in arrivals for q in arrivals[side].values() for f in q]
     if extra:
         f = min(extra, key=lambda x: x.t)
@@ -715,6 +775,7 @@ def _validate(
     spec: str,
     tries: Sequence[tuple[str, Mapping[str, int | bool | str]]] = (("", {}),),
     tester: str | None = None,
+    clock: _Clock | None = None,
 ) -> tuple[int, float, dict[str, Any] | None, str, list[tuple[str, Mapping[str, Any]]]]:
     """(states, seconds, None, reading, []) for an accepted session, else
     the rejection's TraceCheck fields and the tries in which a deadline held
@@ -725,7 +786,9 @@ def _validate(
     cheaper pass would rarely spare the others theirs); if it rejects, the
     full one. If every try rejects, the diagnosis pass runs under the one
     that took the trace furthest (the first of those tied): what an
-    alternative reading explains is not held against the implementation."""
+    alternative reading explains is not held against the implementation.
+    ``clock``: the budget, checked before each pass (_OverBudget)."""
+    clock = clock or _Clock(float("inf"))
     states, seconds = 0, 0.0
     reached: list[tuple[int, str, TraceModel]] = []
     hurried: list[tuple[str, Mapping[str, Any]]] = []
@@ -733,8 +796,15 @@ def _validate(
         tm = replace(sess.tm, constants={**sess.tm.constants, **consts})
         for eager in (True, False) if n == 0 else (False,):
             inv = ["Furthest"] if eager else ["Furthest", "Hurried"]
-            res = _run(
-                tm, sess.data(0, eager), workdir, inv, ("eager" if eager else "trace") + _tag(rid)
+            clock.check()
+            res = clock.run(
+                _run(
+                    tm,
+                    sess.data(0, eager),
+                    workdir,
+                    inv,
+                    ("eager" if eager else "trace") + _tag(rid),
+                )
             )
             states += res.states or 0
             seconds += res.seconds
@@ -787,6 +857,7 @@ def _late(
     workdir: Path,
     tries: Sequence[tuple[str, Mapping[str, Any]]],
     late_us: int,
+    clock: _Clock,
 ) -> tuple[int, float, str | None]:
     """The full pass again under ``tries``, with each actor's reaction
     window lengthened to ``late_us`` (a suspension's hold is kept if
@@ -796,7 +867,8 @@ def _late(
     states, seconds = 0, 0.0
     for rid, consts in tries:
         tm = replace(slow.tm, constants={**slow.tm.constants, **consts})
-        res = _run(tm, slow.data(0, False), workdir, ["Furthest"], "late" + _tag(rid))
+        clock.check()
+        res = clock.run(_run(tm, slow.data(0, False), workdir, ["Furthest"], "late" + _tag(rid)))
         states += res.states or 0
         seconds += res.seconds
         if res.accepted:
@@ -877,6 +949,37 @@ def check(
         _write(out, [{"session": n, **ln} for n, ss in enumerate(sessions, 1) for ln in ss.lines])
     common["lines"] = sum(len(ss.lines) for ss in sessions)
     order = list(readings) if readings is not None else spec.reading_ids()
+    import os
+
+    clock = _Clock(float(os.environ.get("DTNC_TRACE_BUDGET_S", TRACE_BUDGET_S)))
+    try:
+        return _check_sessions(
+            sessions, records, workdir, spec, order, tester, clock, scn, w_ms, common
+        )
+    except _OverBudget as over:
+        return TraceCheck(
+            status="unchecked",
+            message=f"trace validation stopped at its budget of {clock.budget_s:g} s of TLC "
+            f"(DTNC_TRACE_BUDGET_S) after {over.passes} pass(es), none of which took the whole "
+            f"trace (the furthest reached line {over.furthest}); the model's verdict on it is "
+            "unknown",
+            **common,
+        )
+
+
+def _check_sessions(
+    sessions: Sequence[_Session],
+    records: Sequence[SegmentRecord],
+    workdir: Path,
+    spec: Any,
+    order: Sequence[str],
+    tester: str | None,
+    clock: _Clock,
+    scn: Scenario,
+    w_ms: float,
+    common: dict[str, Any],
+) -> TraceCheck:
+    """check()'s TLC passes, session by session, under ``clock``."""
     states, seconds = 0, 0.0
     needed = ""
     default_rejected = False
@@ -890,7 +993,7 @@ def check(
             [(r, spec.reading_constants(r)) for r in order], spec.reading_ids(sess.tm.constants)
         )
         st, sec, rejected, rid, hurried = _validate(
-            sess, records, workdir / f"session-{n}", spec.spec, tries, tester
+            sess, records, workdir / f"session-{n}", spec.spec, tries, tester, clock
         )
         if rejected is not None and late_us > 0 and hurried:
             # Late only? The same trace with reaction times of up to
@@ -900,7 +1003,9 @@ def check(
             # machine, a slow implementation): the model is untimed, so that
             # is no deviation. Only the readings under which a deadline held
             # a line back can go further with a longer window.
-            st2, sec2, late_rid = _late(sess, workdir / f"session-{n}-late", hurried, late_us)
+            st2, sec2, late_rid = _late(
+                sess, workdir / f"session-{n}-late", hurried, late_us, clock
+            )
             states, seconds = states + st2, seconds + sec2
             if late_rid is not None:
                 late.append(rejected["message"])

@@ -476,6 +476,11 @@ def tlc_command(
     # optimizing compiler pays for itself, and that compiler's threads take
     # the cores from TLC's worker meanwhile: the quick compiler alone.
     jit = ["-XX:TieredStopAtLevel=1"] if short else []
+    # TLC evaluates recursive operators (a long trace's Owed, EmitAll) on
+    # its threads' stacks: the default 1 MB overflowed on a 98-PDU CFDP
+    # trace with 16 losses (java.lang.StackOverflowError); 64 MB is virtual
+    # memory, taken only as deep as an evaluation goes.
+    stack = ["-Xss64m"]
     # Distributed: TLC's own server (TLCServer, RMI on ``port``), which waits
     # for ``distributed`` TLCWorkers (distributed_workers) before it starts.
     main = ["tlc2.TLC"]
@@ -491,6 +496,7 @@ def tlc_command(
         find_java(),
         "-XX:+UseParallelGC",
         *jit,
+        *stack,
         *tmp,
         "-cp",
         str(find_jar()),
@@ -517,6 +523,7 @@ def worker_command(port: int, server: str = "localhost", tmpdir: Path | None = N
     return [
         find_java(),
         "-XX:+UseParallelGC",
+        "-Xss64m",  # as tlc_command's
         *tmp,
         f"-D{SERVER}.port={port}",
         "-cp",

@@ -60,9 +60,21 @@ class Wire(pcapkit.Wire):
         p.mode = self.mode
         self.send(t, direction, bytes(p), lost=lost)
 
-    def check(self, tmp: Path, scn: Scenario, *, corrupted: int | None = None, **kw: Any) -> Any:
+    def check(
+        self,
+        tmp: Path,
+        scn: Scenario,
+        *,
+        corrupted: int | None = None,
+        lost: dict[int, bool] | None = None,
+        **kw: Any,
+    ) -> Any:
         a, b = self.write(tmp)
         records, _ = records_from_captures("cfdp", a, b, port=PORT, ip_a=IP_A)
+        for i, dropped in (lost or {}).items():
+            # what the channel's log says where the captures alone cannot
+            # tell which copy of a PDU sent twice was lost
+            records[i] = records[i].model_copy(update={"dropped": dropped})
         if corrupted is not None:
             # what the channel's log says of a PDU it corrupted and let through
             records[corrupted] = records[corrupted].model_copy(
@@ -133,6 +145,70 @@ def test_lost_segment_renaked_and_resent_accepted(tmp_path: Path) -> None:
     closed(w, 0.013)
     tc = w.check(tmp_path, scenario())
     assert tc.status == "accepted", tc.message
+
+
+def _arrives_at_b(w: Wire, t: float, payload: bytes) -> None:
+    """A datagram in the receiver's capture only (taken before its stack's
+    UDP checksum check)."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+
+    got = Ether() / IP(src=IP_A, dst=pcapkit.IP_B) / UDP(sport=PORT, dport=PORT) / payload
+    got.time = T0 + t
+    w.b.append(got)
+
+
+@pytest.mark.parametrize("flipped", [1, 200])
+def test_segment_corrupted_past_its_udp_checksum_reads_as_lost(
+    tmp_path: Path, flipped: int
+) -> None:
+    """Segment 0 corrupted with its UDP checksum left wrong: the receiving
+    stack discards it, yet the receiver's capture shows it. A few flipped
+    bits from the lost segment: that segment, lost, and the trace of its
+    recovery is accepted. A datagram that far from every lost segment is
+    no copy of one: the trace is unchecked, as any datagram nothing sent."""
+    w = Wire()
+    data_sent(w, lose_first=True)
+    first = fd(0)
+    first.mode = 0
+    bad = bytearray(bytes(first))
+    for k in range(flipped):
+        bad[-1 - k] ^= 0x01
+    _arrives_at_b(w, 0.003, bytes(bad))
+    w.pdu(0.005, "return", CFDPNak(start_of_scope=0, end_of_scope=SEG,
+                                   segment_requests=[(0, SEG)], **HEAD))  # fmt: skip
+    w.pdu(0.006, "return", ack("eof"))
+    w.pdu(0.009, "forward", fd(0))
+    closed(w, 0.013)
+    # the first FD(0) lost, its retransmission (record 6) not
+    tc = w.check(tmp_path, scenario(), readings=[""], lost={1: True, 6: False})
+    if flipped <= 64:
+        assert tc.status == "accepted", tc.message
+    else:
+        assert tc.status == "unchecked" and "match no sent segment" in tc.message, tc.message
+
+
+def test_over_its_budget_a_trace_is_unchecked_not_rejected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no TLC time to spare, the first pass still runs: a trace it
+    accepts is accepted; one it rejects, with passes (other readings) still
+    to run, is unchecked, naming the budget, not rejected."""
+    monkeypatch.setenv("DTNC_TRACE_BUDGET_S", "0")
+    w = Wire()
+    data_sent(w)
+    w.pdu(0.006, "return", ack("eof"))
+    closed(w, 0.007)
+    (tmp_path / "ok").mkdir()
+    assert w.check(tmp_path / "ok", scenario()).status == "accepted"
+    w = Wire()
+    data_sent(w, lose_first=True)
+    w.pdu(0.005, "return", CFDPNak(start_of_scope=0, end_of_scope=len(FILE),
+                                   segment_requests=[(SEG, len(FILE))], **HEAD))  # fmt: skip
+    (tmp_path / "bad").mkdir()
+    tc = w.check(tmp_path / "bad", scenario())
+    assert tc.status == "unchecked", tc.message
+    assert "budget of 0 s" in tc.message and "after 1 pass(es)" in tc.message
 
 
 def test_nak_for_segment_received_rejected(tmp_path: Path) -> None:
