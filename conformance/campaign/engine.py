@@ -211,22 +211,36 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 class Eta:
     """Seconds left: the remaining runs' physical minima plus the overhead
-    measured so far, over the lanes."""
+    measured so far, over the lanes. The overhead is each pair's own median
+    (an implementation's start-up and its recovery from loss are its own:
+    Yamcs starts a JVM), the median of every pair's until a pair has a run
+    of its own, and FIRST_OVERHEAD_S before any run."""
 
     def __init__(self, lanes: int) -> None:
         self.lanes = lanes
         self.overheads: list[float] = []
+        self.by_pair: dict[str, list[float]] = {}
+
+    @staticmethod
+    def _pair(row: Row) -> str:
+        return f"{row.spec.protocol}#{row.spec.variant}/{row.spec.pair}"
 
     def learn(self, row: Row) -> None:
         if row.wall_s is not None and row.phys_min_s is not None and row.verdict != "unsupported":
-            self.overheads.append(max(0.0, row.wall_s - row.phys_min_s))
+            extra = max(0.0, row.wall_s - row.phys_min_s)
+            self.overheads.append(extra)
+            self.by_pair.setdefault(self._pair(row), []).append(extra)
 
     @property
     def overhead(self) -> float:
         return statistics.median(self.overheads) if self.overheads else FIRST_OVERHEAD_S
 
+    def overhead_of(self, row: Row) -> float:
+        own = self.by_pair.get(self._pair(row))
+        return statistics.median(own) if own else self.overhead
+
     def left(self, rows: list[Row]) -> float:
-        return sum((r.phys_min_s or 0.0) + self.overhead for r in rows) / self.lanes
+        return sum((r.phys_min_s or 0.0) + self.overhead_of(r) for r in rows) / self.lanes
 
 
 def run(

@@ -206,6 +206,33 @@ def test_interop_matrix_marks_each_pair_by_its_worst_verdict(tmp_path: Path) -> 
     assert "class='fail'" in table and "✘" in table and "✔" in table
 
 
+def test_eta_counts_each_pairs_own_overhead(tmp_path: Path) -> None:
+    """A pair's remaining runs are counted at that pair's median overhead,
+    a pair with no run yet at every pair's median, before any run at the
+    first guess."""
+    from dataclasses import replace
+
+    from conformance.campaign.engine import FIRST_OVERHEAD_S, Eta
+
+    p, runs = runs_of(tmp_path)
+    st = Store.create(tmp_path / "campaign.sqlite", p, runs, [2.0] * len(runs))
+    rows = st.rows()
+    own = [r for r in rows if r.spec.sender == "licklider"]
+    tester = [r for r in rows if r.spec.sender == "tester"]
+    eta = Eta(lanes=1)
+    assert eta.left(own[:1]) == pytest.approx(2.0 + FIRST_OVERHEAD_S)
+    for r, extra in zip(own[:3], (10.0, 12.0, 30.0), strict=True):
+        eta.learn(replace(r, started=0.0, finished=2.0 + extra, verdict="pass"))
+    # licklider>licklider's median overhead 12 s; tester>licklider has no
+    # run of its own yet: every pair's median, 12 s too
+    assert eta.left([own[3]]) == pytest.approx(14.0)
+    assert eta.left([tester[0]]) == pytest.approx(14.0)
+    eta.learn(replace(tester[0], started=0.0, finished=3.0, verdict="pass"))
+    assert eta.left([tester[1]]) == pytest.approx(3.0)  # its own: 1 s
+    assert eta.left([own[3]]) == pytest.approx(14.0)
+    assert Eta(lanes=2).left([own[3], tester[1]]) == pytest.approx((4.0 + 2 * FIRST_OVERHEAD_S) / 2)
+
+
 def test_builtin_plans_load_and_expand() -> None:
     sizes = {}
     for path in sorted((REPO / "plans").glob("*.yaml")):
