@@ -5,6 +5,7 @@ against the other wrapper that computes them (MCLTPOutcomes, per plan)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -63,18 +64,23 @@ def test_catalogue_scenarios_are_distinct_and_load(
 def test_outcome_sets_agree_with_the_per_plan_wrapper(
     cat: tuple[Path, catalogue.CatalogueReport], tmp_path: Path
 ) -> None:
-    """Every 90th scenario, a few with a delayed or duplicated segment, and
-    those with an outcome only an alternative reading reaches:
-    MCLTPOutcomes, given the pattern as its plan, reaches exactly the
-    outcomes the catalogue printed for it, under the same readings."""
+    """Every 180th scenario (90th with DTNC_DEEP=1), a few with a delayed or
+    duplicated segment, and some with an outcome only an alternative reading
+    reaches: MCLTPOutcomes, given the pattern as its plan, reaches exactly
+    the outcomes the catalogue printed for it, under the same readings."""
     _out, report = cat
     patterns = [s for s in report.scenarios if s.origin and s.origin.purpose == "catalogue"]
     alt = [s for s in patterns if any("" not in o.readings for o in s.expect.outcomes)]
     assert alt, "reading 5's alternative adds outcomes to some pattern"
     late = [s for s in patterns if any(i.action != "drop" for i in s.impairments)]
     assert {i.action for s in late for i in s.impairments} == {"drop", "delay", "duplicate"}
-    sample = patterns[::90] + alt[:3] + late[7::97]
-    assert len(sample) >= 8
+    deep = bool(os.environ.get("DTNC_DEEP"))
+    sample = (
+        patterns[::90] + alt[:3] + late[7::97]
+        if deep
+        else (patterns[::180] + alt[:2] + late[7::194])
+    )
+    assert len(sample) >= 6
     for scn in sample:
         assert isinstance(scn.params, LtpBlock)
         got = outcomes.expectation(scn.params, scn.impairments, tmp_path, name=scn.name)
