@@ -206,10 +206,11 @@ def test_interop_matrix_marks_each_pair_by_its_worst_verdict(tmp_path: Path) -> 
     assert "class='fail'" in table and "✘" in table and "✔" in table
 
 
-def test_eta_counts_each_pairs_own_overhead(tmp_path: Path) -> None:
-    """A pair's remaining runs are counted at that pair's median overhead,
-    a pair with no run yet at every pair's median, before any run at the
-    first guess."""
+def test_eta_fits_a_line_to_the_finished_runs(tmp_path: Path) -> None:
+    """Before any run: each run's physical minimum plus the first guess;
+    with runs of one minimum only, plus their median overhead; once three
+    runs of different minima have finished, the line through them (a run
+    of minimum x takes a + b x); over two lanes, half."""
     from dataclasses import replace
 
     from conformance.campaign.engine import FIRST_OVERHEAD_S, Eta
@@ -217,20 +218,32 @@ def test_eta_counts_each_pairs_own_overhead(tmp_path: Path) -> None:
     p, runs = runs_of(tmp_path)
     st = Store.create(tmp_path / "campaign.sqlite", p, runs, [2.0] * len(runs))
     rows = st.rows()
-    own = [r for r in rows if r.spec.sender == "licklider"]
-    tester = [r for r in rows if r.spec.sender == "tester"]
     eta = Eta(lanes=1)
-    assert eta.left(own[:1]) == pytest.approx(2.0 + FIRST_OVERHEAD_S)
-    for r, extra in zip(own[:3], (10.0, 12.0, 30.0), strict=True):
-        eta.learn(replace(r, started=0.0, finished=2.0 + extra, verdict="pass"))
-    # licklider>licklider's median overhead 12 s; tester>licklider has no
-    # run of its own yet: every pair's median, 12 s too
-    assert eta.left([own[3]]) == pytest.approx(14.0)
-    assert eta.left([tester[0]]) == pytest.approx(14.0)
-    eta.learn(replace(tester[0], started=0.0, finished=3.0, verdict="pass"))
-    assert eta.left([tester[1]]) == pytest.approx(3.0)  # its own: 1 s
-    assert eta.left([own[3]]) == pytest.approx(14.0)
-    assert Eta(lanes=2).left([own[3], tester[1]]) == pytest.approx((4.0 + 2 * FIRST_OVERHEAD_S) / 2)
+    assert eta.left(rows[:1]) == pytest.approx(2.0 + FIRST_OVERHEAD_S)
+
+    def ran(r: Any, x: float, wall: float) -> Any:
+        return replace(r, phys_min_s=x, started=0.0, finished=wall, verdict="pass")
+
+    eta.learn(ran(rows[0], 2.0, 12.0))
+    eta.learn(ran(rows[1], 2.0, 4.0))
+    eta.learn(ran(rows[2], 2.0, 6.0))
+    assert eta.line() is None  # one minimum: no line
+    assert eta.left([rows[3]]) == pytest.approx(2.0 + 4.0)  # median overhead 4 s
+    eta = Eta(lanes=1)
+    for r, x in zip(rows[:4], (1.0, 2.0, 4.0, 8.0), strict=True):
+        eta.learn(ran(r, x, 5.0 + 3.0 * x))
+    a, b = eta.line() or (0.0, 0.0)
+    assert (a, b) == (pytest.approx(5.0), pytest.approx(3.0))
+    todo = [replace(rows[4], phys_min_s=10.0), replace(rows[5], phys_min_s=20.0)]
+    assert eta.left(todo) == pytest.approx(35.0 + 65.0)
+    two = Eta(lanes=2)
+    two.points = list(eta.points)
+    assert two.left(todo) == pytest.approx(50.0)
+    # faster than the minimum is no run: the slope stays at least 1
+    flat = Eta(lanes=1)
+    for r, x in zip(rows[:3], (1.0, 5.0, 9.0), strict=True):
+        flat.learn(ran(r, x, 20.0))
+    assert flat.line() is not None and flat.line()[1] == pytest.approx(1.0)  # type: ignore[index]
 
 
 def test_builtin_plans_load_and_expand() -> None:
