@@ -205,6 +205,35 @@ def _no_discarded_data(units: Mapping[int, Record], events: Sequence[WireEvent])
                 )
 
 
+def _no_immediate_nak_of_new_gaps_only(
+    units: Mapping[int, Record], events: Sequence[WireEvent]
+) -> None:
+    """The model's immediate NAK (4.6.4.3.1, as CFDP.tla reads it) asks for
+    every gap below the File Data that opened a new one; cfdp-py's asks
+    only for the new gap, leaving out those an earlier NAK asked for. Which
+    727.0-B-5 requires cannot be read here, so such a trace is not judged
+    until the question is a reading of the model. (A NAK that leaves out a
+    gap never asked for is judged: no reading explains it.)"""
+    got: set[int] = set()
+    asked: set[int] = set()
+    for e in events:
+        u = units.get(e.record, _NONE)
+        if e.kind == "arrive" and e.dir == "forward" and u["k"] == "FD":
+            got.add(int(u["seg"]))
+        elif e.kind == "send" and u["k"] == "NAK":
+            segs = set(u["segs"])
+            top = max(segs, default=-1)
+            left_out = {o for o in range(top) if o not in got and o not in segs}
+            if left_out and left_out <= asked:
+                raise Unrepresentable(
+                    f"the receiver's NAK asks for segment(s) {sorted(segs)} and leaves out "
+                    f"{sorted(left_out)}, still missing, which an earlier NAK asked for; the "
+                    "model's immediate NAK asks for every gap below (whether 727.0-B-5 lets a NAK "
+                    "leave out gaps already asked for is not yet a reading of the model)"
+                )
+            asked |= segs
+
+
 def _no_unprompted_keep_alive(units: Mapping[int, Record], events: Sequence[WireEvent]) -> None:
     """The model's receiver sends a Keep Alive only in answer to a
     Prompt(Keep Alive); an implementation may also send them on its own
@@ -296,6 +325,8 @@ def trace_model(
                     "File Data only"
                 )
     _no_discarded_data(units, events)
+    if t.nak_mode == "immediate":
+        _no_immediate_nak_of_new_gaps_only(units, events)
     _no_unprompted_keep_alive(units, events)
     _no_finished_after_cancel_eof(units, events)
     corrupt = sum(1 for v in arrived.values() if v is not None)
