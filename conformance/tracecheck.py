@@ -53,9 +53,9 @@ MAX_WINDOW_MS = 250.0
 LATE_SHARE = 0.9
 
 # TLC time one run's trace validation may take, in seconds
-# (DTNC_TRACE_BUDGET_S overrides). A pass already started runs to its end;
-# none starts past the budget, and the trace is then "unchecked", with the
-# passes run and the furthest line. A typical trace takes seconds; a
+# (DTNC_TRACE_BUDGET_S overrides). The first pass runs whole; a later one
+# is stopped at the budget, and none starts past it: the trace is then
+# "unchecked", with the passes run and the furthest line. A typical trace takes seconds; a
 # 98-PDU CFDP file with 16 losses took 100 s per pass, and a campaign's
 # run has its own timeout.
 TRACE_BUDGET_S = 300.0
@@ -84,6 +84,16 @@ class _Clock:
         self.passes += 1
         self.furthest = max(self.furthest, res.furthest)
         return res
+
+    def left(self) -> float | None:
+        """Seconds the pass about to start may take (None: the first pass,
+        which always runs whole, or no budget)."""
+        import math
+        import time
+
+        if not self.passes or math.isinf(self.budget_s):
+            return None
+        return max(0.0, self.budget_s - (time.monotonic() - self.start))
 
     def check(self) -> None:
         """Before a pass: raise _OverBudget once the budget is spent."""
@@ -504,22 +514,39 @@ class _Pass:
     hurried: bool = False
 
 
-def _run(tm: TraceModel, data: str, workdir: Path, invariants: Sequence[str], tag: str) -> _Pass:
-    from generators.tlc import printed, run_tlc
+def _run(
+    tm: TraceModel,
+    data: str,
+    workdir: Path,
+    invariants: Sequence[str],
+    tag: str,
+    clock: _Clock | None = None,
+) -> _Pass:
+    """One TLC pass; under ``clock``, counted, and cut at its budget
+    (_OverBudget) unless it is the first."""
+    from generators.tlc import TlcTimeout, printed, run_tlc
+
+    if clock is not None:
+        clock.check()
 
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / f"TraceData_{tag}.tla").write_text(data, encoding="utf-8")
     cfg = workdir / f"{tm.module.stem}_{tag}.cfg"
     cfg.write_text(_cfg(tm.constants, invariants, tm.overrides), encoding="utf-8")
-    res = run_tlc(
-        tm.module,
-        cfg,
-        workers=1,
-        workdir=workdir,
-        extra_args=["-deadlock"],
-        extra_modules={"TraceData": data, "TraceCore": CORE.read_text(encoding="utf-8")},
-        short=True,
-    )
+    try:
+        res = run_tlc(
+            tm.module,
+            cfg,
+            workers=1,
+            workdir=workdir,
+            extra_args=["-deadlock"],
+            extra_modules={"TraceData": data, "TraceCore": CORE.read_text(encoding="utf-8")},
+            short=True,
+            timeout_s=clock.left() if clock is not None else None,
+        )
+    except TlcTimeout:
+        assert clock is not None
+        raise _OverBudget(clock.passes, clock.furthest) from None
     if res.errors and not res.violated:
         first = "; ".join(res.errors).splitlines()
         raise DtncError(f"TLC failed on the trace: {' '.join(first[:3])} (log: {res.log_path})")
@@ -528,7 +555,8 @@ def _run(tm: TraceModel, data: str, workdir: Path, invariants: Sequence[str], ta
     diag = printed(text, "dtnc-trace-diag")
     accepted = '"dtnc-trace-accepted"' in text
     hurried = '"dtnc-trace-deadline"' in text
-    return _Pass(accepted, furthest, res.distinct_states, res.seconds, diag, hurried)
+    out = _Pass(accepted, furthest, res.distinct_states, res.seconds, diag, hurried)
+    return clock.run(out) if clock is not None else out
 
 
 def _ms(t_us: int) -> str:
@@ -796,15 +824,13 @@ def _validate(
         tm = replace(sess.tm, constants={**sess.tm.constants, **consts})
         for eager in (True, False) if n == 0 else (False,):
             inv = ["Furthest"] if eager else ["Furthest", "Hurried"]
-            clock.check()
-            res = clock.run(
-                _run(
-                    tm,
-                    sess.data(0, eager),
-                    workdir,
-                    inv,
-                    ("eager" if eager else "trace") + _tag(rid),
-                )
+            res = _run(
+                tm,
+                sess.data(0, eager),
+                workdir,
+                inv,
+                ("eager" if eager else "trace") + _tag(rid),
+                clock,
             )
             states += res.states or 0
             seconds += res.seconds
@@ -867,8 +893,7 @@ def _late(
     states, seconds = 0, 0.0
     for rid, consts in tries:
         tm = replace(slow.tm, constants={**slow.tm.constants, **consts})
-        clock.check()
-        res = clock.run(_run(tm, slow.data(0, False), workdir, ["Furthest"], "late" + _tag(rid)))
+        res = _run(tm, slow.data(0, False), workdir, ["Furthest"], "late" + _tag(rid), clock)
         states += res.states or 0
         seconds += res.seconds
         if res.accepted:

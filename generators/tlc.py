@@ -70,6 +70,20 @@ class TlcError(DtncError):
     """TLC could not check the model (parse error, bad config, Java failure)."""
 
 
+class TlcTimeout(TlcError):
+    """TLC ran past the caller's time limit and was stopped."""
+
+
+def _cut(proc: subprocess.Popen[str], flag: threading.Event) -> None:
+    """Stop a TLC run that is over its time (run_tlc's timeout_s)."""
+    import contextlib
+    import signal
+
+    flag.set()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
 @dataclass(frozen=True)
 class TlcMessage:
     code: int
@@ -605,6 +619,7 @@ def run_tlc(
     extra_modules: Mapping[str, str] | None = None,
     short: bool = False,
     distributed: int = 0,
+    timeout_s: float | None = None,
 ) -> TlcResult:
     """Model-check ``spec`` with ``cfg``; stream -tool output into a TlcResult.
 
@@ -622,6 +637,7 @@ def run_tlc(
     that many TLCWorkers on this host (each its own JVM, using its cores);
     it checks the invariants and deadlock, not temporal properties (TLC's
     distributed mode has no liveness checking: they are "not_checked").
+    ``timeout_s``: TLC is killed after that long, and TlcTimeout raised.
     """
     spec, cfg = Path(spec), Path(cfg)
     for path in (spec, cfg):
@@ -654,6 +670,8 @@ def run_tlc(
     start = time.monotonic()
     proc: subprocess.Popen[str] | None = None
     workers_: list[subprocess.Popen[bytes]] = []
+    timed_out = threading.Event()
+    cut: threading.Timer | None = None
     try:
         with log_path.open("w", encoding="utf-8") as log:
             proc = subprocess.Popen(
@@ -667,6 +685,10 @@ def run_tlc(
             )
             with _LIVE_LOCK:
                 _LIVE.add(proc)
+            if timeout_s is not None:
+                cut = threading.Timer(max(0.0, timeout_s), _cut, (proc, timed_out))
+                cut.daemon = True
+                cut.start()
             assert proc.stdout is not None
             for i in range(distributed):
                 # (a worker that starts before the server's registry retries)
@@ -690,6 +712,8 @@ def run_tlc(
             result = parse_output(lines(), cfg, log_path=log_path, progress=progress, start=start)
             proc.wait()
     finally:
+        if cut is not None:
+            cut.cancel()
         for p in [*workers_, proc]:
             if p is None:
                 continue
@@ -700,6 +724,8 @@ def run_tlc(
                 _LIVE.discard(p)  # type: ignore[arg-type]
         shutil.rmtree(scratch, ignore_errors=True)
     result.seconds = round(time.monotonic() - start, 3)
+    if timed_out.is_set():
+        raise TlcTimeout(f"TLC stopped after {timeout_s:g} s (log: {log_path})")
     result.exit_code = proc.returncode if proc is not None else -1
     if distributed:
         # the server never looks at PROPERTIES: say so, and judge the rest

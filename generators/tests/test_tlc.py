@@ -200,3 +200,24 @@ def test_distributed_tlc_with_two_local_workers(tmp_path):
     bad = ltp.check("bug", workdir=tmp_path / "bug", distributed=2)
     assert not bad.ok and bad.trace
     assert any("does not name" in e for e in bad.errors)
+
+
+def test_a_run_over_its_time_is_stopped(tmp_path):
+    """timeout_s: TLC, still checking MCLTP_late.cfg (half a minute), is
+    killed and TlcTimeout raised, its log kept, no JVM left."""
+    import subprocess
+    import time
+
+    from generators.tlc import TlcTimeout
+
+    try:
+        find_jar()
+    except ToolMissing as exc:
+        pytest.skip(str(exc))
+    start = time.monotonic()
+    with pytest.raises(TlcTimeout, match="TLC stopped after 2 s"):
+        run_tlc(ltp.MODEL, SPEC_DIR / "MCLTP_late.cfg", workers=1, workdir=tmp_path, timeout_s=2)
+    assert time.monotonic() - start < 15
+    assert list(tmp_path.glob("*.tlc.log"))
+    left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
+    assert left.stdout == "", left.stdout
