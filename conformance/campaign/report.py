@@ -68,26 +68,37 @@ def _boxes(rows: list[dict[str, Any]], value: str, ylabel: str, path: Path) -> b
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    judged = [
+        r
+        for r in rows
+        if r["status"] == "done"
+        and r[value] is not None
+        and r["verdict"] not in ("error", "unsupported")
+    ]
+    # a label names what differs between the boxes: the protocol and the
+    # size only where the campaign has several
+    protos = len({r["protocol"] for r in judged}) > 1
+    sizes = len({r["size"] for r in judged}) > 1
     by_link: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for r in rows:
-        if (
-            r["status"] == "done"
-            and r[value] is not None
-            and r["verdict"]
-            not in (
-                "error",
-                "unsupported",
-            )
-        ):
-            label = f"{r['protocol']}\n{r['sender']}>\n{r['receiver']}\n{r['size']} B"
-            by_link[r["link"]][label].append(float(r[value]))
+    for r in judged:
+        parts = [r["protocol"]] * protos + [f"{r['sender']}>{r['receiver']}"]
+        parts += [f"{r['size']} B"] * sizes
+        by_link[r["link"]][" ".join(parts)].append(float(r[value]))
     if not by_link:
         return False
     links = sorted(by_link)
     cols = min(6, len(links))
     rows_n = -(-len(links) // cols)
+    boxes = max(len(g) for g in by_link.values())
+    # many boxes: labels upright, 0.35 inch a box
+    width = max(3.0, 0.35 * boxes + 1.0)
+    label_h = 0.07 * max(map(len, _labels(by_link))) if boxes > 3 else 0.6
     fig, axes = plt.subplots(
-        rows_n, cols, figsize=(max(4.0, 3.0 * cols), 3.6 * rows_n), squeeze=False, sharey=True
+        rows_n,
+        cols,
+        figsize=(max(4.0, width * cols), (3.0 + label_h) * rows_n),
+        squeeze=False,
+        sharey=True,
     )
     flat_axes = [ax for row in axes for ax in row]
     for ax in flat_axes[len(links) :]:
@@ -97,7 +108,7 @@ def _boxes(rows: list[dict[str, Any]], value: str, ylabel: str, path: Path) -> b
         names = sorted(groups)
         ax.boxplot([groups[n] for n in names], tick_labels=names, widths=0.5)
         ax.set_title(link, fontsize=9)
-        ax.tick_params(axis="x", labelsize=7)
+        ax.tick_params(axis="x", labelsize=7, labelrotation=90 if boxes > 3 else 0)
         ax.grid(axis="y", alpha=0.3)
     every = [v for groups in by_link.values() for xs in groups.values() for v in xs]
     if min(every) > 0 and max(every) / min(every) > 100:
@@ -108,6 +119,10 @@ def _boxes(rows: list[dict[str, Any]], value: str, ylabel: str, path: Path) -> b
     fig.savefig(path)
     plt.close(fig)
     return True
+
+
+def _labels(by_link: dict[str, dict[str, list[float]]]) -> list[str]:
+    return [name for groups in by_link.values() for name in groups]
 
 
 def _group(r: dict[str, Any]) -> tuple[str, str, int]:
