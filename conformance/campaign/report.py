@@ -90,9 +90,13 @@ def _boxes(rows: list[dict[str, Any]], value: str, ylabel: str, path: Path) -> b
     cols = min(6, len(links))
     rows_n = -(-len(links) // cols)
     boxes = max(len(g) for g in by_link.values())
-    # many boxes: labels upright, 0.35 inch a box
+    # labels that would run into each other (7-point characters, about
+    # 0.06 inch wide, side by side in a 3-inch panel) stand upright, and
+    # each box has 0.35 inch
+    longest = max(map(len, _labels(by_link)))
+    upright = boxes * longest * 0.06 > 2.6
     width = max(3.0, 0.35 * boxes + 1.0)
-    label_h = 0.07 * max(map(len, _labels(by_link))) if boxes > 3 else 0.6
+    label_h = 0.07 * longest if upright else 0.6
     fig, axes = plt.subplots(
         rows_n,
         cols,
@@ -108,7 +112,7 @@ def _boxes(rows: list[dict[str, Any]], value: str, ylabel: str, path: Path) -> b
         names = sorted(groups)
         ax.boxplot([groups[n] for n in names], tick_labels=names, widths=0.5)
         ax.set_title(link, fontsize=9)
-        ax.tick_params(axis="x", labelsize=7, labelrotation=90 if boxes > 3 else 0)
+        ax.tick_params(axis="x", labelsize=7, labelrotation=90 if upright else 0)
         ax.grid(axis="y", alpha=0.3)
     every = [v for groups in by_link.values() for xs in groups.values() for v in xs]
     if min(every) > 0 and max(every) / min(every) > 100:
