@@ -512,7 +512,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             error_outcome(
                 scn, sut, run_dir, KeyboardInterrupt(), tester=args.tester, receiver_sut=peer
             )
-            err_console.print(f"interrupted; namespaces removed; partial run in {run_dir}")
+            # what the topology's teardown left (a clean-clone suite once
+            # found a killed campaign's cut run had left its three), so that
+            # the message below holds
+            from conformance import netns
+
+            left = netns.remove_own()
+            err_console.print(
+                "interrupted; namespaces removed"
+                + (f" ({len(left)} left by the teardown, removed now)" if left else "")
+                + f"; partial run in {run_dir}"
+            )
             return 130
     print_verdicts([outcome])
     console.print(f"run directory: {run_dir}")

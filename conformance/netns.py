@@ -302,6 +302,23 @@ def _kill_in_namespace(ns: str) -> None:
             os.kill(int(pid), signal.SIGKILL)
 
 
+def remove_own() -> list[str]:
+    """Remove the namespaces this process made that are still there (a
+    teardown an interrupt cut short); return their names."""
+    from pyroute2 import netns
+
+    with _default_sigterm():
+        left = [
+            ns
+            for ns in netns.listnetns()
+            if (m := _NAME.match(ns)) is not None and int(m.group(1)) == os.getpid()
+        ]
+        for ns in left:
+            with contextlib.suppress(OSError):
+                netns.remove(ns)
+    return left
+
+
 def ours() -> list[str]:
     """Namespaces of ours that exist now (for tests and `dtnconform cleanup`)."""
     from pyroute2 import netns

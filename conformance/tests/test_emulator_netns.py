@@ -130,6 +130,25 @@ def test_stale_namespaces_of_a_killed_run_are_swept() -> None:
     assert not [ns for ns in netns.ours() if ns.startswith(tag)]
 
 
+def test_an_interrupted_run_removes_what_its_teardown_left() -> None:
+    """remove_own: this process's namespaces still there go; another
+    (live) process's stay."""
+    from pyroute2 import netns as pn
+
+    mine = f"{netns.PREFIX}{os.getpid()}x999a"
+    other = f"{netns.PREFIX}{os.getppid()}x999a"
+    for ns in (mine, other):
+        pn.create(ns)
+    try:
+        assert netns.remove_own() == [mine]
+        assert mine not in pn.listnetns() and other in pn.listnetns()
+        assert netns.remove_own() == []
+    finally:
+        for ns in (mine, other):
+            if ns in pn.listnetns():
+                pn.remove(ns)
+
+
 def test_pyroute2_children_never_run_our_sigterm_handler(tmp_path: Path) -> None:
     """Robot Framework installs a SIGTERM handler; pyroute2 forks helpers and
     stops them with SIGTERM. A helper that ran the handler would live on as a
