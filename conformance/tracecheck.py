@@ -87,20 +87,16 @@ class _Clock:
 
     def left(self) -> float | None:
         """Seconds the pass about to start may take (None: the first pass,
-        which always runs whole, or no budget)."""
+        which always runs whole, or no budget); _OverBudget once spent."""
         import math
         import time
 
         if not self.passes or math.isinf(self.budget_s):
             return None
-        return max(0.0, self.budget_s - (time.monotonic() - self.start))
-
-    def check(self) -> None:
-        """Before a pass: raise _OverBudget once the budget is spent."""
-        import time
-
-        if self.passes and time.monotonic() - self.start > self.budget_s:
+        left = self.budget_s - (time.monotonic() - self.start)
+        if left <= 0:
             raise _OverBudget(self.passes, self.furthest)
+        return left
 
 
 _RANK = {"send": 0, "lose": 1, "arrive": 2, "exit": 3, "end": 4}
@@ -230,21 +226,12 @@ def wire_events(
     # the other side, no earlier than it was sent, of its length and a few
     # flipped bits from it.
     for i, rec, sent, side, other, actor in corrupted:
-        left = [f for q in arrivals[other].values() for f in q]
-        like = [
-            f
-            for f in left
-            if f.t >= sent.t - 1e-3
-            and len(f.payload) == len(sent.payload)
-            and _bits_apart(f.payload, sent.payload) <= 64
-        ]
-        if not like:
+        got = _flipped_copy(arrivals[other], sent)
+        if got is None:
             raise Unrepresentable(
                 f"{rec.summary or 'segment'} (frame {rec.frame} of {side}.pcap) was corrupted "
                 f"by the channel, yet {other}.pcap never shows it arriving"
             )
-        got = min(like, key=lambda f: f.t)
-        arrivals[other][got.payload].remove(got)
         events.append(
             WireEvent("arrive", got.t, rec.direction, actor, i, other, got.number, corrupt=True)
         )
@@ -254,17 +241,7 @@ def wire_events(
     # earlier than a lost segment was sent, of its length and a few flipped
     # bits from it, is that segment, and no arrival.
     for sent, other in lost:
-        like = [
-            f
-            for q in arrivals[other].values()
-            for f in q
-            if f.t >= sent.t - 1e-3
-            and len(f.payload) == len(sent.payload)
-            and _bits_apart(f.payload, sent.payload) <= 64
-        ]
-        if like:
-            got = min(like, key=lambda f: f.t)
-            arrivals[other][got.payload].remove(got)
+        _flipped_copy(arrivals[other], sent)
     extra = [f for side in arrivals for q in arrivals[side].values() for f in q]
     if extra:
         f = min(extra, key=lambda x: x.t)
@@ -285,6 +262,25 @@ def wire_events(
     events.append(WireEvent("end", max([last, *(e.t for e in events)]) + window_s))
     events.sort(key=lambda e: (e.t, _RANK[e.kind]))
     return events
+
+
+def _flipped_copy(arrivals: dict[bytes, list[Datagram]], sent: Datagram) -> Datagram | None:
+    """Take from ``arrivals`` (payload -> datagrams left over at the other
+    side) the first that arrived no earlier than ``sent`` was sent, of its
+    length and a few flipped bits from it; None if there is none."""
+    like = [
+        f
+        for q in arrivals.values()
+        for f in q
+        if f.t >= sent.t - 1e-3
+        and len(f.payload) == len(sent.payload)
+        and _bits_apart(f.payload, sent.payload) <= 64
+    ]
+    if not like:
+        return None
+    got = min(like, key=lambda f: f.t)
+    arrivals[got.payload].remove(got)
+    return got
 
 
 def _bits_apart(a: bytes, b: bytes) -> int:
@@ -526,9 +522,7 @@ def _run(
     (_OverBudget) unless it is the first."""
     from generators.tlc import TlcTimeout, printed, run_tlc
 
-    if clock is not None:
-        clock.check()
-
+    timeout = clock.left() if clock is not None else None
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / f"TraceData_{tag}.tla").write_text(data, encoding="utf-8")
     cfg = workdir / f"{tm.module.stem}_{tag}.cfg"
@@ -542,7 +536,7 @@ def _run(
             extra_args=["-deadlock"],
             extra_modules={"TraceData": data, "TraceCore": CORE.read_text(encoding="utf-8")},
             short=True,
-            timeout_s=clock.left() if clock is not None else None,
+            timeout_s=timeout,
         )
     except TlcTimeout:
         assert clock is not None

@@ -18,7 +18,7 @@ from __future__ import annotations
 import csv
 import html
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -68,13 +68,7 @@ def _boxes(rows: list[dict[str, Any]], value: str, ylabel: str, path: Path) -> b
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    judged = [
-        r
-        for r in rows
-        if r["status"] == "done"
-        and r[value] is not None
-        and r["verdict"] not in ("error", "unsupported")
-    ]
+    judged = [r for r in rows if _judged(r, value)]
     # a label names what differs between the boxes: the protocol and the
     # size only where the campaign has several
     protos = len({r["protocol"] for r in judged}) > 1
@@ -325,12 +319,10 @@ def matrices(rows: list[dict[str, Any]]) -> dict[str, dict[tuple[str, str], dict
         by[(r["protocol"], r["sender"], r["receiver"])].append(r)
     for (proto, tx, rx), rs in by.items():
         statuses = [r["verdict"] or "not run" for r in rs]
-        counts: dict[str, int] = defaultdict(int)
-        for x in statuses:
-            counts[x] += 1
+        counts = Counter(statuses)
         links: dict[str, list[str]] = defaultdict(list)
-        for r in rs:
-            links[r["link"]].append(r["verdict"] or "not run")
+        for r, x in zip(rs, statuses, strict=True):
+            links[r["link"]].append(x)
         out[proto][(tx, rx)] = {
             # a cell of runs still to come is marked by those that ran
             "status": cell_status([x for x in statuses if x != "not run"]),
