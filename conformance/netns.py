@@ -124,10 +124,22 @@ def _ethtool_off(ns: str, ifname: str, features: list[str]) -> None:
 def _default_sigterm() -> Iterator[None]:
     """pyroute2 forks helper processes for namespace work and stops them with
     SIGTERM. A child that inherited a Python-level SIGTERM handler (ours, or
-    Robot Framework's) survives that and runs on as a second copy of the
-    caller, so pyroute2 is only ever called with SIGTERM at its default."""
+    Robot Framework's) would survive that and run on as a second copy of the
+    caller. So while pyroute2 works, SIGTERM has a handler of its own: in a
+    forked child it exits at once; in this process it is held, and given to
+    the caller's handler when the namespace work is done (at SIG_DFL, as
+    before, a SIGTERM then killed this process midway and left namespaces
+    it had made: a campaign killed as its run was starting)."""
+    owner = os.getpid()
+    held: list[int] = []
+
+    def _hold(signum: int, frame: object) -> None:
+        if os.getpid() != owner:
+            os._exit(128 + signum)
+        held.append(signum)
+
     try:
-        old = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        old = signal.signal(signal.SIGTERM, _hold)
     except ValueError:  # not the main thread: handlers cannot be set, nor were ours
         yield
         return
@@ -135,6 +147,8 @@ def _default_sigterm() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
+        if held:
+            os.kill(owner, signal.SIGTERM)  # to the caller's handler, or the default
 
 
 def create(mtu: int = 1500, static_arp: bool = False) -> Topology:
