@@ -10,14 +10,17 @@ directory beside every run directory and the HTML report.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from conformance import protocols
+from conformance.errors import InputError, NotRun
+from conformance.robot import suitefile
 from conformance.runner import RunOutcome
 from conformance.types import (
     RunResult,
@@ -31,6 +34,11 @@ from suts.base import SutAdapter
 
 RESOURCE = Path(__file__).resolve().parent / "robot" / "res_dtnconform.robot"
 COVERAGE = "coverage.json"
+# Robot's console output, beside its log
+CONSOLE = "robot-console.txt"
+# the generator's last file in a scenarios folder: its absence means the
+# generation was cut short (cli._generate writes it)
+GENERATED = ".generated"
 
 
 @dataclass
@@ -38,6 +46,10 @@ class CertifyOutcome:
     runs: list[RunOutcome]
     robot_log: Path
     report: Path
+    # Robot's exit status, and the cases it ran that left no verdict (a
+    # Robot error: the keyword never ran, or died before judging)
+    robot_rc: int = 0
+    unrun: dict[str, str] = field(default_factory=dict)
 
 
 # Who plays which side of a case: the SUT both, or the tester one of them.
@@ -114,14 +126,19 @@ def probe_role(scn: Scenario) -> str | None:
     return str(module.PROBES[scn.probes[0].kind].role)
 
 
-def write_suite(protocol: str, cases: list[Case], suite: Path) -> None:
+def write_suite(
+    protocol: str, cases: list[Case], suite: Path, *, resource: Path = RESOURCE
+) -> None:
+    """The Robot suite of ``cases``: every value in it (paths, names, tags)
+    written through :func:`suitefile.cell`, so that a folder named
+    ``${{...}}`` or with two spaces is read back as itself."""
     lines = [
         "*** Settings ***",
         f"Documentation     Certification of {protocol.upper()} scenarios generated from the "
         "TLA+ model (one test case per scenario and SUT role).",
-        f"Resource          {RESOURCE}",
+        suitefile.row("Resource", str(resource)),
         "Test Template     Scenario Should Pass",
-        f"Test Tags         {protocol}",
+        suitefile.row("Test Tags", protocol),
         "",
         "*** Test Cases ***    SCENARIO    TESTER    RUN",
     ]
@@ -131,10 +148,10 @@ def write_suite(protocol: str, cases: list[Case], suite: Path) -> None:
         tags.append(f"tester:{case.tester}" if case.tester else "sut:both")
         tags += [f"probe:{p.kind}" for p in scn.probes]
         lines.append(
-            f"{case.name}    {case.path.resolve()}    {case.tester or 'none'}    {case.name}"
+            suitefile.row(case.name, str(case.path.resolve()), case.tester or "none", case.name)
         )
-        lines.append("    [Tags]    " + "    ".join(tags))
-    suite.write_text("\n".join(lines) + "\n")
+        lines.append(suitefile.setting("Tags", tags))
+    suite.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def scenario_tags(scn: Scenario) -> list[str]:
@@ -168,6 +185,26 @@ class _Progress:
             self.cb(self.done, self.total, str(getattr(data, "name", "")))
 
 
+@dataclass(frozen=True)
+class RobotRun:
+    """Where Robot Framework put its log, report and output.xml, and its
+    exit status: the number of failed tests (at most 250), or 252 for
+    invalid data or options, 253 for a stop by the user, 255 for an
+    internal error (Robot Framework User Guide, "Return codes")."""
+
+    dir: Path
+    rc: int
+
+    @property
+    def log(self) -> Path:
+        return self.dir / "log.html"
+
+    @property
+    def broken(self) -> bool:
+        """Robot failed as a tool (not a test that failed, not a stop)."""
+        return self.rc in (252, 255)
+
+
 def run_robot(
     suite: Path,
     out: Path,
@@ -175,29 +212,90 @@ def run_robot(
     total: int,
     on_test: Callable[[int, int, str], None] | None,
     lanes: int = 1,
-) -> Path:
+) -> RobotRun:
     """Robot Framework on ``suite``: its log, report and output.xml in
-    ``out/robot`` (returned), its console in ``out/robot-console.txt``,
-    progress by test through ``on_test``. ``lanes`` > 1: pabot, one test per
-    process, that many at once (each run has its own namespaces and folder);
-    its merged output is the same log, report and output.xml."""
+    ``out/robot``, its console in ``out/robot-console.txt``, progress by
+    test through ``on_test``. ``lanes`` > 1: pabot, one test per process,
+    that many at once (each run has its own namespaces and folder); its
+    merged output is the same log, report and output.xml."""
     robot_dir = out / "robot"
     if lanes > 1:
-        _run_pabot(suite, robot_dir, out, variables, total, on_test, lanes)
-        return robot_dir
+        rc = _run_pabot(suite, robot_dir, out, variables, total, on_test, lanes)
+        return RobotRun(robot_dir, rc)
     import robot
 
-    with (out / "robot-console.txt").open("w") as console_out:
-        robot.run(
-            str(suite),
-            outputdir=str(robot_dir),
-            variable=variables,
-            listener=[_Progress(total, on_test)],
-            stdout=console_out,
-            stderr=console_out,
-            console="verbose",
+    with (out / CONSOLE).open("w", encoding="utf-8") as console_out:
+        try:
+            rc = robot.run(
+                str(suite),
+                outputdir=str(robot_dir),
+                variable=variables,
+                listener=[_Progress(total, on_test)],
+                stdout=console_out,
+                stderr=console_out,
+                console="verbose",
+            )
+        except Exception as exc:  # Robot failing as a tool (its output files, most often)
+            _raise_if_full(out)
+            raise NotRun(f"Robot Framework failed: {type(exc).__name__}: {exc}") from None
+    return RobotRun(robot_dir, int(rc))
+
+
+def _raise_if_full(folder: Path) -> None:
+    """The OSError a full disk is, when ``folder``'s file system has no
+    room left (a tool that died of it says something else)."""
+    import errno
+
+    if shutil.disk_usage(folder).free < 64 * 1024:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(folder))
+
+
+def no_verdicts(
+    names: Sequence[str], runs_dir: Path, robot: RobotRun, console: Path
+) -> dict[str, str]:
+    """The cases among ``names`` that Robot ran to no verdict, each with
+    Robot's own message (from its output.xml, else its console): a case
+    whose keyword never ran (a row Robot could not read), or died before
+    judging. Empty when every case left a verdict."""
+    missing = [n for n in names if not (runs_dir / n / "verdict.json").is_file()]
+    if not missing:
+        return {}
+    messages: dict[str, str] = {}
+    output = robot.dir / "output.xml"
+    if output.is_file():
+        from robot.api import ExecutionResult
+
+        try:
+            result = ExecutionResult(str(output))
+        except Exception:  # an output.xml cut short: the console says more
+            result = None
+        if result is not None:
+            for test in result.suite.all_tests:
+                if test.name in missing and test.message:
+                    messages[test.name] = " ".join(str(test.message).split())
+    if len(messages) < len(missing):
+        tail = ""
+        if console.is_file():
+            lines = [ln for ln in console.read_text(errors="replace").splitlines() if ln.strip()]
+            errs = [ln for ln in lines if ln.startswith("[ ERROR ]")]
+            tail = " ".join((errs or lines[-1:] or [""])[0].split())
+        for n in missing:
+            messages.setdefault(n, tail or f"no verdict (Robot exit {robot.rc}; see {console})")
+    return {n: messages[n] for n in missing}
+
+
+def raise_if_unrun(unrun: dict[str, str], total: int, robot: RobotRun, console: Path) -> None:
+    """NotRun (exit 2) when Robot failed as a tool or left cases with no
+    verdict: what ran is reported first, but the command cannot stand for
+    the cases it never judged."""
+    if robot.broken and not unrun:
+        raise NotRun(f"Robot Framework failed (exit {robot.rc}): see {console}")
+    if unrun:
+        name, why = next(iter(unrun.items()))
+        raise NotRun(
+            f"{len(unrun)} of {total} cases ran to no verdict (Robot exit {robot.rc}); "
+            f"{name}: {why[:300]} (console: {console})"
         )
-    return robot_dir
 
 
 def _run_pabot(
@@ -208,7 +306,7 @@ def _run_pabot(
     total: int,
     on_test: Callable[[int, int, str], None] | None,
     lanes: int,
-) -> None:
+) -> int:
     import subprocess
     import sys
     import time
@@ -231,7 +329,7 @@ def _run_pabot(
         *(x for v in variables for x in ("--variable", v)), "--consolewidth", "100",
         str(suite),
     ]  # fmt: skip
-    with (out / "robot-console.txt").open("w") as console_out:
+    with (out / CONSOLE).open("w", encoding="utf-8") as console_out:
         # pabot keeps its split (.pabotsuitenames) in its working folder
         proc = subprocess.Popen(argv, cwd=out, stdout=console_out, stderr=subprocess.STDOUT)
         try:
@@ -253,9 +351,8 @@ def _run_pabot(
         names = progress.read_text(encoding="utf-8").splitlines()
         on_test(len(names), total, names[-1] if names else "")
     if total and not (robot_dir / "output.xml").exists():
-        from conformance.errors import DtncError
-
-        raise DtncError(f"pabot wrote no output.xml: see {out / 'robot-console.txt'}")
+        raise NotRun(f"pabot wrote no output.xml: see {out / CONSOLE}")
+    return int(proc.returncode)
 
 
 def load_outcome(run_dir: Path) -> RunOutcome:
@@ -324,32 +421,50 @@ def certify(
             p for p in (out / "scenarios" / CATALOGUE).glob("*.json") if p.name != CATALOGUE_INDEX
         )
     every = cases(protocol, scenarios, sut_roles)
+    if not every:
+        raise NotRun(f"{out / 'scenarios'}: no scenario to certify")
     if only:
-        every = [c for c in every if only in c.name]
+        chosen = [c for c in every if only in c.name]
+        if not chosen:
+            names = ", ".join(c.name for c in every[:4])
+            raise InputError(
+                f"--only {only}: no case's name holds it (the {len(every)} cases here: {names}"
+                + (", ..." if len(every) > 4 else "")
+                + ")"
+            )
+        every = chosen
     # scenarios the implementation cannot take (its adapter says why) are
     # not run: "not supported" is no verdict on it
-    every = [c for c in every if not unsupported(sut, c)]
+    why = {c: unsupported(sut, c) for c in every}
+    if all(why.values()):
+        first = next(iter(why.items()))
+        raise NotRun(
+            f"none of the {len(every)} cases can run on {sut.name}: {first[0].name}: {first[1]}"
+        )
+    every = [c for c in every if not why[c]]
     runs_dir = out / "runs"
     todo = every
     if resume:
         todo = [c for c in every if not _settled(runs_dir / c.name)]
         for c in todo:  # a run cut short: its files would mix with the new run's
             shutil.rmtree(runs_dir / c.name, ignore_errors=True)
-    sut.ensure_built()
-    suite = out / f"{protocol}_certification.robot"
-    write_suite(protocol, todo, suite)
-    robot_dir = run_robot(
-        suite,
-        out,
-        [
-            f"RUNS_DIR:{runs_dir}",
-            f"SUT:{sut.name}",
-            "SUT_OPTIONS:" + ",".join(f"{k}={v}" for k, v in getattr(sut, "options", {}).items()),
-        ],
-        len(todo),
-        on_test,
-        lanes,
-    )
+    robot = RobotRun(out / "robot", 0)
+    unrun: dict[str, str] = {}
+    if todo:
+        sut.ensure_built()
+        suite = out / f"{protocol}_certification.robot"
+        write_suite(protocol, todo, suite)
+        options = ",".join(f"{k}={v}" for k, v in getattr(sut, "options", {}).items())
+        robot = run_robot(
+            suite,
+            out,
+            [f"RUNS_DIR:{runs_dir}", f"SUT:{sut.name}", f"SUT_OPTIONS:{options}"],
+            len(todo),
+            on_test,
+            lanes,
+        )
+        if robot.rc != 253:  # stopped by the user: the caller reports the interrupt
+            unrun = no_verdicts([c.name for c in todo], runs_dir, robot, out / CONSOLE)
     runs = [
         load_outcome(runs_dir / c.name)
         for c in every
@@ -369,8 +484,15 @@ def certify(
         out,
         list(dict.fromkeys(c.path for c in every)),
         runs,
-        robot_dir / "log.html",
+        robot.log,
         coverage=read_coverage(out),
         retx_table=table,
     )
-    return CertifyOutcome(runs=runs, robot_log=robot_dir / "log.html", report=report)
+    if not todo:
+        raise NotRun(
+            f"{out}: nothing to resume: each of its {len(every)} cases has a verdict "
+            f"(report: {report})"
+        )
+    return CertifyOutcome(
+        runs=runs, robot_log=robot.log, report=report, robot_rc=robot.rc, unrun=unrun
+    )

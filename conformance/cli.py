@@ -13,17 +13,20 @@ import argparse
 import contextlib
 import datetime as dt
 import errno
+import fcntl
 import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -136,6 +139,14 @@ def _load_scenario_file(path: Path) -> Scenario:
         raise InputError(f"{path}: cannot read the scenario file: {exc.strerror or exc}") from None
 
 
+def _first_error(exc: ValidationError) -> str:
+    """pydantic's first complaint, as "field: reason" (and how many more)."""
+    first = exc.errors()[0]
+    where = ".".join(str(x) for x in first["loc"]) or "(top)"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {str(first['msg']).removeprefix('Value error, ')}{more}"
+
+
 def _writable(directory: Path) -> str | None:
     """Why files cannot be created in an existing directory, or None. Root
     passes every permission check, so a read-only file system is checked too."""
@@ -153,6 +164,11 @@ def _check_out(path: Path, *, force: bool, what: str = "--out") -> None:
     if path.exists() or path.is_symlink():
         if not path.is_dir():
             raise InputError(f"{path}: {what}: is a file, not a directory")
+        if _in_use(path):  # before "not empty": that is why it is not
+            raise InputError(
+                f"{path}: {what}: in use by another dtnconform{_holder(path.resolve())}; wait "
+                "for it to end, or choose another folder"
+            )
         try:
             non_empty = any(path.iterdir())
         except OSError as exc:
@@ -174,11 +190,74 @@ def _check_out(path: Path, *, force: bool, what: str = "--out") -> None:
 
 
 def _make_dir(path: Path, what: str = "--out") -> Path:
+    """Make an output folder and hold it for this command (_lock)."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"{path}: {what}: cannot create it: {exc.strerror or exc}") from None
+    _lock(path, what)
     return path
+
+
+# Output folders this process holds, by path: the lock is an open file
+# description, so each is held once and for the process's life.
+_HELD: dict[Path, int] = {}
+
+
+def _lock(path: Path, what: str) -> None:
+    """An exclusive lock on an output folder for as long as this command
+    runs (flock on the folder itself, so nothing is added to it): a second
+    dtnconform given the same folder at once stops with exit 2 naming the
+    first, instead of both writing into it. The kernel drops the lock when
+    this process ends, however it ends."""
+    key = path.resolve()
+    if key in _HELD:
+        return
+    fd = os.open(key, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise InputError(
+            f"{path}: {what}: in use by another dtnconform{_holder(key)}; wait for it to end, "
+            "or choose another folder"
+        ) from None
+    _HELD[key] = fd
+
+
+def _holder(path: Path) -> str:
+    """ " (pid N: its command line)" of the process holding a folder's flock,
+    from /proc/locks ('' if it cannot be told)."""
+    try:
+        st = path.stat()
+        locks = Path("/proc/locks").read_text()
+    except OSError:
+        return ""
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in locks.splitlines():
+        parts = line.split()
+        if len(parts) > 5 and parts[1] == "FLOCK" and parts[5] == dev:
+            pid = parts[4]
+            with contextlib.suppress(OSError):
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                return f" (pid {pid}: {cmd.strip()[:120]})"
+            return f" (pid {pid})"
+    return ""
+
+
+def _in_use(path: Path) -> bool:
+    """Whether another process holds this folder's lock now."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return path.resolve() not in _HELD
+    finally:
+        os.close(fd)  # (closing our own probe drops only the probe's lock)
+    return False
 
 
 def _require_run_tools() -> None:
@@ -297,6 +376,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         )
         if args.distributed < 0:
             raise InputError(f"--distributed {args.distributed}: a number of workers, 1 or more")
+        what = "--out" if args.out else "check folder"
+        _check_out(workdir, force=True, what=what)  # TLC's files are rewritten in place
+        _make_dir(workdir, what)
         res = gen.check(
             args.bound, progress=on_progress, workdir=workdir, distributed=args.distributed
         )
@@ -376,6 +458,13 @@ def _generate(protocol: str, out: Path, *, catalogue: bool = True) -> object:
             f"robustness: {len(robust)} scenarios of tester probes in {out / 'robustness'} "
             "(run with --tester, or by dtnconform certify)"
         )
+    # the last file: a generation cut short has none (certify --resume
+    # generates such a folder's scenarios again)
+    from conformance.certify import GENERATED
+
+    (out / GENERATED).write_text(
+        json.dumps({"protocol": protocol, "catalogue": bool(catalogue)}) + "\n", encoding="utf-8"
+    )
     return report
 
 
@@ -438,14 +527,24 @@ def _resume_dir(args: argparse.Namespace, sut: Any) -> Path:
     scenarios = path / "scenarios"
     if not scenarios.is_dir():
         raise InputError(f"{path}: --resume: not a certification directory (no scenarios/)")
-    if args.catalogue and not (scenarios / "catalogue").is_dir():
+    if why := _writable(path):
+        raise InputError(f"{path}: --resume: {why}")
+    _lock(path, "--resume")
+    from conformance.certify import GENERATED
+
+    complete = (scenarios / GENERATED).is_file()
+    if complete and args.catalogue and not (scenarios / "catalogue").is_dir():
         raise InputError(
             f"{path}: --resume --catalogue: its scenarios have no catalogue (it was certified "
             "without --catalogue)"
         )
-    if why := _writable(path):
-        raise InputError(f"{path}: --resume: {why}")
     _require_live(sut)
+    if not complete:
+        # interrupted while the scenarios were generated: no case has run
+        # yet, and a half-written scenario set is no set to run
+        err_console.print(f"{scenarios}: its generation was cut short; generating it again")
+        shutil.rmtree(scenarios)
+        _generate(args.protocol, scenarios, catalogue=args.catalogue)
     return path
 
 
@@ -590,6 +689,31 @@ def _outcome_cell(o: ExpectedOutcome) -> str:
 # ---------------------------------------------------------------------------
 
 
+def _exit_status(verdicts: Iterable[str]) -> int:
+    """The exit status of a command that judged runs (README, "Exit
+    status"): 0 when every verdict is pass (a pass under an alternative
+    reading is a pass; cells not supported have no verdict), 1 when one is
+    fail, inconclusive or error, 2 when there is none at all."""
+    seen = list(verdicts)
+    if not seen:
+        from conformance.errors import NotRun
+
+        raise NotRun("no run was judged")
+    return 0 if all(v == "pass" for v in seen) else 1
+
+
+def _raise_if_unrun(outcome: Any, out: Path) -> None:
+    """Exit 2 (after the verdicts were shown) when Robot failed as a tool or
+    ran cases to no verdict: the command cannot stand for what it never
+    judged."""
+    from conformance.certify import CONSOLE, RobotRun, raise_if_unrun
+
+    total = len(outcome.runs) + len(outcome.unrun)
+    raise_if_unrun(
+        outcome.unrun, total, RobotRun(outcome.robot_log.parent, outcome.robot_rc), out / CONSOLE
+    )
+
+
 def _lanes(lanes: int) -> int:
     """--lanes: runs at once, each in its own namespaces, up to the cores."""
     cores = os.cpu_count() or 1
@@ -652,12 +776,14 @@ def cmd_certify(args: argparse.Namespace) -> int:
                 raise KeyboardInterrupt from None
             raise
     print_verdicts(outcome.runs)
-    console.print(f"Robot Framework log: {outcome.robot_log}")
+    if outcome.robot_log.is_file():
+        console.print(f"Robot Framework log: {outcome.robot_log}")
     console.print(f"HTML report: {outcome.report}")
     if interrupted():  # Robot stopped the suite on Ctrl-C and returned
         err_console.print(f"interrupted; partial certification in {out}")
         return 130
-    return 0 if all(r.verdict.status == "pass" for r in outcome.runs) else 1
+    _raise_if_unrun(outcome, out)
+    return _exit_status(r.verdict.status for r in outcome.runs)
 
 
 def cmd_interop(args: argparse.Namespace) -> int:
@@ -696,12 +822,14 @@ def cmd_interop(args: argparse.Namespace) -> int:
                 raise KeyboardInterrupt from None
             raise
     print_verdicts(list(outcome.runs.values()))
-    console.print(f"Robot Framework log: {outcome.robot_log}")
+    if outcome.robot_log.is_file():
+        console.print(f"Robot Framework log: {outcome.robot_log}")
     console.print(f"interoperability matrix: {outcome.report}")
     if interrupted():
         err_console.print(f"interrupted; partial matrix in {out}")
         return 130
-    return 0 if all(r.verdict.status == "pass" for r in outcome.runs.values()) else 1
+    _raise_if_unrun(outcome, out)
+    return _exit_status(r.verdict.status for r in outcome.runs.values())
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -794,6 +922,9 @@ def cmd_expect(args: argparse.Namespace) -> int:
 
     path = Path(args.scenario)
     scn = _load_scenario_file(path)
+    if args.write and (why := _writable(path.resolve().parent)):
+        # (written beside itself, then renamed: the folder must take a file)
+        raise InputError(f"{path}: --write: {why}")
     outcomes = _protocol(scn.protocol).generator_module("expectation_for")
     with _progress() as prog:
         task = prog.add_task(f"TLC: outcomes of {scn.name}", total=None, info="")
@@ -874,23 +1005,38 @@ def cmd_trace(args: argparse.Namespace) -> int:
     """Trace validation of a stored run directory (its scenario, segments,
     captures and result), as the runner does after each run."""
     from conformance.runner import PORTS, validate_trace
+    from conformance.segments import datagrams
     from conformance.types import RunResult, SegmentRecord, load_model
 
     run_dir = Path(args.run_dir)
     for name in ("scenario.json", "segments.jsonl", "a.pcap", "b.pcap"):
         if not (run_dir / name).is_file():
             raise InputError(f"{run_dir}: not a run directory (no {name})")
+    if args.judge:  # what judging needs, before minutes of TLC
+        for name in ("result.json", "channel.jsonl"):
+            if not (run_dir / name).is_file():
+                raise InputError(f"{run_dir}: no {name} to judge")
     scn = _load_scenario_file(run_dir / "scenario.json")
+    for side in "ab":  # a file that is no capture is bad input, not a trace to check
+        datagrams(run_dir / f"{side}.pcap", PORTS[scn.protocol])
     result = (
         load_model(RunResult, run_dir / "result.json")
         if (run_dir / "result.json").is_file()
         else None
     )
-    segments = [
-        SegmentRecord.model_validate_json(line)
-        for line in (run_dir / "segments.jsonl").read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
+    segments = []
+    seg_file = run_dir / "segments.jsonl"
+    try:
+        lines = seg_file.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise InputError(f"{seg_file}: not UTF-8 text") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            segments.append(SegmentRecord.model_validate_json(line))
+        except ValidationError as exc:
+            raise InputError(f"{seg_file}: line {n}: {_first_error(exc)}") from None
     with _progress() as prog:
         prog.add_task(f"TLC: trace of {run_dir.name}", total=None, info="")
         tc = validate_trace(
@@ -1013,6 +1159,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         if not args.out:
             raise InputError("--resume: name the campaign's folder with --out DIR")
         out = Path(args.out)
+        if out.is_dir():  # before reopening: another resume may be running it
+            _lock(out, "--out")
         st, cut = Store.reopen(out / "campaign.sqlite", p)
         had = json.loads(st.get("only") or "[]")
         if args.only and args.only != had:
@@ -1020,6 +1168,13 @@ def cmd_campaign(args: argparse.Namespace) -> int:
                 f"--only: that campaign ran {' '.join(had) or 'every run'}; resume it as it was"
             )
         counts = st.counts()
+        if not counts.get("pending"):
+            from conformance.errors import NotRun
+
+            raise NotRun(
+                f"{out}: nothing to resume: its {counts.get('done', 0)} runs are done "
+                f"(report: {report.write(st, out)})"
+            )
         console.print(
             f"resuming {out}: {counts.get('done', 0)} runs done, {counts.get('pending', 0)} to "
             f"go ({cut} cut short before, redone)"
@@ -1032,15 +1187,24 @@ def cmd_campaign(args: argparse.Namespace) -> int:
                 "another --out"
             )
         _check_out(out, force=args.force)
-        with _progress() as prog:
-            task = prog.add_task(f"campaign {p.name}: preparing", total=None, info="")
-            st = engine.create(
-                p,
-                out,
-                real_time=args.real_time,
-                say=lambda m: prog.update(task, info=m),
-                only=args.only,
-            )
+        # the whole plan, before its folder is made
+        engine.validate(p, real_time=args.real_time, source=f"{args.plan}: ")
+        made = not out.exists()
+        _make_dir(out)
+        try:
+            with _progress() as prog:
+                task = prog.add_task(f"campaign {p.name}: preparing", total=None, info="")
+                st = engine.create(
+                    p,
+                    out,
+                    real_time=args.real_time,
+                    say=lambda m: prog.update(task, info=m),
+                    only=args.only,
+                )
+        except BaseException:
+            if made:  # a campaign that never began leaves no folder
+                shutil.rmtree(out, ignore_errors=True)
+            raise
         console.print(f"campaign {p.name} in {out}: {plan.describe([r.spec for r in st.rows()])}")
     total = len(st.rows())
     done0 = st.counts().get("done", 0)
@@ -1086,7 +1250,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         counts[r.verdict or r.status] = counts.get(r.verdict or r.status, 0) + 1
     console.print(", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     console.print(f"report: {path}")
-    return 0 if not counts.get("fail") and not counts.get("error") else 1
+    # a pair that cannot run a scenario has no verdict; inconclusive is 1
+    return _exit_status(v for r in st.rows() if (v := r.verdict or r.status) != "unsupported")
 
 
 def _hms(seconds: float) -> str:
@@ -1095,12 +1260,28 @@ def _hms(seconds: float) -> str:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from conformance import netns
+    from conformance import guard, netns
 
-    netns.require_root()
-    removed = netns.sweep_stale()
+    # first the processes of owners that are gone (SIGTERM: a nested run
+    # unwinds and removes its namespaces), then what is left of those
+    ended = guard.end_orphans()
     console.print(
-        f"removed {len(removed)} stale namespaces" + (f": {', '.join(removed)}" if removed else "")
+        f"ended {len(ended)} orphaned processes"
+        + "".join(f"\n  {p.pid}: {p.command}" for p in ended),
+        markup=False,
+    )
+    if os.geteuid() == 0:
+        removed = netns.sweep_stale()
+        console.print(
+            f"removed {len(removed)} stale namespaces"
+            + (f": {', '.join(removed)}" if removed else "")
+        )
+    else:
+        console.print("namespaces: not checked (they need root)")
+    roots = guard.remove_stale_roots()
+    console.print(
+        f"removed {len(roots)} stale temporary folders" + "".join(f"\n  {r}" for r in roots),
+        markup=False,
     )
     return 0
 
@@ -1425,7 +1606,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=cmd_campaign)
 
-    s = sub.add_parser("cleanup", help="remove namespaces left by a killed run (root)")
+    s = sub.add_parser(
+        "cleanup",
+        help="end processes and remove namespaces and temporary folders left by a killed run "
+        "(namespaces need root)",
+    )
     s.set_defaults(func=cmd_cleanup)
     return p
 
@@ -1441,6 +1626,29 @@ def _stdout_gone() -> int:
     return 141
 
 
+# A file system that takes no more: full, over quota, read-only, or a file
+# over its size limit.
+_STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
+
+
+def _storage_failure(exc: BaseException, folder: str | None = None) -> str | None:
+    """The one-line reason for a write the file system refused (a full
+    disk, a read-only one), wherever it happened; None for any other error
+    (a bug, which keeps its traceback). A write to an open file names no
+    file: then the command's output folder is named. SQLite says it in
+    words."""
+    if isinstance(exc, OSError) and exc.errno in _STORAGE_ERRNOS:
+        where = f"{exc.filename}: " if exc.filename else ""
+        if not where and folder:
+            where = f"{folder}: writing in it: "
+        return f"{where}{exc.strerror}: stopped, its results incomplete"
+    if isinstance(exc, sqlite3.Error):
+        text = str(exc)
+        if "disk is full" in text or "readonly" in text or "disk I/O error" in text:
+            return f"the campaign database: {text}: stopped, its results incomplete"
+    return None
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM (``timeout``, a CI job's end): unwound like Ctrl-C, so that
     TLC, the endpoints and the namespaces are cleaned up."""
@@ -1453,11 +1661,18 @@ def _on_sigterm(_signum: int, _frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     import threading
 
+    if argv is None:
+        # run as the program (not main([...]) in-process): every child dies
+        # with it, SIGKILL included, and its temporary files go (guard.py)
+        from conformance import guard
+
+        guard.start()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
         # Ctrl-C unwinds (exit 130) even when the launcher ignored SIGINT: a
         # shell's background job, where Python installs no handler of its own
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    args: argparse.Namespace | None = None
     try:
         args = build_parser().parse_args(argv)
         code = int(args.func(args))
@@ -1472,6 +1687,15 @@ def main(argv: list[str] | None = None) -> int:
             _stdout_gone()
         print(f"dtnconform: {exc}", file=sys.stderr)  # plain: one unwrapped line
         return exc.exit_code
+    except (OSError, sqlite3.Error) as exc:
+        folder = getattr(args, "out", None) or getattr(args, "resume", None)
+        why = _storage_failure(exc, folder)
+        if why is None:
+            raise
+        with contextlib.suppress(OSError):
+            sys.stdout.flush()
+        print(f"dtnconform: {why}", file=sys.stderr)
+        return 2
     except Terminated:
         err_console.print("dtnconform: terminated")
         return 143

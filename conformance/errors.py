@@ -15,6 +15,13 @@ class InputError(DtncError):
     exit_code = 2
 
 
+class NotRun(DtncError):
+    """Nothing was judged: no case matched, none could run, nothing was
+    left to resume, or Robot Framework ran cases to no verdict (exit 2)."""
+
+    exit_code = 2
+
+
 class ToolMissing(DtncError):
     """An external tool is not installed; the message carries the install hint."""
 

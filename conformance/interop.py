@@ -16,14 +16,17 @@ of its adapter says why) is "not supported", never "fail".
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance import protocols
-from conformance.certify import load_outcome, run_robot
+from conformance.certify import CONSOLE, load_outcome, no_verdicts, run_robot
+from conformance.errors import InputError, NotRun
+from conformance.robot import suitefile
 from conformance.runner import RunOutcome
 from conformance.types import Channel, Expectation, ExpectedOutcome, Scenario, dump_model
+from generators.outcomes import PlannedLoss
 from suts.base import SutAdapter, get
 
 RESOURCE = Path(__file__).resolve().parent / "robot" / "res_dtnconform.robot"
@@ -76,24 +79,38 @@ LOSSES: dict[str, tuple[tuple[str, str, int], ...]] = {
 }  # fmt: skip
 
 
-def config_scenarios(cfg: Config, workdir: Path) -> list[Scenario]:
-    """The nominal transfer and the loss scenarios of one configuration,
-    each with the outcome set the model computes for it."""
+def config_plans(cfg: Config) -> dict[str, list[PlannedLoss]]:
+    """A configuration's scenarios by name (no TLC): the nominal transfer
+    and its loss scenarios, each with its planned losses."""
     from generators import cfdpcat
-    from generators.outcomes import PlannedLoss
+
+    losses = LOSSES[str(cfg.params["mode"])]
+    losses = losses if cfg.losses else losses[:1]
+    plans: dict[str, list[PlannedLoss]] = {f"cfdp-interop-{cfg.name}-nominal": []}
+    for x in (PlannedLoss(d, k, o, 1) for d, k, o in losses):
+        plans[f"cfdp-interop-{cfg.name}-{cfdpcat._short(x)}"] = [x]
+    return plans
+
+
+def config_scenarios(
+    cfg: Config, workdir: Path, names: Collection[str] | None = None
+) -> list[Scenario]:
+    """The nominal transfer and the loss scenarios of one configuration
+    (``names``: those of them only), each with the outcome set the model
+    computes for it."""
+    from generators import cfdpcat
 
     seg = int(cfg.params["segment_size"])  # type: ignore[call-overload]
     t = cfdpcat.Bound(str(cfg.params["mode"]), 0).transfer()
     t = t.model_copy(update={**cfg.params, "file_len": 2 * seg - 100})
-    losses = LOSSES[t.mode] if cfg.losses else LOSSES[t.mode][:1]
-    plans: list[tuple[str, list[PlannedLoss]]] = [("nominal", [])]
-    plans += [(cfdpcat._short(x), [x]) for x in (PlannedLoss(d, k, o, 1) for d, k, o in losses)]
     out = []
-    for slug, plan in plans:
+    for name, plan in config_plans(cfg).items():
+        if names is not None and name not in names:
+            continue
         placeholder = ExpectedOutcome(sender_outcome="completed", receiver_outcome="completed",
                                       delivered=protocols.get("cfdp").delivery())  # fmt: skip
         scn = Scenario(
-            name=f"cfdp-interop-{cfg.name}-{slug}",
+            name=name,
             protocol="cfdp",
             description=f"Interoperability, {cfg.describe()}: "
             + (", ".join(f"{x.key} {x.off} lost once ({x.dir})" for x in plan) or "no loss")
@@ -142,25 +159,29 @@ def cells(configs: Sequence[Config], suts: Sequence[SutAdapter], scn_dir: Path) 
     return out
 
 
-def write_suite(protocol: str, every: list[Cell], suite: Path) -> None:
+def write_suite(
+    protocol: str, every: list[Cell], suite: Path, *, resource: Path = RESOURCE
+) -> None:
+    """The Robot suite of the cells, every value through
+    :func:`suitefile.cell` (see certify.write_suite)."""
     lines = [
         "*** Settings ***",
         f"Documentation     Interoperability of {protocol.upper()} implementations: each as "
         "sender against each as receiver, per configuration and scenario.",
-        f"Resource          {RESOURCE}",
+        suitefile.row("Resource", str(resource)),
         "Test Template     Interop Should Pass",
-        f"Test Tags         {protocol}    interop",
+        suitefile.row("Test Tags", protocol, "interop"),
         "",
         "*** Test Cases ***    SCENARIO    SENDER    RECEIVER    RUN    UNSUPPORTED",
     ]
     for c in every:
-        why = c.unsupported.replace("    ", " ") or "${EMPTY}"
         lines.append(
-            f"{c.name}    {c.scenario.resolve()}    {c.sender}    {c.receiver}    {c.name}    {why}"
+            suitefile.row(
+                c.name, str(c.scenario.resolve()), c.sender, c.receiver, c.name, c.unsupported
+            )
         )
-        lines.append(
-            f"    [Tags]    sender:{c.sender}    receiver:{c.receiver}    config:{c.config.name}"
-        )
+        tags = [f"sender:{c.sender}", f"receiver:{c.receiver}", f"config:{c.config.name}"]
+        lines.append(suitefile.setting("Tags", tags))
     suite.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -170,6 +191,9 @@ class InteropOutcome:
     runs: dict[str, RunOutcome]
     report: Path
     robot_log: Path
+    robot_rc: int = 0
+    # cells Robot ran to no verdict, with its message (certify.no_verdicts)
+    unrun: dict[str, str] = field(default_factory=dict)
 
 
 def interop(
@@ -189,30 +213,55 @@ def interop(
     from reports.html import render_interop
 
     if protocol != "cfdp":
-        from conformance.errors import InputError
-
         raise InputError(f"interop: only cfdp has several implementations yet, not {protocol}")
     suts = [get(n) for n in sut_names]
+    # the cells' names are known before any TLC: --only is checked first,
+    # and only the scenarios it keeps get their outcome sets
+    wanted = {
+        cfg.name: {
+            scn
+            for scn in config_plans(cfg)
+            for tx in suts
+            for rx in suts
+            if not only or only in f"{tx.name}--{rx.name}--{scn}"
+        }
+        for cfg in configs
+    }
+    if not any(wanted.values()):
+        first = next(iter(config_plans(configs[0])))
+        raise InputError(
+            f"--only {only}: no cell's name (SENDER--RECEIVER--SCENARIO) holds it, e.g. "
+            f"{suts[0].name}--{suts[-1].name}--{first}"
+        )
     scn_dir = out / "scenarios"
     scn_dir.mkdir(parents=True, exist_ok=True)
     for cfg in configs:
-        for scn in config_scenarios(cfg, out / "tlc"):
-            dump_model(scn, scn_dir / f"{scn.name}.json")
+        if wanted[cfg.name]:
+            for scn in config_scenarios(cfg, out / "tlc", wanted[cfg.name]):
+                dump_model(scn, scn_dir / f"{scn.name}.json")
     every = cells(configs, suts, scn_dir)
     if only:
         every = [c for c in every if only in c.name]
+    if all(c.unsupported for c in every):
+        raise NotRun(
+            f"none of the {len(every)} cells can run: {every[0].name}: {every[0].unsupported}"
+        )
     for a in suts:
         a.ensure_built()
     suite = out / f"{protocol}_interop.robot"
     write_suite(protocol, every, suite)
-    robot_dir = run_robot(suite, out, [f"RUNS_DIR:{out / 'runs'}"], len(every), on_test, lanes)
+    robot = run_robot(suite, out, [f"RUNS_DIR:{out / 'runs'}"], len(every), on_test, lanes)
+    runnable = [c.name for c in every if not c.unsupported]
+    unrun = {}
+    if robot.rc != 253:  # stopped by the user: the caller reports the interrupt
+        unrun = no_verdicts(runnable, out / "runs", robot, out / CONSOLE)
     runs = {
         c.name: load_outcome(out / "runs" / c.name)
         for c in every
         if (out / "runs" / c.name / "verdict.json").exists()
     }
-    report = render_interop(protocol, suts, configs, every, runs, out, robot_dir / "log.html")
-    return InteropOutcome(every, runs, report, robot_dir / "log.html")
+    report = render_interop(protocol, suts, configs, every, runs, out, robot.log)
+    return InteropOutcome(every, runs, report, robot.log, robot.rc, unrun)
 
 
 __all__ = ["CFDP_CONFIGS", "Cell", "Config", "cells", "config_scenarios", "interop"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -99,8 +100,24 @@ def _start_capture(
             stderr=errf,
         )
     if not netns.wait_for(lambda: b"listening on" in log.read_bytes(), 5.0):
-        raise DtncError(f"tcpdump did not start in {ns}: {log.read_text(errors='replace')}")
+        raise DtncError(f"tcpdump did not start in {ns}: {_capture_trouble(proc, log)}")
     return proc
+
+
+def _capture_trouble(proc: subprocess.Popen[bytes], log: Path) -> str:
+    """What went wrong with a capture: tcpdump's last words, else its exit
+    status, and a full disk (where tcpdump cannot even write its log)."""
+    said = ""
+    with contextlib.suppress(OSError):
+        said = " ".join(log.read_text(errors="replace").split())
+    status = proc.poll()
+    why = said or (
+        "it wrote no message" if status is None else f"it exited with status {status}, silently"
+    )
+    with contextlib.suppress(OSError):
+        if shutil.disk_usage(log.parent).free < 64 * 1024:
+            why += f"; the disk of {log.parent} is full"
+    return why[-500:]
 
 
 def _stop(proc: subprocess.Popen[bytes], timeout: float = 3.0) -> None:
@@ -254,6 +271,13 @@ def run_scenario(
         crashed = channel.crashed
         channel_stats = channel.stop()
         time.sleep(0.05)  # let tcpdump's last buffered packet reach its file
+        # a capture that ended by itself (a full disk, say) is a hole in the
+        # evidence: the run is our error, whatever the captures still show
+        capture_failed = {
+            side: _capture_trouble(proc, run_dir / f"{side}.tcpdump.log")
+            for side, proc in captures.items()
+            if proc.poll() is not None
+        }
         for proc in captures.values():
             _stop(proc)
     duration = time.monotonic() - t0
@@ -359,6 +383,20 @@ def run_scenario(
         )
     elif not channel_stats:
         say("the channel emulator left no statistics")
+    if capture_failed:
+        verdict = Verdict(
+            scenario=scn.name,
+            sut=verdict.sut,
+            status="error",
+            reasons=[
+                *(
+                    Reason(code="capture-failed", message=f"capture {side}.pcap ended early: {why}")
+                    for side, why in capture_failed.items()
+                ),
+                *verdict.reasons,
+            ],
+            trace=verdict.trace,
+        )
     dump_model(verdict, run_dir / "verdict.json")
     return RunOutcome(result, verdict, segments, run_dir)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from conformance.errors import InputError
 from conformance.types import Protocol, SegmentRecord
 
 if TYPE_CHECKING:
@@ -73,6 +74,7 @@ class Datagram:
 def datagrams(pcap: Path, port: int) -> list[Datagram]:
     """Every unfragmented IPv4/UDP datagram on ``port`` in ``pcap``, and every
     frame the file cuts short (its payload empty if too little is left)."""
+    from scapy.error import Scapy_Exception
     from scapy.utils import RawPcapReader
 
     out: list[Datagram] = []
@@ -80,7 +82,10 @@ def datagrams(pcap: Path, port: int) -> list[Datagram]:
         return out
     # scapy logs a warning for a frame cut short; Datagram.cut says it instead
     logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
-    reader = RawPcapReader(str(pcap))
+    try:
+        reader = RawPcapReader(str(pcap))
+    except Scapy_Exception as exc:
+        raise InputError(f"{pcap}: not a capture file (pcap or pcapng): {exc}") from None
     nano = getattr(reader, "nano", False)
     try:
         for number, (frame, meta) in enumerate(reader, start=1):

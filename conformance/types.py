@@ -530,6 +530,7 @@ class Scenario(_Strict):
             if o.delivered.protocol != self.protocol:
                 raise ValueError(f"expect: delivery counters of {o.delivered.protocol!r}")
         self.params.check(self)
+        self.params.fits(self.channel.mtu, self.channel.fragment)
         return self
 
 
@@ -835,6 +836,10 @@ def load_model(cls: type[M], path: Path) -> M:
         raise InputError(f"{path}: no such file") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not JSON: {exc.msg} at line {exc.lineno}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not JSON: not UTF-8 text") from None
+    except RecursionError:
+        raise InputError(f"{path}: not a {cls.__name__}: JSON nested too deeply") from None
     try:
         return cls.model_validate(raw)
     except ValidationError as exc:

@@ -24,6 +24,8 @@ Severity 1 is an error, 3 a warning, 4 a trace state.
 
 from __future__ import annotations
 
+import atexit
+import errno
 import os
 import re
 import shutil
@@ -509,6 +511,8 @@ def tlc_command(
     return [
         find_java(),
         "-XX:+UseParallelGC",
+        # no /tmp/hsperfdata_<user>/<pid>: a JVM killed outright leaves it behind
+        "-XX:-UsePerfData",
         *jit,
         *stack,
         *tmp,
@@ -537,6 +541,7 @@ def worker_command(port: int, server: str = "localhost", tmpdir: Path | None = N
     return [
         find_java(),
         "-XX:+UseParallelGC",
+        "-XX:-UsePerfData",  # as tlc_command's
         "-Xss64m",  # as tlc_command's
         *tmp,
         f"-D{SERVER}.port={port}",
@@ -602,10 +607,42 @@ def cfg_text(
     return "\n".join([*lines, ""])
 
 
+_SCRATCH: list[Path] = []
+
+
 def scratch_dir(prefix: str = "dtnconform-tlc-") -> Path:
     """A new TLC work folder of this run's own (never shared with another
-    run), kept after the run so that its log can be read."""
-    return Path(tempfile.mkdtemp(prefix=prefix))
+    run) in the temporary folder, removed with what TLC wrote there when
+    this process exits (its log can be read until then). Under the command
+    line that is the process's own temporary folder, which its guard
+    removes even after a SIGKILL (conformance.guard)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    if not _SCRATCH:
+        atexit.register(_remove_scratch, os.getpid())
+    _SCRATCH.append(path)
+    return path
+
+
+def _remove_scratch(owner: int) -> None:
+    if os.getpid() != owner:  # a forked child's exit: the folders are its parent's
+        return
+    while _SCRATCH:
+        shutil.rmtree(_SCRATCH.pop(), ignore_errors=True)
+
+
+# What the JVM says when the file system refuses TLC's state files or log,
+# and the errno it stands for.
+_STORAGE_FAILURES = {"No space left on device": errno.ENOSPC, "Read-only file system": errno.EROFS}
+
+
+def _raise_storage_failure(result: TlcResult, where: Path) -> None:
+    """A TLC run that died because its folder's file system was full or
+    read-only is that OSError, not a model's failure: callers treat it as
+    any other write that failed (the command ends with one line, exit 2)."""
+    for err in result.errors:
+        for text, code in _STORAGE_FAILURES.items():
+            if text in err:
+                raise OSError(code, f"{text} (TLC's files)", str(where))
 
 
 def run_tlc(
@@ -711,6 +748,7 @@ def run_tlc(
 
             result = parse_output(lines(), cfg, log_path=log_path, progress=progress, start=start)
             proc.wait()
+        _raise_storage_failure(result, logdir)
     finally:
         if cut is not None:
             cut.cancel()

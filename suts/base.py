@@ -36,13 +36,25 @@ class Endpoint:
 ENGINES: dict[str, tuple[int, int]] = {"sender": (1, 2), "receiver": (2, 1)}
 
 
+@dataclass(frozen=True)
+class SutOption:
+    """A configuration choice an implementation offers beyond the scenario's
+    knobs: the values it takes (the first is its default) and what it does."""
+
+    values: tuple[str, ...]
+    text: str
+
+    def describe(self) -> str:
+        return f"{'|'.join(self.values)} ({self.text})"
+
+
 class SutAdapter(ABC):
     name: str
     protocol: str
     version: str
-    # Configuration choices the implementation offers beyond the scenario's
-    # knobs (name -> what it does, its values): `dtnconform run --sut-option`.
-    OPTIONS: dict[str, str] = {}
+    # Configuration choices the implementation offers: `dtnconform run
+    # --sut-option NAME=VALUE`, checked before any namespace or TLC run.
+    OPTIONS: dict[str, SutOption] = {}
     # Seconds a role may spend starting before it takes its first step (a
     # JVM, a server): added to the run's deadlines, never to its time limit.
     startup_s: float = 0.0
@@ -52,7 +64,8 @@ class SutAdapter(ABC):
 
     def set_options(self, pairs: list[str]) -> None:
         """``NAME=VALUE`` pairs into :attr:`options` (InputError for a name
-        the adapter does not offer, or a pair without '=')."""
+        the adapter does not offer, a value it does not take, or a pair
+        without '=')."""
         from conformance.errors import InputError
 
         for pair in pairs:
@@ -60,9 +73,15 @@ class SutAdapter(ABC):
             if not eq or not name or not value:
                 raise InputError(f"--sut-option {pair!r}: expected NAME=VALUE")
             if name not in self.OPTIONS:
-                offered = "; ".join(f"{k}: {v}" for k, v in self.OPTIONS.items()) or "none"
+                offered = "; ".join(f"{k}={v.describe()}" for k, v in self.OPTIONS.items())
                 raise InputError(
-                    f"--sut-option {name}: {self.name} has no such option (it offers: {offered})"
+                    f"--sut-option {name}: {self.name} has no such option (it offers: "
+                    f"{offered or 'none'})"
+                )
+            if value not in self.OPTIONS[name].values:
+                raise InputError(
+                    f"--sut-option {name}={value}: {self.name} takes "
+                    f"{' or '.join(self.OPTIONS[name].values)}"
                 )
             self.options[name] = value
 

@@ -36,7 +36,7 @@ from conformance import protocols
 from conformance.campaign import metrics as mx
 from conformance.campaign.plan import TESTER, Plan, RunSpec, link_of, params_of
 from conformance.campaign.store import Row, Store
-from conformance.errors import DtncError, InputError
+from conformance.errors import DtncError, InputError, NotRun
 from conformance.types import Channel, Expectation, ExpectedOutcome, Scenario, dump_model
 from generators.outcomes import Unplannable
 
@@ -59,6 +59,56 @@ def channel_of(plan: Plan, spec: RunSpec, *, real_time: bool = False) -> Channel
     return link.channel().model_copy(update=update)
 
 
+def bare_scenario(plan: Plan, spec: RunSpec, *, real_time: bool = False) -> Scenario:
+    """The run's scenario with a placeholder outcome set (no TLC): its
+    parameters checked against its channel, MTU included (a ValueError,
+    or pydantic's ValidationError, otherwise)."""
+    proto = protocols.get(spec.protocol)
+    params = proto.params.model_validate(params_of(plan, spec))
+    placeholder = ExpectedOutcome(
+        sender_outcome="completed", receiver_outcome="completed", delivered=proto.delivery()
+    )
+    return Scenario(
+        name=f"{plan.name}-{spec.slug}"[:120],
+        protocol=spec.protocol,  # type: ignore[arg-type]
+        description=f"campaign {plan.name}: {spec.key}",
+        params=params,
+        channel=channel_of(plan, spec, real_time=real_time),
+        expect=Expectation(outcomes=[placeholder]),
+    )
+
+
+def validate(plan: Plan, *, real_time: bool = False, source: str = "") -> None:
+    """Every run the plan can have, checked as a scenario before anything
+    is made (InputError naming ``source``, the plan's entry, link and
+    size): a segment over a link's MTU, a parameter the protocol does not
+    have, ..."""
+    from pydantic import ValidationError
+
+    from conformance.campaign.plan import expand
+
+    seen: set[tuple[int, str, int]] = set()
+    for spec in expand(plan.model_copy(update={"replicates": 1, "order": "given"})):
+        if (spec.entry, spec.link, spec.size) in seen:
+            continue
+        seen.add((spec.entry, spec.link, spec.size))
+        try:
+            bare_scenario(plan, spec, real_time=real_time)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            msg = str(first["msg"]).removeprefix("Value error, ")
+            raise InputError(
+                f"{source}protocols[{spec.entry}] ({spec.protocol}), link {spec.link}, "
+                f"size {spec.size}: " + (f"{where}: " if where else "") + msg
+            ) from None
+        except ValueError as exc:
+            raise InputError(
+                f"{source}protocols[{spec.entry}] ({spec.protocol}), link {spec.link}, "
+                f"size {spec.size}: {exc}"
+            ) from None
+
+
 def scenario_of(plan: Plan, spec: RunSpec, workdir: Path, *, real_time: bool = False) -> Scenario:
     """The run's scenario, with the outcome set the model gives for its
     transfer and channel. A channel the protocol's outcome sets cannot take
@@ -67,19 +117,9 @@ def scenario_of(plan: Plan, spec: RunSpec, workdir: Path, *, real_time: bool = F
     bounds (an LTP block of many segments): no set, the outcome unjudged
     (Expectation.unjudged), the trace still validated."""
     proto = protocols.get(spec.protocol)
-    params = proto.params.model_validate(params_of(plan, spec))
-    placeholder = ExpectedOutcome(
-        sender_outcome="completed", receiver_outcome="completed", delivered=proto.delivery()
-    )
-    channel = channel_of(plan, spec, real_time=real_time)
-    scn = Scenario(
-        name=f"{plan.name}-{spec.slug}"[:120],
-        protocol=spec.protocol,  # type: ignore[arg-type]
-        description=f"campaign {plan.name}: {spec.key}",
-        params=params,
-        channel=channel,
-        expect=Expectation(outcomes=[placeholder]),
-    )
+    scn = bare_scenario(plan, spec, real_time=real_time)
+    placeholder = scn.expect.outcomes[0]
+    channel = scn.channel
     gen = proto.generator_module("expectation_for")
     try:
         scn.expect = gen.expectation_for(scn, workdir)
@@ -348,28 +388,39 @@ def create(
     say: Callable[[str], None],
     only: Sequence[str] = (),
 ) -> Store:
-    """A new campaign in ``out``: its runs in order (``only``: those whose
-    key holds one of these texts), each one's scenario (with the model's
-    outcome set) and physical minimum, and the pairs that cannot run a
-    scenario, said once."""
+    """A new campaign in the folder ``out`` (made by the caller): its runs
+    in order (``only``: those whose key holds one of these texts), each
+    one's scenario (with the model's outcome set) and physical minimum, and
+    the pairs that cannot run a scenario, said once (the caller has
+    checked the plan with :func:`validate`); if anything fails, what this
+    made is removed."""
     from conformance.campaign.plan import expand
 
     runs = [r for r in expand(plan) if not only or any(x in r.key for x in only)]
     if not runs:
         raise InputError(f"--only {' '.join(only)}: no run of the plan has that in its key")
-    out.mkdir(parents=True, exist_ok=True)
     scn_dir = out / "scenarios"
-    scn_dir.mkdir(exist_ok=True)
     work = out / "outcomes"
     phys = []
     why: dict[str, str] = {}
-    for i, spec in enumerate(runs, 1):
-        say(f"scenario {i}/{len(runs)}: {spec.key} (outcome set by TLC)")
-        scn = scenario_of(plan, spec, work, real_time=real_time)
-        dump_model(scn, scn_dir / f"{spec.slug}.json")
-        phys.append(mx.physical_minimum(spec.size, scn.channel))
-        if w := unsupported(scn, spec):
-            why[spec.key] = w
+    try:
+        scn_dir.mkdir(exist_ok=True)
+        for i, spec in enumerate(runs, 1):
+            say(f"scenario {i}/{len(runs)}: {spec.key} (outcome set by TLC)")
+            scn = scenario_of(plan, spec, work, real_time=real_time)
+            dump_model(scn, scn_dir / f"{spec.slug}.json")
+            phys.append(mx.physical_minimum(spec.size, scn.channel))
+            if w := unsupported(scn, spec):
+                why[spec.key] = w
+        if len(why) == len(runs):
+            key, w = next(iter(why.items()))
+            raise NotRun(f"none of the {len(runs)} runs can run: {key}: {w}")
+    except BaseException:
+        # nothing of a campaign that never began is left behind (the caller
+        # removes ``out`` if it made it): the same command can be given again
+        for made_here in (scn_dir, work):
+            shutil.rmtree(made_here, ignore_errors=True)
+        raise
     st = Store.create(out / "campaign.sqlite", plan, runs, phys)
     with st.tx():
         st.put("real_time", "1" if real_time else "0")

@@ -149,6 +149,12 @@ def load(path: Path) -> Plan:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        line = text_line(path.read_bytes(), exc.start)
+        raise InputError(
+            f"{path}: line {line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); a plan is "
+            "YAML or TOML in UTF-8"
+        ) from None
     try:
         if path.suffix == ".toml":
             raw = tomllib.loads(text)
@@ -170,6 +176,11 @@ def load(path: Path) -> Plan:
             f"{path}: {where}: {first['msg']}"
             + (f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else "")
         ) from exc
+
+
+def text_line(data: bytes, offset: int) -> int:
+    """The 1-based line of a byte offset."""
+    return data.count(b"\n", 0, offset) + 1
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,11 @@ if TYPE_CHECKING:
     from conformance.types import Scenario
 
 
-# The bytes an Ethernet frame (no FCS: the emulator serializes frames as it
-# reads them from AF_PACKET) adds to a UDP datagram: Ethernet 14, IPv4 20 (no
-# options), UDP 8.
-FRAME_OVERHEAD = 14 + 20 + 8
+# The IPv4 (no options) and UDP headers around each datagram; the bytes an
+# Ethernet frame (no FCS: the emulator serializes frames as it reads them
+# from AF_PACKET) adds to a UDP datagram besides: Ethernet 14.
+IP_UDP = 20 + 8
+FRAME_OVERHEAD = 14 + IP_UDP
 
 
 class Strict(BaseModel):
@@ -56,6 +57,32 @@ class ProtocolParams(Strict):
     def check(self, scn: Scenario) -> None:
         """Raise ValueError (starting "field: ") when the scenario cannot
         run with these parameters."""
+
+    def largest_unit(self) -> tuple[int, int, str] | None:
+        """The largest datagram a transfer with these parameters sends, as
+        (its ``segment_size`` data octets, at most, the protocol's other
+        octets around them, the protocol's own words for those): what must
+        fit the channel's MTU. None: nothing to check."""
+        return None
+
+    def fits(self, mtu: int, fragment: bool) -> None:
+        """The largest datagram plus IPv4/UDP must fit the channel's MTU, or
+        the channel sees IP fragments instead of units and no impairment can
+        match them (unless ``channel.fragment`` says to run it so): a
+        ValueError naming ``params.segment_size`` otherwise. One check for
+        every protocol, scenarios and campaign plans alike."""
+        unit = self.largest_unit()
+        if fragment or unit is None:
+            return
+        data, other, what = unit
+        total = data + other + IP_UDP
+        if total > mtu:
+            raise ValueError(
+                f"params.segment_size: {data} bytes of data + up to {other} of {what} + "
+                f"{IP_UDP} of IPv4/UDP is {total} bytes, over channel.mtu {mtu}: use "
+                f"params.segment_size <= {mtu - other - IP_UDP}, raise channel.mtu, or set "
+                "channel.fragment to run it fragmented (impairments cannot see fragments)"
+            )
 
 
 class Delivery(Strict):

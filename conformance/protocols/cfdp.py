@@ -151,6 +151,17 @@ class CfdpTransfer(ProtocolParams):
             if isinstance(d, CfdpDelivery) and d.file_bytes_delivered not in (0, self.file_len):
                 raise ValueError("expect: a CFDP file is delivered whole or not at all (4.6.1.2)")
 
+    def largest_unit(self) -> tuple[int, int, str]:
+        """A File Data PDU (§5.3): its file data, and the fixed header, both
+        entity IDs and the sequence number (§5.1), the segment offset (4
+        octets, 8 with the large-file flag) and the CRC-16 when on."""
+        from dissectors.cfdp.layer import FIXED_HEADER_LEN
+
+        offset = 8 if self.file_len > 0xFFFF_FFFF else 4
+        header = FIXED_HEADER_LEN + 2 * self.entity_id_len + self.sequence_number_len + offset
+        header += 2 if self.pdu_crc else 0
+        return min(self.segment_size, self.file_len), header, "CFDP header"
+
 
 def _condition(name: str) -> str:
     if name not in wire.names("cfdp", "condition_codes").values():

@@ -28,8 +28,6 @@ from conformance.protocols.base import (
 if TYPE_CHECKING:
     from conformance.types import Scenario
 
-# IPv4 (no options) and UDP headers around each datagram.
-IP_UDP = 28
 # The longest SDNV we accept (specs/ltp/wire.json).
 SDNV_MAX: int = wire.load("ltp")["sdnv"]["max_bytes"]
 
@@ -137,27 +135,14 @@ class LtpBlock(ProtocolParams):
             extra = min(self.segment_size, self.red_len) if self.miscolored_sender else 0
             if d.green_bytes_delivered > self.green_len + extra:
                 raise ValueError("expect: green_bytes_delivered exceeds the green part")
-        self._fits_mtu(scn.channel.mtu, scn.channel.fragment)
 
-    def _fits_mtu(self, mtu: int, fragment: bool) -> None:
-        """One data segment plus headers must fit the channel's MTU, or the
-        channel sees IP fragments instead of segments and no impairment can
-        match them (unless channel.fragment says to run it so)."""
+    def largest_unit(self) -> tuple[int, int, str]:
+        """A data segment (RFC 5326 §3.2.1): its client data, and its header
+        and segment fields at their longest."""
         from dissectors.ltp.layer import max_data_header_len
 
-        if fragment:
-            return
-        size = min(self.segment_size, self.block_len)
         header = max_data_header_len(self.block_len, self.client_service_id)
-        total = size + header + IP_UDP
-        if total > mtu:
-            room = mtu - header - IP_UDP
-            raise ValueError(
-                f"params.segment_size: {size} bytes of data + up to {header} of LTP header + "
-                f"{IP_UDP} of IPv4/UDP is {total} bytes, over channel.mtu "
-                f"{mtu}: use params.segment_size <= {room}, raise channel.mtu, or set "
-                "channel.fragment to run it fragmented (impairments cannot see fragments)"
-            )
+        return min(self.segment_size, self.block_len), header, "LTP header"
 
     def queued_bytes(self, mtu: int) -> tuple[int, int]:
         """(forward, return) frame bytes one transfer may have queued ahead

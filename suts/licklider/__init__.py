@@ -9,7 +9,7 @@ from conformance import timers
 from conformance.classifiers import default_port
 from conformance.protocols.ltp import LtpBlock
 from conformance.types import Scenario
-from suts.base import ENGINES, REPO, Endpoint, SutAdapter, cargo_build, merge_knobs
+from suts.base import ENGINES, REPO, Endpoint, SutAdapter, SutOption, cargo_build, merge_knobs
 
 HARNESS = REPO / "suts" / "licklider" / "harness"
 BINARY = HARNESS / "target" / "release" / "dtnc-licklider"
@@ -34,8 +34,11 @@ class Licklider(SutAdapter):
     protocol = "ltp"
     version = "0.1.1"
     OPTIONS = {
-        "report-upper-bound": "cp-end (RFC 5326 §6.11's SHOULD, the default) or max-seen (its "
-        "MAY: the highest red data received), the upper bound of reception reports",
+        "report-upper-bound": SutOption(
+            ("cp-end", "max-seen"),
+            "the upper bound of reception reports: the checkpoint's end, RFC 5326 §6.11's "
+            "SHOULD (the default), or the highest red data received, its MAY",
+        ),
     }
 
     def ensure_built(self) -> None:
