@@ -62,7 +62,10 @@
   that cannot be parsed as §5 lays them out) is kept apart from PROTOCOL
   (well-formed but against a rule), CHECKSUM (the CRC) and SEQUENCE (the
   transaction analysis's observations).  Nothing is signalled through the
-  Info column.
+  Info column.  The field the first malformation (in wire order) lies in is
+  dtncfdp.malformed.field, named as the Scapy layer names it
+  (CfdpDecodeError.field); dissectors/tests/test_fuzz_agreement.py checks
+  that the two, and the emulator's classifier, agree on fuzzed PDUs.
 
   Preferences: dtncfdp.udp_ports (range, default 5111: neither IANA nor
   CCSDS assigns CFDP a port, wire.json's udp_port is null; 5111 is the
@@ -184,6 +187,14 @@ local FILESTORE_ACTIONS = {
     [4] = "replace_file", [5] = "create_directory", [6] = "remove_directory",
     [7] = "deny_file", [8] = "deny_directory",
 }
+-- The value of a filestore request/response TLV (§5.4) holds its LVs: the
+-- action code octet, the first file name, a second file name for actions 2-4
+-- only, and (response) the filestore message; an LV past the value is
+-- malformed. As decoded by spacepackets-py (src/spacepackets/cfdp/tlv/tlv.py),
+-- spacepackets-rs (src/cfdp/tlv/mod.rs) and Yamcs (yamcs-core/src/main/java/
+-- org/yamcs/cfdp/pdu/FileStoreResponse.java, ActionCode.java); dariol83/ccsds
+-- (FilestoreResponseTLV.java, "Table 5-17") always has a second name LV,
+-- which here is octets after the LVs: a PROTOCOL warning, not MALFORMED.
 local SECOND_NAME = { [2] = true, [3] = true, [4] = true }
 -- The UDP port: wire.json has none (udp_port is null, see its note).
 local DEFAULT_PORTS = UDP_PORT and tostring(UDP_PORT) or "5111"
@@ -358,6 +369,14 @@ local F = {
     fho_handler = ProtoField.uint8("dtncfdp.fho.handler", "Handler code", base.DEC,
         HANDLER_CODES, 0x0F, "no § cited for the codes"),
     flow_label = ProtoField.bytes("dtncfdp.flow_label", "Flow label"),
+    -- the first malformation's field, under the Scapy layer's name
+    -- (dissectors/cfdp/layer.py, CfdpDecodeError.field)
+    malformed_field = str("malformed.field", "Field at fault",
+        "the field the first malformation (in wire order) lies in: version, header, "
+        .. "data_field_length, crc_value, directive_code, a parameter (condition, file_size, "
+        .. "source_file_name_len, ...), a TLV list (fault_location, filestore_responses, "
+        .. "options), an LV of a filestore TLV (first_file_name, ...), segment_requests or "
+        .. "excess"),
     -- transaction analysis (preference dtncfdp.analysis): generated fields
     a_file_size = ProtoField.uint64("dtncfdp.analysis.file_size", "File size", base.DEC, nil,
         nil, "the latest EOF(no error)'s file size, else the Metadata's"),
@@ -441,6 +460,9 @@ local E = {
         .. " defines the bit; no § cited for which way each PDU travels)", PROTO, WARN),
     ack_of_invalid = new_expert("ack_of_invalid",
         "ACK of a directive other than EOF or Finished (" .. C.ack .. ")", PROTO, WARN),
+    ack_of_undefined = new_expert("ack_of_undefined",
+        "ACK of a directive code not defined (" .. C.ack .. "; " .. C.directives .. ")",
+        PROTO, WARN),
     ack_subtype = new_expert("ack_subtype",
         "ACK directive subtype code is not 1 for a Finished, 0 for an EOF (" .. C.ack .. ")",
         PROTO, WARN),
@@ -454,6 +476,8 @@ local E = {
         .. C.metadata .. ")", PROTO, WARN),
     tlv_value_length = new_expert("tlv_value_length",
         "TLV value length does not fit its type (" .. C.tlv .. ")", PROTO, WARN),
+    entity_id_length = new_expert("entity_id_length",
+        "Entity ID TLV value is not 1-8 octets (" .. C.tlv .. ")", PROTO, WARN),
     checksum_type_unassigned = new_expert("checksum_type_unassigned",
         "Checksum type is not a SANA checksum identifier (" .. C.metadata .. ")", PROTO, NOTE),
     nak_scope_inverted = new_expert("nak_scope_inverted",
@@ -610,9 +634,11 @@ local function parse(raw)
         node.ex[#node.ex + 1] = { ex, msg }
     end
     -- a malformation: an item of its own at the end of the tree
-    local function mal(ex, at, len, msg)
+    -- field: the field it lies in (P.fault keeps the first: F.malformed_field)
+    local function mal(ex, at, len, msg, field)
         P.ok = false
         P.err = P.err or msg
+        P.fault = P.fault or field
         at = max(0, min(at, size))
         len = max(0, min(len, size - at))
         local node = N(nil, { pos = at, len = len, label = "[Malformed: " .. msg .. "]" })
@@ -647,7 +673,8 @@ local function parse(raw)
 
     -- ---------------------------------------------------------------- header
     if size == 0 then
-        mal(E.truncated_header, 0, 0, "empty datagram: no fixed header (" .. C.header .. ")")
+        mal(E.truncated_header, 0, 0, "empty datagram: no fixed header (" .. C.header .. ")",
+            "header")
         return P
     end
     local hdr = N(nil, { pos = 0, len = min(size, 4), label = "PDU header" })
@@ -666,6 +693,7 @@ local function parse(raw)
             .. ": 1 for 727.0-B-5, 0 for 727.0-B-4); decoded with the 727.0-B-5 layout")
         P.ok = false
         P.err = P.err or "bad version"
+        P.fault = P.fault or "version"
     end
     named_bits(hdr, F.pdu_type, 0, 0x10, "PDU type", PDU_TYPES)
     named_bits(hdr, F.direction, 0, 0x08, "Direction", DIRECTIONS)
@@ -679,7 +707,7 @@ local function parse(raw)
     if size < 4 then
         if size >= 3 then N(hdr, { f = F.data_field_length, pos = 1, len = 2 }) end
         mal(E.truncated_header, 0, size, "the datagram's " .. plural(size, "octet")
-            .. " end inside the 4 fixed octets of the header (" .. C.header .. ")")
+            .. " end inside the 4 fixed octets of the header (" .. C.header .. ")", "header")
         return P
     end
     P.data_field_length = u8(1) * 256 + u8(2)
@@ -707,7 +735,7 @@ local function parse(raw)
     hdr.len = min(hl, size)
     if size < hl then
         mal(E.truncated_header, 4, size - 4, "the datagram's " .. plural(size, "octet")
-            .. " end inside the " .. hl .. "-octet header (" .. C.header .. ")")
+            .. " end inside the " .. hl .. "-octet header (" .. C.header .. ")", "header")
         return P
     end
     local v, n
@@ -727,15 +755,18 @@ local function parse(raw)
     if pdu_end > size then
         mal(E.data_field_overrun, 1, 2, "data field length " .. P.data_field_length
             .. " runs past the datagram: " .. plural(size - hl, "octet") .. " follow the "
-            .. hl .. "-octet header (" .. C.header .. ")")
+            .. hl .. "-octet header (" .. C.header .. ")", "data_field_length")
         limit = size -- decode what is there; no CRC to check
     else
         limit = pdu_end
+        -- octets after the PDU: flagged at the end (E.trailing_bytes), but the
+        -- data field length that leaves them over is the first fault
+        if pdu_end < size then P.fault = P.fault or "data_field_length" end
         if P.crc then
             if P.data_field_length < 2 then
                 mal(E.crc_missing, hl, P.data_field_length, "CRC flag set, but the data field of "
                     .. plural(P.data_field_length, "octet") .. " cannot hold the CRC ("
-                    .. C.header .. ")")
+                    .. C.header .. ")", "crc_value")
             else
                 limit = pdu_end - 2
                 have_crc = true
@@ -749,11 +780,12 @@ local function parse(raw)
     local kind
     local label_ = P.file_data and "File Data" or "file directive"
     local body
-    local function need(n_, what)
+    -- field: the Scapy layer's name of the field that must fit
+    local function need(n_, what, field)
         if pos + n_ > limit then
             return mal(E.field_truncated, pos, limit - pos, "the " .. label_ .. " data field ends "
                 .. "inside the " .. what .. " (" .. plural(n_, "octet") .. ", " .. max(limit - pos, 0)
-                .. " left; " .. (kind and kind.cite or C.directives) .. ")")
+                .. " left; " .. (kind and kind.cite or C.directives) .. ")", field)
         end
         return true
     end
@@ -765,19 +797,20 @@ local function parse(raw)
             X(node, E.excess_octets, msg)
             P.ok = false
             P.err = P.err or msg
+            P.fault = P.fault or "excess"
             pos = limit
         end
     end
-    local function uint_field(parent, f, w, what)
-        if not need(w, what) then return nil end
+    local function uint_field(parent, f, w, what, field)
+        if not need(w, what, field) then return nil end
         local val, num = be_uint(raw, pos, w)
         -- (a 32-bit field takes a Lua number)
         local node = N(parent, { f = f, pos = pos, len = w, v = (f == F.checksum) and num or val })
         pos = pos + w
         return { v = val, n = num, node = node }
     end
-    local function fss(parent, f, what)
-        return uint_field(parent, f, P.fss, what)
+    local function fss(parent, f, what, field)
+        return uint_field(parent, f, P.fss, what, field)
     end
     local function condition(parent, at)
         local code, node = named_bits(parent, F.condition, at, 0xF0, "Condition code",
@@ -789,11 +822,12 @@ local function parse(raw)
         end
         return code
     end
-    -- an LV (Table 5-2) at pos, bounded by bound: the value, or nil (malformed)
-    local function lv(parent, f_len, f_val, what, bound)
+    -- an LV (Table 5-2) at pos, bounded by bound: the value, or nil (malformed);
+    -- field: the Scapy layer's name of its value (of its length octet: with "_len")
+    local function lv(parent, f_len, f_val, what, bound, field)
         if pos >= bound then
             mal(E.lv_overrun, pos, 0, "the " .. what .. " LV's length octet lies past the end ("
-                .. C.lv .. ")")
+                .. C.lv .. ")", field .. "_len")
             return nil
         end
         local len = u8(pos)
@@ -802,7 +836,7 @@ local function parse(raw)
             N(parent, { f = f_val, pos = pos + 1, len = bound - pos - 1 })
             mal(E.lv_overrun, pos, bound - pos, "the " .. what .. " LV (length " .. len
                 .. ") at octet " .. pos .. " runs past the end: " .. plural(bound - pos - 1, "octet")
-                .. " left (" .. C.lv .. ")")
+                .. " left (" .. C.lv .. ")", field)
             pos = bound
             return nil
         end
@@ -822,7 +856,7 @@ local function parse(raw)
                 tlv.entity = { v = val, n = num }
                 tlv.entity_node = N(node, { f = F.tlv_entity_id, pos = vpos, len = len, v = val })
             else
-                X(node, E.tlv_value_length, "entity ID TLV of " .. plural(len, "octet")
+                X(node, E.entity_id_length, "entity ID TLV of " .. plural(len, "octet")
                     .. " (1-8; " .. C.tlv .. ")")
             end
         elseif t == TLV.filestore_request or t == TLV.filestore_response then
@@ -846,12 +880,15 @@ local function parse(raw)
             end
             local saved = pos
             pos = vpos + 1
-            local ok = lv(node, F.fs_first_len, F.fs_first, "first file name", stop) ~= nil
+            local ok = lv(node, F.fs_first_len, F.fs_first, "first file name", stop,
+                "first_file_name") ~= nil
             if ok and SECOND_NAME[action] then
-                ok = lv(node, F.fs_second_len, F.fs_second, "second file name", stop) ~= nil
+                ok = lv(node, F.fs_second_len, F.fs_second, "second file name", stop,
+                    "second_file_name") ~= nil
             end
             if ok and t == TLV.filestore_response then
-                ok = lv(node, F.fs_message_len, F.fs_message, "filestore message", stop) ~= nil
+                ok = lv(node, F.fs_message_len, F.fs_message, "filestore message", stop,
+                    "filestore_message") ~= nil
             end
             if ok and pos < stop then
                 X(node, E.tlv_value_length, plural(stop - pos, "octet") .. " after the filestore "
@@ -876,12 +913,15 @@ local function parse(raw)
             X(node, E.tlv_type_undefined, "TLV type " .. t .. " is not defined (" .. C.tlv .. ")")
         end
     end
-    -- TLVs back to back up to the end of the data field
-    local function tlvs(parent, what)
+    -- TLVs back to back up to the end of the data field; field_of(type): the
+    -- Scapy layer's name of the list the TLV of that type belongs to, called
+    -- once per TLV in wire order
+    local function tlvs(parent, what, field_of)
         local list = {}
         while pos < limit do
             local tpos = pos
             local t = u8(tpos)
+            local field = field_of(t)
             local tname = TLV_TYPES[t] or "undefined"
             local i = #list + 1
             local title = what .. " " .. i .. ": " .. tname .. " TLV (type " .. t .. ")"
@@ -890,7 +930,7 @@ local function parse(raw)
                 N(node, { f = F.tlv_type, pos = tpos, len = 1 })
                 mal(E.tlv_overrun, tpos, limit - tpos, "the " .. tname .. " TLV (type " .. t
                     .. ") at octet " .. tpos .. " has no length octet: the data field ends ("
-                    .. C.tlv .. ")")
+                    .. C.tlv .. ")", field)
                 pos = limit
                 return list
             end
@@ -906,7 +946,8 @@ local function parse(raw)
                 tlv.bad = true
                 mal(E.tlv_overrun, tpos, 2 + vlen, "the " .. tname .. " TLV (type " .. t
                     .. ", length " .. len .. ") at octet " .. tpos .. " runs past the end of the "
-                    .. "data field: " .. plural(vlen, "octet") .. " left for its value (" .. C.tlv .. ")")
+                    .. "data field: " .. plural(vlen, "octet") .. " left for its value (" .. C.tlv .. ")",
+                    field)
                 pos = limit
                 return list
             end
@@ -933,16 +974,16 @@ local function parse(raw)
 
     -- ------------------------------------------------------------ directives
     local function eof()
-        if not need(1, "condition code") then return end
+        if not need(1, "condition code", "condition") then return end
         P.condition = condition(body, pos)
         spare(body, pos, 0x0F, "Spare", C.eof)
         pos = pos + 1
-        local ck = uint_field(body, F.checksum, 4, "file checksum")
+        local ck = uint_field(body, F.checksum, 4, "file checksum", "checksum")
         if not ck then return end
         P.checksum = ck.n
-        P.file_size = fss(body, F.file_size, "file size")
+        P.file_size = fss(body, F.file_size, "file size", "file_size")
         if not P.file_size then return end
-        local list = tlvs(body, "Fault location")
+        local list = tlvs(body, "Fault location", function() return "fault_location" end)
         for i, tlv in ipairs(list) do
             if not tlv.bad then
                 if i == 1 and tlv.type == TLV.entity_id then
@@ -957,7 +998,7 @@ local function parse(raw)
     end
 
     local function finished()
-        if not need(1, "condition code") then return end
+        if not need(1, "condition code", "condition") then return end
         local at = pos
         P.condition = condition(body, at)
         if P.version == 0 then
@@ -969,7 +1010,13 @@ local function parse(raw)
             DELIVERY_CODES)
         P.file_status = named_bits(body, F.file_status, at, 0x03, "File status", FILE_STATUSES)
         pos = pos + 1
-        local list = tlvs(body, "TLV")
+        -- the Scapy layer's lists: filestore_responses while the TLVs are filestore
+        -- responses, fault_location from the first that is not
+        local responses = true
+        local list = tlvs(body, "TLV", function(t)
+            responses = responses and t == TLV.filestore_response
+            return responses and "filestore_responses" or "fault_location"
+        end)
         local seen_fault = false
         for _, tlv in ipairs(list) do
             if not tlv.bad then
@@ -988,7 +1035,7 @@ local function parse(raw)
     end
 
     local function ack()
-        if not need(2, "ACK parameters") then return end
+        if not need(1, "acknowledged directive code", "ack_of") then return end
         local at = pos
         local code = rshift(u8(at), 4)
         P.ack_of = code
@@ -999,10 +1046,13 @@ local function parse(raw)
         end
         local cnode = N(body, { f = F.ack_of_code, pos = at, len = 1, hide = node ~= nil })
         node = node or cnode
-        if code ~= DIRECTIVE.eof and code ~= DIRECTIVE.finished then
+        if DIRECTIVES[code] == nil then
+            X(node, E.ack_of_undefined, "ACK of directive code " .. code .. ", which "
+                .. cite(SECTION.directives) .. " does not define (" .. C.ack .. ")")
+        elseif code ~= DIRECTIVE.eof and code ~= DIRECTIVE.finished then
             X(node, E.ack_of_invalid, "ACK of directive code " .. code .. " ("
-                .. (DIRECTIVES[code] or "undefined") .. "): only EOF and Finished are "
-                .. "acknowledged (" .. C.ack .. ")")
+                .. DIRECTIVES[code] .. "): only EOF and Finished are acknowledged ("
+                .. C.ack .. ")")
         end
         P.ack_subtype = band(u8(at), 0x0F)
         local snode = N(body, { f = F.ack_subtype, pos = at, len = 1 })
@@ -1011,16 +1061,19 @@ local function parse(raw)
             X(snode, E.ack_subtype, "directive subtype code " .. P.ack_subtype .. " in the ACK of "
                 .. DIRECTIVES[code] .. ": " .. want .. " expected (" .. C.ack .. ")")
         end
-        P.condition = condition(body, at + 1)
-        spare(body, at + 1, 0x0C, "Spare", C.ack)
-        P.transaction_status = named_bits(body, F.transaction_status, at + 1, 0x03,
+        pos = pos + 1
+        if not need(1, "condition code", "condition") then return end
+        P.condition = condition(body, pos)
+        spare(body, pos, 0x0C, "Spare", C.ack)
+        P.transaction_status = named_bits(body, F.transaction_status, pos, 0x03,
             "Transaction status", TRANSACTION_STATUSES)
-        pos = pos + 2
+        pos = pos + 1
         excess("ACK")
     end
 
     local function metadata()
-        if not need(1, "closure requested and checksum type octet") then return end
+        -- (reserved1: the Scapy layer's first field of the octet)
+        if not need(1, "closure requested and checksum type octet", "reserved1") then return end
         local at = pos
         local octet = u8(at)
         if P.version == 0 then
@@ -1045,15 +1098,15 @@ local function parse(raw)
                 .. C.metadata .. "; SANA checksum identifiers)")
         end
         pos = pos + 1
-        P.file_size = fss(body, F.file_size, "file size")
+        P.file_size = fss(body, F.file_size, "file size", "file_size")
         if not P.file_size then return end
         P.source_file_name = lv(body, F.source_file_name_len, F.source_file_name,
-            "source file name", limit)
+            "source file name", limit, "source_file_name")
         if not P.source_file_name then return end
         P.dest_file_name = lv(body, F.dest_file_name_len, F.dest_file_name,
-            "destination file name", limit)
+            "destination file name", limit, "dest_file_name")
         if not P.dest_file_name then return end
-        local list = tlvs(body, "Option")
+        local list = tlvs(body, "Option", function() return "options" end)
         for _, tlv in ipairs(list) do
             local t = tlv.type
             if not tlv.bad and TLV_TYPES[t] and t ~= TLV.filestore_request
@@ -1066,9 +1119,9 @@ local function parse(raw)
     end
 
     local function nak()
-        P.start_of_scope = fss(body, F.start_of_scope, "start of scope")
+        P.start_of_scope = fss(body, F.start_of_scope, "start of scope", "start_of_scope")
         if not P.start_of_scope then return end
-        P.end_of_scope = fss(body, F.end_of_scope, "end of scope")
+        P.end_of_scope = fss(body, F.end_of_scope, "end of scope", "end_of_scope")
         if not P.end_of_scope then return end
         local s0, e0 = P.start_of_scope, P.end_of_scope
         if s0.v > e0.v then
@@ -1104,12 +1157,13 @@ local function parse(raw)
             X(node, E.nak_partial_request, msg)
             P.ok = false
             P.err = P.err or msg
+            P.fault = P.fault or "segment_requests"
             pos = limit
         end
     end
 
     local function prompt()
-        if not need(1, "response required octet") then return end
+        if not need(1, "response required octet", "response_required") then return end
         P.response_required = named_bits(body, F.response_required, pos, 0x80,
             "Response required", RESPONSES_REQUIRED)
         spare(body, pos, 0x7F, "Spare", C.prompt)
@@ -1118,14 +1172,17 @@ local function parse(raw)
     end
 
     local function keep_alive()
-        P.progress = fss(body, F.progress, "progress")
+        P.progress = fss(body, F.progress, "progress", "progress")
         if not P.progress then return end
         excess("Keep Alive")
     end
 
     local function file_data()
         if P.segment_metadata then
-            if not need(1, "record continuation state and segment metadata length") then return end
+            if not need(1, "record continuation state and segment metadata length",
+                "record_continuation") then
+                return
+            end
             P.record_continuation = named_bits(body, F.record_continuation, pos, 0xC0,
                 "Record continuation state", RECORD_CONTINUATIONS)
             local mlen = band(u8(pos), 0x3F)
@@ -1136,12 +1193,12 @@ local function parse(raw)
                 N(body, { f = F.metadata, pos = pos, len = limit - pos })
                 return mal(E.segment_metadata_overrun, pos - 1, limit - pos + 1, "segment metadata "
                     .. "of " .. plural(mlen, "octet") .. " runs past the data field ("
-                    .. max(limit - pos, 0) .. " left; " .. C.file_data .. ")")
+                    .. max(limit - pos, 0) .. " left; " .. C.file_data .. ")", "metadata")
             end
             N(body, { f = F.metadata, pos = pos, len = mlen, v = mlen == 0 and "" or nil })
             pos = pos + mlen
         end
-        P.offset = fss(body, F.offset, "offset")
+        P.offset = fss(body, F.offset, "offset", "offset")
         if not P.offset then return end
         P.data_pos = pos
         P.length = limit - pos
@@ -1161,7 +1218,7 @@ local function parse(raw)
         label_ = kind.label
         body = N(nil, { pos = hl, len = max(limit - hl, 0), label = "File Data PDU" })
         file_data()
-    elseif not need(1, "directive code") then
+    elseif not need(1, "directive code", "directive_code") then
         -- (need() reported it; label_ is nil there)
     else
         local code = u8(pos)
@@ -1222,7 +1279,7 @@ local function parse(raw)
     if pdu_end < size then
         mal(E.trailing_bytes, pdu_end, size - pdu_end, plural(size - pdu_end, "octet") .. " after"
             .. " the PDU: its data field length " .. P.data_field_length .. " ends it at octet "
-            .. pdu_end .. " (" .. C.header .. "; one PDU per datagram)")
+            .. pdu_end .. " (" .. C.header .. "; one PDU per datagram)", "data_field_length")
     end
     return P
 end
@@ -1699,6 +1756,7 @@ local function dissect(tvb, pinfo, tree)
     pinfo.cols.protocol = "DTN-CFDP"
     local root = tree:add(proto, tvb(), LABEL)
     for _, node in ipairs(P.nodes) do render(root, tvb, node) end
+    if P.fault then root:add(F.malformed_field, P.fault):set_generated() end
     if P.ok and P.crc_ok ~= false and P.name and prefs_analysis then
         analyze(tvb, pinfo, root, P)
     end

@@ -99,16 +99,22 @@ Reading: :func:`parse` is the strict decoder and raises only
 :class:`CfdpDecodeError`: exactly one PDU per datagram (a defined version, the
 header complete, the data field length equal to what follows the header), a
 matching CRC when the flag is set, a defined directive code, every fixed
-field, LV and TLV inside the data field, nothing after a directive's
-parameters, a fault location that is one entity-ID TLV of 1-8 octets and only
-with a condition other than no_error, an ACK of a defined directive, Metadata
-options of the option TLV types and NAK segment requests of whole pairs.
-Plain Scapy dissection (``CFDP(raw)``, or under UDP once bound) uses the same
-fields; it raises :class:`CfdpDecodeError` where the PDU cannot be delimited
-(the header or the data field runs past the datagram, a fixed field, LV or
-TLV runs past the data field) and shows rather than rejects the rest (a bad
-CRC, an unknown directive, excess octets, a misplaced fault location, bytes
-after the PDU as a ``Raw`` payload).
+field, LV and TLV inside the data field, the LVs of every filestore request
+and response inside their TLV's value (:func:`filestore_content`), nothing
+after a directive's parameters, a fault location that is one entity-ID TLV of
+1-8 octets, last, and only with a condition other than no_error, an ACK of a
+defined directive, Metadata options of the option TLV types and NAK segment
+requests of whole pairs. The error names the field at fault and the kind of
+fault (:class:`CfdpFault`: malformed, invalid, CRC), the first one found in
+that order; our Lua dissector and the emulator's classifier agree with it on
+every datagram (``dissectors/tests/test_fuzz_agreement.py``). :func:`classify`
+gives the flat match fields of a parsed PDU, those of the emulator's
+classifier. Plain Scapy dissection (``CFDP(raw)``, or under UDP once bound)
+uses the same fields; it raises :class:`CfdpDecodeError` where the PDU cannot
+be laid out (the header or the data field runs past the datagram, a fixed
+field, LV or TLV runs past the data field, an LV past its filestore TLV) and
+shows rather than rejects the rest (a bad CRC, an unknown directive, excess
+octets, a misplaced fault location, bytes after the PDU as a ``Raw`` payload).
 """
 
 # scapy.contrib.description = CCSDS File Delivery Protocol (CFDP), CCSDS 727.0-B-5 (dtnconform)
@@ -118,6 +124,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from scapy.fields import (
@@ -177,11 +184,15 @@ __all__ = [
     "CFDPPrompt",
     "CFDPTLV",
     "CfdpDecodeError",
+    "CfdpFault",
+    "FilestoreContent",
     "ConditionCode",
     "DirectiveCode",
     "TlvType",
     "bind",
+    "classify",
     "crc16",
+    "filestore_content",
     "header_len",
     "parse",
     "unbind",
@@ -240,6 +251,7 @@ _NO_ERROR = _codes(CONDITION_CODES)["no_error"]
 _RETAINED = _codes(FILE_STATUSES)["retained"]
 _ENTITY_ID_TLV = _TLV_CODES["entity_id"]
 _FILESTORE_RESPONSE_TLV = _TLV_CODES["filestore_response"]
+_FILESTORE_REQUEST_TLV = _TLV_CODES["filestore_request"]
 # Table 5-9: the TLVs a Metadata PDU carries as options.
 _METADATA_OPTION_NAMES = (
     "filestore_request",
@@ -262,9 +274,40 @@ _AUTO_WIDTHS = (1, 2, 4, 8)
 _CRC_LEN = 2
 
 
+class CfdpFault(enum.Enum):
+    """What kind of fault a :class:`CfdpDecodeError` reports."""
+
+    #: the octets cannot be laid out as §5 lays them out: a field, LV or TLV
+    #: runs past the datagram, the data field or its TLV, octets are left
+    #: over, or the version is undefined (our Lua dissector's MALFORMED group)
+    MALFORMED = "malformed"
+    #: laid out, but against a rule :func:`parse` enforces (an undefined
+    #: directive code, a misplaced or misshapen fault location, an ACK of an
+    #: undefined directive, a Metadata option of another TLV type); the Lua
+    #: dissector shows such a PDU with a PROTOCOL expert
+    INVALID = "invalid"
+    #: well-formed and valid, but its CRC-16 does not match
+    CRC = "crc"
+
+
 class CfdpDecodeError(ValueError):
     """The bytes are not exactly one well-formed CFDP PDU; the message says
-    what is wrong (and, for an LV or TLV, at which octet of the PDU)."""
+    what is wrong (and, for an LV or TLV, at which octet of the PDU).
+
+    ``field`` names the field at fault: a field name of this layer
+    (``file_size``, ``source_file_name_len``, ``fault_location``, ...), the
+    name of an LV inside a filestore TLV (``first_file_name``,
+    ``second_file_name``, ``filestore_message``, each with ``_len`` for its
+    length octet), ``header`` when the datagram ends inside the fixed header,
+    or ``excess`` for octets after a directive's parameters; our Lua
+    dissector names the same field (``dtncfdp.malformed.field``) for a
+    malformed PDU. ``kind`` says what is wrong with it (:class:`CfdpFault`).
+    """
+
+    def __init__(self, message: str, *, field: str, kind: CfdpFault = CfdpFault.MALFORMED) -> None:
+        super().__init__(message)
+        self.field = field
+        self.kind = kind
 
 
 def header_len(octet3: int) -> int:
@@ -345,11 +388,18 @@ def _label(pkt: Packet) -> str:
     return str(getattr(type(pkt), "label", pkt.name))
 
 
+def _octet(pkt: Packet, s: bytes, pos: int = 0) -> int | None:
+    """Which octet of the PDU being dissected octet ``pos`` of ``s`` is (None
+    when not known)."""
+    total = getattr(pkt, "_pdu_len", None)  # set by CFDP.pre_dissect
+    return total - len(s) + pos if total is not None else None
+
+
 def _at(pkt: Packet, s: bytes, pos: int = 0) -> str:
     """Where octet ``pos`` of ``s`` lies in the PDU being dissected, as text
     for a message (empty when not known)."""
-    total = getattr(pkt, "_pdu_len", None)  # set by CFDP.pre_dissect
-    return f" at octet {total - len(s) + pos}" if total is not None else ""
+    octet = _octet(pkt, s, pos)
+    return f" at octet {octet}" if octet is not None else ""
 
 
 _SEGMETA_FIELDS = ("record_continuation", "segment_metadata_length", "metadata")
@@ -387,7 +437,9 @@ class _BitsMixin:
 
     def getfield(self, pkt: Packet, s: Any) -> Any:
         if self.opens and isinstance(s, bytes) and _room(pkt, s) < 1:
-            raise CfdpDecodeError(f"the {_label(pkt)} data field ends before the {self.opens}")
+            raise CfdpDecodeError(
+                f"the {_label(pkt)} data field ends before the {self.opens}", field=self.name
+            )
         return super().getfield(pkt, s)  # type: ignore[misc]
 
 
@@ -526,7 +578,8 @@ class _UInt(Field):  # type: ignore[type-arg]
         if room < width:
             where = f"{_label(pkt)} data field" if self.in_data_field else f"{_label(pkt)}"
             raise CfdpDecodeError(
-                f"the {where} ends inside the {self.what} ({width} octets, {max(room, 0)} left)"
+                f"the {where} ends inside the {self.what} ({width} octets, {max(room, 0)} left)",
+                field=self.name,
             )
         return s[width:], int.from_bytes(s[:width], "big")
 
@@ -560,7 +613,9 @@ class _LengthOctet(FieldLenField):
         room = _room(pkt, s) if self.in_data_field else len(s)
         if room < 1:
             where = f"{_label(pkt)} data field" if self.in_data_field else _label(pkt)
-            raise CfdpDecodeError(f"the {where} ends before the {self.opens}{_at(pkt, s)}")
+            raise CfdpDecodeError(
+                f"the {where} ends before the {self.opens}{_at(pkt, s)}", field=self.name
+            )
         return s[1:], s[0]
 
 
@@ -588,7 +643,8 @@ class _LengthValue(StrLenField):
             where = f"{_label(pkt)} data field" if self.in_data_field else _label(pkt)
             raise CfdpDecodeError(
                 f"the {self.what} (length {n}){_at(pkt, s, -1)} runs past the end of the "
-                f"{where} ({max(room, 0)} octets left)"
+                f"{where} ({max(room, 0)} octets left)",
+                field=self.name,
             )
         return s[n:], s[:n]
 
@@ -607,7 +663,9 @@ class _CrcField(XShortField):
 
     def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, int]:
         if len(s) < _CRC_LEN:
-            raise CfdpDecodeError(f"the {_label(pkt)} data field has no room for its CRC")
+            raise CfdpDecodeError(
+                f"the {_label(pkt)} data field has no room for its CRC", field="crc_value"
+            )
         return s[_CRC_LEN:], int.from_bytes(s[:_CRC_LEN], "big")
 
 
@@ -625,7 +683,10 @@ class _DirectiveCodeField(ByteEnumField):
 
     def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, int]:
         if _room(pkt, s) < 1:
-            raise CfdpDecodeError("the file directive's data field ends before the directive code")
+            raise CfdpDecodeError(
+                "the file directive's data field ends before the directive code",
+                field="directive_code",
+            )
         return s[1:], s[0]
 
 
@@ -669,15 +730,19 @@ class _TLVListField(PacketListField):
             if pos + 2 > end:
                 raise CfdpDecodeError(
                     f"the {self.what} TLV (type {s[pos]}, {kind}){_at(pkt, s, pos)} runs past "
-                    f"the end of the {_label(pkt)} data field: no length octet"
+                    f"the end of the {_label(pkt)} data field: no length octet",
+                    field=self.name,
                 )
             n = s[pos + 1]
             if pos + 2 + n > end:
                 raise CfdpDecodeError(
                     f"the {self.what} TLV (type {s[pos]}, {kind}, length {n}){_at(pkt, s, pos)} "
                     f"runs past the end of the {_label(pkt)} data field "
-                    f"({end - pos - 2} octets left for its value)"
+                    f"({end - pos - 2} octets left for its value)",
+                    field=self.name,
                 )
+            # the LVs of a filestore request or response lie inside its value
+            filestore_content(s[pos], s[pos + 2 : pos + 2 + n], _octet(pkt, s, pos + 2))
             items.append(CFDPTLV(s[pos : pos + 2 + n], _internal=1, _parent=pkt))
             pos += 2 + n
         return s[pos:], items
@@ -744,12 +809,117 @@ class _SegmentRequestsField(Field):  # type: ignore[type-arg]
 # ---------------------------------------------------------------------------
 
 
+# Filestore request and response TLV values (§5.4). The book is not reachable
+# here; the layout is the one the implementations' sources decode:
+#
+# - us-irs/spacepackets-py src/spacepackets/cfdp/tlv/tlv.py
+#   (FileStoreRequestBase._common_unpacker, FileStoreResponseTlv._set_fields;
+#   the TLV cited as "CCSDS 727.0-B-5 p.77", the action codes in
+#   tlv/defs.py as "p.86"): one octet of action code (4 bits) and status code
+#   (response) or spare (request) (4 bits), the first file name LV, a second
+#   file name LV for rename, append and replace (actions 2-4) only, and for a
+#   response the filestore message LV; spacepackets 0.32.0 (cfdp-py's) raises
+#   "Detected length exceeds size of passed bytearray" on an LV that runs
+#   past them;
+# - us-irs/spacepackets-rs src/cfdp/tlv/mod.rs (FilestoreResponseTlv::
+#   from_bytes, has_second_filename; FilestoreRequestTlv::from_bytes): the
+#   same layout;
+# - yamcs/yamcs yamcs-core/src/main/java/org/yamcs/cfdp/pdu/
+#   FileStoreResponse.java, ActionCode.java (hasSecondFileName: 2-4),
+#   FinishedPacket.java (each filestore response decoded inside its TLV's
+#   value): the same layout;
+# - dariol83/ccsds eu.dariolucia.ccsds.cfdp/src/main/java/eu/dariolucia/ccsds/
+#   cfdp/protocol/pdu/tlvs/FilestoreResponseTLV.java ("Filestore Response TLV
+#   Contents: Table 5-17") and FilestoreRequestTLV.java ("Table 5-15"): the
+#   same fields, but it writes and reads the second file name LV for every
+#   action (empty when unused);
+# - nasa/CF fsw/src/cf_cfdp_pdu.h cites "section 5.4 of CCSDS 727.0-B-5" for
+#   the TLV types and LibreCube cfdp 0.2.0 (cfdp/pdu/finished.py) leaves
+#   filestore responses undecoded ("TODO").
+#
+# So an LV that runs past the TLV's value is malformed for every one of them.
+# Octets left after the LVs (dariol83/ccsds's empty second name) are shown,
+# not rejected, and so is a filestore TLV without even its action code octet
+# (our Lua dissector flags both as PROTOCOL, not MALFORMED).
+_SECOND_NAME_ACTIONS = frozenset({2, 3, 4})  # rename, append, replace
+
+
+@dataclass(frozen=True)
+class FilestoreContent:
+    """The value of a filestore request or response TLV (§5.4, laid out as
+    the comment above says): ``action_code`` (4 bits), ``status_code``
+    (response) or ``spare`` (request) (4 bits), ``first_file_name``,
+    ``second_file_name`` (actions 2-4 only, else None), ``filestore_message``
+    (response only, else None), and ``extra``, the octets after the LVs."""
+
+    response: bool
+    action_code: int
+    status_code: int | None
+    spare: int | None
+    first_file_name: bytes
+    second_file_name: bytes | None
+    filestore_message: bytes | None
+    extra: bytes
+
+
+def filestore_content(kind: int, value: bytes, at: int | None = None) -> FilestoreContent | None:
+    """The content of a TLV of type ``kind`` whose value is ``value``: None
+    unless it is a filestore request or response with at least its action
+    code octet. An LV that runs past the value raises
+    :class:`CfdpDecodeError` whose ``field`` names the LV (``first_file_name``,
+    ``second_file_name``, ``filestore_message``; with ``_len`` when even the
+    length octet is missing). ``at``: the octet of the PDU where the value
+    starts, for the message."""
+    if kind not in (_FILESTORE_REQUEST_TLV, _FILESTORE_RESPONSE_TLV) or not value:
+        return None
+    response = kind == _FILESTORE_RESPONSE_TLV
+    what = "filestore response" if response else "filestore request"
+    action = value[0] >> 4
+    names = ["first_file_name"]
+    if action in _SECOND_NAME_ACTIONS:
+        names.append("second_file_name")
+    if response:
+        names.append("filestore_message")
+    parts: dict[str, bytes] = {}
+    pos = 1
+    for name in names:
+        label = name.replace("_", " ")
+        where = f" at octet {at + pos}" if at is not None else ""
+        if pos >= len(value):
+            raise CfdpDecodeError(
+                f"the {what} TLV's value ends before the {label} LV{where}", field=f"{name}_len"
+            )
+        n = value[pos]
+        if pos + 1 + n > len(value):
+            raise CfdpDecodeError(
+                f"the {label} LV (length {n}){where} runs past the end of the {what} TLV's "
+                f"value ({len(value) - pos - 1} octets left)",
+                field=name,
+            )
+        parts[name] = value[pos + 1 : pos + 1 + n]
+        pos += 1 + n
+    low = value[0] & 0x0F
+    return FilestoreContent(
+        response=response,
+        action_code=action,
+        status_code=low if response else None,
+        spare=None if response else low,
+        first_file_name=parts["first_file_name"],
+        second_file_name=parts.get("second_file_name"),
+        filestore_message=parts.get("filestore_message"),
+        extra=value[pos:],
+    )
+
+
 class CFDPTLV(Packet):
     """A TLV (§5.4, Table 5-3): type octet (wire.json ``tlv_types``), length
     octet, value. ``CFDPTLV(...)`` returns :class:`CFDPEntityIdTLV` for type
     entity_id (unless built with a ``value``: octets as given); the other
     types keep their value as octets (a filestore request or response, a
-    message to user, a fault handler override, a flow label)."""
+    message to user, a fault handler override, a flow label). A filestore
+    request's or response's LVs are read by :attr:`filestore`; dissecting a
+    PDU whose filestore TLV's LVs run past its value raises
+    :class:`CfdpDecodeError`."""
 
     name = "CFDP TLV"
     label: ClassVar[str] = "TLV"
@@ -776,6 +946,16 @@ class CFDPTLV(Packet):
     @property
     def type_name(self) -> str:
         return TLV_TYPES.get(self.getfieldval("type"), "unassigned")
+
+    @property
+    def filestore(self) -> FilestoreContent | None:
+        """The content of a filestore request or response TLV (None for the
+        other types, or a value without its action code octet); an LV that
+        runs past the value raises :class:`CfdpDecodeError` (dissecting a PDU
+        already did)."""
+        if "value" not in self.fieldtype:
+            return None  # an entity ID TLV
+        return filestore_content(self.getfieldval("type"), bytes(self.getfieldval("value")))
 
     def mysummary(self) -> str:
         return f"TLV {self.type_name}"
@@ -938,18 +1118,14 @@ class CFDP(Packet):
         """Cut the datagram to the PDU (header and data field); what follows
         becomes a ``Raw`` payload. Where the header or the data field runs
         past the datagram the PDU cannot be delimited: :class:`CfdpDecodeError`."""
-        if len(s) < FIXED_HEADER_LEN:
-            raise CfdpDecodeError(
-                f"truncated header: {len(s)} octets, fewer than the {FIXED_HEADER_LEN} fixed ones"
-            )
+        _check_header(s)
         hl = header_len(s[3])
-        if len(s) < hl:
-            raise CfdpDecodeError(f"truncated header: {len(s)} octets of a {hl}-octet header")
         end = hl + int.from_bytes(s[1:3], "big")
         if len(s) < end:
             raise CfdpDecodeError(
                 f"data field length {end - hl} runs past the datagram: "
-                f"{len(s) - hl} octets follow the {hl}-octet header"
+                f"{len(s) - hl} octets follow the {hl}-octet header",
+                field="data_field_length",
             )
         self._pdu_len = end
         self._after_pdu = s[end:]
@@ -1248,6 +1424,25 @@ def unbind(port: int) -> None:
 # ---------------------------------------------------------------------------
 
 
+def _check_header(data: bytes) -> None:
+    """The datagram holds the whole fixed header (§5.1), or
+    :class:`CfdpDecodeError` (field ``header``)."""
+    if len(data) < FIXED_HEADER_LEN:
+        raise CfdpDecodeError(
+            f"truncated header: {len(data)} octets, fewer than the {FIXED_HEADER_LEN} fixed ones",
+            field="header",
+        )
+    hl = header_len(data[3])
+    if len(data) < hl:
+        raise CfdpDecodeError(
+            f"truncated header: {len(data)} octets of a {hl}-octet header", field="header"
+        )
+
+
+def _invalid(message: str, field: str) -> CfdpDecodeError:
+    return CfdpDecodeError(message, field=field, kind=CfdpFault.INVALID)
+
+
 def _check_fault_location(pdu: CFDP) -> None:
     """§5.2.2, §5.2.3: the fault location is one entity-ID TLV of 1-8 octets,
     present only when the condition is not no_error."""
@@ -1257,66 +1452,79 @@ def _check_fault_location(pdu: CFDP) -> None:
     first = tlvs[0]
     kind = first.getfieldval("type")
     if kind != _ENTITY_ID_TLV:
-        raise CfdpDecodeError(
+        raise _invalid(
             f"{pdu.label} fault location TLV has type {kind} "
-            f"({TLV_TYPES.get(kind, 'unassigned')}), not an entity ID TLV ({_ENTITY_ID_TLV})"
+            f"({TLV_TYPES.get(kind, 'unassigned')}), not an entity ID TLV ({_ENTITY_ID_TLV})",
+            "fault_location",
         )
     n = first.getfieldval("length")
     if not 1 <= n <= _ID_WIDTH_MAX:
-        raise CfdpDecodeError(
-            f"{pdu.label} fault location entity ID of {n} octets (1-{_ID_WIDTH_MAX})"
+        raise _invalid(
+            f"{pdu.label} fault location entity ID of {n} octets (1-{_ID_WIDTH_MAX})",
+            "fault_location",
         )
     if len(tlvs) > 1:
         kind = tlvs[1].getfieldval("type")
-        raise CfdpDecodeError(
+        raise _invalid(
             f"{pdu.label}: a TLV of type {kind} ({TLV_TYPES.get(kind, 'unassigned')}) "
-            "after the fault location TLV, which ends the PDU"
+            "after the fault location TLV, which ends the PDU",
+            "fault_location",
         )
     if pdu.getfieldval("condition") == _NO_ERROR:
-        raise CfdpDecodeError(
+        raise _invalid(
             f"{pdu.label} with condition no_error carries a fault location TLV "
-            "(it is omitted when there is no error)"
+            "(it is omitted when there is no error)",
+            "fault_location",
         )
 
 
 def parse(data: bytes) -> CFDP:
     """Decode one datagram as exactly one well-formed PDU (see the module
-    docstring for what that means); raise :class:`CfdpDecodeError` otherwise."""
+    docstring for what that means); raise :class:`CfdpDecodeError` otherwise.
+
+    The first fault found is the one raised, looking for them in this order:
+    malformations in wire order (:attr:`CfdpFault.MALFORMED`: the version,
+    the header, the data field length against the datagram, the room for the
+    CRC, the directive code octet, then the parameters as they are
+    dissected, then octets left after them), then the rules
+    (:attr:`CfdpFault.INVALID`: an undefined directive code, the fault
+    location, the ACK's directive, the Metadata options), then the CRC
+    (:attr:`CfdpFault.CRC`): a PDU with a bad CRC is otherwise well-formed
+    and valid. Our Lua dissector and the channel emulator's classifier put
+    the same faults first (``dissectors/tests/test_fuzz_agreement.py``)."""
     data = bytes(data)
-    if len(data) < FIXED_HEADER_LEN:
-        raise CfdpDecodeError(
-            f"truncated header: {len(data)} octets, fewer than the {FIXED_HEADER_LEN} fixed ones"
-        )
-    version = data[0] >> 5
+    version = data[0] >> 5 if data else VERSION
     if version not in VERSIONS:
-        raise CfdpDecodeError(f"version {version} is not one of {VERSIONS} (Table 5-1)")
+        raise CfdpDecodeError(
+            f"version {version} is not one of {VERSIONS} (Table 5-1)", field="version"
+        )
+    _check_header(data)
     hl = header_len(data[3])
-    if len(data) < hl:
-        raise CfdpDecodeError(f"truncated header: {len(data)} octets of a {hl}-octet header")
     dfl = int.from_bytes(data[1:3], "big")
     if hl + dfl != len(data):
         raise CfdpDecodeError(
             f"data field length {dfl} does not match the datagram: "
-            f"{len(data) - hl} octets follow the {hl}-octet header"
+            f"{len(data) - hl} octets follow the {hl}-octet header",
+            field="data_field_length",
         )
     crc = bool(data[0] & 0x02)
-    if crc:
-        if dfl < _CRC_LEN:
-            raise CfdpDecodeError(
-                f"CRC flag set but the data field of {dfl} octets cannot hold the CRC"
-            )
-        sent = int.from_bytes(data[-_CRC_LEN:], "big")
-        want = crc16(data[:-_CRC_LEN])
-        if sent != want:
-            raise CfdpDecodeError(f"bad CRC: 0x{sent:04x} on the wire, 0x{want:04x} computed")
+    if crc and dfl < _CRC_LEN:
+        raise CfdpDecodeError(
+            f"CRC flag set but the data field of {dfl} octets cannot hold the CRC",
+            field="crc_value",
+        )
     if not data[0] & 0x10:
         if dfl - (_CRC_LEN if crc else 0) < 1:
-            raise CfdpDecodeError("file directive PDU without a directive code (empty data field)")
+            raise CfdpDecodeError(
+                "file directive PDU without a directive code (empty data field)",
+                field="directive_code",
+            )
         code = data[hl]
         if code not in DIRECTIVES:
             known = ", ".join(f"{c} {n}" for c, n in sorted(DIRECTIVES.items()))
-            raise CfdpDecodeError(
-                f"unknown directive code {code} (0x{code:02x}); Table 5-4 defines {known}"
+            raise _invalid(
+                f"unknown directive code {code} (0x{code:02x}); Table 5-4 defines {known}",
+                "directive_code",
             )
     pdu = CFDP(data)
     assert isinstance(pdu, CFDP) and isinstance(pdu.payload, NoPayload)
@@ -1325,24 +1533,110 @@ def parse(data: bytes) -> CFDP:
         if isinstance(pdu, CFDPNak):
             raise CfdpDecodeError(
                 f"NAK: {len(excess)} octets after the segment requests, not a whole "
-                f"(start, end) pair of {2 * pdu.fss} octets"
+                f"(start, end) pair of {2 * pdu.fss} octets",
+                field="segment_requests",
             )
         raise CfdpDecodeError(
-            f"{pdu.label}: {len(excess)} octets after its parameters in the data field"
+            f"{pdu.label}: {len(excess)} octets after its parameters in the data field",
+            field="excess",
         )
     if isinstance(pdu, CFDPEOF | CFDPFinished):
         _check_fault_location(pdu)
     elif isinstance(pdu, CFDPAck):
         acked = pdu.getfieldval("ack_of")
         if acked not in DIRECTIVES:
-            raise CfdpDecodeError(f"ACK of directive code {acked}, which Table 5-4 does not define")
+            raise _invalid(
+                f"ACK of directive code {acked}, which Table 5-4 does not define", "ack_of"
+            )
     elif isinstance(pdu, CFDPMetadata):
         for i, option in enumerate(pdu.getfieldval("options")):
             kind = option.getfieldval("type")
             if kind not in _METADATA_OPTIONS:
-                raise CfdpDecodeError(
+                raise _invalid(
                     f"Metadata option {i} is a TLV of type {kind} "
                     f"({TLV_TYPES.get(kind, 'unassigned')}), not one of "
-                    f"{', '.join(_METADATA_OPTION_NAMES)} (Table 5-9)"
+                    f"{', '.join(_METADATA_OPTION_NAMES)} (Table 5-9)",
+                    "options",
                 )
+    if crc:
+        sent = int.from_bytes(data[-_CRC_LEN:], "big")
+        want = crc16(data[:-_CRC_LEN])
+        if sent != want:
+            raise CfdpDecodeError(
+                f"bad CRC: 0x{sent:04x} on the wire, 0x{want:04x} computed",
+                field="crc_value",
+                kind=CfdpFault.CRC,
+            )
     return pdu
+
+
+# ---------------------------------------------------------------------------
+# The match fields
+# ---------------------------------------------------------------------------
+
+
+def classify(pdu: CFDP) -> dict[str, int | str | bool]:
+    """The flat field dictionary impairments match on (the ``fields`` of
+    specs/cfdp/wire.json), keys and values as the channel emulator's
+    classifier (``conformance/emulator/core/src/classify/cfdp.rs``) gives
+    them for the same octets: the header's fields, ``crc_ok`` with the CRC
+    flag, then the file data's or the directive's. ``pdu`` is one
+    :func:`parse` accepts, or a dissected PDU whose only fault is its CRC."""
+    get = pdu.getfieldval
+    raw = bytes(pdu)
+    out: dict[str, int | str | bool] = {
+        "version": get("version"),
+        "pdu_type": PDU_TYPES[get("pdu_type")],
+        "direction": DIRECTIONS[get("direction")],
+        "mode": MODES[get("mode")],
+        "crc": bool(get("crc")),
+        "large_file": bool(get("large_file")),
+        "data_field_length": get("data_field_length"),
+        "source_entity": get("source_entity"),
+        "transaction": get("transaction"),
+        "dest_entity": get("dest_entity"),
+    }
+    if get("crc"):
+        out["crc_ok"] = crc16(raw[:-_CRC_LEN]) == int.from_bytes(raw[-_CRC_LEN:], "big")
+    if isinstance(pdu, CFDPFileData):
+        out["segmentation_control"] = bool(get("segmentation_control"))
+        out["segment_metadata"] = bool(get("segment_metadata"))
+        if get("segment_metadata"):
+            out["record_continuation"] = RECORD_CONTINUATIONS[get("record_continuation")]
+            out["segment_metadata_length"] = get("segment_metadata_length")
+        out["offset"] = get("offset")
+        out["length"] = len(get("data"))
+        return out
+    code = get("directive_code")
+    out["directive"] = DIRECTIVES[code]
+    out["directive_code"] = code
+    if isinstance(pdu, CFDPEOF):
+        out["condition"] = CONDITION_CODES[get("condition")]
+        out["checksum"] = get("checksum")
+        out["file_size"] = get("file_size")
+        if pdu.fault_location_id is not None:
+            out["fault_location"] = pdu.fault_location_id
+    elif isinstance(pdu, CFDPFinished):
+        out["condition"] = CONDITION_CODES[get("condition")]
+        out["delivery_code"] = DELIVERY_CODES[get("delivery_code")]
+        out["file_status"] = FILE_STATUSES[get("file_status")]
+        if pdu.fault_location_id is not None:
+            out["fault_location"] = pdu.fault_location_id
+    elif isinstance(pdu, CFDPAck):
+        out["ack_of"] = DIRECTIVES[get("ack_of")]
+        out["ack_subtype"] = get("ack_subtype")
+        out["condition"] = CONDITION_CODES[get("condition")]
+        out["transaction_status"] = TRANSACTION_STATUSES[get("transaction_status")]
+    elif isinstance(pdu, CFDPMetadata):
+        out["closure_requested"] = bool(get("closure_requested"))
+        out["checksum_type"] = get("checksum_type")
+        out["file_size"] = get("file_size")
+    elif isinstance(pdu, CFDPNak):
+        out["start_of_scope"] = get("start_of_scope")
+        out["end_of_scope"] = get("end_of_scope")
+        out["segment_requests"] = len(get("segment_requests"))
+    elif isinstance(pdu, CFDPPrompt):
+        out["response_required"] = RESPONSES_REQUIRED[get("response_required")]
+    elif isinstance(pdu, CFDPKeepAlive):
+        out["progress"] = get("progress")
+    return out

@@ -179,7 +179,23 @@ _TYPE_FIELDS: dict[int, dict[str, int | str | bool]] = {
 
 class LtpDecodeError(ValueError):
     """The bytes are not exactly one well-formed LTP segment; the message says
-    what is wrong and, for an SDNV, at which octet of the datagram."""
+    what is wrong and, for an SDNV, at which octet of the datagram.
+
+    ``field`` names the field at fault, as our Lua dissector does
+    (``dtnltp.malformed.field``): a field name of this layer (``version``,
+    ``session_number``, ``hdr_ext_count``, ``length``, ``data``,
+    ``claim_count``, ``reason``, ...), the list a faulty item belongs to
+    (``header_extensions``, ``trailer_extensions``, ``claims``), or
+    ``trailing_bytes`` for octets after the segment; None where no field is
+    known (:func:`sdnv_decode` of bare octets)."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+    def at(self, field: str) -> LtpDecodeError:
+        """The same error, blamed on ``field``."""
+        return LtpDecodeError(str(self), field=field)
 
 
 # ---------------------------------------------------------------------------
@@ -301,8 +317,8 @@ class SDNVField(Field):  # type: ignore[type-arg]
             try:
                 sdnv_decode(whole, len(whole) - len(s))
             except LtpDecodeError as placed:
-                raise placed from None
-            raise local from None
+                raise placed.at(self.name) from None
+            raise local.at(self.name) from None
         return s[end:], value
 
     def i2repr(self, pkt: Packet | None, x: Any) -> str:
@@ -356,7 +372,7 @@ class _ExtensionCountField(BitFieldLenField):
 
     def getfield(self, pkt: Packet, s: Any) -> Any:
         if isinstance(s, bytes) and not s:
-            raise LtpDecodeError("header ends before the extension counts")
+            raise LtpDecodeError("header ends before the extension counts", field=self.name)
         return BitFieldLenField.getfield(self, pkt, s)
 
 
@@ -373,7 +389,7 @@ class _BoundedStrField(StrLenField):
     def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, bytes]:
         n = self.length_from(pkt)
         if n > len(s):
-            raise LtpDecodeError(self.overrun.format(n=n))
+            raise LtpDecodeError(self.overrun.format(n=n), field=self.name)
         return s[n:], s[:n]
 
 
@@ -395,15 +411,17 @@ class _OctetField(ByteEnumField):
 
     def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, int]:
         if not s:
-            raise LtpDecodeError(self.missing)
+            raise LtpDecodeError(self.missing, field=self.name)
         return s[1:], s[0]
 
 
 class _CountedListField(PacketListField):
     """``count_from(pkt)`` sub-packets back to back. A tuple stands for a
     sub-packet with those values of its ``tuple_fields``. Dissection errors are
-    raised, never turned into ``Raw`` items; with ``bounded``, a count larger
-    than the datagram's length in octets is refused before any item is read."""
+    raised (blamed on this list), never turned into ``Raw`` items; with
+    ``bounded`` (the name of the count field), a count larger than the
+    octets left can hold is refused before any item is read: each item takes
+    at least two octets (a report's claims: two SDNVs)."""
 
     __slots__ = ["bounded"]
 
@@ -412,7 +430,7 @@ class _CountedListField(PacketListField):
         name: str,
         pkt_cls: type[Packet],
         count_from: Callable[[Packet], int],
-        bounded: bool = False,
+        bounded: str | None = None,
     ) -> None:
         PacketListField.__init__(self, name, [], pkt_cls, count_from=count_from)
         self.bounded = bounded
@@ -429,12 +447,18 @@ class _CountedListField(PacketListField):
 
     def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, list[Packet]]:
         count = self.count_from(pkt)
-        if self.bounded and count > len(_datagram(pkt)):
-            raise LtpDecodeError(f"claim count {count} impossibly large")
+        if self.bounded and count > len(s) // 2:
+            raise LtpDecodeError(
+                f"claim count {count} impossibly large (room for at most {len(s) // 2})",
+                field=self.bounded,
+            )
         items = []
         for _ in range(count):
             item = self.cls(_internal=1, _parent=pkt)
-            s = item.do_dissect(s)
+            try:
+                s = item.do_dissect(s)
+            except LtpDecodeError as exc:
+                raise exc.at(self.name) from None
             items.append(item)
         return s, items
 
@@ -644,7 +668,9 @@ class LTPReportSegment(LTP):
             SDNVField("upper_bound", 0),
             SDNVField("lower_bound", 0),
             SDNVLenField("claim_count", None, count_of="claims"),
-            _CountedListField("claims", LTPReceptionClaim, lambda p: p.claim_count, bounded=True),
+            _CountedListField(
+                "claims", LTPReceptionClaim, lambda p: p.claim_count, bounded="claim_count"
+            ),
         ],
     )
 
@@ -737,14 +763,16 @@ def parse(payload: bytes) -> LTP:
     per datagram, as ION's udplso/udplsi and licklider send them); raise
     :class:`LtpDecodeError` otherwise."""
     if not payload:
-        raise LtpDecodeError("empty datagram")
+        raise LtpDecodeError("empty datagram", field="version")
     version = payload[0] >> 4
     if version != VERSION:
-        raise LtpDecodeError(f"version {version} is not {VERSION} (RFC 5326 §3.1)")
+        raise LtpDecodeError(f"version {version} is not {VERSION} (RFC 5326 §3.1)", field="version")
     segment = LTP(bytes(payload))
     rest = segment.payload
     if not isinstance(rest, NoPayload):
-        raise LtpDecodeError(f"{len(rest)} trailing bytes after the segment")
+        raise LtpDecodeError(
+            f"{len(rest)} trailing bytes after the segment", field="trailing_bytes"
+        )
     assert isinstance(segment, LTP)
     return segment
 

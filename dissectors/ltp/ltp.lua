@@ -31,7 +31,9 @@
 
   Anomalies are ProtoExperts named dtnltp.expert.<slug>; MALFORMED (bytes that
   cannot be parsed) is kept apart from PROTOCOL (well-formed but violating an
-  RFC rule).  Nothing is signalled through the Info column.
+  RFC rule).  Nothing is signalled through the Info column.  The field the
+  first malformation lies in is dtnltp.malformed.field, named as the Scapy
+  layer names it (LtpDecodeError.field).
 
   Preferences: dtnltp.udp_ports (range, default 1113) and dtnltp.heuristic
   (boolean, default false: the UDP heuristic is registered but disabled).
@@ -199,6 +201,13 @@ local F = {
     reason = ProtoField.uint8("dtnltp.reason", "Reason code", base.DEC, CANCEL_REASONS,
         nil, SECTION.cancel_reasons .. " reason code"),
     data = ProtoField.bytes("dtnltp.data", "Client service data"),
+    -- the first malformation's field, under the Scapy layer's name
+    -- (dissectors/ltp/layer.py, LtpDecodeError.field)
+    malformed_field = ProtoField.string("dtnltp.malformed.field", "Field at fault", base.ASCII,
+        "the field the first malformation lies in: version, session_originator, "
+        .. "session_number, hdr_ext_count, header_extensions, client_service_id, offset, "
+        .. "length, checkpoint_serial, report_serial, data, upper_bound, lower_bound, "
+        .. "claim_count, claims, reason, trailer_extensions or trailing_bytes"),
     -- RFC 5327 extensions
     auth_suite = ProtoField.uint8("dtnltp.ext.auth.ciphersuite", "Ciphersuite", base.DEC,
         AUTH_CIPHERSUITES, nil, SECTION.auth_ciphersuites),
@@ -231,7 +240,7 @@ proto.fields = {
     F.session_originator, F.session_number, F.hdr_ext_count, F.trl_ext_count,
     F.ext_tag, F.ext_length, F.ext_value, F.client_service_id, F.offset, F.length,
     F.checkpoint_serial, F.report_serial, F.upper_bound, F.lower_bound, F.claim_count,
-    F.claim_offset, F.claim_length, F.reason, F.data,
+    F.claim_offset, F.claim_length, F.reason, F.data, F.malformed_field,
     F.auth_suite, F.auth_key_id, F.auth_value, F.cookie,
     F.a_block_size, F.a_red_size, F.a_copy, F.a_copy_of, F.a_cp_frame, F.a_rs_frame,
     F.a_ra_frame, F.a_acked_frame, F.a_response_time,
@@ -385,7 +394,8 @@ proto.prefs.rtx_limit = Pref.uint("Retransmission limit", 0,
 
 ---------------------------------------------------------------------------
 -- Parsing (no tree): returns a table of positions and values.
--- seg.err = {expert=..., pos=..., len=..., msg=...} on the first malformation.
+-- seg.err = {expert=..., pos=..., len=..., msg=..., field=...} on the first
+-- malformation; field is the field it lies in (F.malformed_field).
 ---------------------------------------------------------------------------
 local ZERO = UInt64(0)
 
@@ -431,9 +441,9 @@ local function parse(tvb)
     local size = #raw
     local pos = 0
 
-    local function fail(ex, p, len, msg)
+    local function fail(ex, p, len, msg, field)
         msg = msg .. " (" .. CITE[ex] .. ")"
-        seg.err = { expert = ex, pos = p, len = len, msg = msg }
+        seg.err = { expert = ex, pos = p, len = len, msg = msg, field = field }
         seg.consumed = p
         return seg
     end
@@ -447,7 +457,7 @@ local function parse(tvb)
                 msg = msg .. " longer than " .. SDNV_MAX_BYTES .. " bytes"
             end
             if ex == E.sdnv_overflow then msg = msg .. " exceeds 64 bits" end
-            fail(ex, pos, math.max(len, 0), msg)
+            fail(ex, pos, math.max(len, 0), msg, name)
             return nil
         end
         local item = { v = v, pos = pos, len = len }
@@ -455,9 +465,9 @@ local function parse(tvb)
         pos = pos + len
         return item
     end
-    local function byte(name, what)
+    local function byte(name, what, field)
         if pos >= size then
-            fail(E.truncated, pos, 0, "segment ends before the " .. what)
+            fail(E.truncated, pos, 0, "segment ends before the " .. what, field)
             return nil
         end
         local item = { v = sbyte(raw, pos + 1), pos = pos, len = 1 }
@@ -466,10 +476,12 @@ local function parse(tvb)
         return item
     end
     local function extensions(count, where)
+        local field = where .. "_extensions"
         for i = 1, count do
             local e = { where = where, index = i }
             if pos >= size then
-                fail(E.truncated, pos, 0, "segment ends before " .. where .. " extension " .. i)
+                fail(E.truncated, pos, 0, "segment ends before " .. where .. " extension " .. i,
+                    field)
                 return false
             end
             e.tag = { v = sbyte(raw, pos + 1), pos = pos, len = 1 }
@@ -478,7 +490,8 @@ local function parse(tvb)
             local v, len, ex = read_sdnv(raw, pos)
             if not v then
                 fail(ex, pos, math.max(len, 0),
-                    where .. " extension " .. i .. " length: SDNV at byte " .. pos .. " is bad")
+                    where .. " extension " .. i .. " length: SDNV at byte " .. pos .. " is bad",
+                    field)
                 return false
             end
             e.length = { v = v, pos = pos, len = len }
@@ -488,7 +501,7 @@ local function parse(tvb)
                 e.value = { pos = pos, len = remaining }
                 fail(E.ext_overrun, pos, remaining, where .. " extension " .. i .. " value of "
                     .. tostring(v) .. " bytes runs past the datagram (" .. remaining
-                    .. " left)")
+                    .. " left)", field)
                 return false
             end
             e.value = { pos = pos, len = v:tonumber() }
@@ -498,7 +511,7 @@ local function parse(tvb)
     end
 
     if size == 0 then
-        return fail(E.truncated, 0, 0, "empty datagram")
+        return fail(E.truncated, 0, 0, "empty datagram", "version")
     end
     local control = sbyte(raw, 1)
     seg.version = rshift(control, 4)
@@ -506,7 +519,7 @@ local function parse(tvb)
     pos = 1
     if not sdnv("session_originator", "session originator") then return seg end
     if not sdnv("session_number", "session number") then return seg end
-    local counts = byte("ext_counts", "extension counts")
+    local counts = byte("ext_counts", "extension counts", "hdr_ext_count")
     if not counts then return seg end
     seg.hdr_ext_count = rshift(counts.v, 4)
     seg.trl_ext_count = band(counts.v, 0x0F)
@@ -527,7 +540,7 @@ local function parse(tvb)
         if seg.length.v > UInt64(remaining) then
             seg.data = { pos = pos, len = remaining }
             return fail(E.data_overrun, pos, remaining, "data length " .. tostring(seg.length.v)
-                .. " runs past the datagram (" .. remaining .. " bytes left)")
+                .. " runs past the datagram (" .. remaining .. " bytes left)", "data")
         end
         seg.data = { pos = pos, len = seg.length.v:tonumber() }
         pos = pos + seg.data.len
@@ -542,20 +555,22 @@ local function parse(tvb)
         if seg.claim_count.v > UInt64(room) then
             return fail(E.claim_count_too_large, seg.claim_count.pos, seg.claim_count.len,
                 "reception claim count " .. tostring(seg.claim_count.v)
-                .. " impossibly large (room for at most " .. room .. ")")
+                .. " impossibly large (room for at most " .. room .. ")", "claim_count")
         end
         for i = 1, seg.claim_count.v:tonumber() do
             local c = { index = i }
             seg.claims[i] = c
             local v, len, ex = read_sdnv(raw, pos)
             if not v then
-                return fail(ex, pos, math.max(len, 0), "claim " .. i .. " offset: bad SDNV")
+                return fail(ex, pos, math.max(len, 0), "claim " .. i .. " offset: bad SDNV",
+                    "claims")
             end
             c.offset = { v = v, pos = pos, len = len }
             pos = pos + len
             v, len, ex = read_sdnv(raw, pos)
             if not v then
-                return fail(ex, pos, math.max(len, 0), "claim " .. i .. " length: bad SDNV")
+                return fail(ex, pos, math.max(len, 0), "claim " .. i .. " length: bad SDNV",
+                    "claims")
             end
             c.length = { v = v, pos = pos, len = len }
             pos = pos + len
@@ -563,7 +578,7 @@ local function parse(tvb)
     elseif kind == "report_ack" then
         if not sdnv("report_serial", "report serial number") then return seg end
     elseif kind == "cancel" then
-        if not byte("reason", "cancel reason code") then return seg end
+        if not byte("reason", "cancel reason code", "reason") then return seg end
     end
     -- cancel acknowledgments (CAS, CAR) and undefined control types have no content
     seg.content_end = pos
@@ -1081,18 +1096,23 @@ local function dissect(tvb, pinfo, tree)
     end
 
     -- malformation found while parsing
+    local fault = (t ~= nil and seg.version ~= VERSION) and "version" or nil
     if seg.err then
         local e = seg.err
         local len = math.max(math.min(e.len, tvb:len() - e.pos), 0)
         local anchor = root:add(tvb(math.min(e.pos, tvb:len()), len), "[Malformed: "
             .. e.msg .. "]")
         anchor:add_proto_expert_info(e.expert, e.msg)
+        fault = fault or e.field
     elseif seg.consumed < tvb:len() then
         local extra = tvb:len() - seg.consumed
         local ti = root:add(tvb(seg.consumed, extra), "[" .. extra .. " trailing bytes]")
         ti:add_proto_expert_info(E.trailing_bytes, extra .. " trailing bytes after the "
             .. "segment (" .. ONE_PER_DATAGRAM .. ")")
+        fault = fault or "trailing_bytes"
     end
+    -- the first malformation in wire order (the version's comes first)
+    if fault then root:add(F.malformed_field, fault):set_generated() end
 
     -- Info column, e.g. "RS sess 1/77 rs=3 cp=2 [0-3000) claims 2"
     local info = {}

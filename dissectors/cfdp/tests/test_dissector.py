@@ -45,8 +45,10 @@ from dissectors.cfdp.layer import (
     TLV_TYPES,
     TRANSACTION_STATUSES,
     CFDPAck,
+    CfdpDecodeError,
     CFDPDirective,
     CFDPEntityIdTLV,
+    CfdpFault,
     CFDPFileData,
     CFDPFinished,
     CFDPKeepAlive,
@@ -54,6 +56,7 @@ from dissectors.cfdp.layer import (
     CFDPNak,
     CFDPPrompt,
     crc16,
+    parse,
 )
 from dissectors.tshark import DecodedFrame, frames_of
 
@@ -571,6 +574,12 @@ MALFORMED_CASES: list[tuple[str, bytes, str]] = [
      source_file_name_len=200, **IDS)), "lv_overrun"),
     ("filestore request name overruns its TLV", bytes(CFDPMetadata(
      options=[CFDPTLV(type=0, value=b"\x10\x09ab")], **IDS)), "lv_overrun"),
+    # issue 27: a Finished whose filestore response (delete, status 4) has a first
+    # file name LV of length 42 in its 13-octet value
+    ("filestore response name overruns its TLV (issue 27)",
+     bytes.fromhex("280011000107020502010d142a6f746d702f612e54f87400"), "lv_overrun"),
+    ("filestore response without its message LV", bytes(CFDPFinished(filestore_responses=[
+     CFDPTLV(type=1, value=b"\x20\x01a\x01b")], **IDS)), "lv_overrun"),
     ("EOF fault location TLV overruns", bytes(CFDPEOF(condition=15,
      fault_location=[CFDPTLV(type=6, length=9, value=b"\x02")], **IDS)), "tlv_overrun"),
     ("TLV without its length octet", bytes(CFDPFinished(data_field_length=3, **IDS)) + b"\x06",
@@ -583,6 +592,30 @@ MALFORMED_CASES: list[tuple[str, bytes, str]] = [
     ("Keep Alive with excess octets", bytes(CFDPKeepAlive(excess=b"xy", **IDS)),
      "excess_octets"),
 ]  # fmt: skip
+# the field at fault of each malformed case (dtncfdp.malformed.field,
+# CfdpDecodeError.field)
+MALFORMED_FIELDS: dict[str, str] = {
+    "one octet": "header",
+    "three octets": "header",
+    "cut inside the entity IDs": "header",
+    "version 2": "version",
+    "data field length too long": "data_field_length",
+    "trailing octets": "data_field_length",
+    "CRC flag, 1-octet data field": "crc_value",
+    "EOF cut in the checksum": "checksum",
+    "directive without its code": "directive_code",
+    "ACK without its second octet": "condition",
+    "Metadata file name overruns": "source_file_name",
+    "filestore request name overruns its TLV": "first_file_name",
+    "filestore response name overruns its TLV (issue 27)": "first_file_name",
+    "filestore response without its message LV": "filestore_message_len",
+    "EOF fault location TLV overruns": "fault_location",
+    "TLV without its length octet": "fault_location",
+    "segment metadata overruns": "metadata",
+    "NAK with half a segment request": "segment_requests",
+    "ACK with an excess octet": "excess",
+    "Keep Alive with excess octets": "excess",
+}
 PROTOCOL_CASES: list[tuple[str, Packet | bytes, str]] = [
     ("undefined directive 0x33", CFDPDirective(directive_code=0x33, parameters=b"abc", **IDS),
      "directive_undefined"),
@@ -606,7 +639,7 @@ PROTOCOL_CASES: list[tuple[str, Packet | bytes, str]] = [
     ("ACK(EOF) toward the receiver", CFDPAck(direction=0, **IDS), "direction_unexpected"),
     ("NAK toward the receiver", CFDPNak(direction=0, **IDS), "direction_unexpected"),
     ("ACK of a Metadata", CFDPAck(ack_of="metadata", **IDS), "ack_of_invalid"),
-    ("ACK of directive 0", CFDPAck(ack_of=0, **IDS), "ack_of_invalid"),
+    ("ACK of directive 0", CFDPAck(ack_of=0, **IDS), "ack_of_undefined"),
     ("ACK(Finished) with subtype 0", CFDPAck(ack_of="finished", ack_subtype=0, **IDS),
      "ack_subtype"),
     ("EOF(no error) with a fault location", CFDPEOF(fault_location=2, **IDS),
@@ -626,9 +659,9 @@ PROTOCOL_CASES: list[tuple[str, Packet | bytes, str]] = [
     ("Finished flow label", CFDPFinished(condition=8, fault_location=[CFDPTLV(type=5,
      value=b"\x01")], **IDS), "tlv_type_unexpected"),
     ("entity ID TLV of 0 octets", CFDPFinished(condition=1, fault_location=CFDPTLV(type=6,
-     value=b""), **IDS), "tlv_value_length"),
+     value=b""), **IDS), "entity_id_length"),
     ("entity ID TLV of 9 octets", CFDPEOF(condition=1, fault_location=CFDPTLV(type=6,
-     value=bytes(9)), **IDS), "tlv_value_length"),
+     value=bytes(9)), **IDS), "entity_id_length"),
     ("fault handler override of 2 octets", CFDPMetadata(options=[CFDPTLV(type=4,
      value=b"\x74\x00")], **IDS), "tlv_value_length"),
     ("checksum type 7", CFDPMetadata(checksum_type=7, **IDS), "checksum_type_unassigned"),
@@ -653,11 +686,16 @@ def expert_frames(tmp_path_factory: pytest.TempPathFactory) -> list[DecodedFrame
 @pytest.mark.parametrize("index", range(len(MALFORMED_CASES)), ids=[c[0] for c in MALFORMED_CASES])
 def test_malformed_expert(expert_frames: list[DecodedFrame], index: int) -> None:
     frame = expert_frames[index]
-    slug = MALFORMED_CASES[index][2]
+    case, raw, slug = MALFORMED_CASES[index]
     hits = [e for e in frame.experts if e["name"] == f"{PROTO}.expert.{slug}"]
     assert hits, frame.experts
     assert all(e["group"] == "malformed" and e["severity"] == "error" for e in hits)
     assert all("727.0-B-5" in e["message"] for e in hits)
+    # the field at fault: the one the Scapy layer's strict parse blames
+    assert frame.fields["malformed.field"] == MALFORMED_FIELDS[case]
+    with pytest.raises(CfdpDecodeError) as caught:
+        parse(raw)
+    assert (caught.value.kind, caught.value.field) == (CfdpFault.MALFORMED, MALFORMED_FIELDS[case])
 
 
 @pytest.mark.parametrize("index", range(len(PROTOCOL_CASES)), ids=[c[0] for c in PROTOCOL_CASES])

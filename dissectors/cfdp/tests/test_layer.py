@@ -975,6 +975,149 @@ def test_decode_error_is_a_value_error() -> None:
     assert issubclass(CfdpDecodeError, ValueError)
 
 
+# Issue 27: a Finished whose filestore response (0x14: delete file, status 4)
+# has a first file name LV of length 42 in its 13-octet value. The layer took
+# the TLV's value as opaque octets and accepted it; the LVs lie inside the
+# value (dissectors.cfdp.layer, the comment above filestore_content, names
+# the implementations' sources), so it is malformed, as our Lua dissector
+# says.
+ISSUE_27 = bytes.fromhex("280011000107020502010d142a6f746d702f612e54f87400")
+
+
+def _fault(raw: bytes) -> tuple[cfdp.CfdpFault, str]:
+    with pytest.raises(CfdpDecodeError) as caught:
+        parse(raw)
+    return caught.value.kind, caught.value.field
+
+
+FS = "filestore_response"
+FAULTS: list[tuple[str, bytes, cfdp.CfdpFault, str]] = [
+    ("issue 27", ISSUE_27, cfdp.CfdpFault.MALFORMED, "first_file_name"),
+    (
+        "filestore request without its first file name's length octet",
+        bytes(CFDPMetadata(options=[CFDPTLV(type="filestore_request", value=b"\x00")])),
+        cfdp.CfdpFault.MALFORMED,
+        "first_file_name_len",
+    ),
+    (
+        "rename response whose second file name runs past",
+        bytes(CFDPFinished(filestore_responses=[CFDPTLV(type=FS, value=b"\x20\x01a\x05b")])),
+        cfdp.CfdpFault.MALFORMED,
+        "second_file_name",
+    ),
+    (
+        "delete response without its filestore message",
+        bytes(CFDPFinished(filestore_responses=[CFDPTLV(type=FS, value=b"\x10\x01a")])),
+        cfdp.CfdpFault.MALFORMED,
+        "filestore_message_len",
+    ),
+    ("version 3 in a 2-octet datagram", b"\x60\x00", cfdp.CfdpFault.MALFORMED, "version"),
+    ("3 octets", EOF[:3], cfdp.CfdpFault.MALFORMED, "header"),
+    ("trailing octets", EOF + b"\x00", cfdp.CfdpFault.MALFORMED, "data_field_length"),
+    (
+        "unknown directive",
+        bytes(CFDPDirective(directive_code=3)),
+        cfdp.CfdpFault.INVALID,
+        "directive_code",
+    ),
+    (
+        "fault location with no_error",
+        bytes(CFDPEOF(fault_location=2)),
+        cfdp.CfdpFault.INVALID,
+        "fault_location",
+    ),
+    ("ACK of code 3", bytes(CFDPAck(ack_of=3)), cfdp.CfdpFault.INVALID, "ack_of"),
+    (
+        "Metadata option of type entity ID",
+        bytes(CFDPMetadata(options=[CFDPEntityIdTLV(entity_id=1)])),
+        cfdp.CfdpFault.INVALID,
+        "options",
+    ),
+    ("bad CRC", flip_last(VECTORS["prompt_keep_alive_crc"]), cfdp.CfdpFault.CRC, "crc_value"),
+    # the order: malformed before invalid before a bad CRC
+    (
+        "excess octets and a bad CRC",
+        flip_last(bytes(CFDPPrompt(crc=1, excess=b"\x00"))),
+        cfdp.CfdpFault.MALFORMED,
+        "excess",
+    ),
+    (
+        "unknown directive and a bad CRC",
+        flip_last(bytes(CFDPDirective(directive_code=3, crc=1))),
+        cfdp.CfdpFault.INVALID,
+        "directive_code",
+    ),
+    (
+        "an LV past its filestore TLV and a fault location with no_error",
+        bytes(
+            CFDPFinished(
+                filestore_responses=[CFDPTLV(type=FS, value=b"\x10\x09a\x00")], fault_location=1
+            )
+        ),
+        cfdp.CfdpFault.MALFORMED,
+        "first_file_name",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind", "field"), [c[1:] for c in FAULTS], ids=[c[0] for c in FAULTS]
+)
+def test_decode_error_names_the_kind_and_the_field_at_fault(
+    raw: bytes, kind: cfdp.CfdpFault, field: str
+) -> None:
+    assert _fault(raw) == (kind, field)
+
+
+def test_issue_27_datagram_is_rejected_where_its_first_file_name_overruns() -> None:
+    with pytest.raises(
+        CfdpDecodeError,
+        match=r"the first file name LV \(length 42\) at octet 12 runs past the end of the "
+        r"filestore response TLV's value \(11 octets left\)",
+    ):
+        parse(ISSUE_27)
+    # plain dissection cannot lay it out either
+    with pytest.raises(CfdpDecodeError):
+        CFDP(ISSUE_27)
+
+
+def test_filestore_content_of_requests_and_responses() -> None:
+    rename = CFDPTLV(type="filestore_request", value=b"\x20\x02/a\x02/b")
+    assert rename.filestore == cfdp.FilestoreContent(
+        response=False,
+        action_code=2,
+        status_code=None,
+        spare=0,
+        first_file_name=b"/a",
+        second_file_name=b"/b",
+        filestore_message=None,
+        extra=b"",
+    )
+    # dariol83/ccsds writes an empty second file name for every action: kept
+    # as the octets after the LVs, accepted
+    delete = CFDPTLV(type=FS, value=b"\x1f\x02/a\x00\x00")
+    content = delete.filestore
+    assert content is not None
+    assert (content.action_code, content.status_code, content.extra) == (1, 15, b"\x00")
+    assert parse(bytes(CFDPFinished(filestore_responses=[delete])))
+    assert CFDPTLV(type=FS, value=b"").filestore is None  # no action code octet: shown
+    assert CFDPTLV(type="message_to_user", value=b"x").filestore is None
+    assert CFDPEntityIdTLV(entity_id=3).filestore is None
+
+
+def test_classify_gives_the_classifier_fields_of_every_vector() -> None:
+    """The flat match fields: those of the emulator's classifier (checked
+    against ``dtnc-emu classify`` by dissectors/tests/test_fuzz_agreement.py)."""
+    eof = cfdp.classify(parse(VECTORS["eof_cancel_fault_location_crc"]))
+    assert eof["directive"] == "eof" and eof["fault_location"] == 0x0304
+    assert eof["crc_ok"] is True and eof["condition"] == "cancel_request_received"
+    data = cfdp.classify(parse(VECTORS["file_data_segment_metadata"]))
+    assert data["record_continuation"] == "start_and_end" and data["length"] == 6
+    for raw in VECTORS.values():
+        fields = cfdp.classify(parse(raw))
+        assert set(fields) <= set(wire.load("cfdp")["fields"])
+
+
 def test_the_rejected_cases_are_otherwise_well_formed() -> None:
     """The malformations above are the only fault: the same PDUs built
     without them parse."""

@@ -358,8 +358,12 @@ MALFORMED: list[tuple[str, bytes, str]] = [
      "3 trailing bytes after the segment"),
     ("claim count larger than the datagram", bytes(seg(8, claim_count=100, **RS)),
      "claim count 100 impossibly large"),
+    # each claim takes two octets at least: a count the octets left cannot hold
+    # is refused as the dissector refuses it (dtnltp.expert.claim_count_too_large)
     ("claim count above the claims", bytes(seg(8, claims=[(0, 10)], claim_count=2, **RS)),
-     "SDNV at byte 13 runs past the end"),
+     r"claim count 2 impossibly large \(room for at most 1\)"),
+    ("claim SDNV that never ends", bytes(seg(8, claims=[(0, 10), (0, RawSDNV(b"\x81\x80"))],
+     **RS)), "SDNV at byte 14 runs past the end"),
     ("header extension count above the extensions", bytes(seg(13, hdr_ext_count=1)),
      "extension runs past the datagram"),
     ("trailer extension count above the extensions", bytes(seg(9, report_serial=1, trl_ext_count=2,

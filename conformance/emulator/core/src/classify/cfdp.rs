@@ -123,6 +123,33 @@ fn skip_lv(buf: &[u8], pos: &mut usize) -> Option<()> {
     Some(())
 }
 
+/// The value of a filestore request (`response` false) or response TLV
+/// (§5.4) must hold its LVs: an octet of action code (4 bits) and status
+/// code or spare (4 bits), the first file name LV, a second file name LV for
+/// rename, append and replace (action codes 2-4) only, and for a response the
+/// filestore message LV. The book is not reachable here; this is the layout
+/// of spacepackets-py (src/spacepackets/cfdp/tlv/tlv.py), spacepackets-rs
+/// (src/cfdp/tlv/mod.rs) and Yamcs (yamcs-core/.../cfdp/pdu/
+/// FileStoreResponse.java, ActionCode.java), all of which fail on an LV that
+/// runs past the TLV; dariol83/ccsds (FilestoreResponseTLV.java, "Table
+/// 5-17") has the same fields. As the Scapy layer and our Lua dissector do,
+/// octets after the LVs and a value without even the action code octet are
+/// accepted (the dissector flags them as protocol warnings).
+fn filestore_value(value: &[u8], response: bool) -> Option<()> {
+    let Some(&first) = value.first() else {
+        return Some(());
+    };
+    let mut pos = 1;
+    skip_lv(value, &mut pos)?;
+    if matches!(first >> 4, 2..=4) {
+        skip_lv(value, &mut pos)?;
+    }
+    if response {
+        skip_lv(value, &mut pos)?;
+    }
+    Some(())
+}
+
 /// Classify one UDP payload as a CFDP PDU; `None` unless it is exactly one
 /// well-formed PDU.
 pub fn classify(payload: &[u8]) -> Option<Fields> {
@@ -271,6 +298,9 @@ fn directive_fields(data: &[u8], fss: usize, f: &mut Fields) -> Option<()> {
                 Some(())
             })?;
             if let Some(id) = fault {
+                if p[0] >> 4 == 0 {
+                    return None; // a fault location with condition "no error"
+                }
                 f.push(("fault_location", Value::Int(id)));
             }
         }
@@ -289,16 +319,21 @@ fn directive_fields(data: &[u8], fss: usize, f: &mut Fields) -> Option<()> {
                 }),
             ));
             f.push(("file_status", Value::Str(file_status_name(b & 0x03))));
+            // The fault location, if any, is the last TLV.
             let mut fault = None;
             tlvs(&p[1..], |t, v| match tlv_type_name(t) {
-                Some("filestore_response") => Some(()),
-                Some("entity_id") if fault.is_none() => {
+                _ if fault.is_some() => None,
+                Some("filestore_response") => filestore_value(v, true),
+                Some("entity_id") => {
                     fault = Some(entity_id(v)?);
                     Some(())
                 }
                 _ => None,
             })?;
             if let Some(id) = fault {
+                if b >> 4 == 0 {
+                    return None; // a fault location with condition "no error"
+                }
                 f.push(("fault_location", Value::Int(id)));
             }
         }
@@ -326,17 +361,10 @@ fn directive_fields(data: &[u8], fss: usize, f: &mut Fields) -> Option<()> {
             let mut pos = 1 + fss;
             skip_lv(p, &mut pos)?;
             skip_lv(p, &mut pos)?;
-            tlvs(&p[pos..], |t, _| {
-                matches!(
-                    tlv_type_name(t),
-                    Some(
-                        "filestore_request"
-                            | "message_to_user"
-                            | "fault_handler_override"
-                            | "flow_label"
-                    )
-                )
-                .then_some(())
+            tlvs(&p[pos..], |t, v| match tlv_type_name(t) {
+                Some("filestore_request") => filestore_value(v, false),
+                Some("message_to_user" | "fault_handler_override" | "flow_label") => Some(()),
+                _ => None,
             })?;
             f.push(("closure_requested", Value::Bool(p[0] & 0x40 != 0)));
             f.push(("checksum_type", Value::Int(u64::from(p[0] & 0x0f))));
@@ -1087,8 +1115,81 @@ pub mod tests {
                 "Metadata with an entity ID TLV",
                 &[0x07, 0x40, 0, 0, 0, 9, 0, 0, 0x06, 0x01, 0x01][..],
             ),
+            (
+                "EOF(no error) with a fault location",
+                &[0x04, 0x00, 0, 0, 0, 0, 0, 0, 0, 1, 0x06, 0x01, 0x07][..],
+            ),
+            (
+                "Finished(no error) with a fault location",
+                &[0x05, 0x02, 0x06, 0x01, 0x07][..],
+            ),
+            (
+                "Finished filestore response after the fault location",
+                &[0x05, 0x42, 0x06, 0x01, 0x07, 0x01, 0x03, 0x00, 0x00, 0x00][..],
+            ),
+            (
+                "Finished filestore response whose first file name runs past its TLV",
+                &[0x05, 0x02, 0x01, 0x05, 0x14, 0x2a, b'/', b't', b'x'][..],
+            ),
+            (
+                "Finished filestore response without its filestore message",
+                &[0x05, 0x02, 0x01, 0x03, 0x10, 0x01, b'a'][..],
+            ),
+            (
+                "Finished rename response without its filestore message",
+                &[0x05, 0x02, 0x01, 0x04, 0x20, 0x01, b'a', 0x00][..],
+            ),
+            (
+                "Metadata filestore request whose first file name runs past its TLV",
+                &[0x07, 0x40, 0, 0, 0, 9, 0, 0, 0x00, 0x03, 0x10, 0x09, b'a'][..],
+            ),
         ] {
             assert_eq!(classify(&with(data)), None, "{why}");
+        }
+    }
+
+    #[test]
+    fn filestore_tlvs_must_hold_their_lvs() {
+        // Issue 27: our Lua dissector flagged an LV overrun inside this
+        // Finished's filestore response (a delete, action 1: first file name
+        // LV of length 0x2a in a 13-octet value); spacepackets 0.32.0 fails
+        // on it too ("Detected length exceeds size of passed bytearray").
+        assert_eq!(
+            classify(&hex("280011000107020502010d142a6f746d702f612e54f87400")),
+            None
+        );
+        let header = [0x20, 0x00, 0x00, 0x00, 0x01, 0x03, 0x02];
+        let with = |data: &[u8]| {
+            let mut p = header.to_vec();
+            p[2] = data.len() as u8;
+            p.extend_from_slice(data);
+            p
+        };
+        for (why, data) in [
+            (
+                "delete response: first file name, message",
+                &[0x05, 0x02, 0x01, 0x04, 0x10, 0x01, b'a', 0x00][..],
+            ),
+            (
+                "rename response: two file names, message",
+                &[
+                    0x05, 0x02, 0x01, 0x07, 0x20, 0x01, b'a', 0x01, b'b', 0x01, b'm',
+                ][..],
+            ),
+            (
+                "delete response with an empty second name after its LVs",
+                &[0x05, 0x02, 0x01, 0x05, 0x10, 0x01, b'a', 0x00, 0x00][..],
+            ),
+            (
+                "filestore response without its action code octet",
+                &[0x05, 0x02, 0x01, 0x00][..],
+            ),
+            (
+                "Metadata with a create-file filestore request",
+                &[0x07, 0x40, 0, 0, 0, 9, 0, 0, 0x00, 0x03, 0x00, 0x01, b'a'][..],
+            ),
+        ] {
+            assert!(classify(&with(data)).is_some(), "{why}");
         }
     }
 
