@@ -38,7 +38,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from conformance.errors import DtncError, InputError, ToolMissing
+from conformance.errors import DtncError, InputError, ToolMissing, first_error
 from conformance.types import ExpectedOutcome
 
 if TYPE_CHECKING:
@@ -137,14 +137,6 @@ def _load_scenario_file(path: Path) -> Scenario:
         raise InputError(f"{path}: not a scenario file (not UTF-8 JSON text)") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read the scenario file: {exc.strerror or exc}") from None
-
-
-def _first_error(exc: ValidationError) -> str:
-    """pydantic's first complaint, as "field: reason" (and how many more)."""
-    first = exc.errors()[0]
-    where = ".".join(str(x) for x in first["loc"]) or "(top)"
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{where}: {str(first['msg']).removeprefix('Value error, ')}{more}"
 
 
 def _writable(directory: Path) -> str | None:
@@ -1036,7 +1028,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
         try:
             segments.append(SegmentRecord.model_validate_json(line))
         except ValidationError as exc:
-            raise InputError(f"{seg_file}: line {n}: {_first_error(exc)}") from None
+            raise InputError(f"{seg_file}: line {n}: {first_error(exc)}") from None
     with _progress() as prog:
         prog.add_task(f"TLC: trace of {run_dir.name}", total=None, info="")
         tc = validate_trace(

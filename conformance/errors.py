@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class DtncError(Exception):
     """Base class: the message is the whole one-line reason."""
@@ -32,3 +37,11 @@ class NeedRoot(DtncError):
     """Network namespaces need root (CAP_NET_ADMIN)."""
 
     exit_code = 2
+
+
+def first_error(exc: ValidationError) -> str:
+    """pydantic's first complaint as "field: reason" (and how many more)."""
+    first = exc.errors()[0]
+    where = ".".join(str(x) for x in first["loc"]) or "(top)"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {str(first['msg']).removeprefix('Value error, ')}{more}"

@@ -271,8 +271,6 @@ def run_scenario(
         crashed = channel.crashed
         channel_stats = channel.stop()
         time.sleep(0.05)  # let tcpdump's last buffered packet reach its file
-        # a capture that ended by itself (a full disk, say) is a hole in the
-        # evidence: the run is our error, whatever the captures still show
         capture_failed = {
             side: _capture_trouble(proc, run_dir / f"{side}.tcpdump.log")
             for side, proc in captures.items()
@@ -364,37 +362,30 @@ def run_scenario(
     verdict = judge.judge(
         scn, result, run_dir / "channel.jsonl", experts, trace=trace, tester=tester
     )
+    ours: list[Reason] = []  # our side failed: the run is an error, whatever it showed
     if crashed:
         # Nothing the endpoints did can be judged over a channel that died.
-        verdict = Verdict(
-            scenario=scn.name,
-            sut=verdict.sut,
-            status="error",
-            reasons=[
-                Reason(
-                    code="channel-crash",
-                    message=f"the channel emulator exited during the run "
-                    f"(status {channel.proc.returncode}); see channel.stderr: "
-                    f"{channel.stderr_tail(5)}",
-                ),
-                *verdict.reasons,
-            ],
-            trace=verdict.trace,
+        ours.append(
+            Reason(
+                code="channel-crash",
+                message=f"the channel emulator exited during the run "
+                f"(status {channel.proc.returncode}); see channel.stderr: "
+                f"{channel.stderr_tail(5)}",
+            )
         )
     elif not channel_stats:
         say("the channel emulator left no statistics")
-    if capture_failed:
+    # a capture that ended by itself (a full disk, say) is a hole in the evidence
+    ours += [
+        Reason(code="capture-failed", message=f"capture {side}.pcap ended early: {why}")
+        for side, why in capture_failed.items()
+    ]
+    if ours:
         verdict = Verdict(
             scenario=scn.name,
             sut=verdict.sut,
             status="error",
-            reasons=[
-                *(
-                    Reason(code="capture-failed", message=f"capture {side}.pcap ended early: {why}")
-                    for side, why in capture_failed.items()
-                ),
-                *verdict.reasons,
-            ],
+            reasons=[*ours, *verdict.reasons],
             trace=verdict.trace,
         )
     dump_model(verdict, run_dir / "verdict.json")

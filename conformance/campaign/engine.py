@@ -36,7 +36,7 @@ from conformance import protocols
 from conformance.campaign import metrics as mx
 from conformance.campaign.plan import TESTER, Plan, RunSpec, link_of, params_of
 from conformance.campaign.store import Row, Store
-from conformance.errors import DtncError, InputError, NotRun
+from conformance.errors import DtncError, InputError, NotRun, first_error
 from conformance.types import Channel, Expectation, ExpectedOutcome, Scenario, dump_model
 from generators.outcomes import Unplannable
 
@@ -95,18 +95,15 @@ def validate(plan: Plan, *, real_time: bool = False, source: str = "") -> None:
         try:
             bare_scenario(plan, spec, real_time=real_time)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(x) for x in first["loc"])
-            msg = str(first["msg"]).removeprefix("Value error, ")
-            raise InputError(
-                f"{source}protocols[{spec.entry}] ({spec.protocol}), link {spec.link}, "
-                f"size {spec.size}: " + (f"{where}: " if where else "") + msg
-            ) from None
+            why = first_error(exc).removeprefix("(top): ")
         except ValueError as exc:
-            raise InputError(
-                f"{source}protocols[{spec.entry}] ({spec.protocol}), link {spec.link}, "
-                f"size {spec.size}: {exc}"
-            ) from None
+            why = str(exc)
+        else:
+            continue
+        raise InputError(
+            f"{source}protocols[{spec.entry}] ({spec.protocol}), link {spec.link}, "
+            f"size {spec.size}: {why}"
+        )
 
 
 def scenario_of(plan: Plan, spec: RunSpec, workdir: Path, *, real_time: bool = False) -> Scenario:

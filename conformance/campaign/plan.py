@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from conformance import protocols
-from conformance.errors import InputError
+from conformance.errors import InputError, first_error
 from conformance.types import Channel, _Strict
 
 # What stands for dtnconform's model-driven tester in a pair.
@@ -170,12 +170,7 @@ def load(path: Path) -> Plan:
     try:
         return Plan.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "(top)"
-        raise InputError(
-            f"{path}: {where}: {first['msg']}"
-            + (f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else "")
-        ) from exc
+        raise InputError(f"{path}: {first_error(exc)}") from exc
 
 
 def text_line(data: bytes, offset: int) -> int:

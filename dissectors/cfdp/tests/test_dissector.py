@@ -55,6 +55,7 @@ from dissectors.cfdp.layer import (
     CFDPMetadata,
     CFDPNak,
     CFDPPrompt,
+    classify,
     crc16,
     parse,
 )
@@ -141,62 +142,7 @@ def experts_of(frame: DecodedFrame) -> set[str]:
 def vocabulary_fields(pdu: Packet) -> dict[str, Any]:
     """The PDU's fields in the classifier's vocabulary (wire.json "fields"),
     with the classifier's values, from the layer's own dissection."""
-    raw = bytes(pdu)
-    p = CFDP(raw)
-    g = p.getfieldval
-    crc = bool(g("crc"))
-    out: dict[str, Any] = {
-        "version": g("version"),
-        "pdu_type": PDU_TYPES[g("pdu_type")],
-        "direction": DIRECTIONS[g("direction")],
-        "mode": MODES[g("mode")],
-        "crc": crc,
-        "large_file": bool(g("large_file")),
-        "data_field_length": g("data_field_length"),
-        "source_entity": g("source_entity"),
-        "transaction": g("transaction"),
-        "dest_entity": g("dest_entity"),
-    }
-    if crc:
-        out["crc_ok"] = crc16(raw[:-2]) == int.from_bytes(raw[-2:], "big")
-    if isinstance(p, CFDPFileData):
-        out["segmentation_control"] = bool(g("segmentation_control"))
-        out["segment_metadata"] = bool(g("segment_metadata"))
-        if g("segment_metadata"):
-            out["record_continuation"] = RECORD_CONTINUATIONS[g("record_continuation")]
-            out["segment_metadata_length"] = g("segment_metadata_length")
-        out["offset"] = g("offset")
-        out["length"] = len(g("data"))
-        return out
-    out["directive"] = DIRECTIVES[g("directive_code")]
-    out["directive_code"] = g("directive_code")
-    if "condition" in p.fieldtype:
-        out["condition"] = CONDITION_CODES[g("condition")]
-    if isinstance(p, CFDPEOF):
-        out["checksum"] = g("checksum")
-        out["file_size"] = g("file_size")
-    if isinstance(p, CFDPEOF | CFDPFinished) and p.fault_location_id is not None:
-        out["fault_location"] = p.fault_location_id
-    if isinstance(p, CFDPFinished):
-        out["delivery_code"] = DELIVERY_CODES[g("delivery_code")]
-        out["file_status"] = FILE_STATUSES[g("file_status")]
-    if isinstance(p, CFDPAck):
-        out["ack_of"] = DIRECTIVES[g("ack_of")]
-        out["ack_subtype"] = g("ack_subtype")
-        out["transaction_status"] = TRANSACTION_STATUSES[g("transaction_status")]
-    if isinstance(p, CFDPMetadata):
-        out["closure_requested"] = bool(g("closure_requested"))
-        out["checksum_type"] = g("checksum_type")
-        out["file_size"] = g("file_size")
-    if isinstance(p, CFDPNak):
-        out["start_of_scope"] = g("start_of_scope")
-        out["end_of_scope"] = g("end_of_scope")
-        out["segment_requests"] = len(g("segment_requests"))
-    if isinstance(p, CFDPPrompt):
-        out["response_required"] = RESPONSES_REQUIRED[g("response_required")]
-    if isinstance(p, CFDPKeepAlive):
-        out["progress"] = g("progress")
-    return out
+    return dict(classify(CFDP(bytes(pdu))))
 
 
 def _add(want: dict[str, Any], key: str, value: Any) -> None:
