@@ -1,7 +1,15 @@
 """`dtnconform bench emulator --quick`, end to end as root: the last line is
 one JSON object with every figure, and what must hold even on a noisy
 machine holds. The performance targets themselves are the bench's to report,
-not this test's to assert (short trials on a shared machine)."""
+not this test's to assert (short trials on a shared machine).
+
+Nothing here bounds a wall-clock figure: how closely a delay or a rate was
+kept (the measured error) depends on how promptly a loaded machine lets the
+emulator run (a 1 Mb/s rate measured 28.5 % short, load average 5-12), and
+is the bench's figure. What is asserted holds at any load: a datagram is
+never early, nothing but the emulator's seeded draws loses one, and the
+channel's own schedule (its decision log) holds each frame exactly its delay
+and serializes back-to-back frames at exactly the rate."""
 
 from __future__ import annotations
 
@@ -47,6 +55,8 @@ def test_last_line_carries_every_figure_and_a_boolean_per_target(
     keys |= {f"lossless_{x}_{s}" for x in ("pps", "limit") for s in SETUPS}
     keys |= {f"delay_{d}_err_{x}_us" for d in DELAYS for x in ("mean", "p99", "min", "max")}
     keys |= {f"rate_{r}_{x}" for r in RATES for x in ("rel_err", "measured", "offered_bps")}
+    keys |= {f"rate_{r}_scheduled_{x}" for r in RATES for x in ("bps", "rel_err", "frames")}
+    keys |= {f"delay_{d}_scheduled_err_max_ns" for d in DELAYS}
     keys |= {f"loss_{p}_{x}" for p in ("1pct", "5pct") for x in ("measured", "z", "n")}
     keys |= {"ber_1e-5_measured", "ber_1e-5_z", "ber_1e-5_bits"}
     targets = {
@@ -78,8 +88,10 @@ def test_invariants_that_hold_on_a_noisy_machine(quick: tuple[str, dict[str, Any
         assert f[f"delay_{d}_err_min_us"] >= 0, f"{d}: a datagram left before its delay"
         assert f[f"delay_{d}_lost"] == 0, d
         assert f[f"delay_{d}_count"] > 0 and f[f"delay_{d}_untimed"] == 0, d
-        # the delay is applied at all: off by less than 50 ms (the target is 150 us)
-        assert f[f"delay_{d}_err_mean_us"] < 50_000, d
+        # the delay is applied: the channel scheduled each frame's release at
+        # its arrival plus exactly the delay (how late the machine let it go
+        # is err_mean_us, the bench's figure: 40 ms at 1250 ms under load)
+        assert f[f"delay_{d}_scheduled_err_max_ns"] == 0, (d, f[f"delay_{d}_scheduled_err_max_ns"])
     for d in DELAYS[1:]:
         assert f[f"target_delay_{d}_never_early"] is True
     # fixed seeds: the emulator's draws repeat, and nothing else may lose
@@ -88,7 +100,14 @@ def test_invariants_that_hold_on_a_noisy_machine(quick: tuple[str, dict[str, Any
         assert f[f"target_loss_{p}_z_le_4"] is True
     assert abs(f["ber_1e-5_z"]) <= 4 and f["ber_1e-5_lost"] == 0
     assert f["ber_1e-5_corrupted_datagrams"] == f["ber_1e-5_emulator_corrupted"] > 0
-    # a rate limiter cannot be grossly off where the link was saturated
+    # the rate limiter: at 110 % of 1 and 10 Mb/s the queue fills and drops
+    # its tail whatever the load, and wherever it did, the channel scheduled
+    # the frames that waited for the link back to back at exactly the rate
+    # (the measured rate, rel_err, is the bench's figure: a transmitter kept
+    # off the CPU sends late and the measured rate falls short)
     for r in ("1mbps", "10mbps"):
-        if f[f"rate_{r}_measured"]:
-            assert abs(f[f"rate_{r}_rel_err"]) < 0.05, (r, f[f"rate_{r}_rel_err"])
+        assert f[f"rate_{r}_queue_drops"] > 0, (r, f[f"rate_{r}_queue_drops"])
+    for r in RATES:
+        if f[f"rate_{r}_queue_drops"]:
+            assert f[f"rate_{r}_scheduled_frames"] >= 10, (r, f[f"rate_{r}_scheduled_frames"])
+            assert abs(f[f"rate_{r}_scheduled_rel_err"]) < 1e-6, (r, f[f"rate_{r}_scheduled_bps"])

@@ -118,7 +118,10 @@ def test_tlc_matches_manifest(bound):
         assert r.distinct_states == expected["distinct_states"]
         assert r.states_generated == expected["states_generated"]
         assert r.depth == expected["depth"]
-        assert r.seconds < 60
+        # how long it took is `dtnconform bench tlc`'s figure, not a bound
+        # here: a loaded machine stretches it (24.5 s beside a CPU hog on both
+        # cores, load average 4-7, where the bound was 60 s)
+        assert r.seconds > 0
     else:
         assert r.violated == [expected["violated"]]
         assert len(r.trace) == expected["trace_length"]
@@ -206,7 +209,6 @@ def test_a_run_over_its_time_is_stopped(tmp_path):
     """timeout_s: TLC, still checking MCLTP_late.cfg (half a minute), is
     killed and TlcTimeout raised, its log kept, no JVM left."""
     import subprocess
-    import time
 
     from generators.tlc import TlcTimeout
 
@@ -214,10 +216,12 @@ def test_a_run_over_its_time_is_stopped(tmp_path):
         find_jar()
     except ToolMissing as exc:
         pytest.skip(str(exc))
-    start = time.monotonic()
     with pytest.raises(TlcTimeout, match="TLC stopped after 2 s"):
         run_tlc(ltp.MODEL, SPEC_DIR / "MCLTP_late.cfg", workers=1, workdir=tmp_path, timeout_s=2)
-    assert time.monotonic() - start < 15
-    assert list(tmp_path.glob("*.tlc.log"))
+    # Stopped, not waited out: TLC never reached its end (its message 2186,
+    # "Finished in"). This was a wall-clock bound on the call (15 s), which a
+    # loaded machine stretches; TLC's own log says it whatever the load.
+    (log,) = tmp_path.glob("*.tlc.log")
+    assert "Finished in" not in log.read_text()
     left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
     assert left.stdout == "", left.stdout
