@@ -33,8 +33,11 @@ in sorted order, each giving Lua ``local``\\ s named after the key in capitals):
   ``nature``, ``note``, ``term``, ``title``) and the emulator's field
   vocabulary (``fields``, ``values``) are left out.
 
-Output is deterministic: keys sorted, codes ascending, Lua 5.2 syntax (the
-Lua that Wireshark 4.0 embeds).
+Output is deterministic: keys sorted, codes ascending, and Lua that reads the
+same under Lua 5.2 (Wireshark 4.0-4.2) and Lua 5.4 (Wireshark 4.4 and later):
+plain literals only (no bit operators, no ``//``), integers only where Lua 5.2's
+numbers hold them exactly (below 2^53: Lua 5.4 would read a literal of 2^63 or
+more as a float), finite floats only (Lua has no literal for inf or nan).
 """
 
 from __future__ import annotations
@@ -42,12 +45,13 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import math
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
-from conformance import wire
+from conformance.core import wire
 
 DISSECTORS = Path(__file__).resolve().parent
 REPO = DISSECTORS.parent
@@ -70,6 +74,8 @@ _LUA_KEYWORDS = frozenset(
     }
 )  # fmt: skip
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# integers Lua 5.2's numbers (doubles) hold exactly; Lua 5.4 keeps them integers
+_EXACT = 2**53
 
 
 class LuagenError(Exception):
@@ -129,8 +135,12 @@ def _scalar(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
+        if not -_EXACT <= v <= _EXACT:
+            raise LuagenError(f"{v}: beyond 2^53, not exact in Lua 5.2 (a float in Lua 5.4)")
         return str(v)
     if isinstance(v, float):
+        if not math.isfinite(v):
+            raise LuagenError(f"{v!r}: Lua has no literal for it")
         return repr(v)
     if isinstance(v, str):
         return _string(v)
@@ -139,7 +149,7 @@ def _scalar(v: Any) -> str:
 
 def _key(k: str | int) -> str:
     if isinstance(k, int):
-        return f"[{k}]"
+        return f"[{_scalar(k)}]"
     if _IDENT.match(k) and k not in _LUA_KEYWORDS:
         return k
     return f"[{_string(k)}]"
@@ -211,7 +221,7 @@ class _Block:
             raise LuagenError(f"{key}: duplicate codes")
         self.lines.append(f"local {name} = {{")
         for e in entries:
-            self.lines.append(f"    [{int(e['code'])}] = {_string(str(e['name']))},")
+            self.lines.append(f"    [{_scalar(int(e['code']))}] = {_string(str(e['name']))},")
         self.lines.append("}")
         attrs = [
             {k: v for k, v in e.items() if k not in ("code", "name") and k not in _PROSE}
@@ -220,7 +230,7 @@ class _Block:
         if any(attrs):
             self.lines.append(f"local {name}_INFO = {{")
             for e, a in zip(entries, attrs, strict=True):
-                self.lines.extend(_record(a, "    ", f"[{int(e['code'])}]"))
+                self.lines.extend(_record(a, "    ", f"[{_scalar(int(e['code']))}]"))
             self.lines.append("}")
         self.scalars(name, key, obj, {"entries"})
 
@@ -301,7 +311,7 @@ def render(text: str, facts: dict[str, Any], path: Path | None = None) -> str:
 
 
 def load_facts(protocol: str, wire_file: Path | None = None) -> dict[str, Any]:
-    """The facts of ``protocol``: via :mod:`conformance.wire`, or from
+    """The facts of ``protocol``: via :mod:`conformance.core.wire`, or from
     ``wire_file`` (an edited copy) with the same schema check."""
     if wire_file is None:
         try:

@@ -2,8 +2,10 @@
   cfdp.lua -- CCSDS File Delivery Protocol (CCSDS 727.0-B-5) for Wireshark/tshark.
 
   Protocol "dtncfdp", field prefix "dtncfdp.": it coexists with Wireshark's
-  built-in "cfdp" dissector (which follows 727.0-B-4).  Lua 5.2 as embedded
-  by Wireshark 4.0.
+  built-in "cfdp" dissector (which follows 727.0-B-4).  Runs on the Lua 5.2
+  that Wireshark 4.0-4.2 embed and on the Lua 5.4 of Wireshark 4.4 and
+  later (see "Lua versions" below; dissectors/tests/test_lua_versions.py
+  loads it under lua5.4).
 
   The book is not reachable here: every section and table number below is
   one that specs/cfdp/wire.json, specs/cfdp/README.md or the Scapy layer
@@ -78,13 +80,31 @@
   specs/cfdp/wire.json into the block marked below: edit wire.json, then run
   `python -m dissectors.luagen cfdp`.
 
+  Lua versions: bit operations use the BitOp library (global `bit`), which
+  every Wireshark with Lua ships; `bit32` is gone from Lua 5.4.  BitOp's
+  results are signed 32-bit numbers, so it only sees octets, masks and the
+  16-bit CRC here, never a value of 31 bits or more.  Lua 5.3+ tells
+  integers from floats ("frame " .. 5.0 reads "frame 5.0") and wraps integer
+  arithmetic at 2^63: wide fields become Lua numbers through be_uint (exact
+  integers below 2^53, floats above, as in Lua 5.2), and every Lua number
+  taken from the Wireshark API that is shown goes through int().
+
   Use:  tshark -X lua_script:dissectors/cfdp/cfdp.lua -r capture.pcap -Y dtncfdp
 ----------------------------------------------------------------------------]]
 
-local band, bor, bxor = bit32.band, bit32.bor, bit32.bxor
-local lshift, rshift = bit32.lshift, bit32.rshift
+local band, bxor = bit.band, bit.bxor
+local lshift, rshift = bit.lshift, bit.rshift
 local sbyte = string.byte
 local floor, min, max = math.floor, math.min, math.max
+
+-- A Lua number as an integer where it is exact (below 2^53): a no-op in Lua
+-- 5.2, and in Lua 5.3+ the integer subtype (math.floor returns one there),
+-- so that it prints without ".0".
+local TWO53 = 9007199254740992
+local function int(x)
+    if x > -TWO53 and x < TWO53 then return floor(x) end
+    return x
+end
 
 -- Every code table (directives, condition codes, file statuses, transaction
 -- statuses, TLV types, and the 727.0-B-5 section of each) comes from
@@ -136,7 +156,7 @@ local TLV_TYPES = {
     [5] = "flow_label",
     [6] = "entity_id",
 }
-local TLV_TYPES_SOURCE = "CCSDS 727.0-B-5 is not reachable here: the codes are those the classifier (conformance/emulator/core/src/classify/cfdp.rs, which now reads this table) had as constants, and agree with nasa/CF (fsw/src/cf_cfdp_pdu.h, CF_CFDP_TlvType_t, which cites section 5.4 of 727.0-B-5) and spacepackets 0.32.0 (spacepackets/cfdp/tlv/defs.py, TlvType); neither assigns 3"
+local TLV_TYPES_SOURCE = "CCSDS 727.0-B-5 is not reachable here: the codes are those the classifier (conformance/channel/emulator/core/src/classify/cfdp.rs, which now reads this table) had as constants, and agree with nasa/CF (fsw/src/cf_cfdp_pdu.h, CF_CFDP_TlvType_t, which cites section 5.4 of 727.0-B-5) and spacepackets 0.32.0 (spacepackets/cfdp/tlv/defs.py, TlvType); neither assigns 3"
 local TRANSACTION_STATUSES = {
     [0] = "undefined",
     [1] = "active",
@@ -583,7 +603,10 @@ local function be_uint(raw, pos, w)
     local hi, lo = 0, 0
     for i = 1, w - 4 do hi = hi * 256 + sbyte(raw, pos + i) end
     for i = w - 3, w do lo = lo * 256 + sbyte(raw, pos + i) end
-    return UInt64(lo, hi), hi * 4294967296 + lo
+    -- below 2^53 (hi < 2^21) an exact integer; above, a float as Lua 5.2 gives
+    -- (Lua 5.3+ integer arithmetic would wrap to negative from 2^63)
+    if hi < 2097152 then return UInt64(lo, hi), hi * 4294967296 + lo end
+    return UInt64(lo, hi), hi * 4294967296.0 + lo
 end
 
 -- "..1. ...." for the bits of mask in octet
@@ -1409,8 +1432,9 @@ local function modular(lanes)
     return v % 4294967296
 end
 
--- a Lua number as UInt64 (approximate above 2^53, clamped to 0 .. 2^64-1)
-local TWO32, TWO53 = 4294967296, 9007199254740992
+-- a Lua number as UInt64 (approximate above 2^53, clamped to 0 .. 2^64-1);
+-- TWO32 is a float so that hi * TWO32 cannot wrap as a Lua 5.3+ integer
+local TWO32 = 4294967296.0
 local function u64(n)
     if n ~= n or n <= 0 then return UInt64(0) end
     if n < TWO53 then return UInt64(n) end
@@ -1447,7 +1471,7 @@ end
 
 local function record(P, pinfo)
     local t = transaction_of(P)
-    local n, now = pinfo.number, pinfo.abs_ts
+    local n, now = int(pinfo.number), pinfo.abs_ts
     local a = { t = t, notes = NO_NOTES }
     local name = P.name
 

@@ -2,7 +2,9 @@
   ltp.lua -- Licklider Transmission Protocol (RFC 5326) for Wireshark/tshark.
 
   Protocol "dtnltp", field prefix "dtnltp.": it coexists with Wireshark's
-  built-in "ltp" dissector.  Lua 5.2 as embedded by Wireshark 4.0.
+  built-in "ltp" dissector.  Runs on the Lua 5.2 that Wireshark 4.0-4.2
+  embed and on the Lua 5.4 of Wireshark 4.4 and later (see "Lua versions"
+  below; dissectors/tests/test_lua_versions.py loads it under lua5.4).
 
   Covered:
     RFC 5326 §3.1    segment header (version, type, session ID, extension counts)
@@ -43,11 +45,32 @@
   from specs/ltp/wire.json into the block marked below: edit wire.json, then
   run `python -m dissectors.luagen ltp`.
 
+  Lua versions: bit operations use the BitOp library (global `bit`), which
+  every Wireshark with Lua ships; `bit32` is gone from Lua 5.4.  BitOp's
+  results are signed 32-bit numbers, so it only ever sees octets here.  Lua
+  5.3+ tells integers from floats ("at byte " .. 5.0 reads "at byte 5.0"),
+  and UInt64:tonumber() returns a float: every Lua number taken from the
+  Wireshark API that is shown or used as a position goes through int().
+
   Use:  tshark -X lua_script:dissectors/ltp/ltp.lua -r capture.pcap -Y dtnltp
 ----------------------------------------------------------------------------]]
 
-local band, rshift = bit32.band, bit32.rshift
+local band, rshift = bit.band, bit.rshift
 local sbyte = string.byte
+local floor = math.floor
+
+-- A Lua number as an integer where it is exact (below 2^53): a no-op in Lua
+-- 5.2, and in Lua 5.3+ the integer subtype (math.floor returns one there),
+-- so that it prints without ".0" and indexes strings and tvbs as one.
+local TWO53 = 9007199254740992
+local function int(x)
+    if x > -TWO53 and x < TWO53 then return floor(x) end
+    return x
+end
+-- a UInt64 as a Lua number (exact below 2^53)
+local function num(v)
+    return int(v:tonumber())
+end
 
 -- Every wire fact (type codes and their flags, reason codes, extension tags,
 -- UDP port, version, SDNV width, and the RFC 5326 section of each) comes from
@@ -504,8 +527,8 @@ local function parse(tvb)
                     .. " left)", field)
                 return false
             end
-            e.value = { pos = pos, len = v:tonumber() }
-            pos = pos + v:tonumber()
+            e.value = { pos = pos, len = num(v) }
+            pos = pos + e.value.len
         end
         return true
     end
@@ -542,7 +565,7 @@ local function parse(tvb)
             return fail(E.data_overrun, pos, remaining, "data length " .. tostring(seg.length.v)
                 .. " runs past the datagram (" .. remaining .. " bytes left)", "data")
         end
-        seg.data = { pos = pos, len = seg.length.v:tonumber() }
+        seg.data = { pos = pos, len = num(seg.length.v) }
         pos = pos + seg.data.len
     elseif kind == "report" then
         if not sdnv("report_serial", "report serial number") then return seg end
@@ -557,7 +580,7 @@ local function parse(tvb)
                 "reception claim count " .. tostring(seg.claim_count.v)
                 .. " impossibly large (room for at most " .. room .. ")", "claim_count")
         end
-        for i = 1, seg.claim_count.v:tonumber() do
+        for i = 1, num(seg.claim_count.v) do
             local c = { index = i }
             seg.claims[i] = c
             local v, len, ex = read_sdnv(raw, pos)
@@ -671,7 +694,7 @@ local function add_extensions(tree, tvb, seg, where, first_pos, last_pos)
                 esub:add(F.ext_value, tvb(e.value.pos, 0), "")
             end
             -- complete only when the segment parsed past it
-            if e.value.len == e.length.v:tonumber() then
+            if e.value.len == num(e.length.v) then
                 rfc5327(esub, tvb, seg, e, where)
             end
         end
@@ -740,7 +763,7 @@ local prefs_analysis, prefs_rtx_limit = true, 0
 
 function proto.init()
     sessions, frames = {}, {}
-    prefs_analysis, prefs_rtx_limit = proto.prefs.analysis, proto.prefs.rtx_limit
+    prefs_analysis, prefs_rtx_limit = proto.prefs.analysis, int(proto.prefs.rtx_limit)
 end
 
 -- the acknowledgment type of each cancel type, and back
@@ -789,7 +812,7 @@ local function record(seg, pinfo, raw)
     -- what this frame knows; a table only if there is more than its session
     local copy_of, answers_frame, response_time, asks, index
     local notes = NO_NOTES
-    local n, now = pinfo.number, pinfo.abs_ts
+    local n, now = int(pinfo.number), pinfo.abs_ts
     local name = SEGMENT_TYPES[seg.type]
 
     -- a copy has the same octets; a data segment's header (up to its data)
@@ -816,8 +839,8 @@ local function record(seg, pinfo, raw)
 
     if is_data(seg.type) then
         -- Lua numbers: exact below 2^53 octets
-        local off = seg.offset.v:tonumber()
-        local stop = off + seg.length.v:tonumber()
+        local off = num(seg.offset.v)
+        local stop = off + num(seg.length.v)
         local ty = type_info(seg.type)
         -- (an end-of-block segment of its own that disagrees is size_changed)
         if st.block_size ~= nil and stop > st.block_size and not ty.eob then
@@ -1188,7 +1211,7 @@ udp_table:add(registered_ports, proto)
 proto:register_heuristic("udp", heuristic)
 
 function proto.prefs_changed()
-    prefs_analysis, prefs_rtx_limit = proto.prefs.analysis, proto.prefs.rtx_limit
+    prefs_analysis, prefs_rtx_limit = proto.prefs.analysis, int(proto.prefs.rtx_limit)
     local wanted = proto.prefs.udp_ports
     if wanted ~= registered_ports then
         if registered_ports ~= "" then udp_table:remove(registered_ports, proto) end
