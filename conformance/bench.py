@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 from rich.console import Console
 
-from conformance.bench_emulator import bench_emulator
-from conformance.errors import InputError
+from conformance.channel.bench import bench_emulator
+from conformance.core.errors import InputError
 
 
 def bench_codec(out: Console) -> dict[str, float]:
@@ -58,7 +58,7 @@ def bench_codec(out: Console) -> dict[str, float]:
 
 def bench_tlc(out: Console) -> dict[str, float]:
     """TLC on the LTP model's CI bound: states, seconds, states per second."""
-    from generators import ltp as gen
+    from generators.ltp import purposes as gen
 
     res = gen.check("ci")
     rate = res.distinct_states / res.seconds if res.seconds else 0.0
@@ -81,8 +81,8 @@ def bench_validate(out: Console) -> dict[str, float]:
     from pathlib import Path
 
     from conformance import pcapkit, tracecheck
+    from conformance.core.types import Scenario
     from conformance.segments import records_from_captures
-    from conformance.types import Scenario
     from dissectors.ltp.layer import LTP
 
     size, seg = 10_000_000, 1400

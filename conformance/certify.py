@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from conformance import protocols
-from conformance.errors import InputError, NotRun
-from conformance.robot import suitefile
-from conformance.runner import RunOutcome
-from conformance.types import (
+from conformance.core.errors import InputError, NotRun
+from conformance.core.types import (
+    RunOutcome,
     RunResult,
     Scenario,
     SegmentRecord,
@@ -30,6 +29,7 @@ from conformance.types import (
     load_model,
     load_scenario,
 )
+from conformance.robot import suitefile
 from suts.base import SutAdapter
 
 RESOURCE = Path(__file__).resolve().parent / "robot" / "res_dtnconform.robot"
@@ -311,7 +311,7 @@ def _run_pabot(
     import sys
     import time
 
-    from conformance.errors import ToolMissing
+    from conformance.core.errors import ToolMissing
 
     try:
         import pabot  # noqa: F401
@@ -416,7 +416,7 @@ def certify(
     # coverage.json beside the scenarios is the generator's summary, not a scenario.
     scenarios = sorted(p for p in (out / "scenarios").glob("*.json") if p.name != COVERAGE)
     if catalogue:
-        # every loss pattern within the catalogue's bounds (generators.catalogue)
+        # every loss pattern within the catalogue's bounds (generators.ltp.catalogue)
         scenarios += sorted(
             p for p in (out / "scenarios" / CATALOGUE).glob("*.json") if p.name != CATALOGUE_INDEX
         )

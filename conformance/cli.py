@@ -38,12 +38,12 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from conformance.errors import DtncError, InputError, ToolMissing, first_error
-from conformance.types import ExpectedOutcome
+from conformance.core.errors import DtncError, InputError, ToolMissing, first_error
+from conformance.core.types import ExpectedOutcome
 
 if TYPE_CHECKING:
+    from conformance.core.types import RunResult, Scenario, TraceCheck
     from conformance.protocols import ProtocolSpec
-    from conformance.types import RunResult, Scenario, TraceCheck
     from suts.base import SutAdapter
 
 REPO = Path(__file__).resolve().parent.parent
@@ -122,7 +122,7 @@ class _VersionAction(argparse.Action):
 
 def _load_scenario_file(path: Path) -> Scenario:
     """One scenario file, or an InputError naming the file, field and reason."""
-    from conformance.types import load_scenario
+    from conformance.core.types import load_scenario
 
     if path.is_dir():
         raise InputError(
@@ -265,14 +265,14 @@ def _require_run_tools() -> None:
 def _require_binaries(sut: SutAdapter) -> None:
     """The channel emulator and the implementation's harness, built now if
     absent (cargo), before any namespace is built."""
-    from conformance import emulator
+    from conformance.channel import control as emulator
 
     emu = emulator.binary()
     if not emu.is_file() or not os.access(emu, os.X_OK):
         origin = "DTNC_EMU names" if os.environ.get("DTNC_EMU") else "expected"
         raise ToolMissing(
             f"{emu}: channel emulator dtnc-emu not found ({origin} this path); "
-            "build it with `make setup` or `cargo build --release` in conformance/emulator"
+            "build it with `make setup` or `cargo build --release` in conformance/channel/emulator"
         )
     sut.ensure_built()
 
@@ -630,7 +630,7 @@ def print_verdicts(outcomes: list[object]) -> None:
         scn_file = o.run_dir / "scenario.json"  # type: ignore[attr-defined]
         allowed = "-"
         if scn_file.exists():
-            from conformance.types import load_scenario
+            from conformance.core.types import load_scenario
 
             with contextlib.suppress(DtncError):
                 allowed = "\n".join(
@@ -688,7 +688,7 @@ def _exit_status(verdicts: Iterable[str]) -> int:
     fail, inconclusive or error, 2 when there is none at all."""
     seen = list(verdicts)
     if not seen:
-        from conformance.errors import NotRun
+        from conformance.core.errors import NotRun
 
         raise NotRun("no run was judged")
     return 0 if all(v == "pass" for v in seen) else 1
@@ -946,7 +946,7 @@ def cmd_expect(args: argparse.Namespace) -> int:
     for o in stale:
         console.print(f"in the file but not allowed by the model: {o.describe()}", markup=False)
     if args.write:
-        from conformance.types import dump_model
+        from conformance.core.types import dump_model
 
         scn.expect = expect
         dump_model(scn, path)
@@ -996,9 +996,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_trace(args: argparse.Namespace) -> int:
     """Trace validation of a stored run directory (its scenario, segments,
     captures and result), as the runner does after each run."""
+    from conformance.core.types import RunResult, SegmentRecord, load_model
     from conformance.runner import PORTS, validate_trace
     from conformance.segments import datagrams
-    from conformance.types import RunResult, SegmentRecord, load_model
 
     run_dir = Path(args.run_dir)
     for name in ("scenario.json", "segments.jsonl", "a.pcap", "b.pcap"):
@@ -1053,9 +1053,9 @@ def _rejudge(run_dir: Path, scn: Scenario, result: RunResult | None, tc: TraceCh
     set changed): its captures decoded anew, the trace check just made;
     verdict.json is rewritten, the old one kept as verdict.previous.json."""
     from conformance import judge
+    from conformance.core.types import Verdict, dump_model, load_model
     from conformance.runner import PORTS
     from conformance.segments import records_from_captures
-    from conformance.types import Verdict, dump_model, load_model
 
     if result is None:
         raise InputError(f"{run_dir}: no result.json to judge")
@@ -1109,7 +1109,7 @@ def cmd_install_dissectors(args: argparse.Namespace) -> int:
 
 def cmd_schema(args: argparse.Namespace) -> int:
     import conformance.campaign.plan  # noqa: F401  (registers campaign-plan)
-    from conformance.types import SCHEMAS, json_schema
+    from conformance.core.types import SCHEMAS, json_schema
 
     names = [args.name] if args.name else list(SCHEMAS)
     for name in names:
@@ -1161,7 +1161,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             )
         counts = st.counts()
         if not counts.get("pending"):
-            from conformance.errors import NotRun
+            from conformance.core.errors import NotRun
 
             raise NotRun(
                 f"{out}: nothing to resume: its {counts.get('done', 0)} runs are done "
@@ -1298,7 +1298,7 @@ def _fmt_delay(ms: float) -> str:
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
-    from conformance import profiles
+    from conformance.channel import profiles
 
     if args.name:
         prof = profiles.load(args.name)

@@ -22,10 +22,16 @@ from pathlib import Path
 
 from conformance import protocols
 from conformance.certify import CONSOLE, load_outcome, no_verdicts, run_robot
-from conformance.errors import InputError, NotRun
+from conformance.core.errors import InputError, NotRun
+from conformance.core.types import (
+    Channel,
+    Expectation,
+    ExpectedOutcome,
+    RunOutcome,
+    Scenario,
+    dump_model,
+)
 from conformance.robot import suitefile
-from conformance.runner import RunOutcome
-from conformance.types import Channel, Expectation, ExpectedOutcome, Scenario, dump_model
 from generators.outcomes import PlannedLoss
 from suts.base import SutAdapter, get
 
@@ -68,7 +74,7 @@ CFDP_CONFIGS = (
 )  # fmt: skip
 
 # The loss scenarios of each mode, as (wire key, segment) of the first
-# transmission lost (generators.cfdpcat); a configuration without
+# transmission lost (generators.cfdp.outcomes); a configuration without
 # ``losses`` runs the first only.
 LOSSES: dict[str, tuple[tuple[str, str, int], ...]] = {
     "class2": (("forward", "file_data", 0), ("forward", "metadata", 0), ("forward", "eof", 0),
@@ -82,13 +88,13 @@ LOSSES: dict[str, tuple[tuple[str, str, int], ...]] = {
 def config_plans(cfg: Config) -> dict[str, list[PlannedLoss]]:
     """A configuration's scenarios by name (no TLC): the nominal transfer
     and its loss scenarios, each with its planned losses."""
-    from generators import cfdpcat
+    from generators.cfdp import catalogue
 
     losses = LOSSES[str(cfg.params["mode"])]
     losses = losses if cfg.losses else losses[:1]
     plans: dict[str, list[PlannedLoss]] = {f"cfdp-interop-{cfg.name}-nominal": []}
     for x in (PlannedLoss(d, k, o, 1) for d, k, o in losses):
-        plans[f"cfdp-interop-{cfg.name}-{cfdpcat._short(x)}"] = [x]
+        plans[f"cfdp-interop-{cfg.name}-{catalogue._short(x)}"] = [x]
     return plans
 
 
@@ -98,10 +104,10 @@ def config_scenarios(
     """The nominal transfer and the loss scenarios of one configuration
     (``names``: those of them only), each with the outcome set the model
     computes for it."""
-    from generators import cfdpcat
+    from generators.cfdp import catalogue, outcomes
 
     seg = int(cfg.params["segment_size"])  # type: ignore[call-overload]
-    t = cfdpcat.Bound(str(cfg.params["mode"]), 0).transfer()
+    t = catalogue.Bound(str(cfg.params["mode"]), 0).transfer()
     t = t.model_copy(update={**cfg.params, "file_len": 2 * seg - 100})
     out = []
     for name, plan in config_plans(cfg).items():
@@ -116,11 +122,11 @@ def config_scenarios(
             + (", ".join(f"{x.key} {x.off} lost once ({x.dir})" for x in plan) or "no loss")
             + ".",
             params=t,
-            impairments=[cfdpcat.impairment_of(x, t, note="interop loss") for x in plan],
+            impairments=[outcomes.impairment_of(x, t, note="interop loss") for x in plan],
             channel=Channel(mtu=cfg.mtu),
             expect=Expectation(outcomes=[placeholder]),
         )
-        scn.expect = cfdpcat.expectation_for(scn, workdir)
+        scn.expect = outcomes.expectation_for(scn, workdir)
         out.append(scn)
     return out
 

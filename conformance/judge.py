@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from conformance import protocols
-from conformance.protocols import Rule
-from conformance.types import (
+from conformance.core.types import (
     ExpectedOutcome,
     Impairment,
     Reason,
@@ -38,10 +37,11 @@ from conformance.types import (
     Verdict,
     VerdictStatus,
 )
+from conformance.protocols import Rule
 
 if TYPE_CHECKING:
+    from conformance.core.types import ChannelRecord
     from conformance.segments import Finding
-    from conformance.types import ChannelRecord
 
 
 def _rule(scn: Scenario, part: str, allowed: object, observed: object) -> Rule | None:
@@ -214,7 +214,7 @@ def judge(
     trace: TraceCheck | None = None,
     tester: str | None = None,
 ) -> Verdict:
-    from conformance.emulator import read_log
+    from conformance.channel.control import read_log
 
     errors: list[Reason] = []
     if trace is not None and trace.status == "error":

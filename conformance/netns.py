@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.errors import NeedRoot, ToolMissing
+from conformance.core.errors import NeedRoot, ToolMissing
 
 PREFIX = "dtnc"
 _NAME = re.compile(rf"^{PREFIX}(\d+)x(\d+)[amb]$")

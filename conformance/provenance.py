@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from conformance.types import DirectionChannel, FieldValue, Provenance, Scenario
+from conformance.core.types import DirectionChannel, FieldValue, Provenance, Scenario
 
 if TYPE_CHECKING:
     from suts.base import SutAdapter
@@ -37,12 +37,12 @@ def collect(
 ) -> Provenance:
     """The provenance of one run of ``scn`` against ``sut``.
 
-    ``resolved_channel`` is :func:`conformance.emulator.resolve` of the
+    ``resolved_channel`` is :func:`conformance.channel.control.resolve` of the
     scenario's channel (resolved here when not given). With ``receiver_sut``
     (an interoperability run) the knobs are the sender's from ``sut`` and
     the receiver's from it, each ``sender.``/``receiver.``-prefixed."""
     if resolved_channel is None:
-        from conformance.emulator import resolve
+        from conformance.channel.control import resolve
 
         resolved_channel = resolve(scn.channel)
     name, version, knob = sut.name, str(getattr(sut, "version", "")), knobs(scn, sut)
@@ -88,7 +88,7 @@ def knobs_from_argv(scn: Scenario, sut: SutAdapter) -> dict[str, FieldValue | fl
     """``--flag value`` pairs of both roles' command lines (addresses left
     out). A flag both roles share with one value is named once; otherwise
     ``sender.flag`` and ``receiver.flag``."""
-    from conformance.classifiers import default_port
+    from conformance.core.classifiers import default_port
     from suts.base import Endpoint
 
     ep = Endpoint(ip="0.0.0.0", peer_ip="0.0.0.0", port=default_port(scn.protocol) or 0)

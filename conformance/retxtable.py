@@ -3,7 +3,7 @@ ns-3 LTP paper): for one block geometry, one row per loss pattern of data
 segments and reports, with the bytes the model expects the receiver to get
 (red and green, every value it allows) and the bytes the implementation
 delivered, its verdict and its trace validation. The rows come from the
-catalogue (generators/catalogue.py); each is run live like any scenario.
+catalogue (generators/ltp/catalogue.py); each is run live like any scenario.
 
 Written as ``retx-table.json``, ``retx-table.md`` and ``retx-table.html`` in
 the table's folder, row by row, so an interrupted table keeps its rows.
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from conformance.core.types import Impairment, Scenario
 from conformance.runner import error_outcome, run_scenario
-from conformance.types import Impairment, Scenario
 from suts.base import SutAdapter
 
 

@@ -23,24 +23,16 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
-from conformance import (
-    classifiers,
-    emulator,
-    judge,
-    netns,
-    protocols,
-    provenance,
-    timers,
-    tracecheck,
-)
-from conformance.errors import DtncError, InputError
-from conformance.segments import datagrams, records_from_captures
-from conformance.types import (
+from conformance import judge, netns, protocols, provenance, timers, tracecheck
+from conformance.channel import control as emulator
+from conformance.core import classifiers
+from conformance.core.errors import DtncError, InputError
+from conformance.core.types import (
     EndpointResult,
     Reason,
+    RunOutcome,
     RunResult,
     Scenario,
     SegmentCounts,
@@ -49,19 +41,12 @@ from conformance.types import (
     Verdict,
     dump_model,
 )
+from conformance.segments import datagrams, records_from_captures
 from suts.base import Endpoint, SutAdapter
 
 PORTS = {p: port for p in classifiers.protocols() if (port := classifiers.default_port(p))}
 Step = Callable[[str], None]
 _log = logging.getLogger("dtnconform.runner")
-
-
-@dataclass
-class RunOutcome:
-    result: RunResult | None
-    verdict: Verdict
-    segments: list[SegmentRecord]
-    run_dir: Path
 
 
 def _udp_port_bound(topo: netns.Topology, ns: str, port: int) -> bool:

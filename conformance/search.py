@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.errors import DtncError
-from conformance.types import Impairment, Scenario, dump_model, load_scenario
+from conformance.core.errors import DtncError
+from conformance.core.types import Impairment, Scenario, dump_model, load_scenario
 
 # What each channel direction can lose, as the model names it: a data
 # segment by its kind and byte offset, a control segment by its type.
@@ -143,7 +143,7 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
     from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
     from conformance.runner import error_outcome, run_scenario
-    from generators import outcomes
+    from generators.ltp import outcomes
     from suts.base import get
 
     sut = get(sut_name)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from conformance.errors import InputError
-from conformance.types import Protocol, SegmentRecord
+from conformance.core.errors import InputError
+from conformance.core.types import Protocol, SegmentRecord
 
 if TYPE_CHECKING:
     from dissectors.tshark import DecodedFrame
@@ -121,7 +121,7 @@ def _channel_verdicts(channel_log: Path | None) -> dict[str, list[tuple[bool, in
     How many copies of it did the channel deliver (2: duplicated)? Did it
     arrive corrupted (bits flipped, the UDP checksum made good)? Frames
     that are not segments (ARP, other traffic) carry no ``seg``."""
-    from conformance.emulator import read_log
+    from conformance.channel.control import read_log
 
     out: dict[str, list[tuple[bool, int, bool]]] = {"forward": [], "return": []}
     for rec in read_log(channel_log) if channel_log is not None else []:

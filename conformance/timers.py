@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from conformance.types import DirectionChannel, Scenario
+from conformance.core.types import DirectionChannel, Scenario
 
 # The slack on top of the worst session path: start-up of the endpoints and
 # scheduling on a loaded machine.
@@ -136,7 +136,7 @@ def _worst(d: DirectionChannel) -> tuple[float, float]:
 
 def path_figures(scn: Scenario) -> PathFigures:
     """The scenario's channel, profile merged in, reduced to its worst figures."""
-    from conformance.emulator import resolve
+    from conformance.channel.control import resolve
 
     fwd, ret, _k = resolve(scn.channel)
     fd, fr = _worst(fwd)

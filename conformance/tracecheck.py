@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from conformance import protocols
-from conformance.errors import DtncError
+from conformance.core.contract import TraceModel, Unrepresentable, WireEvent
+from conformance.core.errors import DtncError
+from conformance.core.types import Scenario, SegmentRecord, TraceCheck
 from conformance.segments import Datagram, datagrams
-from conformance.types import Scenario, SegmentRecord, TraceCheck
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CORE = REPO_ROOT / "specs" / "trace" / "TraceCore.tla"
@@ -100,48 +101,6 @@ class _Clock:
 
 
 _RANK = {"send": 0, "lose": 1, "arrive": 2, "exit": 3, "end": 4}
-
-
-class Unrepresentable(DtncError):
-    """The trace holds something the model cannot express (the check is
-    then 'unchecked', with this as the reason)."""
-
-
-@dataclass
-class WireEvent:
-    kind: str  # send, arrive, lose, exit, end
-    t: float  # seconds since the epoch
-    dir: str = ""  # forward / return
-    actor: str = ""  # sender / receiver / channel
-    record: int = -1  # index of the sent segment in the run's records
-    side: str = ""  # capture that shows the event: a / b
-    frame: int = 0  # its frame number there
-    corrupt: bool = False  # an arrival the channel corrupted (its bytes differ)
-
-
-@dataclass
-class TraceModel:
-    """What a protocol's ``trace_model`` returns for one session."""
-
-    module: Path  # the trace spec, e.g. specs/ltp/TraceLTP.tla
-    constants: dict[str, int | bool | str]
-    units: dict[int, Any]  # record index -> the model's unit (a tlaval value)
-    actions: list[str]  # the model's action names
-    sections: Mapping[str, list[str]]  # action -> spec sections (for the rule)
-    # model definitions the trace spec replaces (the .cfg's Def <- TraceDef)
-    overrides: Mapping[str, str] = field(default_factory=dict)
-    # the actions that cancel a session: its queued emissions may be deleted
-    purging: Sequence[str] = ()
-    # record index -> the unit as it arrived corrupted (SegmentRecord
-    # corrupted), or None where the model reads the corruption as a loss
-    # (a CRC the receiver checks); a corrupted record left out is
-    # unrepresentable
-    arrived: Mapping[int, Any] = field(default_factory=dict)
-    # a unit in words, for a rejection's message (default: its "type")
-    describe: Callable[[Mapping[str, Any]], str] | None = None
-    # actor -> the longest its user may hold it suspended, in microseconds:
-    # its reaction window is that much longer (TraceCore's Hold)
-    hold_us: Mapping[str, int] = field(default_factory=dict)
 
 
 def _frames(pcap: Path, port: int) -> list[Datagram]:

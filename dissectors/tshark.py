@@ -34,16 +34,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.errors import DtncError
-from conformance.protocols.base import Dissector, FieldTypes
+from conformance.core import registry as protocols
+from conformance.core.contract import Dissector, FieldTypes
+from conformance.core.errors import DtncError
 
 FieldValue = int | str | bool | list[int | str | bool]
 
 
 def dissector(protocol: str) -> Dissector:
     """Our dissector of a registered protocol (conformance/protocols/)."""
-    from conformance import protocols
-
     return protocols.get(protocol).dissector
 
 
@@ -130,7 +129,7 @@ class DecodedFrame:
         """The fields in the emulator classifier's vocabulary (``fields`` of
         specs/<proto>/wire.json), under the classifier's names (the
         dissector's ``match_renames``); no display-only extras."""
-        from conformance.classifiers import vocabulary
+        from conformance.core.classifiers import vocabulary
 
         known = vocabulary(self.protocol)
         renames = dissector(self.protocol).match_renames
@@ -424,8 +423,6 @@ class CaptureDecode:
 
     def units(self) -> str:
         """``LTP segments``: what the frames carried."""
-        from conformance import protocols
-
         return f"{self.protocol.upper()} {protocols.get(self.protocol).unit}s"
 
     def skipped_summary(self) -> str:

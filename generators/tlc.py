@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 from rich.table import Table
 
-from conformance.errors import DtncError, ToolMissing
+from conformance.core.errors import DtncError, ToolMissing
 from generators.tlaval import TlaValue, parse_state, parse_value
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from conformance.types import Expectation, Scenario, dump_model
+from conformance.core.types import Expectation, Scenario, dump_model
 from generators.tlc import TlcProgress, TlcResult, TraceState, run_tlc, terminate_all
 
 

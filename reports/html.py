@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from conformance import protocols
-from conformance.types import (
+from conformance.core import registry as protocols
+from conformance.core.types import (
     Provenance,
     RunResult,
     Scenario,
@@ -35,7 +35,7 @@ from conformance.types import (
 )
 
 if TYPE_CHECKING:
-    from conformance.runner import RunOutcome
+    from conformance.core.types import RunOutcome
     from suts.base import SutAdapter
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -48,8 +48,6 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 def segment_label(s: SegmentRecord) -> str:
     """One line for a unit on the ladder (the protocol's own label)."""
-    from conformance import protocols
-
     return protocols.get(s.protocol).label(s.fields)
 
 
@@ -332,7 +330,8 @@ def channel_rows(ch: Mapping[str, Any]) -> list[dict[str, str]]:
 
 def _scenario_channel(scn: Scenario) -> dict[str, Any]:
     """The channel a scenario asks for, when no run recorded its provenance."""
-    from conformance import emulator, provenance
+    from conformance import provenance
+    from conformance.channel import control as emulator
 
     try:
         return provenance.channel_as_run(scn, emulator.resolve(scn.channel))

@@ -2,7 +2,7 @@
 
 An adapter knows how to build the implementation, how to start each role with
 every knob explicit, and how to turn what the role printed into an
-:class:`~conformance.types.EndpointResult`.
+:class:`~conformance.core.types.EndpointResult`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import get_args
 
 from pydantic import ValidationError
 
-from conformance import protocols
-from conformance.types import EndpointResult, Outcome, ProbeResult, Scenario
+from conformance.core import registry as protocols
+from conformance.core.types import EndpointResult, Outcome, ProbeResult, Scenario
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -66,7 +66,7 @@ class SutAdapter(ABC):
         """``NAME=VALUE`` pairs into :attr:`options` (InputError for a name
         the adapter does not offer, a value it does not take, or a pair
         without '=')."""
-        from conformance.errors import InputError
+        from conformance.core.errors import InputError
 
         for pair in pairs:
             name, eq, value = pair.partition("=")
@@ -110,7 +110,7 @@ class SutAdapter(ABC):
         self, role: str, stdout: str, stderr: str, exit_code: int | None
     ) -> EndpointResult:
         """Default: the role printed one JSON object as its last stdout line,
-        whose ``outcome`` is one of :data:`~conformance.types.Outcome`
+        whose ``outcome`` is one of :data:`~conformance.core.types.Outcome`
         ("completed", "cancelled", "closed", "timeout", "error"). The exit
         code is kept but not interpreted: the JSON line is the result. An
         optional ``stopped_at`` (seconds since the epoch) says when the role
@@ -204,7 +204,7 @@ def cargo_build(crate: Path, binary: Path, what: str) -> None:
     import shutil
     import subprocess
 
-    from conformance.errors import DtncError, ToolMissing
+    from conformance.core.errors import DtncError, ToolMissing
 
     if binary.exists() and not os.environ.get("DTNC_REBUILD"):
         return
@@ -225,11 +225,11 @@ def cargo_build(crate: Path, binary: Path, what: str) -> None:
 
 # The registered implementations: name -> "module:class" (one line each).
 REGISTRY: dict[str, str] = {
-    "licklider": "suts.licklider:Licklider",
-    "cfdp-py": "suts.cfdppy:CfdpPy",
-    "cfdp-rs": "suts.cfdprs:CfdpRs",
-    "librecube": "suts.librecube:LibreCube",
-    "yamcs": "suts.yamcs:Yamcs",
+    "licklider": "suts.ltp.licklider:Licklider",
+    "cfdp-py": "suts.cfdp.cfdppy:CfdpPy",
+    "cfdp-rs": "suts.cfdp.cfdprs:CfdpRs",
+    "librecube": "suts.cfdp.librecube:LibreCube",
+    "yamcs": "suts.cfdp.yamcs:Yamcs",
 }
 
 
@@ -237,7 +237,7 @@ def get(name: str) -> SutAdapter:
     """The adapter of a registered implementation (InputError naming them)."""
     import importlib
 
-    from conformance.errors import InputError
+    from conformance.core.errors import InputError
 
     if name not in REGISTRY:
         raise InputError(f"unknown SUT {name!r} (known: {', '.join(REGISTRY)})")

@@ -15,7 +15,7 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
-from conformance.errors import InputError
+from conformance.core.errors import InputError
 
 
 def connect(target: str, timeout_s: float = 20.0) -> tuple[Any, Executor, int]:

@@ -36,8 +36,8 @@ from conformance import protocols
 from conformance.campaign import metrics as mx
 from conformance.campaign.plan import TESTER, Plan, RunSpec, link_of, params_of
 from conformance.campaign.store import Row, Store
-from conformance.errors import DtncError, InputError, NotRun, first_error
-from conformance.types import Channel, Expectation, ExpectedOutcome, Scenario, dump_model
+from conformance.core.errors import DtncError, InputError, NotRun, first_error
+from conformance.core.types import Channel, Expectation, ExpectedOutcome, Scenario, dump_model
 from generators.outcomes import Unplannable
 
 # The set-up and tear-down a run costs beyond its physical minimum, until

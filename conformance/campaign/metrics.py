@@ -24,8 +24,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance import emulator, protocols
-from conformance.types import Channel
+from conformance import protocols
+from conformance.channel import control as emulator
+from conformance.core.types import Channel
 
 
 def physical_minimum(size: int, channel: Channel) -> float:

@@ -24,8 +24,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from conformance import protocols
-from conformance.errors import InputError, first_error
-from conformance.types import Channel, _Strict
+from conformance.core.contract import Strict
+from conformance.core.errors import InputError, first_error
+from conformance.core.types import Channel
 
 # What stands for dtnconform's model-driven tester in a pair.
 TESTER = "tester"
@@ -40,7 +41,7 @@ class Link(Channel):
     @field_validator("profile")
     @classmethod
     def _profile_known(cls, v: str | None) -> str | None:
-        from conformance import profiles
+        from conformance.channel import profiles
 
         if v is not None and v not in profiles.names():
             raise ValueError(f"unknown link profile {v!r} (dtnconform profiles lists them)")
@@ -56,7 +57,7 @@ class Link(Channel):
         return Channel.model_validate(data)
 
 
-class ProtocolEntry(_Strict):
+class ProtocolEntry(Strict):
     """One protocol of the plan and what runs it."""
 
     protocol: Literal["ltp", "cfdp"]
@@ -91,7 +92,7 @@ class ProtocolEntry(_Strict):
         return v
 
 
-class Plan(_Strict):
+class Plan(Strict):
     """A campaign plan (README, "Campaigns")."""
 
     schema_: Literal["dtnconform/campaign-plan/1"] = Field(
@@ -120,7 +121,7 @@ class Plan(_Strict):
             return data
         from fnmatch import fnmatchcase
 
-        from conformance import profiles
+        from conformance.channel import profiles
 
         links: list[Any] = []
         for x in data["links"]:
@@ -257,7 +258,7 @@ def describe(runs: Sequence[RunSpec]) -> str:
 
 
 def _register() -> None:
-    from conformance.types import SCHEMAS
+    from conformance.core.types import SCHEMAS
 
     SCHEMAS["campaign-plan"] = Plan
 

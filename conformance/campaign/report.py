@@ -229,7 +229,7 @@ def _table(items: list[dict[str, Any]], table_id: str) -> str:
 def _link_figures(plan: Any) -> dict[str, tuple[float, float, float]]:
     """Link label -> (forward rate in bit/s, forward one-way delay in ms,
     error: packet error probability, else BER, else frame loss)."""
-    from conformance import emulator
+    from conformance.channel import control as emulator
 
     out = {}
     for link in plan.links:

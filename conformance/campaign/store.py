@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.campaign.plan import Plan, RunSpec, digest
-from conformance.errors import InputError
+from conformance.core.errors import InputError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);

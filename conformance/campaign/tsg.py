@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conformance import emulator, protocols
-from conformance.types import load_scenario
+from conformance import protocols
+from conformance.channel import control as emulator
+from conformance.core.types import load_scenario
 
 
 def plot(run_dir: Path, out: Path, title: str = "") -> int | None:

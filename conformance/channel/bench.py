@@ -101,9 +101,10 @@ from typing import Any
 
 from rich.console import Console
 
-from conformance import emulator, netns
-from conformance.errors import DtncError
-from conformance.types import Channel
+from conformance import netns
+from conformance.channel import control as emulator
+from conformance.core.errors import DtncError
+from conformance.core.types import Channel
 
 QUICK_ENV = "DTNC_BENCH_QUICK"
 NOPIN_ENV = "DTNC_BENCH_NOPIN"

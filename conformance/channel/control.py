@@ -1,4 +1,4 @@
-"""Python control of the Rust channel emulator (``conformance/emulator``).
+"""Python control of the Rust channel emulator (``conformance/channel/emulator``).
 
     Scenario.channel --(profile merged in)--> emulator config (JSON)
     --> dtnc-emu run in namespace M, between veths am and bm
@@ -23,9 +23,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from conformance import classifiers, netns, profiles
-from conformance.errors import DtncError, InputError, ToolMissing
-from conformance.types import Channel, ChannelRecord, DirectionChannel, Impairment, Protocol
+from conformance import netns
+from conformance.channel import profiles
+from conformance.core import classifiers
+from conformance.core.errors import DtncError, InputError, ToolMissing
+from conformance.core.types import Channel, ChannelRecord, DirectionChannel, Impairment, Protocol
 
 CRATE = Path(__file__).with_name("emulator")
 CONFIG_SCHEMA = "dtnconform/emulator/1"

@@ -1,6 +1,6 @@
 """Link profiles: named channels from the literature, kept as data.
 
-Each file in ``conformance/profiles/`` holds one family of profiles:
+Each file in ``conformance/channel/profiles/`` holds one family of profiles:
 
     {"schema": "dtnconform/link-profiles/1", "family": ..., "source": ...,
      "profiles": [LinkProfile, ...]}
@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from conformance.errors import InputError
-from conformance.types import LinkProfile
+from conformance.core.errors import InputError
+from conformance.core.types import LinkProfile
 
 DIR = Path(__file__).with_name("profiles")
 FAMILY_SCHEMA = "dtnconform/link-profiles/1"

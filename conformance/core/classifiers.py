@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance import wire
+from conformance.core import registry, wire
 
 
 def protocols() -> list[str]:
@@ -37,10 +37,8 @@ def default_port(protocol: str) -> int | None:
     port = wire.load(protocol).get("udp_port")
     if port is not None:
         return int(port)
-    from conformance import protocols
-
-    if protocol in protocols.names():
-        return protocols.get(protocol).run_port
+    if protocol in registry.names():
+        return registry.get(protocol).run_port
     return None
 
 

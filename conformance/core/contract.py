@@ -2,25 +2,25 @@
 its :class:`ProtocolSpec` (registered in :mod:`conformance.protocols`).
 
 This module imports nothing of conformance but errors, so that protocol
-modules and :mod:`conformance.types` can both build on it.
+modules and :mod:`conformance.core.types` can both build on it.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from conformance.errors import InputError
+from conformance.core.errors import DtncError, InputError
 
 if TYPE_CHECKING:
-    from conformance.types import Scenario
+    from conformance.core.types import Scenario
 
 
 # The IPv4 (no options) and UDP headers around each datagram; the bytes an
@@ -300,3 +300,48 @@ class ProtocolSpec:
                 f"({self.generator} has model checking only)"
             )
         return mod
+
+
+# The trace model a protocol provides for trace validation (conformance.tracecheck)
+
+
+class Unrepresentable(DtncError):
+    """The trace holds something the model cannot express (the check is
+    then 'unchecked', with this as the reason)."""
+
+
+@dataclass
+class WireEvent:
+    kind: str  # send, arrive, lose, exit, end
+    t: float  # seconds since the epoch
+    dir: str = ""  # forward / return
+    actor: str = ""  # sender / receiver / channel
+    record: int = -1  # index of the sent segment in the run's records
+    side: str = ""  # capture that shows the event: a / b
+    frame: int = 0  # its frame number there
+    corrupt: bool = False  # an arrival the channel corrupted (its bytes differ)
+
+
+@dataclass
+class TraceModel:
+    """What a protocol's ``trace_model`` returns for one session."""
+
+    module: Path  # the trace spec, e.g. specs/ltp/TraceLTP.tla
+    constants: dict[str, int | bool | str]
+    units: dict[int, Any]  # record index -> the model's unit (a tlaval value)
+    actions: list[str]  # the model's action names
+    sections: Mapping[str, list[str]]  # action -> spec sections (for the rule)
+    # model definitions the trace spec replaces (the .cfg's Def <- TraceDef)
+    overrides: Mapping[str, str] = field(default_factory=dict)
+    # the actions that cancel a session: its queued emissions may be deleted
+    purging: Sequence[str] = ()
+    # record index -> the unit as it arrived corrupted (SegmentRecord
+    # corrupted), or None where the model reads the corruption as a loss
+    # (a CRC the receiver checks); a corrupted record left out is
+    # unrepresentable
+    arrived: Mapping[int, Any] = field(default_factory=dict)
+    # a unit in words, for a rejection's message (default: its "type")
+    describe: Callable[[Mapping[str, Any]], str] | None = None
+    # actor -> the longest its user may hold it suspended, in microseconds:
+    # its reaction window is that much longer (TraceCore's Hold)
+    hold_us: Mapping[str, int] = field(default_factory=dict)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union
 
 from pydantic import (
     AfterValidator,
@@ -26,15 +27,14 @@ from pydantic import (
     model_validator,
 )
 
-from conformance.errors import InputError
-from conformance.protocols.base import Delivery, ProtocolParams, Strict
+from conformance.core import registry as protocols
+from conformance.core.contract import Delivery, ProtocolParams, Strict
+from conformance.core.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
 
 
 def _registered(name: str) -> str:
-    from conformance import protocols
-
     if name not in protocols.names():
         raise ValueError(f"unknown protocol {name!r} (registered: {', '.join(protocols.names())})")
     return name
@@ -69,7 +69,6 @@ RUN_RESULT_SCHEMA = "dtnconform/run-result/1"
 VERDICT_SCHEMA = "dtnconform/verdict/1"
 
 
-_Strict = Strict
 
 
 # ---------------------------------------------------------------------------
@@ -77,7 +76,9 @@ _Strict = Strict
 # ---------------------------------------------------------------------------
 
 
-def _union(members: list[type[BaseModel]]) -> object:
+def _union(members: list[type[BaseModel]], base: type[BaseModel]) -> object:
+    if not members:  # nothing registered yet
+        return base
     if len(members) == 1:
         return members[0]
     return Annotated[Union[tuple(members)], Field(discriminator="protocol")]  # noqa: UP007
@@ -85,8 +86,13 @@ def _union(members: list[type[BaseModel]]) -> object:
 
 # The registered protocols' parameter and delivery types, told apart by
 # "protocol" (filled in by rebuild(), from conformance/protocols/).
-AnyParams: object = ProtocolParams
-AnyDelivery: object = Delivery
+# To a type checker they are the bases every protocol's types extend.
+if TYPE_CHECKING:
+    AnyParams = ProtocolParams
+    AnyDelivery = Delivery
+else:
+    AnyParams: object = ProtocolParams
+    AnyDelivery: object = Delivery
 
 
 def _inject_protocol(data: object, protocol: object) -> object:
@@ -99,7 +105,7 @@ def _inject_protocol(data: object, protocol: object) -> object:
 _GENERIC_OUTCOME_KEYS = {"sender_outcome", "receiver_outcome", "delivered", "protocol"}
 
 
-class Timers(_Strict):
+class Timers(Strict):
     """The endpoints' timers. Left empty, they are derived from the channel
     (``conformance.timers``): the one-way delays both ways, serialization at
     the link rates, plus a margin, the way RFC 5326 §6.2 sizes them."""
@@ -130,7 +136,7 @@ class Timers(_Strict):
     )
 
 
-class Impairment(_Strict):
+class Impairment(Strict):
     """One targeted impairment, keyed on protocol fields, never on packet index.
 
     The rule watches the segments that cross the channel in ``direction`` and
@@ -190,7 +196,7 @@ class Impairment(_Strict):
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
-class Reorder(_Strict):
+class Reorder(Strict):
     """Bounded reordering: a frame chosen with ``probability`` leaves after
     1..``max_displacement`` later frames of its direction (uniform), or
     ``timeout_ms`` after its due time if fewer follow."""
@@ -203,7 +209,7 @@ class Reorder(_Strict):
 Checksum = Literal["keep", "recompute"]
 
 
-class LinkSettings(_Strict):
+class LinkSettings(Strict):
     """One direction of the link. Rate counts whole Ethernet frames."""
 
     delay_ms: Annotated[float, Field(ge=0, le=86_400_000)] = Field(
@@ -238,7 +244,7 @@ def _patch_of(model: type[BaseModel], name: str, doc: str) -> type[BaseModel]:
     for key, f in model.model_fields.items():
         kind: Any = Annotated[f.annotation, *f.metadata] if f.metadata else f.annotation
         fields[key] = (kind | None, Field(None, description=f.description))
-    return create_model(name, __base__=_Strict, __doc__=doc, **fields)
+    return create_model(name, __base__=Strict, __doc__=doc, **fields)
 
 
 # What a timeline event changes: any subset of LinkSettings, validated as it.
@@ -247,12 +253,12 @@ LinkPatch = _patch_of(
 )
 
 
-class LinkEvent(_Strict):
+class LinkEvent(Strict):
     t: Annotated[float, Field(ge=0)] = Field(description="scenario time, seconds")
     set: LinkPatch  # type: ignore[valid-type]
 
 
-class Outage(_Strict):
+class Outage(Strict):
     """The link is down (every frame lost) from ``start`` for ``duration``
     seconds of scenario time."""
 
@@ -260,7 +266,7 @@ class Outage(_Strict):
     duration: Annotated[float, Field(gt=0)]
 
 
-class DirectionChannel(_Strict):
+class DirectionChannel(Strict):
     link: LinkSettings = Field(default_factory=LinkSettings)
     timeline: list[LinkEvent] = Field(default_factory=list)
     outages: list[Outage] = Field(default_factory=list)
@@ -273,7 +279,7 @@ class DirectionChannel(_Strict):
         return self
 
 
-class Channel(_Strict):
+class Channel(Strict):
     """The channel between A and B. ``profile`` names a link profile
     (``dtnconform profiles``) whose directions are the starting point;
     ``forward``/``return`` given here replace the profile's link fields they
@@ -298,8 +304,8 @@ class Channel(_Strict):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class LinkProfile(_Strict):
-    """A named channel from the literature (``conformance/profiles/``)."""
+class LinkProfile(Strict):
+    """A named channel from the literature (``conformance/channel/profiles/``)."""
 
     schema_: Literal["dtnconform/link-profile/1"] = Field(
         "dtnconform/link-profile/1", alias="schema"
@@ -314,12 +320,12 @@ class LinkProfile(_Strict):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class ExpectedOutcome(_Strict):
+class ExpectedOutcome(Strict):
     """One terminal outcome: what each side noticed and what was delivered."""
 
     sender_outcome: Outcome
     receiver_outcome: Outcome
-    delivered: AnyDelivery  # type: ignore[valid-type]
+    delivered: AnyDelivery
     readings: list[str] = Field(
         default_factory=lambda: [""],
         description="the model readings under which this outcome is reachable: '' the "
@@ -361,7 +367,7 @@ class ExpectedOutcome(_Strict):
         )
 
 
-class Expectation(_Strict):
+class Expectation(Strict):
     """Every terminal outcome the model allows under the scenario's
     impairments (not one interleaving's): a run passes with any of them."""
 
@@ -437,7 +443,7 @@ def _outcome_order(o: ExpectedOutcome) -> tuple[object, ...]:
     return (*counts, o.sender_outcome, o.receiver_outcome)
 
 
-class Origin(_Strict):
+class Origin(Strict):
     """Where a scenario came from: the model, the test purpose, the trace."""
 
     model: str = Field(description="path of the TLA+ module, relative to the repository")
@@ -451,7 +457,7 @@ class Origin(_Strict):
     actions: list[str] = Field(default_factory=list, description="TLA+ actions of the trace")
 
 
-class Probe(_Strict):
+class Probe(Strict):
     """A robustness case the model-driven tester plays inside a scenario: it
     sends ``count`` crafted segments of ``kind`` (its protocol's tester
     lists them, e.g. conformance.tester.ltp.PROBES) and checks the answer
@@ -461,12 +467,12 @@ class Probe(_Strict):
     count: Annotated[int, Field(ge=1, le=20)] = 1
 
 
-class Scenario(_Strict):
+class Scenario(Strict):
     schema_: Literal["dtnconform/scenario/1"] = Field(SCENARIO_SCHEMA, alias="schema")
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=120)
     protocol: Protocol
     description: str = ""
-    params: AnyParams = Field(  # type: ignore[valid-type]
+    params: AnyParams = Field(
         description="the protocol's parameters (conformance/protocols/<protocol>.py)"
     )
     impairments: list[Impairment] = Field(default_factory=list)
@@ -506,11 +512,11 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _protocol_params(self) -> Scenario:
-        from conformance.classifiers import vocabulary
+        from conformance.core.classifiers import vocabulary
 
         known = vocabulary(self.protocol)
         for i, imp in enumerate(self.impairments):
-            from conformance.classifiers import validate_match
+            from conformance.core.classifiers import validate_match
 
             for key, value in imp.match.items():
                 if key not in known:
@@ -558,7 +564,7 @@ def _outcome_with_protocol(o: object, proto: str) -> object:
 # ---------------------------------------------------------------------------
 
 
-class SegmentRecord(_Strict):
+class SegmentRecord(Strict):
     """One decoded segment seen on the wire.
 
     ``time`` is the capture time on the transmitting side (seconds since the
@@ -586,7 +592,7 @@ class SegmentRecord(_Strict):
     )
 
 
-class ProbeResult(_Strict):
+class ProbeResult(Strict):
     """What became of one probe: the answer the rule requires (``discard``:
     none; a unit type; ``any``: the spec leaves it open) and the answers seen."""
 
@@ -609,10 +615,10 @@ class ProbeResult(_Strict):
     )
 
 
-class EndpointResult(_Strict):
+class EndpointResult(Strict):
     role: Literal["sender", "receiver"]
     outcome: Outcome
-    delivered: AnyDelivery | None = Field(  # type: ignore[valid-type]
+    delivered: AnyDelivery | None = Field(
         None, description="what the receiver delivered (its protocol's counters)"
     )
     payload_ok: bool | None = Field(
@@ -655,14 +661,14 @@ def _endpoint_with_protocol(end: dict[str, object], proto: str) -> dict[str, obj
     return out
 
 
-class SegmentCounts(_Strict):
+class SegmentCounts(Strict):
     forward: Annotated[int, Field(ge=0)] = 0
     ret: Annotated[int, Field(ge=0, alias="return")] = 0
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class Provenance(_Strict):
+class Provenance(Strict):
     """Where a result comes from, so that a reader can reproduce it."""
 
     date: str = Field("", description="ISO 8601 UTC")
@@ -682,7 +688,7 @@ class Provenance(_Strict):
     )
 
 
-class RunResult(_Strict):
+class RunResult(Strict):
     schema_: Literal["dtnconform/run-result/1"] = Field(RUN_RESULT_SCHEMA, alias="schema")
     scenario: str
     protocol: Protocol
@@ -722,8 +728,6 @@ class RunResult(_Strict):
 
     def outcome(self) -> ExpectedOutcome:
         """What the run observed, in the terms of the scenario's expectation."""
-        from conformance import protocols
-
         kind = protocols.get(self.protocol).delivery
         delivered = kind.observed(self.sender.delivered, self.receiver.delivered)
         if delivered is None:
@@ -735,7 +739,7 @@ class RunResult(_Strict):
         )
 
 
-class Reason(_Strict):
+class Reason(Strict):
     """One reason behind a verdict: a code, a sentence, and the rule if any."""
 
     code: str
@@ -750,7 +754,7 @@ class Reason(_Strict):
     frames: list[int] = Field(default_factory=list)
 
 
-class TraceCheck(_Strict):
+class TraceCheck(Strict):
     """Trace validation of a run: the captured segments, as a trace, checked
     by TLC against the protocol's model (conformance/tracecheck.py).
 
@@ -798,7 +802,7 @@ class TraceCheck(_Strict):
     )
 
 
-class Verdict(_Strict):
+class Verdict(Strict):
     schema_: Literal["dtnconform/verdict/1"] = Field(VERDICT_SCHEMA, alias="schema")
     scenario: str
     sut: str
@@ -843,8 +847,6 @@ def load_model(cls: type[M], path: Path) -> M:
     try:
         return cls.model_validate(raw)
     except ValidationError as exc:
-        from conformance import protocols
-
         err = exc.errors()[0]
         # With several protocols registered, params and delivered are unions
         # told apart by "protocol", and the error's path names the member
@@ -894,12 +896,10 @@ def _ordinal(n: int) -> str:
 def rebuild() -> None:
     """Make params and delivery counters the union of the registered
     protocols' types (at import, and when the registry changes)."""
-    from conformance import protocols
-
     specs = protocols.all_specs()
     g = globals()
-    g["AnyParams"] = _union([sp.params for sp in specs])
-    g["AnyDelivery"] = _union([sp.delivery for sp in specs])
+    g["AnyParams"] = _union([sp.params for sp in specs], ProtocolParams)
+    g["AnyDelivery"] = _union([sp.delivery for sp in specs], Delivery)
     # A field's type is fixed when its class is made; set it anew, then
     # rebuild every model that holds one of these (inner ones first).
     ExpectedOutcome.model_fields["delivered"].annotation = g["AnyDelivery"]  # type: ignore[assignment]
@@ -910,8 +910,6 @@ def rebuild() -> None:
 
 
 def _follow_registry() -> None:
-    from conformance import protocols
-
     protocols.on_change(rebuild)
 
 
@@ -919,11 +917,11 @@ rebuild()
 _follow_registry()
 
 
-class ChannelRecord(_Strict):
+class ChannelRecord(Strict):
     """One line of ``channel.jsonl``, the channel emulator's decision log:
     what dtnc-emu did with one frame it read (written by
-    ``conformance/emulator/core/src/log.rs``, read through
-    ``conformance.emulator.read_log``). Keys that do not apply to a frame
+    ``conformance/channel/emulator/core/src/log.rs``, read through
+    ``conformance.channel.control.read_log``). Keys that do not apply to a frame
     are absent from its line; here they take their defaults."""
 
     t_ns: Annotated[int, Field(ge=0)] = Field(
@@ -982,3 +980,14 @@ class ChannelRecord(_Strict):
 
 
 SCHEMAS["channel-record"] = ChannelRecord
+
+
+@dataclass
+class RunOutcome:
+    """One run as the runner hands it on: its result (None when it never
+    ran), its verdict, the segments the captures showed, and its folder."""
+
+    result: RunResult | None
+    verdict: Verdict
+    segments: list[SegmentRecord]
+    run_dir: Path

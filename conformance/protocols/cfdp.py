@@ -1,8 +1,8 @@
 """CFDP (CCSDS 727.0-B-5) in the protocol registry: its scenario parameters
 (one file transfer), what its receiving entity delivers, the judge's rules
 and its generator (model checking, specs/cfdp/CFDP.tla, and the scenario
-catalogue with its outcome sets, generators/cfdpcat.py; trace validation,
-generators/cfdptrace.py).
+catalogue with its outcome sets, generators/cfdp/outcomes.py; trace validation,
+generators/cfdp/trace.py).
 
 The model-driven tester plays either entity (conformance/tester/cfdp.py),
 with the users' cancel, suspend and Prompt requests.
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field
 
-from conformance import wire
-from conformance.protocols.base import (
+from conformance.core import wire
+from conformance.core.contract import (
     Delivery,
     Dissector,
     FieldTypes,
@@ -29,9 +29,10 @@ from conformance.protocols.base import (
     Strict,
     load_readings,
 )
+from conformance.core.registry import register
 
 if TYPE_CHECKING:
-    from conformance.types import Scenario
+    from conformance.core.types import Scenario
 
 # The model's condition codes (CFDP.tla, Conditions) by their names in the
 # condition-code table (specs/cfdp/wire.json, Table 5-5).
@@ -371,7 +372,7 @@ SPEC = ProtocolSpec(
         # transaction analysis: off when runs are decoded, on for validate
         analysis_pref="analysis",
     ),
-    generator="generators.cfdp",
+    generator="generators.cfdp.purposes",
     tester="conformance.tester.cfdp",
     unit="PDU",
     rules={
@@ -428,3 +429,5 @@ SPEC = ProtocolSpec(
     data_span=data_span,
     sized=sized,
 )
+
+register(SPEC)

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from conformance import wire
-from conformance.protocols.base import (
+from conformance.core import wire
+from conformance.core.contract import (
     FRAME_OVERHEAD,
     Delivery,
     Dissector,
@@ -24,9 +24,10 @@ from conformance.protocols.base import (
     Rule,
     load_readings,
 )
+from conformance.core.registry import register
 
 if TYPE_CHECKING:
-    from conformance.types import Scenario
+    from conformance.core.types import Scenario
 
 # The longest SDNV we accept (specs/ltp/wire.json).
 SDNV_MAX: int = wire.load("ltp")["sdnv"]["max_bytes"]
@@ -268,7 +269,7 @@ SPEC = ProtocolSpec(
         "cancel": "#d35400",
         "cancel_ack": "#a04000",
     },  # fmt: skip
-    generator="generators.ltp",
+    generator="generators.ltp.purposes",
     unit="segment",
     data_span=data_span,
     sized=sized,
@@ -336,3 +337,5 @@ SPEC = ProtocolSpec(
     payload_rule=Rule("7.2, 7.3", "delivered data is the data the sender sent"),
     readings=load_readings(wire.SPECS / "ltp" / "readings.json"),
 )
+
+register(SPEC)

@@ -11,8 +11,8 @@ from pathlib import Path
 from robot.api import logger
 from robot.api.deco import keyword, library
 
-from conformance.runner import RunOutcome, error_outcome, run_scenario
-from conformance.types import load_scenario
+from conformance.core.types import RunOutcome, load_scenario
+from conformance.runner import error_outcome, run_scenario
 from suts.base import get
 
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from conformance import protocols
+from conformance.core.types import load_scenario
 from conformance.tester.core import CannotPlay, Context, Limits, emit, open_socket, serve
-from conformance.types import load_scenario
 
 
 def _addr(text: str) -> tuple[str, int]:

@@ -9,14 +9,14 @@ careful implementation takes at once: it sends the whole file at the start,
 answers every PDU when it arrives, retransmits what a NAK asks for straight
 away, delivers the file as soon as it is complete, and fires a timer only
 after the interval the implementation under test is configured with
-(``conformance.timers``, as ``suts/cfdpadapter.py`` gives it). Its readings
+(``conformance.timers``, as ``suts/cfdp/common/adapter.py`` gives it). Its readings
 are the model's defaults (specs/cfdp/readings.json). Every PDU it sends is
 one its action emits in the model, and trace validation checks that, so a
 tester bug shows as the tester's (verdict ``error``), never as a fail of the
 implementation.
 
 The file and its grid are the model's and the adapters': ``file_len``
-octets of the pattern every harness shares (``suts.cfdpcommon.pattern``),
+octets of the pattern every harness shares (``suts.cfdp.common.harnesskit.pattern``),
 cut into File Data PDUs of ``segment_size`` octets from offset 0. Entity 1
 sends, entity 2 receives (``suts.base.ENGINES``); the transaction sequence
 number is drawn afresh for every run (Yamcs ignores a reused one).
@@ -39,10 +39,10 @@ from collections.abc import Callable
 from functools import cache, partial
 from typing import Any
 
-from conformance import wire
+from conformance.core import wire
+from conformance.core.types import Scenario
 from conformance.protocols.cfdp import MODEL_MODES, CfdpTransfer
 from conformance.tester.core import CannotPlay, Context, Role
-from conformance.types import Scenario
 from dissectors.cfdp.layer import (
     CFDP,
     CFDPEOF,
@@ -56,7 +56,14 @@ from dissectors.cfdp.layer import (
     CFDPPrompt,
     parse,
 )
-from suts.cfdpcommon import CHECKSUM_IDS, Request, Undecodable, counter_key, pattern, pdu_fields
+from suts.cfdp.common.harnesskit import (
+    CHECKSUM_IDS,
+    Request,
+    Undecodable,
+    counter_key,
+    pattern,
+    pdu_fields,
+)
 
 NO_ERROR = "no_error"
 # the model's fault conditions (CFDP.tla Faults) by Table 5-5 name
@@ -151,7 +158,7 @@ class _Entity(Role):
         self.mode = MODEL_MODES[t.mode]  # c1, c1c, c2
         self.me, self.peer = engine, peer_engine
         self.timer_s = retransmission_s
-        # as suts/cfdpadapter.py sizes the implementations' inactivity timer
+        # as suts/cfdp/common/adapter.py sizes the implementations' inactivity timer
         self.inactivity_s = (
             (max(t.ack_limit, t.nak_limit, t.check_limit) + 2) * 2 * (retransmission_s)
         )

@@ -211,7 +211,7 @@ def serve(role: Role, sock: socket.socket, limits: Limits) -> dict[str, Any]:
     if out.get("outcome") in (None, "none"):
         # No notice to the client: the model's "none" (a session refused or
         # never reached), which a live side shows as its time limit passing
-        # (generators.outcomes.outcome_name).
+        # (generators.ltp.outcomes.outcome_name).
         out["outcome"] = "timeout"
         out["detail"] = (
             f"no outcome within the time limit of {limits.time_limit_s:g} s"

@@ -8,9 +8,9 @@ from pathlib import Path
 from types import ModuleType
 
 from conformance import protocols, timers
-from conformance.errors import InputError
+from conformance.core.errors import InputError
+from conformance.core.types import Scenario
 from conformance.tester.core import CannotPlay, log_path
-from conformance.types import Scenario
 from suts.base import ENGINES, Endpoint
 
 ROLES = ("sender", "receiver")

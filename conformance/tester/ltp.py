@@ -28,9 +28,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.core.types import Scenario
 from conformance.protocols.ltp import LtpBlock
 from conformance.tester.core import CannotPlay, Context, Role
-from conformance.types import Scenario
 from dissectors.ltp.layer import (
     LTP,
     LTPDataSegment,

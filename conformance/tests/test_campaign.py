@@ -12,8 +12,8 @@ import pytest
 
 from conformance.campaign import metrics, plan, report
 from conformance.campaign.store import Store
-from conformance.errors import InputError
-from conformance.types import Channel
+from conformance.core.errors import InputError
+from conformance.core.types import Channel
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -299,7 +299,7 @@ def test_statistics_per_group_and_between_pairs() -> None:
 
 def test_time_sequence_graph_shades_the_outage(tmp_path: Path) -> None:
     from conformance.campaign import tsg
-    from conformance.types import Scenario, dump_model
+    from conformance.core.types import Scenario, dump_model
 
     fd = {"pdu_type": "file_data"}
     lines = [

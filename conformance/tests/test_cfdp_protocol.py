@@ -12,11 +12,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from conformance import emulator
-from conformance.classifiers import default_port
-from conformance.judge import judge
-from conformance.protocols.cfdp import SPEC, CfdpDelivery, CfdpRequest, CfdpTransfer, Trigger
-from conformance.types import (
+from conformance.channel import control as emulator
+from conformance.core.classifiers import default_port
+from conformance.core.types import (
     Channel,
     EndpointResult,
     Expectation,
@@ -26,6 +24,8 @@ from conformance.types import (
     Scenario,
     SegmentCounts,
 )
+from conformance.judge import judge
+from conformance.protocols.cfdp import SPEC, CfdpDelivery, CfdpRequest, CfdpTransfer, Trigger
 from suts.base import get
 
 T = CfdpTransfer(file_len=2000, segment_size=1024)

@@ -24,12 +24,13 @@ import struct
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from conformance import classifiers
+from conformance.core import classifiers
 from dissectors.tshark import (
     CaptureTruncated,
     capture_end,
@@ -48,9 +49,9 @@ LICKLIDER_PCAP = (
     FINDINGS / "ltp/captures/licklider-0.1.1-first-cs-not-acknowledged-sender-side.pcap"
 )
 NORM_PCAP = FINDINGS / "norm/captures/nrl-norm-1.5.9-repair-flag-never-set.pcap"
-EMU = ROOT / "conformance" / "emulator" / "target" / "release" / "dtnc-emu"
-HARNESS = ROOT / "suts" / "licklider" / "harness" / "target" / "release" / "dtnc-licklider"
-CLASSIFY_SRC = ROOT / "conformance" / "emulator" / "core" / "src" / "classify"
+EMU = ROOT / "conformance" / "channel" / "emulator" / "target" / "release" / "dtnc-emu"
+HARNESS = ROOT / "suts" / "ltp" / "licklider" / "harness" / "target" / "release" / "dtnc-licklider"
+CLASSIFY_SRC = ROOT / "conformance" / "channel" / "emulator" / "core" / "src" / "classify"
 
 IS_ROOT = os.geteuid() == 0
 needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
@@ -204,7 +205,7 @@ def _rust_samples(path: Path) -> list[bytes]:
 def test_classifier_output_passes_validate_match(protocol: str) -> None:
     """The value types in the wire.json files admit every value the Rust
     classifier really produces on its own test vectors."""
-    from conformance import emulator
+    from conformance.channel import control as emulator
 
     samples = _rust_samples(CLASSIFY_SRC / f"{protocol}.rs")
     classified = [f for f in emulator.classify(protocol, samples) if f]
@@ -700,6 +701,11 @@ def test_version() -> None:
     )
     assert m, proc.stdout
     assert m.group(1) == want
+    # the package's version is the project's (pyproject.toml), and the
+    # changelog records it
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert want == project, "reinstall: pip install -e . (make venv)"
+    assert f"## {project} " in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------

@@ -7,7 +7,7 @@ decoder (:func:`dissectors.ltp.layer.classify` of
 :func:`dissectors.ltp.layer.parse`) on every captured LTP segment, and its
 CFDP output with tshark's cfdp dissector.
 
-Build the binary first: ``cd conformance/emulator && cargo build --release``.
+Build the binary first: ``cd conformance/channel/emulator && cargo build --release``.
 """
 
 from __future__ import annotations
@@ -21,17 +21,18 @@ from typing import Any
 
 import pytest
 
-from conformance import emulator, wire
+from conformance.channel import control as emulator
+from conformance.core import wire
 from dissectors.ltp.layer import LtpDecodeError, classify, parse
 
 ROOT = Path(__file__).resolve().parents[2]
-EMU = ROOT / "conformance" / "emulator" / "target" / "release" / "dtnc-emu"
+EMU = ROOT / "conformance" / "channel" / "emulator" / "target" / "release" / "dtnc-emu"
 FINDINGS = ROOT / "reports" / "findings"
 LTP_PORT = 1113
 
 pytestmark = pytest.mark.skipif(
     not EMU.exists(),
-    reason=f"{EMU} is missing; build it with `cargo build --release` in conformance/emulator",
+    reason=f"{EMU} is missing; build it with `cargo build --release` in conformance/channel/emulator",
 )
 
 
@@ -108,7 +109,7 @@ def test_ltp_truncated_and_mutated_segments_agree_with_python_codec() -> None:
 # CFDP against tshark
 # ---------------------------------------------------------------------------
 
-CFDP_RS = ROOT / "conformance" / "emulator" / "core" / "src" / "classify" / "cfdp.rs"
+CFDP_RS = ROOT / "conformance" / "channel" / "emulator" / "core" / "src" / "classify" / "cfdp.rs"
 
 
 def rust_hex_consts(path: Path) -> dict[str, str]:
@@ -125,7 +126,7 @@ def rust_hex_consts(path: Path) -> dict[str, str]:
     return out
 
 
-# The PDUs embedded in conformance/emulator/core/src/classify/cfdp.rs, built with
+# The PDUs embedded in conformance/channel/emulator/core/src/classify/cfdp.rs, built with
 # the PDU classes of spacepackets 0.32.0 (pip install cfdp-py==0.7.0
 # fastcrc==0.3.6), plus three hand-built Finished PDUs with the condition
 # codes 9-11.

@@ -25,7 +25,7 @@ Saratoga: there is no Saratoga dissector in tshark 4.0, so the hand-built
 frames of ``saratoga.rs`` are checked against a few fixed-position fields
 decoded here directly from draft-wood-tsvwg-saratoga-22 §4.
 
-Build the binary first: ``cd conformance/emulator && cargo build --release``.
+Build the binary first: ``cd conformance/channel/emulator && cargo build --release``.
 """
 
 from __future__ import annotations
@@ -39,17 +39,18 @@ from typing import Any
 
 import pytest
 
-from conformance import emulator, wire
+from conformance.channel import control as emulator
+from conformance.core import wire
 
 ROOT = Path(__file__).resolve().parents[2]
-EMU = ROOT / "conformance" / "emulator" / "target" / "release" / "dtnc-emu"
-CLASSIFY = ROOT / "conformance" / "emulator" / "core" / "src" / "classify"
+EMU = ROOT / "conformance" / "channel" / "emulator" / "target" / "release" / "dtnc-emu"
+CLASSIFY = ROOT / "conformance" / "channel" / "emulator" / "core" / "src" / "classify"
 NORM_PCAP = Path(__file__).resolve().parent / "data" / "norm-nrl-1.5.9.pcap"
 NORM_PORTS = "6003-6007"
 
 pytestmark = pytest.mark.skipif(
     not EMU.exists(),
-    reason=f"{EMU} is missing; build it with `cargo build --release` in conformance/emulator",
+    reason=f"{EMU} is missing; build it with `cargo build --release` in conformance/channel/emulator",
 )
 needs_tshark = pytest.mark.skipif(
     shutil.which("tshark") is None, reason="tshark (Wireshark 4.0, norm dissector) is not installed"

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance import emulator, netns, profiles
-from conformance.types import Channel, ChannelRecord, Impairment
+from conformance import netns
+from conformance.channel import control as emulator
+from conformance.channel import profiles
+from conformance.core.types import Channel, ChannelRecord, Impairment
 
 DTNC = [sys.executable, "-m", "conformance.cli"]
 

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance import emulator, netns
-from conformance.bench_emulator import forward_schedule, scheduled_bps, scheduled_delay_err_ns
-from conformance.types import Channel, Impairment
+from conformance import netns
+from conformance.channel import control as emulator
+from conformance.channel.bench import forward_schedule, scheduled_bps, scheduled_delay_err_ns
+from conformance.core.types import Channel, Impairment
 from dissectors.ltp.layer import LTP
 
 pytestmark = pytest.mark.netns

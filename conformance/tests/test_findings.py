@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.runner import RunOutcome, run_scenario
-from conformance.types import SegmentRecord, load_scenario
+from conformance.core.types import RunOutcome, SegmentRecord, load_scenario
+from conformance.runner import run_scenario
 from suts.base import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]

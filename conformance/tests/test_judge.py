@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from conformance.core.types import EndpointResult, RunResult, Scenario, SegmentCounts
 from conformance.judge import judge
 from conformance.protocols.ltp import LtpDelivery
 from conformance.segments import Finding
-from conformance.types import EndpointResult, RunResult, Scenario, SegmentCounts
 
 ALLOWED = [(3000, 1000, "cancelled", "cancelled"), (0, 1000, "cancelled", "cancelled")]
 
@@ -127,7 +127,7 @@ def test_only_a_harness_failure_is_an_error(tmp_path: Path) -> None:
 def test_tlc_failing_on_the_trace_is_an_error_whatever_the_outcome(tmp_path: Path) -> None:
     """TLC that cannot check the trace is our tool's failure: neither the
     outcome's fail nor its pass may stand."""
-    from conformance.types import TraceCheck
+    from conformance.core.types import TraceCheck
 
     log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
     broken = TraceCheck(status="error", message="trace validation could not run: parse error")
@@ -261,7 +261,7 @@ def _fwd(i: int, rule: int | None) -> dict[str, object]:
 def test_an_outcome_of_an_alternative_reading_passes_under_it(tmp_path: Path) -> None:
     """The trace was explained only under reading 5, and the outcome is one
     that reading allows: pass, saying which reading the run follows."""
-    from conformance.types import TraceCheck
+    from conformance.core.types import TraceCheck
 
     log = _log(tmp_path, [_fwd(1, 0)])
     res = _result(0, 1000, "cancelled", "closed")
@@ -275,7 +275,7 @@ def test_an_outcome_of_another_reading_than_the_traces_fails(tmp_path: Path) -> 
     """The trace fits the default reading only, yet the outcome is one only
     reading 5 reaches: no one reading explains the run, so it fails, and
     says so."""
-    from conformance.types import TraceCheck
+    from conformance.core.types import TraceCheck
 
     log = _log(tmp_path, [_fwd(1, 0)])
     res = _result(0, 1000, "cancelled", "closed")
@@ -297,7 +297,7 @@ def test_an_inconclusive_run_follows_a_reading_only_if_its_trace_showed_it(
     because the outcome is one only reading 5 allows; that says which
     reading the implementation follows only if the default was tried on
     the trace and rejected it (TraceCheck.default_rejected)."""
-    from conformance.types import TraceCheck
+    from conformance.core.types import TraceCheck
 
     log = _log(tmp_path, [])
     res = _result(0, 1000, "cancelled", "closed")

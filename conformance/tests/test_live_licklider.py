@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance import emulator, netns
+from conformance import netns
+from conformance.channel import control as emulator
+from conformance.core.types import Scenario
 from conformance.runner import run_scenario
-from conformance.types import Scenario
-from generators import outcomes
+from generators.ltp import outcomes
 from suts.base import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]

@@ -13,7 +13,7 @@ waits for its own.
   Earth-Mars ones (minutes one way, hours per run) only with DTNC_DEEP=1,
   and of the NASA Glenn matrix's 36 links six (GRC_DEFAULT) by default.
 - Every scenario's expectation is the outcome set TLC computes for it
-  (generators.outcomes.expectation_for): on a lossless in-order link, both
+  (generators.ltp.outcomes.expectation_for): on a lossless in-order link, both
   sides complete; on a link with random impairments (loss, bit or packet
   errors) the set allows random losses too (generators.outcomes
   RANDOM_LOSS_BOUND of them): LTP recovers red data by retransmission, so
@@ -42,9 +42,11 @@ from typing import Any
 
 import pytest
 
-from conformance import emulator, profiles, timers
-from conformance.types import DirectionChannel, Scenario
-from generators import outcomes
+from conformance import timers
+from conformance.channel import control as emulator
+from conformance.channel import profiles
+from conformance.core.types import DirectionChannel, Scenario
+from generators.ltp import outcomes
 from generators.tlc import scratch_dir
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]

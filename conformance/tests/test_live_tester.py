@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from conformance import timers
+from conformance.core.types import Scenario
 from conformance.runner import run_scenario
 from conformance.tester.ltp import PROBES
-from conformance.types import Scenario
 from dissectors.ltp.layer import parse
-from generators import outcomes
+from generators.ltp import outcomes
 from suts.base import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]

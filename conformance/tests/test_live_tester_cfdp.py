@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from conformance.core.types import Scenario
 from conformance.runner import run_scenario
-from conformance.types import Scenario
-from generators.cfdp import expectation_for
+from generators.cfdp.purposes import expectation_for
 from suts.base import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]

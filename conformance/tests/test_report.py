@@ -15,8 +15,7 @@ import pytest
 
 from conformance import provenance
 from conformance.certify import load_outcome, read_coverage
-from conformance.protocols.ltp import LtpDelivery, cancel_reason
-from conformance.types import (
+from conformance.core.types import (
     EndpointResult,
     Provenance,
     RunResult,
@@ -26,6 +25,7 @@ from conformance.types import (
     Verdict,
     dump_model,
 )
+from conformance.protocols.ltp import LtpDelivery, cancel_reason
 from reports.html import (
     BREAK_PX,
     FLOOR_PX,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conformance import retxtable
-from generators import catalogue
+from generators.ltp import catalogue
 from suts.base import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]

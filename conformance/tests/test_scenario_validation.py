@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
-from conformance.errors import InputError
-from conformance.types import Scenario, json_schema, load_scenario
+from conformance.core.errors import InputError
+from conformance.core.types import Scenario, json_schema, load_scenario
 
 GOOD = {
     "schema": "dtnconform/scenario/1",

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from conformance import search
+from conformance.core.types import load_scenario
 from conformance.runner import run_scenario
-from conformance.types import load_scenario
 from suts.base import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from conformance import judge as judging
-from conformance.errors import InputError
+from conformance.core.errors import InputError
+from conformance.core.types import Channel, Scenario, TraceCheck
 from conformance.tester import launch
 from conformance.tester.core import Context, Limits, open_socket, serve
 from conformance.tester.ltp import PROBES, LtpReceiver, LtpSender
-from conformance.types import Channel, Scenario, TraceCheck
 from dissectors.ltp.layer import LtpDecodeError, parse
 
 LTP_TLA = Path(__file__).resolve().parents[2] / "specs" / "ltp" / "LTP.tla"

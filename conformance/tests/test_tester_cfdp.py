@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from conformance.core.types import Scenario
 from conformance.tester import cfdp
 from conformance.tester.core import CannotPlay, Context, Limits, serve
-from conformance.types import Scenario
 from dissectors.cfdp.layer import parse
 
 

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from conformance import profiles, timers
-from conformance.types import Impairment, Scenario
-from suts.licklider import Licklider
+from conformance import timers
+from conformance.channel import profiles
+from conformance.core.types import Impairment, Scenario
+from suts.ltp.licklider import Licklider
 
 BLOCK = {"block_len": 2000, "red_len": 1000, "segment_size": 500}
 

@@ -16,8 +16,8 @@ import pytest
 from scapy.layers.inet import IP
 
 from conformance import pcapkit, tracecheck
+from conformance.core.types import Scenario
 from conformance.segments import records_from_captures
-from conformance.types import Scenario
 from dissectors.ltp.layer import LTP
 
 IP_A, IP_B, PORT = pcapkit.IP_A, pcapkit.IP_B, 1113
@@ -218,8 +218,8 @@ def test_a_cancel_after_a_lost_first_copy_is_blamed_on_its_answer(tmp_path: Path
     be put back; the diagnosis names the model's answer to the CR
     (SenderRxCancel, §6.17) all the same, not what else the sender could do
     (SenderCancelSession, §6.7)."""
+    from conformance.core.types import RunResult, SegmentRecord, load_model
     from conformance.runner import PORTS, validate_trace
-    from conformance.types import RunResult, SegmentRecord, load_model
 
     run = tmp_path / "run"
     shutil.copytree(Path(__file__).parent / "data" / "ltp-refused-first-cr-lost", run)

@@ -1,4 +1,4 @@
-"""CFDP trace validation (specs/cfdp/TraceCFDP.tla, generators/cfdptrace.py)
+"""CFDP trace validation (specs/cfdp/TraceCFDP.tla, generators/cfdp/trace.py)
 on crafted captures: both sides' pcaps are written with our Scapy CFDP
 layer, decoded by our Lua dissector through tshark and checked by TLC, as a
 live run's are. Each deviation is one a live implementation made (the
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from conformance import pcapkit, tracecheck
+from conformance.core.types import Scenario
 from conformance.segments import records_from_captures
-from conformance.types import Scenario
 from dissectors.cfdp.layer import (
     CFDPEOF,
     CFDPAck,

@@ -26,9 +26,9 @@ import pytest
 
 from conformance import certify, interop
 from conformance.certify import Case, RobotRun, no_verdicts, run_robot
-from conformance.errors import InputError, NotRun
+from conformance.core.errors import InputError, NotRun
+from conformance.core.types import Reason, Verdict, dump_model
 from conformance.robot.suitefile import cell
-from conformance.types import Reason, Verdict, dump_model
 from suts.base import get
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -443,7 +443,7 @@ def test_a_campaign_database_on_a_full_disk(tmp_path: Path) -> None:
         assert not out.exists()
 
 
-HARNESS = ROOT / "suts" / "licklider" / "harness" / "target" / "release" / "dtnc-licklider"
+HARNESS = ROOT / "suts" / "ltp" / "licklider" / "harness" / "target" / "release" / "dtnc-licklider"
 needs_live = pytest.mark.skipif(
     not (IS_ROOT and HARNESS.exists() and shutil.which("tcpdump")),
     reason="a live run needs root, tcpdump and the licklider harness (make setup)",

@@ -3,7 +3,7 @@
 Every protocol fact (file directive codes, condition codes, file statuses,
 transaction statuses, TLV types, the names of the one- and two-bit codes, the
 versions, the widest data field and segment metadata) is read from
-``specs/cfdp/wire.json`` through :mod:`conformance.wire`; nothing here
+``specs/cfdp/wire.json`` through :mod:`conformance.core.wire`; nothing here
 restates a table. The classes only describe the wire layout, and their field
 names are the ``fields`` vocabulary of wire.json wherever one applies. The
 book is not reachable here: the section and table numbers below are those the
@@ -151,7 +151,7 @@ from scapy.packet import (
     split_layers,
 )
 
-from conformance import wire
+from conformance.core import wire
 
 __all__ = [
     "CONDITION_CODES",
@@ -1578,7 +1578,7 @@ def parse(data: bytes) -> CFDP:
 def classify(pdu: CFDP) -> dict[str, int | str | bool]:
     """The flat field dictionary impairments match on (the ``fields`` of
     specs/cfdp/wire.json), keys and values as the channel emulator's
-    classifier (``conformance/emulator/core/src/classify/cfdp.rs``) gives
+    classifier (``conformance/channel/emulator/core/src/classify/cfdp.rs``) gives
     them for the same octets: the header's fields, ``crc_ok`` with the CRC
     flag, then the file data's or the directive's. ``pdu`` is one
     :func:`parse` accepts, or a dissected PDU whose only fault is its CRC."""

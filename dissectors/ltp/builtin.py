@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.protocols.base import FieldTypes
+from conformance.core.contract import FieldTypes
 from dissectors.tshark import DecodedFrame, FieldValue, decode, frames_of, run_pdml
 
 # Wireshark 4.0's own LTP dissector (packet-ltp.c): its Proto name and how to

@@ -3,7 +3,7 @@
 Every protocol fact (segment type codes and names, their kind and red /
 checkpoint / EORP / EOB flags, cancel reason codes, extension tags, the UDP
 port, the version number, the widest SDNV) is read from
-``specs/ltp/wire.json`` through :mod:`conformance.wire`; nothing here restates
+``specs/ltp/wire.json`` through :mod:`conformance.core.wire`; nothing here restates
 a table. The classes only describe the wire layout.
 
 Layout (``fields_desc`` in wire order, field names = the Lua dissector's
@@ -64,7 +64,7 @@ Reading: :func:`parse` is the strict decoder for our own uses and raises only
 :class:`LtpDecodeError`: exactly one well-formed segment per datagram
 (version 0, every SDNV complete, at most 10 octets and at most 64 bits, every
 length inside the datagram, the whole datagram consumed), the acceptance of
-the channel emulator's classifier (``conformance/emulator/core/src/classify/ltp.rs``).
+the channel emulator's classifier (``conformance/channel/emulator/core/src/classify/ltp.rs``).
 :func:`classify` gives the flat field dictionary impairments match on (the
 ``fields`` of wire.json), equal to that classifier's output. Plain Scapy
 dissection (``LTP(raw)``, ``UDP`` on port 1113) uses the same fields: it raises
@@ -102,8 +102,8 @@ from scapy.layers.inet import UDP
 from scapy.packet import NoPayload, Packet, bind_bottom_up, bind_layers
 from scapy.volatile import RandNum
 
-from conformance import wire
-from conformance.classifiers import UINT_MAX
+from conformance.core import wire
+from conformance.core.classifiers import UINT_MAX
 
 __all__ = [
     "CANCEL_REASONS",

@@ -55,14 +55,14 @@ from typing import Any, Literal
 import pytest
 from scapy.packet import Packet
 
-from conformance import emulator
+from conformance.channel import control as emulator
 from conformance.protocols import get as protocol_spec
 from dissectors.cfdp import layer as cfdp
 from dissectors.ltp import layer as ltp
 from dissectors.tshark import DecodedFrame, frames_of, run_pdml
 
 REPO = Path(__file__).resolve().parents[2]
-EMU = REPO / "conformance" / "emulator" / "target" / "release" / "dtnc-emu"
+EMU = REPO / "conformance" / "channel" / "emulator" / "target" / "release" / "dtnc-emu"
 FINDINGS = REPO / "reports" / "findings"
 
 SEED = 27  # issue 27
@@ -76,7 +76,7 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed"),
     pytest.mark.skipif(
         not EMU.exists(),
-        reason=f"{EMU} is missing; build it with `cargo build --release` in conformance/emulator",
+        reason=f"{EMU} is missing; build it with `cargo build --release` in conformance/channel/emulator",
     ),
 ]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conformance import wire
+from conformance.core import wire
 from dissectors import luagen
 
 REPO = Path(__file__).resolve().parents[2]

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from conformance import wire
+from conformance.core import wire
 
 REPO = Path(__file__).resolve().parents[2]
 

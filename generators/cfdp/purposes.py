@@ -1,13 +1,13 @@
 """CFDP (CCSDS 727.0-B-5): model checking of specs/cfdp/CFDP.tla, and test
-generation (:mod:`generators.cfdpcat`).
+generation (:mod:`generators.cfdp.outcomes`).
 
 What the protocol registry needs from a generator module
-(conformance/protocols/base.py ``ProtocolSpec.generator``) that exists for
+(conformance/core/contract.py ``ProtocolSpec.generator``) that exists for
 CFDP so far: :func:`check` (``dtnconform check cfdp``), :func:`trace_table`
 (its counterexamples), :func:`model_actions`, :func:`generate` (``dtnconform
 generate cfdp``: the catalogue), :func:`expectation_for` (``dtnconform
 expect``) and :func:`trace_model` with :func:`session_of` and
-:func:`blank_unit` (trace validation: :mod:`generators.cfdptrace`). The
+:func:`blank_unit` (trace validation: :mod:`generators.cfdp.trace`). The
 tester is still to come (issue 10); the CLI says so when asked for it.
 """
 
@@ -19,12 +19,13 @@ from typing import Any
 
 from rich.table import Table
 
-from conformance.errors import InputError
+from conformance.core.errors import InputError
 from generators import traps
-from generators.cfdptrace import NEXT_BLOCKS, SPEC, SPEC_DIR
-from generators.cfdptrace import blank_unit as blank_unit
-from generators.cfdptrace import session_of as session_of
-from generators.cfdptrace import trace_model as trace_model
+from generators.cfdp import SPEC_DIR, catalogue
+from generators.cfdp.trace import NEXT_BLOCKS, SPEC, describe_pdu
+from generators.cfdp.trace import blank_unit as blank_unit
+from generators.cfdp.trace import session_of as session_of
+from generators.cfdp.trace import trace_model as trace_model
 from generators.tlc import (
     TlcProgress,
     TlcResult,
@@ -70,28 +71,6 @@ def model_actions(spec: Path = SPEC) -> list[str]:
     return traps.model_actions(spec, NEXT_BLOCKS)
 
 
-def describe_pdu(pdu: Mapping[str, Any]) -> str:
-    """A one-line summary of a model PDU: its kind and the fields it uses."""
-    k = str(pdu["k"])
-    tx = f"t{pdu['t']}"
-    if k == "FD":
-        return f"FD {tx} seg={pdu['seg']}" + (" corrupt" if pdu["bad"] else "")
-    if k == "EOF":
-        return f"EOF {tx} {pdu['cc']}"
-    if k == "ACK":
-        return f"ACK({pdu['of']}) {tx} {pdu['cc']}"
-    if k == "NAK":
-        segs = ",".join(str(o) for o in sorted(pdu["segs"]))
-        return f"NAK {tx} {{{segs}}}" + (" +metadata" if pdu["md"] else "")
-    if k == "FIN":
-        return f"Finished {tx} {pdu['cc']} " + ("complete" if pdu["ok"] else "incomplete")
-    if k == "PROMPT":
-        return f"Prompt({pdu['of']}) {tx}"
-    if k == "KA":
-        return f"KeepAlive {tx} progress={pdu['seg']}"
-    return f"Metadata {tx}" if k == "MD" else k
-
-
 def _holdings(v: Mapping[str, Any]) -> str:
     rcv = v.get("rcv")
     if not isinstance(rcv, Sequence):
@@ -111,10 +90,10 @@ def trace_table(trace: Sequence[TraceState] | Iterable[TraceState], title: str =
 
 
 # ---------------------------------------------------------------------------
-# Test generation (generators/cfdpcat.py): what the registry needs of it
+# Test generation (generators/cfdp/outcomes.py): what the registry needs of it
 # ---------------------------------------------------------------------------
-from generators.cfdpcat import Unplannable as Unplannable  # noqa: E402
-from generators.cfdpcat import expectation_for as expectation_for  # noqa: E402
+from generators.cfdp.outcomes import Unplannable as Unplannable  # noqa: E402
+from generators.cfdp.outcomes import expectation_for as expectation_for  # noqa: E402
 from generators.outcomes import stale as stale  # noqa: E402  (protocol-free)
 
 
@@ -124,8 +103,6 @@ def generate(
     on_purpose: Callable[[int, int, str], None] | None = None,
 ) -> traps.GenerateReport:
     """The CFDP catalogue into ``outdir``: every impairment pattern of its
-    bounds and every planned purpose (:mod:`generators.cfdpcat`), with action
+    bounds and every planned purpose (:mod:`generators.cfdp.catalogue`), with action
     coverage over the model's actions."""
-    from generators import cfdpcat
-
-    return cfdpcat.generate(outdir, model_actions(), on_purpose=on_purpose)
+    return catalogue.generate(outdir, model_actions(), on_purpose=on_purpose)

@@ -20,16 +20,15 @@ from collections.abc import Hashable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
+from conformance.core.contract import TraceModel, Unrepresentable, WireEvent
+from conformance.core.types import Scenario, SegmentRecord
 from conformance.protocols.cfdp import MODEL_CONDITIONS, MODEL_MODES, CfdpTransfer
-from conformance.tracecheck import TraceModel, Unrepresentable, WireEvent
-from conformance.types import Scenario, SegmentRecord
-from generators.cfdpcat import constants as model_constants
-from generators.cfdpcat import n_segments
+from generators.cfdp import SPEC_DIR
+from generators.cfdp.outcomes import constants as model_constants
+from generators.cfdp.outcomes import n_segments
 from generators.tlaval import Record
-from generators.tlc import REPO_ROOT
 from generators.traps import action_comments, model_actions
 
-SPEC_DIR = REPO_ROOT / "specs" / "cfdp"
 SPEC = SPEC_DIR / "CFDP.tla"
 TRACE_SPEC = SPEC_DIR / "TraceCFDP.tla"
 # The disjunctions of CFDP.tla whose disjuncts are the model's actions.
@@ -272,11 +271,25 @@ def _no_finished_after_cancel_eof(units: Mapping[int, Record], events: Sequence[
 
 
 def describe_pdu(pdu: Mapping[str, Any]) -> str:
-    """A model PDU in words (generators.cfdp.describe_pdu, imported late:
-    that module imports this one)."""
-    from generators.cfdp import describe_pdu as words
-
-    return words(pdu)
+    """A one-line summary of a model PDU: its kind and the fields it uses."""
+    k = str(pdu["k"])
+    tx = f"t{pdu['t']}"
+    if k == "FD":
+        return f"FD {tx} seg={pdu['seg']}" + (" corrupt" if pdu["bad"] else "")
+    if k == "EOF":
+        return f"EOF {tx} {pdu['cc']}"
+    if k == "ACK":
+        return f"ACK({pdu['of']}) {tx} {pdu['cc']}"
+    if k == "NAK":
+        segs = ",".join(str(o) for o in sorted(pdu["segs"]))
+        return f"NAK {tx} {{{segs}}}" + (" +metadata" if pdu["md"] else "")
+    if k == "FIN":
+        return f"Finished {tx} {pdu['cc']} " + ("complete" if pdu["ok"] else "incomplete")
+    if k == "PROMPT":
+        return f"Prompt({pdu['of']}) {tx}"
+    if k == "KA":
+        return f"KeepAlive {tx} progress={pdu['seg']}"
+    return f"Metadata {tx}" if k == "MD" else k
 
 
 # What an entity's harness adds to a suspension's length: the request is

@@ -8,7 +8,7 @@ direction, the segment's wire key and its occurrence: "drop the 2nd RS on
 the return channel"), so two scenarios differ exactly where the segment
 traces they ask for differ. One TLC run per geometry prints each terminal
 state's pattern and outcome, and the actions the run took; this module
-groups them. The test purposes of generators/ltp.py stay the curated set
+groups them. The test purposes of generators/ltp/purposes.py stay the curated set
 `make demo` runs; the catalogue is the breadth behind them.
 """
 
@@ -21,10 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from conformance.core.types import Expectation, Impairment, Origin, Scenario, _ordinal, dump_model
 from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpBlock
-from conformance.types import Expectation, Impairment, Origin, Scenario, _ordinal, dump_model
-from generators.outcomes import PlannedLoss, outcome_of
+from generators.ltp.outcomes import impairment_of, outcome_of
+from generators.outcomes import PlannedLoss
 from generators.tlc import REPO_ROOT, TlcProgress, cfg_text, printed, run_tlc
 
 MODULE = REPO_ROOT / "specs" / "ltp" / "MCLTPCatalogue.tla"
@@ -181,7 +182,8 @@ def scenario(p: Pattern, states: int) -> Scenario:
         ),
         params=block,
         impairments=[
-            x.impairment(
+            impairment_of(
+                x,
                 block,
                 note=f"catalogue {'impairment' if x.late else 'loss'}: {_short(x)} ({x.dir})",
                 delay_ms=DELAY_MS,
@@ -448,7 +450,7 @@ def outage_scenarios(outdir: Path) -> tuple[list[Scenario], set[str]]:
     carries until it comes back (ChannelSwallow..., ChannelLinkUp), and the
     timers run on, since licklider has no link state cues (RFC 5326 6.5,
     6.6). The model is untimed, so both lengths of one trigger share a set."""
-    from generators.outcomes import expectation_for
+    from generators.ltp.outcomes import expectation_for
 
     b = OUTAGE_BOUND
     block = LtpBlock(
@@ -461,7 +463,7 @@ def outage_scenarios(outdir: Path) -> tuple[list[Scenario], set[str]]:
     made: list[Scenario] = []
     for trig in OUTAGE_TRIGGERS:
         for ms in OUTAGE_MS:
-            imps = [x.impairment(block, note=f"brings the session there: {_short(x)}")
+            imps = [impairment_of(x, block, note=f"brings the session there: {_short(x)}")
                     for x in trig.before]  # fmt: skip
             imps.append(
                 Impairment(

@@ -4,9 +4,9 @@ protocol-free, in :mod:`generators.traps`.
 Each test purpose (see :data:`PURPOSES` and specs/ltp/MCLTPTraps.tla) is a
 trap invariant ``~(Happened /\\ Done)``. TLC refutes it with a shortest
 complete session in which the purpose happened; :func:`compile_trace` turns
-that trace into a :class:`~conformance.types.Scenario`:
+that trace into a :class:`~conformance.core.types.Scenario`:
 
-* every channel loss becomes an :class:`~conformance.types.Impairment` keyed
+* every channel loss becomes an :class:`~conformance.core.types.Impairment` keyed
   on wire fields (``fields`` of specs/ltp/wire.json), never a packet index:
   data segments by ``kind`` and byte ``offset``, control segments by
   ``type``; ``occurrence`` counts the earlier transmissions in the same
@@ -31,9 +31,8 @@ from typing import Any, Literal
 
 from rich.table import Table
 
-from conformance.errors import InputError
-from conformance.protocols.ltp import LtpBlock, LtpDelivery
-from conformance.types import (
+from conformance.core.errors import InputError
+from conformance.core.types import (
     Expectation,
     ExpectedOutcome,
     FieldValue,
@@ -44,18 +43,20 @@ from conformance.types import (
     dump_model,
     load_scenario,
 )
-from generators import catalogue as _catalogue
-from generators import outcomes, traps
-from generators.ltptrace import NEXT_BLOCKS  # noqa: E402
-from generators.ltptrace import blank_unit as blank_unit  # noqa: E402
-from generators.ltptrace import session_of as session_of  # noqa: E402
-from generators.ltptrace import trace_model as trace_model  # noqa: E402
+from conformance.protocols.ltp import LtpBlock, LtpDelivery
+from generators import traps
+from generators.ltp import SPEC_DIR, outcomes
+from generators.ltp import catalogue as _catalogue
+from generators.ltp.outcomes import expectation_for as expectation_for  # noqa: E402
+from generators.ltp.trace import NEXT_BLOCKS  # noqa: E402
+from generators.ltp.trace import blank_unit as blank_unit  # noqa: E402
+from generators.ltp.trace import session_of as session_of  # noqa: E402
+from generators.ltp.trace import trace_model as trace_model  # noqa: E402
 
 # What the protocol registry needs from a generator module (conformance/
 # protocols/base.py ProtocolSpec.generator): check, generate, trace_table and
 # these three.
 from generators.outcomes import Unplannable as Unplannable  # noqa: E402
-from generators.outcomes import expectation_for as expectation_for  # noqa: E402
 from generators.outcomes import stale as stale  # noqa: E402
 from generators.tlc import (
     REPO_ROOT,
@@ -71,7 +72,6 @@ from generators.tlc import (
 from generators.traps import GenerateReport, Purpose, TrapModel
 from generators.traps import impairment_key as impairment_key
 
-SPEC_DIR = REPO_ROOT / "specs" / "ltp"
 MODEL = SPEC_DIR / "MCLTP.tla"
 # two concurrent sessions over one link (LTPSessions.tla): the "sessions" bounds
 MODEL_SESSIONS = SPEC_DIR / "MCLTPSessions.tla"
@@ -433,7 +433,7 @@ def catalogue(
     outdir: Path, on_bound: Callable[[int, int, str], None] | None = None
 ) -> _catalogue.CatalogueReport:
     """Every loss pattern's scenario, over the catalogue's bounds, into
-    ``outdir`` (:mod:`generators.catalogue`)."""
+    ``outdir`` (:mod:`generators.ltp.catalogue`)."""
     return _catalogue.catalogue(
         outdir, model_actions(), terminal_action="Terminating", lanes=LANES, on_bound=on_bound
     )
@@ -472,7 +472,7 @@ def robustness(outdir: Path, report: GenerateReport) -> list[Path]:
 
 
 def retx_scenarios(workdir: Path) -> list[Scenario]:
-    """The retransmission table's rows (:func:`generators.catalogue.retx_scenarios`)."""
+    """The retransmission table's rows (:func:`generators.ltp.catalogue.retx_scenarios`)."""
     return _catalogue.retx_scenarios(workdir)
 
 

@@ -17,17 +17,16 @@ import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from functools import cache
-from pathlib import Path
 
-from conformance import wire
+from conformance.core import wire
+from conformance.core.contract import TraceModel, Unrepresentable, WireEvent
+from conformance.core.types import Scenario, SegmentRecord
 from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpBlock
-from conformance.tracecheck import TraceModel, Unrepresentable, WireEvent
-from conformance.types import Scenario, SegmentRecord
+from generators.ltp import SPEC_DIR
 from generators.tlaval import Record
 from generators.traps import action_comments, model_actions
 
-SPEC_DIR = Path(__file__).resolve().parent.parent / "specs" / "ltp"
 TRACE_SPEC = SPEC_DIR / "TraceLTP.tla"
 MODEL = SPEC_DIR / "LTP.tla"
 

@@ -1,4 +1,4 @@
-"""The LTP catalogue (generators/catalogue.py, specs/ltp/MCLTPCatalogue.tla):
+"""The LTP catalogue (generators/ltp/catalogue.py, specs/ltp/MCLTPCatalogue.tla):
 its size and coverage targets, distinctness, and its outcome sets checked
 against the other wrapper that computes them (MCLTPOutcomes, per plan)."""
 
@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from conformance.core.types import load_scenario
 from conformance.protocols.ltp import LtpBlock
-from conformance.types import load_scenario
-from generators import catalogue, ltp, outcomes
+from generators.ltp import catalogue, outcomes
+from generators.ltp import purposes as ltp
 from generators.traps import impairment_key
 
 

@@ -1,4 +1,4 @@
-"""CFDP test generation (generators/cfdpcat.py) under real TLC: the
+"""CFDP test generation (generators/cfdp/outcomes.py) under real TLC: the
 catalogue meets issue 10's targets (at least 300 scenarios, every model
 action), its outcomes are those the outcome-set wrapper computes for the
 same impairments, and the wire keys map to emulator matches and back."""
@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance.errors import ToolMissing
+from conformance.core.errors import ToolMissing
+from conformance.core.types import Impairment, Scenario, load_scenario
 from conformance.protocols.cfdp import SPEC, CfdpRequest, CfdpTransfer, Trigger
-from conformance.types import Impairment, Scenario, load_scenario
-from generators import cfdp, cfdpcat
+from generators.cfdp import catalogue as cfdp_catalogue
+from generators.cfdp import outcomes as cfdpcat
+from generators.cfdp import purposes as cfdp
 from generators.outcomes import PlannedLoss
 from generators.tlc import find_jar
 
@@ -107,7 +109,7 @@ def test_catalogue_outcomes_follow_the_protocol(catalogue: tuple[Path, object]) 
         return {(o.sender_outcome, o.receiver_outcome, *o.delivered.parts().values())
                 for o in scns[name].expect.outcomes}  # fmt: skip
 
-    full = cfdpcat.FILE_LEN
+    full = cfdp_catalogue.FILE_LEN
     # nominal: the file arrives, no error, in every mode
     for tag in ("c1-a1n1k1-l3", "c1c-a1n1k1-l3", "c2-a1n1k1-l3"):
         assert ends(f"cfdp-{tag}-nominal") == {

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance import protocols, wire
-from conformance.errors import InputError, ToolMissing
+from conformance import protocols
+from conformance.core import wire
+from conformance.core.errors import InputError, ToolMissing
 from conformance.protocols.cfdp import MODEL_CONDITIONS, MODEL_MODES
-from generators import cfdp
+from generators.cfdp import purposes as cfdp
 from generators.tlc import TlcResult, find_jar, run_tlc
 
 MANIFEST = json.loads((cfdp.SPEC_DIR / "manifest.json").read_text(encoding="utf-8"))
@@ -115,9 +116,9 @@ def test_unknown_bound_names_the_bounds() -> None:
 def test_what_is_not_built_yet_says_so() -> None:
     spec = protocols.get("cfdp")
     assert spec.generator_module("check") is cfdp
-    assert spec.generator_module("generate") is cfdp  # the catalogue (generators/cfdpcat.py)
+    assert spec.generator_module("generate") is cfdp  # the catalogue (generators/cfdp/outcomes.py)
     assert spec.generator_module("expectation_for") is cfdp
-    assert spec.generator_module("trace_model") is cfdp  # generators/cfdptrace.py
+    assert spec.generator_module("trace_model") is cfdp  # generators/cfdp/trace.py
     # the retransmission table is still to come
     with pytest.raises(InputError, match="cfdp: retx scenarios is not built yet"):
         spec.generator_module("retx_scenarios")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from generators import ltp
+from generators.ltp import purposes as ltp
 
 MANIFEST = json.loads((Path(ltp.SPEC_DIR) / "manifest.json").read_text())
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from conformance.errors import ToolMissing
+from conformance.core.errors import ToolMissing
+from conformance.core.types import load_scenario
 from conformance.protocols.ltp import LtpBlock
-from conformance.types import load_scenario
-from generators import ltp
+from generators.ltp import purposes as ltp
 from generators.tlc import find_jar, parse_output
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance.errors import ToolMissing
+from conformance.core.errors import ToolMissing
+from conformance.core.types import Impairment
 from conformance.protocols.ltp import LtpBlock
-from conformance.types import Impairment
-from generators import outcomes
+from generators import outcomes as common
+from generators.ltp import outcomes
 from generators.tlc import find_jar
 
 BLOCK = LtpBlock(block_len=4000, red_len=3000, segment_size=1000)
@@ -34,15 +35,15 @@ def test_plan_names_losses_as_the_channel_does():
         BLOCK,
     )
     assert plan == [
-        outcomes.PlannedLoss("return", "RS", 0, 1),
-        outcomes.PlannedLoss("forward", "red_data", 2, 2),
-        outcomes.PlannedLoss("forward", "red_data", 2, 3),
+        common.PlannedLoss("return", "RS", 0, 1),
+        common.PlannedLoss("forward", "red_data", 2, 2),
+        common.PlannedLoss("forward", "red_data", 2, 3),
     ]
     delayed = Impairment(direction="forward", match={"type": "RA"}, action="delay", delay_ms=9)
     doubled = Impairment(direction="return", match={"type": "RS"}, occurrence=2, action="duplicate")
     assert outcomes.plan([delayed, doubled], BLOCK) == [
-        outcomes.PlannedLoss("forward", "RA", 0, 1, "delay"),
-        outcomes.PlannedLoss("return", "RS", 0, 2, "duplicate"),
+        common.PlannedLoss("forward", "RA", 0, 1, "delay"),
+        common.PlannedLoss("return", "RS", 0, 2, "duplicate"),
     ]
     text = outcomes.plan_module(plan, in_order=True)
     assert 'key |-> "red_data", off |-> 2, occ |-> 3, act |-> "drop"' in text
@@ -61,7 +62,7 @@ def test_plan_names_losses_as_the_channel_does():
     ],
 )
 def test_unplannable_impairments_say_why(imp: Impairment, why: str):
-    with pytest.raises(outcomes.Unplannable, match=why):
+    with pytest.raises(common.Unplannable, match=why):
         outcomes.plan([imp], BLOCK)
 
 
@@ -149,7 +150,7 @@ def test_a_loss_that_cannot_happen_has_no_outcome(tlc: None, tmp_path: Path):
     """A 5th RS never exists with a limit of 1: no run has that loss."""
     got = outcomes.outcome_set(BLOCK, [_drop("return", 5, type="RS")], tmp_path)
     assert got.outcomes == []
-    with pytest.raises(outcomes.DtncError, match="no end"):
+    with pytest.raises(common.DtncError, match="no end"):
         outcomes.expectation(BLOCK, [_drop("return", 5, type="RS")], tmp_path / "x")
 
 
@@ -186,9 +187,9 @@ def test_what_the_channel_does_after_the_time_limit_does_not_widen_the_set() -> 
     reorder, and an outage at 60 s one that loses at random, but only for a
     run that can last that long: the shape reads the channel over the time
     limit (plus the guard for the channel's clock starting first)."""
-    from conformance.types import Scenario
+    from conformance.core.types import Scenario
 
-    def shape(limit_s: float, time_scale: float = 1.0) -> outcomes.ChannelShape:
+    def shape(limit_s: float, time_scale: float = 1.0) -> common.ChannelShape:
         scn = Scenario.model_validate(
             {
                 "name": "horizon",
@@ -207,9 +208,9 @@ def test_what_the_channel_does_after_the_time_limit_does_not_widen_the_set() -> 
                 },
             }
         )
-        return outcomes.channel_shape(scn)
+        return common.channel_shape(scn)
 
-    guard = outcomes.HORIZON_GUARD_S
+    guard = common.HORIZON_GUARD_S
     assert (shape(20).in_order, shape(20).random_loss) == (True, False)
     assert (shape(31 - guard).in_order, shape(31 - guard).random_loss) == (False, False)
     assert shape(31 - guard).why == "forward delay changes over time"

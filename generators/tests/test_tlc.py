@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.errors import ToolMissing
-from generators import ltp
+from conformance.core.errors import ToolMissing
+from generators.ltp import purposes as ltp
 from generators.tlc import (
     TlcProgress,
     find_jar,

@@ -57,7 +57,7 @@ VARIABLES
 wrapperVars == <<fq, rq, txCount, planHit, reqHit, down>>
 
 \* The key a channel rule matches a PDU on (specs/cfdp/wire.json fields:
-\* directive, ack_of, pdu_type and offset); generators/cfdp.py MATCHES.
+\* directive, ack_of, pdu_type and offset); generators/cfdp/purposes.py MATCHES.
 Key(p) ==
     CASE p.k = "MD" -> "metadata"
       [] p.k = "FD" -> "file_data"

@@ -2,7 +2,7 @@
 (***************************************************************************)
 (* The planned impairments and user requests of MCCFDPOutcomes (see there) *)
 (* and whether the channels keep order.  This copy is a nominal run's;     *)
-(* generators/cfdp.py writes one for each scenario.                        *)
+(* generators/cfdp/purposes.py writes one for each scenario.                        *)
 (***************************************************************************)
 \* @type: Set({dir: Str, key: Str, off: Int, occ: Int, act: Str});
 ThePlan == {}

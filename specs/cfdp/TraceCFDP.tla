@@ -11,7 +11,7 @@
 (* PrematureTimeouts to TRUE: a timer may expire at any time, since timer  *)
 (* sizing is configuration, not conformance.                               *)
 (*                                                                         *)
-(* PDUs appear in the trace as the model's records (generators/cfdptrace.py *)
+(* PDUs appear in the trace as the model's records (generators/cfdp/trace.py *)
 (* says how): File Data by segment number on the scenario's segment grid;  *)
 (* a NAK by the segments its requests cover; a Keep Alive's progress and a *)
 (* failed transaction's Finished delivery code are not compared (the .cfg  *)

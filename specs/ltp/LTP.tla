@@ -1104,7 +1104,7 @@ ChannelReleaseReturn(s) ==
 (* its timers (TimerMayExpire) and holds what it transmits until the link  *)
 (* is back.  One without cues transmits into the dead link, which swallows *)
 (* what it carries, free of the loss budget, and its timers run on.  A     *)
-(* live outage rule (conformance/emulator) drops the segment it is keyed   *)
+(* live outage rule (conformance/channel/emulator) drops the segment it is keyed   *)
 (* on and everything that crosses the link until it ends: that is          *)
 (* ChannelLinkDown followed by swallowing.                                 *)
 (***************************************************************************)

@@ -7,7 +7,7 @@
 (* each loss is recorded as a live channel rule names it (direction, wire  *)
 (* key, occurrence: "the 2nd RS on the return channel") in planHit.  Each  *)
 (* terminal state prints its loss pattern and its outcome (CatalogueReport *)
-(* never fails); generators/catalogue.py groups the lines by pattern: one  *)
+(* never fails); generators/ltp/catalogue.py groups the lines by pattern: one  *)
 (* scenario per distinct pattern, expecting every outcome printed for it.  *)
 (* Since states are told apart by the losses so far (OutcomeView holds     *)
 (* planHit and the transmission counts), the outcomes of one pattern are   *)

@@ -7,7 +7,7 @@
 (*     Trap == ~(Happened /\ Done)                                         *)
 (* is an invariant that TLC refutes with a behaviour in which P happened   *)
 (* and the session then ran to its end; breadth-first search makes it a    *)
-(* shortest one.  generators/ltp.py writes one .cfg per purpose, choosing  *)
+(* shortest one.  generators/ltp/purposes.py writes one .cfg per purpose, choosing  *)
 (* it with the constants PurposeKind and PurposeOff:                       *)
 (*                                                                         *)
 (*   "nominal"             no loss                                         *)

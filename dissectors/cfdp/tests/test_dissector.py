@@ -26,7 +26,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 from scapy.utils import wrpcap
 
-from conformance.protocols.base import FieldTypes
+from conformance.core.contract import FieldTypes
 from conformance.protocols.cfdp import SPEC
 from dissectors import luagen
 from dissectors.cfdp.layer import (
@@ -374,15 +374,15 @@ def test_round_trip(round_trip: list[DecodedFrame], index: int) -> None:
     assert frame.experts == [], (name, frame.experts)
 
 
-EMU = REPO / "conformance" / "emulator" / "target" / "release" / "dtnc-emu"
+EMU = REPO / "conformance" / "channel" / "emulator" / "target" / "release" / "dtnc-emu"
 
 
 @pytest.mark.skipif(not EMU.exists(), reason="the channel emulator is not built")
 def test_fields_equal_the_emulator_classifier(tmp_path: Path) -> None:
     """In the shared vocabulary, the dissector says what the Rust classifier
-    (conformance/emulator/core/src/classify/cfdp.rs) says, on every
+    (conformance/channel/emulator/core/src/classify/cfdp.rs) says, on every
     round-trip PDU and on the classifier's own spacepackets-built vectors."""
-    from conformance import emulator
+    from conformance.channel import control as emulator
     from conformance.tests.test_emulator_classify import CFDP_PDUS
 
     payloads = [bytes.fromhex(h) for h in CFDP_PDUS.values()] + [bytes(p) for _, p in ROUND_TRIP]

@@ -65,7 +65,7 @@ from spacepackets.cfdp.tlv import (
 )
 from spacepackets.util import ByteFieldGenerator
 
-from conformance import wire
+from conformance.core import wire
 from conformance.tests.test_emulator_classify import CFDP_PDUS
 from dissectors.cfdp import layer as cfdp
 from dissectors.cfdp.layer import (
@@ -94,7 +94,7 @@ from dissectors.cfdp.layer import (
 
 ROOT = Path(__file__).resolve().parents[3]
 FINDINGS = ROOT / "reports" / "findings" / "cfdp"
-CFDP_RS = ROOT / "conformance" / "emulator" / "core" / "src" / "classify" / "cfdp.rs"
+CFDP_RS = ROOT / "conformance" / "channel" / "emulator" / "core" / "src" / "classify" / "cfdp.rs"
 
 VECTORS: dict[str, bytes] = {name: bytes.fromhex(h) for name, h in CFDP_PDUS.items()}
 

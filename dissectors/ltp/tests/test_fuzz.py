@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance import emulator
+from conformance.channel import control as emulator
 from conformance.protocols.ltp import SPEC
 from dissectors.ltp.layer import LtpDecodeError, classify, parse
 from dissectors.ltp.tests.test_dissector import write_pcap
@@ -37,7 +37,7 @@ from dissectors.ltp.tests.test_layer import segments
 from dissectors.tshark import decode
 
 ROOT = Path(__file__).resolve().parents[3]
-EMU = ROOT / "conformance" / "emulator" / "target" / "release" / "dtnc-emu"
+EMU = ROOT / "conformance" / "channel" / "emulator" / "target" / "release" / "dtnc-emu"
 
 pytestmark = [
     pytest.mark.integration,

@@ -4,7 +4,7 @@ Fixed cases name the rule they check. A Hypothesis property round-trips
 segments drawn field by field along each class's ``fields_desc``, so a field
 added to a layout is drawn (or the strategy fails loudly). Real segments come
 from the captures in reports/findings/ltp/captures/ and from the test vectors of
-the channel emulator's classifier (conformance/emulator/core/src/classify/ltp.rs,
+the channel emulator's classifier (conformance/channel/emulator/core/src/classify/ltp.rs,
 read at test time), whose expected fields :func:`classify` must equal.
 """
 
@@ -23,8 +23,8 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 from scapy.utils import PcapReader
 
-from conformance import wire
-from conformance.classifiers import vocabulary
+from conformance.core import wire
+from conformance.core.classifiers import vocabulary
 from dissectors.ltp.layer import (
     CANCEL_REASONS,
     CHECKPOINT_TYPES,
@@ -57,7 +57,7 @@ from dissectors.ltp.layer import (
 
 ROOT = Path(__file__).resolve().parents[3]
 CAPTURES = ROOT / "reports" / "findings" / "ltp" / "captures"
-EMULATOR = ROOT / "conformance" / "emulator"
+EMULATOR = ROOT / "conformance" / "channel" / "emulator"
 
 
 def seg(code: int, originator: Any = 1, number: Any = 77, **fields: Any) -> LTP:

@@ -1,5 +1,5 @@
 """Adapter for cfdp-py 0.7.0 (Python CFDP, CCSDS 727.0-B-5), through our
-harness suts/cfdppy/harness.py (see suts/cfdppy/README.md)."""
+harness suts/cfdp/cfdppy/harness.py (see suts/cfdp/cfdppy/README.md)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import importlib.util
 import sys
 from collections.abc import Mapping
 
-from conformance.errors import ToolMissing
+from conformance.core.errors import ToolMissing
 from suts.base import REPO
-from suts.cfdpadapter import CfdpAdapter
+from suts.cfdp.common.adapter import CfdpAdapter
 
-HARNESS = REPO / "suts" / "cfdppy" / "harness.py"
+HARNESS = REPO / "suts" / "cfdp" / "cfdppy" / "harness.py"
 
 
 class CfdpPy(CfdpAdapter):
@@ -19,7 +19,7 @@ class CfdpPy(CfdpAdapter):
     version = "0.7.0"
 
     def supports(self, params: Mapping[str, object], role: str) -> str:
-        # suts/cfdppy/README.md: IDs of 1, 2, 4 or 8 octets; a sender's
+        # suts/cfdp/cfdppy/README.md: IDs of 1, 2, 4 or 8 octets; a sender's
         # sequence numbers of 1, 2 or 4 (cfdppy/handler/source.py:938-941)
         if params.get("entity_id_len") not in (1, 2, 4, 8):
             return "entity IDs of 1, 2, 4 or 8 octets only"

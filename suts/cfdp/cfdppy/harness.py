@@ -73,9 +73,9 @@ except ImportError as exc:  # pragma: no cover - reported as an "error" result
     DefaultFaultHandlerBase = object  # type: ignore[assignment,misc]
     ProvidesSeqCount = object  # type: ignore[assignment,misc]
 
-# cfdpcommon (suts/), appended so that suts/cfdppy does not shadow cfdp-py
-sys.path.append(str(Path(__file__).resolve().parent.parent))
-import cfdpcommon as common  # noqa: E402
+# harnesskit (suts/cfdp/common/), appended so that suts/cfdp/cfdppy does not shadow cfdp-py
+sys.path.append(str(Path(__file__).resolve().parent.parent / "common"))
+import harnesskit as common  # noqa: E402
 
 IMPLEMENTATION = "cfdp-py 0.7.0"
 POLL_S = 0.005  # how often the handler's state machine runs when nothing arrives
@@ -92,7 +92,7 @@ LOG = logging.getLogger("dtnc-cfdppy")
 
 
 # --------------------------------------------------------------------------
-# Command line (cfdpcommon's, with what cfdp-py does with it)
+# Command line (harnesskit's, with what cfdp-py does with it)
 # --------------------------------------------------------------------------
 
 

@@ -1,15 +1,15 @@
 """Adapter for cfdp-rs 0.3.0 (Rust CFDP, CCSDS 727.0-B-5), through our
-harness, the crate in suts/cfdprs/harness (binary dtnc-cfdprs; see
-suts/cfdprs/README.md)."""
+harness, the crate in suts/cfdp/cfdprs/harness (binary dtnc-cfdprs; see
+suts/cfdp/cfdprs/README.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from suts.base import REPO, cargo_build
-from suts.cfdpadapter import CfdpAdapter
+from suts.cfdp.common.adapter import CfdpAdapter
 
-HARNESS = REPO / "suts" / "cfdprs" / "harness"
+HARNESS = REPO / "suts" / "cfdp" / "cfdprs" / "harness"
 BINARY = HARNESS / "target" / "release" / "dtnc-cfdprs"
 
 
@@ -18,7 +18,7 @@ class CfdpRs(CfdpAdapter):
     version = "0.3.0"
 
     def supports(self, params: Mapping[str, object], role: str) -> str:
-        # suts/cfdprs/README.md: IDs and sequence numbers of 1, 2, 4 or 8
+        # suts/cfdp/cfdprs/README.md: IDs and sequence numbers of 1, 2, 4 or 8
         # octets (spacepackets util.rs); PDUs within its 4096-octet buffer
         for key in ("entity_id_len", "sequence_number_len"):
             if params.get(key) not in (1, 2, 4, 8):

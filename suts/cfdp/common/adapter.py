@@ -1,5 +1,5 @@
 """What every CFDP implementation's adapter shares: the one command line of
-dtnconform's CFDP harnesses (suts/cfdppy/README.md), built from a
+dtnconform's CFDP harnesses (suts/cfdp/cfdppy/README.md), built from a
 scenario, and the adapter around it."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import shutil
 import tempfile
 
 from conformance import timers
-from conformance.classifiers import default_port
+from conformance.core.classifiers import default_port
+from conformance.core.types import Scenario
 from conformance.protocols.cfdp import CfdpTransfer
-from conformance.types import Scenario
 from suts.base import ENGINES, Endpoint, SutAdapter, merge_knobs
 
 
@@ -21,7 +21,7 @@ def _ms(value: float) -> int:
 
 def cfdp_flags(scn: Scenario, role: str) -> dict[str, int | str]:
     """Every behaviour knob of one CFDP entity, by harness flag: the command
-    line every CFDP harness of dtnconform shares (suts/cfdppy/README.md)."""
+    line every CFDP harness of dtnconform shares (suts/cfdp/cfdppy/README.md)."""
     t = scn.params
     assert isinstance(t, CfdpTransfer)
     tm = timers.derive(scn)

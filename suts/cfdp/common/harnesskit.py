@@ -1,13 +1,13 @@
-"""What dtnconform's Python CFDP harnesses share: suts/cfdppy/harness.py,
-suts/librecube/harness.py and suts/yamcs/harness.py take one command line
-and print one JSON result (suts/cfdppy/README.md). This module is that
+"""What dtnconform's Python CFDP harnesses share: suts/cfdp/cfdppy/harness.py,
+suts/cfdp/librecube/harness.py and suts/cfdp/yamcs/harness.py take one command line
+and print one JSON result (suts/cfdp/cfdppy/README.md). This module is that
 contract: the options, the file, the users' requests and their triggers,
 the PDU fields those triggers match, the result line, and the process
 around them (logging, signals, the UDP socket).
 
 Standard library only (Python 3.11): the LibreCube harness runs it in a venv
-that has nothing but LibreCube's cfdp. A harness puts suts/ on sys.path and
-imports ``cfdpcommon``. Each harness keeps what is its implementation's.
+that has nothing but LibreCube's cfdp. A harness puts suts/cfdp/common/ on sys.path and
+imports ``harnesskit``. Each harness keeps what is its implementation's.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ SOURCE_FILE = "dtnc-source.bin"  # the sender's file, in its --workdir
 DEST_FILE = "dtnc-received.bin"  # the Metadata's destination file name
 MAX_DATAGRAM = 65535
 # Tables 5-4 and 5-5 are read from the spec's one copy.
-WIRE_JSON = Path(__file__).resolve().parent.parent / "specs" / "cfdp" / "wire.json"
+WIRE_JSON = Path(__file__).resolve().parents[3] / "specs" / "cfdp" / "wire.json"
 # SANA checksum identifiers, by --checksum.
 CHECKSUM_IDS: dict[str, int] = {"modular": 0, "crc32c": 2, "crc32": 3, "null": 15}
 REQUESTS = ("cancel", "suspend", "prompt_nak", "prompt_keep_alive")
@@ -98,7 +98,7 @@ def parse_addr(text: str) -> tuple[str, int]:
 
 
 def build_parser(implementation: str, **helps: str) -> argparse.ArgumentParser:
-    """The command line every CFDP harness takes (suts/cfdppy/README.md, "CLI").
+    """The command line every CFDP harness takes (suts/cfdp/cfdppy/README.md, "CLI").
     ``helps`` gives an option's help text by its dest, for what one
     implementation does with it (e.g. ``inactivity_ms="accepted, unused"``)."""
     p = argparse.ArgumentParser(

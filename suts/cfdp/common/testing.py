@@ -1,5 +1,5 @@
-"""What the tests of dtnconform's CFDP harnesses share (suts/cfdppy,
-suts/librecube, suts/yamcs and suts/cfdprs: tests/test_harness.py): free
+"""What the tests of dtnconform's CFDP harnesses share (suts/cfdp/cfdppy,
+suts/cfdp/librecube, suts/cfdp/yamcs and suts/cfdp/cfdprs: tests/test_harness.py): free
 ports on 127.0.0.1, a sender and a receiver harness process as dtnconform
 runs them, their result lines, a small lossy UDP relay between the two, and
 the checks of a harness's tables against specs/cfdp/wire.json.
@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from suts.cfdpcommon import DIRECTIVE_NAMES
+from suts.cfdp.common.harnesskit import DIRECTIVE_NAMES
 
 LOOP = "127.0.0.1"
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 WIRE_JSON = REPO / "specs" / "cfdp" / "wire.json"
 # The file every harness sends, by the formula (not the harnesses' code).
 PATTERN_3000 = bytes((i * 31 + 7) & 0xFF for i in range(3000))
@@ -338,7 +338,7 @@ def load_module(name: str, path: Path) -> Any:
 
 
 def check_tables(harness: Any) -> None:
-    """A Python harness's Tables 5-4/5-5 (cfdpcommon's) are those of
+    """A Python harness's Tables 5-4/5-5 (harnesskit's) are those of
     specs/cfdp/wire.json, the fields its requests match are wire.json
     fields, and its file is the pattern."""
     wire = wire_tables()

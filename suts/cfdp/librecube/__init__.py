@@ -1,17 +1,17 @@
 """Adapter for LibreCube cfdp 0.2.0 (Python CFDP, CCSDS 727.0-B-5), through
-our harness suts/librecube/harness.py, run in its own venv
-(suts/librecube/.venv: it conflicts with cfdp-py; suts/librecube/setup.sh).
-Its command line is every CFDP harness's (suts/cfdpadapter.py)."""
+our harness suts/cfdp/librecube/harness.py, run in its own venv
+(suts/cfdp/librecube/.venv: it conflicts with cfdp-py; suts/cfdp/librecube/setup.sh).
+Its command line is every CFDP harness's (suts/cfdp/common/adapter.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from conformance.errors import ToolMissing
+from conformance.core.errors import ToolMissing
 from suts.base import REPO
-from suts.cfdpadapter import CfdpAdapter
+from suts.cfdp.common.adapter import CfdpAdapter
 
-HERE = REPO / "suts" / "librecube"
+HERE = REPO / "suts" / "cfdp" / "librecube"
 HARNESS = HERE / "harness.py"
 PYTHON = HERE / ".venv" / "bin" / "python"
 
@@ -21,7 +21,7 @@ class LibreCube(CfdpAdapter):
     version = "0.2.0"
 
     def supports(self, params: Mapping[str, object], role: str) -> str:
-        # suts/librecube/README.md, each with LibreCube's source line
+        # suts/cfdp/librecube/README.md, each with LibreCube's source line
         if params.get("pdu_crc"):
             return "no PDU CRC (cfdp/header.py:132-134)"
         if params.get("mode") == "class1-closure":
@@ -40,7 +40,7 @@ class LibreCube(CfdpAdapter):
     def ensure_built(self) -> None:
         if not PYTHON.exists():
             raise ToolMissing(
-                "LibreCube cfdp's venv is missing: run `make setup` (suts/librecube/setup.sh)"
+                "LibreCube cfdp's venv is missing: run `make setup` (suts/cfdp/librecube/setup.sh)"
             )
 
     def prefix(self) -> list[str]:

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """dtnconform system-under-test harness for LibreCube cfdp 0.2.0 (CCSDS 727.0-B-5 CFDP).
 
-Run it with the venv of suts/librecube/setup.sh:
+Run it with the venv of suts/cfdp/librecube/setup.sh:
 
-    suts/librecube/.venv/bin/python suts/librecube/harness.py send|recv --listen IP:PORT ...
+    suts/cfdp/librecube/.venv/bin/python suts/cfdp/librecube/harness.py send|recv --listen IP:PORT ...
 
 One process plays one CFDP entity of one file transfer: ``send`` makes a
 LibreCube ``CfdpEntity`` send the file with a Put.request (its ``Sender1`` or
@@ -16,7 +16,7 @@ as LibreCube's own ``UdpTransport`` does. The harness provides that transport
 (its own socket), the user (the entity's indication methods), the file and the
 users' requests; LibreCube runs its state machines in its own threads.
 
-The command line and the result are those of suts/cfdppy/harness.py; the last
+The command line and the result are those of suts/cfdp/cfdppy/harness.py; the last
 stdout line is one JSON object (README.md).
 """
 
@@ -59,15 +59,15 @@ try:
 except ImportError as exc:  # pragma: no cover - reported as an "error" result (also
     # importlib.metadata.PackageNotFoundError, an ImportError)
     _IMPORT_ERROR = (
-        f"cannot import LibreCube cfdp 0.2.0: {exc} (run suts/librecube/setup.sh and use "
-        "suts/librecube/.venv/bin/python)"
+        f"cannot import LibreCube cfdp 0.2.0: {exc} (run suts/cfdp/librecube/setup.sh and use "
+        "suts/cfdp/librecube/.venv/bin/python)"
     )
     CfdpEntity = object  # type: ignore[assignment,misc]
     Transport = object  # type: ignore[assignment,misc]
 
-# cfdpcommon (suts/): the harnesses' command line, requests and result
-sys.path.append(str(Path(__file__).resolve().parent.parent))
-import cfdpcommon as common  # noqa: E402
+# harnesskit (suts/cfdp/common/): the harnesses' command line, requests and result
+sys.path.append(str(Path(__file__).resolve().parent.parent / "common"))
+import harnesskit as common  # noqa: E402
 
 IMPLEMENTATION = "LibreCube cfdp 0.2.0"
 POLL_S = 0.005  # longest wait for a datagram before the harness looks at the entity again
@@ -213,7 +213,7 @@ class Request(common.Request):
 
 
 def pdu_fields(data: bytes) -> dict[str, Any] | None:
-    """cfdpcommon's fields of a raw PDU; None for one too short to decode."""
+    """harnesskit's fields of a raw PDU; None for one too short to decode."""
     try:
         return common.pdu_fields(data)
     except common.Undecodable:

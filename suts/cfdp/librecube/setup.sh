@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Idempotent set-up of LibreCube cfdp 0.2.0 for suts/librecube/harness.py:
-# creates suts/librecube/.venv with python3.11 and installs the pinned
+# Idempotent set-up of LibreCube cfdp 0.2.0 for suts/cfdp/librecube/harness.py:
+# creates suts/cfdp/librecube/.venv with python3.11 and installs the pinned
 # requirements.txt into it. Safe to run again: it only acts on what is missing.
 set -euo pipefail
 

@@ -1,7 +1,7 @@
 """Adapter for Yamcs 5.13.2 (Java mission control, its CFDP service), run
-headless by our harness suts/yamcs/harness.py (a fresh Yamcs server per
-role, driven over its HTTP API; suts/yamcs/README.md). Its command line is
-every CFDP harness's (suts/cfdpadapter.py)."""
+headless by our harness suts/cfdp/yamcs/harness.py (a fresh Yamcs server per
+role, driven over its HTTP API; suts/cfdp/yamcs/README.md). Its command line is
+every CFDP harness's (suts/cfdp/common/adapter.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import shutil
 import sys
 from collections.abc import Mapping
 
-from conformance.errors import ToolMissing
+from conformance.core.errors import ToolMissing
 from suts.base import REPO
-from suts.cfdpadapter import CfdpAdapter
+from suts.cfdp.common.adapter import CfdpAdapter
 
-HERE = REPO / "suts" / "yamcs"
+HERE = REPO / "suts" / "cfdp" / "yamcs"
 HARNESS = HERE / "harness.py"
 CORE = HERE / "lib" / "yamcs-core-5.13.2.jar"
 
@@ -25,7 +25,7 @@ class Yamcs(CfdpAdapter):
     startup_s = 8.0
 
     def supports(self, params: Mapping[str, object], role: str) -> str:
-        # suts/yamcs/README.md, with Yamcs's source lines
+        # suts/cfdp/yamcs/README.md, with Yamcs's source lines
         if params.get("checksum_type") in ("crc32", "crc32c") and role == "receiver":
             # it answers Finished(unsupported checksum type, 11), which is right
             return "a receiver verifies the modular and null checksums only (it answers "
@@ -48,7 +48,7 @@ class Yamcs(CfdpAdapter):
 
     def ensure_built(self) -> None:
         if not CORE.exists():
-            raise ToolMissing("Yamcs is not installed: run `make setup` (suts/yamcs/setup.sh)")
+            raise ToolMissing("Yamcs is not installed: run `make setup` (suts/cfdp/yamcs/setup.sh)")
         if shutil.which("java") is None:
             raise ToolMissing("java not found: apt-get install default-jdk-headless")
 

@@ -5,7 +5,7 @@
 One process plays one CFDP entity of one file transfer: ``send`` (an upload
 from Yamcs) or ``recv`` (a download into Yamcs). Per run it writes a fresh
 Yamcs configuration under ``--workdir``, starts ``org.yamcs.YamcsServer``
-headless (java, ``suts/yamcs/lib/*``), drives the transfer over Yamcs's HTTP
+headless (java, ``suts/cfdp/yamcs/lib/*``), drives the transfer over Yamcs's HTTP
 API and reads its outcome from the API and from Yamcs's own log.
 
 Yamcs's CFDP PDUs go in and out through a ``UdpTmDataLink`` and a
@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# cfdpcommon (suts/): the harnesses' command line, requests and result
-sys.path.append(str(Path(__file__).resolve().parent.parent))
-import cfdpcommon as common  # noqa: E402
+# harnesskit (suts/cfdp/common/): the harnesses' command line, requests and result
+sys.path.append(str(Path(__file__).resolve().parent.parent / "common"))
+import harnesskit as common  # noqa: E402
 
 YAMCS_VERSION = "5.13.2"
 IMPLEMENTATION = f"Yamcs {YAMCS_VERSION} (org.yamcs.cfdp.CfdpService)"
@@ -109,7 +109,7 @@ LOG = logging.getLogger("dtnc-yamcs")
 
 
 # --------------------------------------------------------------------------
-# Command line (the same as suts/cfdppy/harness.py's)
+# Command line (the same as suts/cfdp/cfdppy/harness.py's)
 # --------------------------------------------------------------------------
 
 
@@ -168,7 +168,7 @@ def max_pdu_size(args: argparse.Namespace) -> int:
 
 
 def parse_request(text: str, role: str) -> common.Request:
-    """cfdpcommon's, and a Prompt is never made."""
+    """harnesskit's, and a Prompt is never made."""
     req = common.parse_request(text, role, common.Request)
     if req.made is None and req.kind in common.PROMPTS:
         req.not_made(
@@ -270,7 +270,7 @@ def yamcs_config(
     }
     handlers = "\n".join(f"        {k}: {v}" for k, v in cancel.items())
     yamcs_yaml = f"""\
-# Written by suts/yamcs/harness.py for one {args.role} run.
+# Written by suts/cfdp/yamcs/harness.py for one {args.role} run.
 services:
   - class: org.yamcs.http.HttpServer
     args:
@@ -288,7 +288,7 @@ buckets:
     maxObjects: 100000
 """
     instance_yaml = f"""\
-# Written by suts/yamcs/harness.py for one {args.role} run.
+# Written by suts/cfdp/yamcs/harness.py for one {args.role} run.
 services:
   - class: org.yamcs.cfdp.CfdpService
     name: {SERVICE}
@@ -611,7 +611,7 @@ class Harness:
         self.relay: Relay | None = None
         self.resume_timers: list[threading.Timer] = []
 
-    # -- what the result reports (cfdpcommon.Run) ----------------------------
+    # -- what the result reports (harnesskit.Run) ----------------------------
 
     @property
     def sender(self) -> bool:
@@ -1076,7 +1076,7 @@ def run(args: argparse.Namespace, t0: float) -> dict[str, Any]:
     if not (LIB / f"yamcs-core-{YAMCS_VERSION}.jar").exists():
         raise common.UsageError(
             f"Yamcs is not installed: {LIB}/yamcs-core-{YAMCS_VERSION}.jar missing "
-            "(run suts/yamcs/setup.sh)"
+            "(run suts/cfdp/yamcs/setup.sh)"
         )
     workdir: Path = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Idempotent set-up of Yamcs 5.13.2 for suts/yamcs/harness.py: copies
+# Idempotent set-up of Yamcs 5.13.2 for suts/cfdp/yamcs/harness.py: copies
 # org.yamcs:yamcs-core:5.13.2 and its runtime dependencies (pom.xml) from
-# Maven Central into suts/yamcs/lib/ (42 jars, ~47 MB). Needs java (17+) and
+# Maven Central into suts/cfdp/yamcs/lib/ (42 jars, ~47 MB). Needs java (17+) and
 # mvn. Safe to run again: it does nothing when lib/ already holds the jar.
 set -euo pipefail
 

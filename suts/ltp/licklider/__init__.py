@@ -1,17 +1,17 @@
 """Adapter for licklider 0.1.1 (licklider-core + licklider-udp, Rust), through
-our harness in suts/licklider/harness (see suts/licklider/README.md)."""
+our harness in suts/ltp/licklider/harness (see suts/ltp/licklider/README.md)."""
 
 from __future__ import annotations
 
 import math
 
 from conformance import timers
-from conformance.classifiers import default_port
+from conformance.core.classifiers import default_port
+from conformance.core.types import Scenario
 from conformance.protocols.ltp import LtpBlock
-from conformance.types import Scenario
 from suts.base import ENGINES, REPO, Endpoint, SutAdapter, SutOption, cargo_build, merge_knobs
 
-HARNESS = REPO / "suts" / "licklider" / "harness"
+HARNESS = REPO / "suts" / "ltp" / "licklider" / "harness"
 BINARY = HARNESS / "target" / "release" / "dtnc-licklider"
 
 

@@ -1,11 +1,11 @@
-"""End-to-end tests of suts/cfdppy/harness.py: real cfdp-py 0.7.0 transfers
+"""End-to-end tests of suts/cfdp/cfdppy/harness.py: real cfdp-py 0.7.0 transfers
 over 127.0.0.1, each role in its own process, as dtnconform runs them.
 
 Some tests put a small lossy UDP relay (a thread in this process) between
 the two roles, to check the limit mappings of README.md against what
 cfdp-py does on the wire. Run with:
 
-    .venv/bin/pytest suts/cfdppy/tests -m integration
+    .venv/bin/pytest suts/cfdp/cfdppy/tests -m integration
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from suts import cfdptesting as ct
-from suts.cfdptesting import CANCEL_AFTER_FD_1024, Rule
+from suts.cfdp.common import testing as ct
+from suts.cfdp.common.testing import CANCEL_AFTER_FD_1024, Rule
 
 pytest.importorskip("cfdppy")
 

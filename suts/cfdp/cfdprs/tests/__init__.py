@@ -1,2 +1,2 @@
 """Tests of the cfdp-rs harness (a package so that pytest tells this
-test_harness.py from suts/cfdppy/tests/test_harness.py)."""
+test_harness.py from suts/cfdp/cfdppy/tests/test_harness.py)."""

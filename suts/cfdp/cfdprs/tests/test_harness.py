@@ -1,4 +1,4 @@
-"""End-to-end tests of the cfdp-rs harness (suts/cfdprs/harness, binary
+"""End-to-end tests of the cfdp-rs harness (suts/cfdp/cfdprs/harness, binary
 dtnc-cfdprs): real cfdp-rs 0.3.0 transfers over 127.0.0.1, each role in its
 own process, as dtnconform runs them.
 
@@ -7,7 +7,7 @@ the two roles, to check the limit mappings of README.md against what
 cfdp-rs does on the wire. The binary is built once per session with
 ``cargo build --release --locked``. Run with:
 
-    .venv/bin/pytest suts/cfdprs/tests -m integration
+    .venv/bin/pytest suts/cfdp/cfdprs/tests -m integration
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ from typing import Any
 
 import pytest
 
-from suts import cfdptesting as ct
-from suts.cfdptesting import CANCEL_AFTER_FD_1024, Rule
+from suts.cfdp.common import testing as ct
+from suts.cfdp.common.testing import CANCEL_AFTER_FD_1024, Rule
 
 pytestmark = pytest.mark.integration
 
 SUT = Path(__file__).resolve().parents[1]
 CRATE = SUT / "harness"
 BINARY = CRATE / "target" / "release" / "dtnc-cfdprs"
-REPO = SUT.parents[1]
-CFDPPY_HARNESS = REPO / "suts" / "cfdppy" / "harness.py"
+REPO = SUT.parents[2]
+CFDPPY_HARNESS = REPO / "suts" / "cfdp" / "cfdppy" / "harness.py"
 VENV_PYTHON = REPO / ".venv" / "bin" / "python"
 # 3000 octets in 1024-octet segments; short timers so that every limit is
 # reached within a second or two.
@@ -56,7 +56,9 @@ def binary() -> Path:
     already up to date)."""
     cargo = find_cargo()
     if cargo is None:
-        pytest.skip("cargo not found: the cfdp-rs harness is a Rust crate (suts/cfdprs/harness)")
+        pytest.skip(
+            "cargo not found: the cfdp-rs harness is a Rust crate (suts/cfdp/cfdprs/harness)"
+        )
     proc = subprocess.run(
         [cargo, "build", "--release", "--locked"],
         cwd=CRATE,
@@ -364,12 +366,12 @@ def test_unsupported_widths_are_errors(
 
 
 # ---------------------------------------------------------------------------
-# cfdp-rs <-> cfdp-py (suts/cfdppy/harness.py, same command line)
+# cfdp-rs <-> cfdp-py (suts/cfdp/cfdppy/harness.py, same command line)
 
 
 def cfdppy_argv0() -> list[str]:
     if not CFDPPY_HARNESS.exists():
-        pytest.skip("suts/cfdppy/harness.py not present")
+        pytest.skip("suts/cfdp/cfdppy/harness.py not present")
     if not VENV_PYTHON.exists():
         pytest.skip(f"{VENV_PYTHON} not found")
     probe = subprocess.run(

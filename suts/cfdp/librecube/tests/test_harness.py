@@ -1,10 +1,10 @@
-"""End-to-end tests of suts/librecube/harness.py: real LibreCube cfdp 0.2.0
+"""End-to-end tests of suts/cfdp/librecube/harness.py: real LibreCube cfdp 0.2.0
 transfers over 127.0.0.1, each role in its own process (run by the venv of
-suts/librecube/setup.sh), and cross transfers with the cfdp-py harness
-(suts/cfdppy/harness.py, dtnconform's venv). Some tests put a small lossy UDP
+suts/cfdp/librecube/setup.sh), and cross transfers with the cfdp-py harness
+(suts/cfdp/cfdppy/harness.py, dtnconform's venv). Some tests put a small lossy UDP
 relay (a thread in this process) between the roles. Run with:
 
-    .venv/bin/pytest suts/librecube/tests
+    .venv/bin/pytest suts/cfdp/librecube/tests
 """
 
 from __future__ import annotations
@@ -18,21 +18,21 @@ from typing import Any
 
 import pytest
 
-from suts import cfdptesting as ct
-from suts.cfdptesting import CANCEL_AFTER_FD_1024, Rule
+from suts.cfdp.common import testing as ct
+from suts.cfdp.common.testing import CANCEL_AFTER_FD_1024, Rule
 
 pytestmark = pytest.mark.integration
 
 HERE = Path(__file__).resolve().parents[1]
-REPO = HERE.parents[1]
+REPO = HERE.parents[2]
 HARNESS = HERE / "harness.py"
 VENV_PY = HERE / ".venv" / "bin" / "python"
-CFDPPY = [sys.executable, str(REPO / "suts" / "cfdppy" / "harness.py")]
+CFDPPY = [sys.executable, str(REPO / "suts" / "cfdp" / "cfdppy" / "harness.py")]
 LIBRECUBE = [str(VENV_PY), str(HARNESS)]
 
 if not VENV_PY.exists():
     pytest.skip(
-        "suts/librecube/.venv is missing: run suts/librecube/setup.sh (LibreCube cfdp 0.2.0)",
+        "suts/cfdp/librecube/.venv is missing: run suts/cfdp/librecube/setup.sh (LibreCube cfdp 0.2.0)",
         allow_module_level=True,
     )
 
@@ -373,7 +373,7 @@ def test_resume_after_eof_stops_the_entity(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------
-# Cross transfers with cfdp-py 0.7.0 (suts/cfdppy/harness.py), Class 2
+# Cross transfers with cfdp-py 0.7.0 (suts/cfdp/cfdppy/harness.py), Class 2
 # --------------------------------------------------------------------------
 
 

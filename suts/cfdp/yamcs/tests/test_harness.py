@@ -1,11 +1,11 @@
-"""End-to-end tests of suts/yamcs/harness.py: real Yamcs 5.13.2 CFDP
+"""End-to-end tests of suts/cfdp/yamcs/harness.py: real Yamcs 5.13.2 CFDP
 transfers over 127.0.0.1, each role in its own process as dtnconform runs
-them, against cfdp-py 0.7.0 (suts/cfdppy/harness.py) and against Yamcs.
+them, against cfdp-py 0.7.0 (suts/cfdp/cfdppy/harness.py) and against Yamcs.
 
 Each Yamcs role starts its own JVM (~2-4 s). Some tests put a small lossy
 UDP relay (a thread in this process) between the roles. Run with:
 
-    .venv/bin/pytest suts/yamcs/tests -m integration
+    .venv/bin/pytest suts/cfdp/yamcs/tests -m integration
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from suts import cfdptesting as ct
-from suts.cfdptesting import PATTERN_3000, Rule, cancel_after
+from suts.cfdp.common import testing as ct
+from suts.cfdp.common.testing import PATTERN_3000, Rule, cancel_after
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +43,7 @@ def _missing() -> str:
     if shutil.which("java") is None:
         return "java not found (apt-get install default-jdk-headless)"
     if not (LIB / "yamcs-core-5.13.2.jar").exists():
-        return f"Yamcs not installed: {LIB} has no yamcs-core-5.13.2.jar (run suts/yamcs/setup.sh)"
+        return f"Yamcs not installed: {LIB} has no yamcs-core-5.13.2.jar (run suts/cfdp/yamcs/setup.sh)"
     return ""
 
 
@@ -295,7 +295,7 @@ def test_cancel_at_yamcs_sender_class1(tmp_path: Path) -> None:
     EOF(cancel_request_received) and then reports the transfer COMPLETED:
     sendEof completes every Class 1 EOF with NO_ERROR
     (CfdpOutgoingTransfer.java:272-273). The cfdp-py receiver reads that
-    EOF's condition as 240 (spacepackets 0.32.0, suts/cfdppy/README.md)."""
+    EOF's condition as 240 (spacepackets 0.32.0, suts/cfdp/cfdppy/README.md)."""
     req = cancel_after("forward", {"pdu_type": "file_data", "offset": 1024})
     sent, received, _ = transfer(
         tmp_path, "yamcs", "cfdppy", ["--mode", "class1"], send_args=["--request", req]

@@ -1,5 +1,5 @@
 //! The emulator's configuration file (JSON), written by the Python control
-//! side (`conformance/emulator.py`) from a scenario's `channel` section.
+//! side (`conformance/channel/control.py`) from a scenario's `channel` section.
 //!
 //! Unknown keys are errors, and every error names the field it is about
 //! (`forward.timeline[2].set.loss: ...`), so a bad scenario fails with exit

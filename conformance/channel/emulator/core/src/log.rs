@@ -1,6 +1,6 @@
 //! The decision log (`channel.jsonl`): one JSON line per frame the channel
 //! handled, and its reader for `--replay`. The Python side reads it as
-//! `conformance.types.ChannelRecord`.
+//! `conformance.core.types.ChannelRecord`.
 //!
 //! Keys, in the order written ([`KEYS`]); optional ones are absent when
 //! they do not apply:
@@ -304,7 +304,7 @@ mod tests {
 
     /// The keys written are exactly [`KEYS`], in that order, when every
     /// optional one applies; and a plain passed frame carries only the
-    /// always-present ones. `ChannelRecord` (conformance/types.py) declares
+    /// always-present ones. `ChannelRecord` (conformance/core/types.py) declares
     /// the same keys.
     #[test]
     fn keys_written_match_the_list() {

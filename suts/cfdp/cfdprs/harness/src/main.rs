@@ -11,7 +11,7 @@
 //! requests.
 //!
 //! The command line and the result (the last stdout line, one JSON object)
-//! are those of suts/cfdppy/harness.py: README.md.
+//! are those of suts/cfdp/cfdppy/harness.py: README.md.
 
 mod cfdprs;
 mod wire;

@@ -60,7 +60,7 @@ macro_rules! classifier {
         Classifier {
             name: stringify!($p),
             wire: include_str!(concat!(
-                "../../../../../specs/",
+                "../../../../../../specs/",
                 stringify!($p),
                 "/wire.json"
             )),

@@ -2,7 +2,7 @@
 //! octets arrive, `classify` returns (never panics), and the fields it
 //! returns agree with the protocol's wire.json: every name is declared in
 //! `fields`, none twice, every value is of the kind `values` gives (read as
-//! `conformance/classifiers.py` reads it), a code name agrees with its
+//! `conformance/core/classifiers.py` reads it), a code name agrees with its
 //! companion code field, and no length field exceeds the datagram. LTP's
 //! own checks ([`ltp::props::check_fields`]) run on what LTP accepts.
 

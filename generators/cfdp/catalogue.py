@@ -1,0 +1,441 @@
+"""CFDP's scenario catalogue (:func:`generate`), made of
+
+* every impairment pattern of one transaction within a bound's budgets
+  (specs/cfdp/MCCFDPCatalogue.tla, one TLC run per bound and reading):
+  each PDU lost at each point, once and repeatedly, and held back or
+  duplicated at each point (so File Data overtakes the Metadata and the last
+  two File Data PDUs swap), in each transmission mode, with immediate and
+  deferred NAKs; the limits are reached where the losses exhaust them;
+* planned purposes, one outcome-set run each (generators/cfdp/outcomes.py):
+  a user's cancel or suspend at either entity and a Prompt, each after every
+  PDU of the nominal transaction; a link outage as each PDU crosses;
+  undetected corruption of each File Data PDU.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conformance.core.errors import DtncError
+from conformance.core.types import (
+    Expectation,
+    Impairment,
+    Origin,
+    Scenario,
+    dump_model,
+)
+from conformance.protocols.cfdp import (
+    MODEL_MODES,
+    CfdpRequest,
+    CfdpTransfer,
+    Trigger,
+)
+from generators.cfdp import SPEC_DIR
+from generators.cfdp.outcomes import (
+    DELAY_MS,
+    OUTAGE_MS,
+    OUTCOMES,
+    constants,
+    expectation_for,
+    impairment_of,
+    match_of,
+    n_segments,
+    outcome_of,
+    reading_ids,
+)
+from generators.outcomes import PlannedLoss, Unplannable
+from generators.tlc import REPO_ROOT, TlcProgress, cfg_text, printed, run_tlc
+from generators.traps import GenerateReport, PurposeStatus
+
+CATALOGUE = SPEC_DIR / "MCCFDPCatalogue.tla"
+
+
+# Short names in scenario names.
+SHORT = {
+    "metadata": "md",
+    "file_data": "fd",
+    "eof": "eof",
+    "ack_eof": "ackeof",
+    "ack_finished": "ackfin",
+    "nak": "nak",
+    "finished": "fin",
+    "prompt": "prompt",
+    "keep_alive": "ka",
+}
+
+
+_ACT_PREFIX = {"drop": "", "delay": "late-", "duplicate": "dup-", "corrupt": "bad-",
+               "outage": "down-"}  # fmt: skip
+
+
+# The file every catalogue scenario sends: two File Data PDUs, the last one
+# short (as in ION issue #31).
+SEGMENT_SIZE = 1024
+
+
+FILE_LEN = 2 * SEGMENT_SIZE - 100
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One catalogue run: the transfer's mode, NAK mode and limits, and the
+    channel's budgets."""
+
+    mode: str  # CfdpTransfer.mode
+    max_loss: int
+    max_late: int = 0
+    nak_mode: str = "immediate"
+    ack_limit: int = 1
+    nak_limit: int = 1
+    check_limit: int = 1
+
+    @property
+    def tag(self) -> str:
+        mode = MODEL_MODES[self.mode] + ("d" if self.nak_mode == "deferred" else "")
+        limits = f"a{self.ack_limit}n{self.nak_limit}k{self.check_limit}"
+        return f"{mode}-{limits}-l{self.max_loss}" + (f"x{self.max_late}" if self.max_late else "")
+
+    def transfer(self) -> CfdpTransfer:
+        return CfdpTransfer(
+            file_len=FILE_LEN,
+            segment_size=SEGMENT_SIZE,
+            mode=self.mode,  # type: ignore[arg-type]
+            nak_mode=self.nak_mode,  # type: ignore[arg-type]
+            ack_limit=self.ack_limit,
+            nak_limit=self.nak_limit,
+            check_limit=self.check_limit,
+        )
+
+
+# Three losses in Class 2 (the NAK limit takes three); every mode with one
+# PDU held back or duplicated beside a loss; deferred NAKs; limits of 0,
+# where one loss exhausts them.
+BOUNDS = (
+    Bound("class2", 3),
+    Bound("class2", 1, 1),
+    Bound("class2", 2, nak_mode="deferred"),
+    Bound("class2", 2, ack_limit=0, nak_limit=0),
+    Bound("class1-closure", 3),
+    Bound("class1-closure", 1, 1),
+    Bound("class1", 3),
+    Bound("class1", 1, 1),
+    Bound("class1", 2, check_limit=0),
+)
+
+
+def _short(x: PlannedLoss) -> str:
+    seg = str(x.off) if x.key == "file_data" else ""
+    return f"{_ACT_PREFIX[x.act]}{SHORT[x.key]}{seg}.{x.occ}"
+
+
+def _order(x: PlannedLoss) -> tuple[str, str, int, int, str]:
+    return (x.dir, x.key, x.off, x.occ, x.act)
+
+
+@dataclass
+class Pattern:
+    bound: Bound
+    losses: frozenset[PlannedLoss]
+    outcomes: dict[tuple[object, ...], set[str]] = field(default_factory=dict)
+
+
+def run_bound(
+    b: Bound, reading: str, workdir: Path, progress: Callable[[TlcProgress], None] | None = None
+) -> tuple[list[Pattern], set[str], int, float]:
+    """One TLC run of the catalogue: the patterns of a bound under a reading,
+    the actions taken, distinct states and seconds."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    cfg = workdir / f"MCCFDPCatalogue_{b.tag}.cfg"
+    cfg.write_text(
+        cfg_text(
+            f"Catalogue: every pattern within {b.max_loss} losses and {b.max_late} late PDUs.",
+            constants(b.transfer(), reading, losses=b.max_loss, late=b.max_late),
+            spec="CatalogueSpec",
+            view="OutcomeView",
+            invariants=["CatalogueReport", "ActionSeen"],
+            action_constraint="NoStaleImpairment",
+        ),
+        encoding="utf-8",
+    )
+    res = run_tlc(CATALOGUE, cfg, workers=1, workdir=workdir, progress=progress, short=True)
+    if res.violated or res.errors:
+        raise DtncError(f"TLC failed on the catalogue ({b.tag}): {res.errors} ({res.log_path})")
+    text = res.log_path.read_text(encoding="utf-8")
+    found: dict[frozenset[PlannedLoss], Pattern] = {}
+    for hit, outcome in printed(text, "dtnc-pattern"):  # type: ignore[misc]
+        losses = frozenset(
+            PlannedLoss(str(x["dir"]), str(x["key"]), int(x["off"]), int(x["occ"]), str(x["act"]))
+            for x in hit  # type: ignore[union-attr]
+        )
+        if b.max_late and not any(x.late for x in losses):
+            continue  # a bound without late PDUs has it
+        if len({(x.dir, x.key, x.off, x.occ) for x in losses}) < len(losses):
+            continue  # two acts on one transmission: a live rule takes one
+        p = found.setdefault(losses, Pattern(b, losses))
+        p.outcomes.setdefault(tuple(outcome), set()).add(reading)  # type: ignore[arg-type]
+    actions = {str(v[0]) for v in printed(text, "dtnc-action")}
+    return list(found.values()), actions, res.distinct_states or 0, res.seconds
+
+
+def pattern_scenario(p: Pattern, states: int) -> Scenario:
+    b, t = p.bound, p.bound.transfer()
+    losses = sorted(p.losses, key=_order)
+    what = ", ".join(_short(x) for x in losses) or "no impairment"
+    return Scenario(
+        name=f"cfdp-{b.tag}-" + ("-".join(_short(x) for x in losses) or "nominal"),
+        protocol="cfdp",
+        description=(
+            f"Catalogue: {what} ('late-' PDUs held back {DELAY_MS:g} ms, 'dup-' ones "
+            f"duplicated); {t.mode}, {t.nak_mode} NAKs, a {t.file_len}-byte file in "
+            f"{SEGMENT_SIZE}-byte File Data PDUs, ACK/NAK/check limits "
+            f"{t.ack_limit}/{t.nak_limit}/{t.check_limit}."
+        ),
+        params=t,
+        impairments=[impairment_of(x, t, note=f"catalogue: {_short(x)} ({x.dir})") for x in losses],
+        expect=Expectation(
+            outcomes=[
+                outcome_of(o, t, sorted(rs)) for o, rs in sorted(p.outcomes.items(), key=str)
+            ],
+            source=(
+                "TLC, specs/cfdp/MCCFDPCatalogue.tla: every terminal state with exactly these "
+                f"impairments, channels in order ({states:,} distinct states), under the default "
+                "reading and each alternative that can matter (specs/cfdp/readings.json)"
+            ),
+            in_order=True,
+        ),
+        origin=Origin(
+            model=str(CATALOGUE.relative_to(REPO_ROOT)),
+            config=b.tag,
+            purpose="catalogue",
+            purposes=["catalogue", b.tag],
+        ),
+    )
+
+
+# The nominal transaction's PDUs, per mode, as (direction, key, segment):
+# the points a request or an outage is tied to.
+NOMINAL: dict[str, tuple[tuple[str, str, int], ...]] = {
+    "class1": (("forward", "metadata", 0), ("forward", "file_data", 0),
+               ("forward", "file_data", 1), ("forward", "eof", 0)),
+    "class1-closure": (("forward", "metadata", 0), ("forward", "file_data", 0),
+                       ("forward", "file_data", 1), ("forward", "eof", 0),
+                       ("return", "finished", 0)),
+    "class2": (("forward", "metadata", 0), ("forward", "file_data", 0),
+               ("forward", "file_data", 1), ("forward", "eof", 0), ("return", "ack_eof", 0),
+               ("return", "finished", 0), ("forward", "ack_finished", 0)),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A purpose with its own outcome-set run."""
+
+    name: str
+    transfer: CfdpTransfer
+    impairments: tuple[Impairment, ...]
+    description: str
+
+
+def _point(d: str, key: str, off: int) -> str:
+    return SHORT[key] + (str(off) if key == "file_data" else "")
+
+
+def planned_purposes() -> list[Planned]:
+    """Each request at each point of each mode's nominal transaction; an
+    outage as each PDU crosses; each File Data PDU corrupted."""
+    out: list[Planned] = []
+    for mode, points in NOMINAL.items():
+        base = Bound(mode, 0).transfer()
+        tag = MODEL_MODES[mode]
+        asks = [("sender", "cancel"), ("receiver", "cancel"), ("sender", "suspend"),
+                ("receiver", "suspend")]  # fmt: skip
+        if mode == "class2":
+            asks += [("sender", "prompt_nak"), ("sender", "prompt_keep_alive")]
+        for who, what in asks:
+            for d, key, off in points:
+                trig = Trigger(direction=d, match=match_of(key, off, base))  # type: ignore[arg-type]
+                req = CfdpRequest(entity=who, request=what, after=trig)  # type: ignore[arg-type]
+                out.append(
+                    Planned(
+                        f"cfdp-{tag}-{who}-{what.replace('_', '')}-after-{_point(d, key, off)}",
+                        base.model_copy(update={"requests": [req]}),
+                        (),
+                        f"the {req.describe()}",
+                    )
+                )
+        for d, key, off in points:
+            x = PlannedLoss(d, key, off, 1, "outage")
+            out.append(
+                Planned(
+                    f"cfdp-{tag}-outage-at-{_point(d, key, off)}",
+                    base,
+                    (impairment_of(x, base, note=f"outage as {_short(x)} crosses ({d})"),),
+                    f"a {OUTAGE_MS:g} ms link outage both ways from the 1st {d} "
+                    f"{key.replace('_', ' ')} PDU (the model lets it last any number of steps)",
+                )
+            )
+        for seg in range(n_segments(base)):
+            x = PlannedLoss("forward", "file_data", seg, 1, "corrupt")
+            out.append(
+                Planned(
+                    f"cfdp-{tag}-corrupt-fd{seg}",
+                    base,
+                    (impairment_of(x, base, note="file data corrupted, UDP checksum made good"),),
+                    f"File Data segment {seg} corrupted with no PDU CRC: the file checksum "
+                    "must catch it (4.6.1.2)",
+                )
+            )
+    return out
+
+
+def planned_scenario(p: Planned, workdir: Path, seen: set[str]) -> Scenario | None:
+    """The purpose's scenario, or None when the model reaches no end with it
+    (a request the transaction is over for)."""
+    scn = Scenario(
+        name=p.name,
+        protocol="cfdp",
+        description=f"{p.description}; {p.transfer.mode}, a {p.transfer.file_len}-byte file "
+        f"in {p.transfer.segment_size}-byte File Data PDUs.",
+        params=p.transfer,
+        impairments=list(p.impairments),
+        expect=Expectation(
+            outcomes=[outcome_of(("open", "NoError", "none", "NoError", False), p.transfer)]
+        ),  # fmt: skip
+        origin=Origin(
+            model=str(OUTCOMES.relative_to(REPO_ROOT)),
+            config=MODEL_MODES[p.transfer.mode],
+            purpose=p.name,
+            purposes=[p.name],
+        ),
+    )
+    try:
+        scn.expect = expectation_for(scn, workdir, seen=seen)
+    except Unplannable:
+        return None
+    return scn
+
+
+def generate(
+    outdir: Path,
+    actions_total: list[str],
+    *,
+    terminal_action: str = "Terminating",
+    bounds: Sequence[Bound] = BOUNDS,
+    planned: Sequence[Planned] | None = None,
+    lanes: int = 2,
+    on_purpose: Callable[[int, int, str], None] | None = None,
+) -> GenerateReport:
+    """The catalogue's patterns and the planned purposes' scenarios into
+    ``outdir`` (``coverage.json``: counts, coverage, purposes)."""
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    work = outdir / "tlc"
+    planned = planned_purposes() if planned is None else list(planned)
+    jobs = [(b, r) for b in bounds for r in reading_ids(b.transfer())]
+    total = len(jobs) + len(planned)
+    done = 0
+    lock = threading.Lock()
+    t0 = time.monotonic()
+
+    def tick(name: str) -> None:
+        nonlocal done
+        with lock:
+            done += 1
+            if on_purpose:
+                on_purpose(done, total, name)
+
+    def bound_job(job: tuple[Bound, str]) -> tuple[list[Pattern], set[str], int, float]:
+        b, r = job
+        res = run_bound(b, r, work / b.tag / (f"reading{r}" if r else ""))
+        tick(b.tag + (f" (reading {r})" if r else ""))
+        return res
+
+    covered: set[str] = set()
+
+    planned_seconds: list[float] = []
+
+    def planned_job(p: Planned) -> Scenario | None:
+        took: set[str] = set()
+        start = time.monotonic()
+        scn = planned_scenario(p, work / "planned", took)
+        with lock:
+            covered.update(took)
+            planned_seconds.append(time.monotonic() - start)
+        tick(p.name)
+        return scn
+
+    if on_purpose:
+        on_purpose(0, total, "catalogue")
+    with ThreadPoolExecutor(max_workers=max(1, lanes)) as pool:
+        bound_runs = list(pool.map(bound_job, jobs))
+        planned_runs = list(pool.map(planned_job, planned))
+    seconds = sum(r[3] for r in bound_runs)
+    statuses: list[PurposeStatus] = []
+    scenarios: list[Path] = []
+    per_bound: dict[str, int] = {}
+    for b in bounds:
+        runs = [res for (bb, _r), res in zip(jobs, bound_runs, strict=True) if bb == b]
+        merged: dict[frozenset[PlannedLoss], Pattern] = {}
+        for patterns, acts, _states, _secs in runs:
+            covered |= acts
+            for p in patterns:
+                have = merged.setdefault(p.losses, Pattern(b, p.losses))
+                for o, rs in p.outcomes.items():
+                    have.outcomes.setdefault(o, set()).update(rs)
+        states = runs[0][2]
+        for p in sorted(merged.values(), key=lambda x: sorted(map(_order, x.losses))):
+            scn = pattern_scenario(p, states)
+            path = outdir / f"{scn.name}.json"
+            dump_model(scn, path)
+            scenarios.append(path)
+        per_bound[b.tag] = len(merged)
+        statuses.append(
+            PurposeStatus(
+                f"catalogue {b.tag}",
+                "reached",
+                detail=f"{len(merged)} scenarios ({states:,} distinct states)",
+            )
+        )
+    for p, scn in zip(planned, planned_runs, strict=True):
+        if scn is None:
+            statuses.append(
+                PurposeStatus(p.name, "unreachable", detail="the model reaches no end with it")
+            )
+            continue
+        path = outdir / f"{scn.name}.json"
+        dump_model(scn, path)
+        scenarios.append(path)
+        statuses.append(PurposeStatus(p.name, "reached", scenario=path))
+    if scenarios and terminal_action:
+        covered.add(terminal_action)  # every scenario ends in a terminal state
+    names = [s.name for s in scenarios]
+    if len(set(names)) < len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise DtncError(f"CFDP catalogue names collide: {dup}")
+    report = GenerateReport(
+        scenarios=scenarios,
+        purposes=statuses,
+        actions_covered=[a for a in actions_total if a in covered],
+        actions_total=list(actions_total),
+        tlc_seconds=round(seconds + sum(planned_seconds), 2),
+        outdir=outdir,
+    )
+    summary = {
+        "scenarios": len(scenarios),
+        "per_bound": per_bound,
+        "planned": sum(s.status == "reached" for s in statuses) - len(bounds),
+        "unreachable": report.unreachable,
+        "wall_seconds": round(time.monotonic() - t0, 1),
+        "catalogue_tlc_seconds": round(seconds, 2),
+        "covered": report.actions_covered,
+        "total": report.actions_total,
+        "uncovered": report.actions_uncovered,
+    }
+    (outdir / "coverage.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return report

@@ -1,0 +1,1 @@
+"""Implementations of LTP (RFC 5326) under test: one package each."""
