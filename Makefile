@@ -22,7 +22,7 @@ help:
 	@echo "make test       set up, then run the default test suite"
 	@echo "make test-deep  the default suite plus deep model checking (DTNC_DEEP=1)"
 	@echo "make setup      only the set-up: apt packages, venv, TLC jar, Rust builds, the SUTs"
-	@echo "make lint       ruff, cargo clippy"
+	@echo "make lint       ruff, mypy, cargo clippy"
 	@echo "make lua        regenerate the Lua dissectors' tables from specs/<proto>/wire.json"
 
 setup: apt venv tlc rust suts
@@ -89,9 +89,10 @@ test: setup
 test-deep: setup
 	DTNC_DEEP=1 $(VENV)/bin/pytest -q
 
-lint: venv
+lint: apt venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	cd $(HARNESS) && cargo clippy --release --locked -- -D warnings
 	cd $(CFDPRS) && cargo clippy --release --locked --all-targets -- -D warnings
 	cd $(EMULATOR) && cargo clippy --release --locked --all-targets -- -D warnings

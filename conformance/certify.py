@@ -120,10 +120,9 @@ def probe_role(scn: Scenario) -> str | None:
     """The tester role a scenario's probes are sent from (None: no probes)."""
     if not scn.probes:
         return None
-    from conformance.tester import launch
-
-    module = launch.module(scn)
-    return str(module.PROBES[scn.probes[0].kind].role)
+    spec = protocols.get(scn.protocol)
+    probes = spec.need("probes", spec.capabilities.probes)
+    return str(probes.PROBES[scn.probes[0].kind].role)
 
 
 def write_suite(
@@ -474,7 +473,8 @@ def certify(
     if retx_table:
         from conformance import protocols, retxtable
 
-        gen = protocols.get(protocol).generator_module("retx_scenarios")
+        spec = protocols.get(protocol)
+        gen = spec.need("retx_table", spec.capabilities.retx_table)
         table = out / "retx-table"
         retxtable.build(gen.retx_scenarios(table / "tlc"), sut, table)
         table = table / "retx-table.json"

@@ -38,6 +38,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from conformance.core.capabilities import Catalogue
 from conformance.core.errors import DtncError, InputError, ToolMissing, first_error
 from conformance.core.types import ExpectedOutcome
 
@@ -351,7 +352,8 @@ def _registered() -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    gen = _protocol(args.protocol).generator_module()
+    spec = _protocol(args.protocol)
+    gen = spec.need("checker", spec.capabilities.checker)
 
     with _progress() as prog:
         task = prog.add_task(f"TLC {args.protocol} ({args.bound})", total=None, info="starting")
@@ -412,7 +414,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _generate(protocol: str, out: Path, *, catalogue: bool = True) -> object:
-    gen = _protocol(protocol).generator_module("generate")
+    spec = _protocol(protocol)
+    gen = spec.need("generator", spec.capabilities.generator)
 
     _make_dir(out)
     with _progress() as prog:
@@ -442,10 +445,10 @@ def _generate(protocol: str, out: Path, *, catalogue: bool = True) -> object:
         f"({100 * report.coverage:.0f} %)"
         + (f"; not covered: {', '.join(uncovered)}" if uncovered else "")
     )
-    if catalogue and hasattr(gen, "catalogue"):
-        _catalogue(gen, out / "catalogue")
-    if hasattr(gen, "robustness"):
-        robust = gen.robustness(out / "robustness", report)
+    if catalogue and spec.capabilities.catalogue is not None:
+        _catalogue(spec.capabilities.catalogue, out / "catalogue")
+    if spec.capabilities.robustness is not None:
+        robust = spec.capabilities.robustness.robustness(out / "robustness", report)
         console.print(
             f"robustness: {len(robust)} scenarios of tester probes in {out / 'robustness'} "
             "(run with --tester, or by dtnconform certify)"
@@ -460,7 +463,7 @@ def _generate(protocol: str, out: Path, *, catalogue: bool = True) -> object:
     return report
 
 
-def _catalogue(gen: Any, out: Path) -> None:
+def _catalogue(gen: Catalogue, out: Path) -> None:
     """The generator's catalogue (every loss pattern within its bounds) into
     ``out``, with its count and action coverage."""
     with _progress() as prog:
@@ -558,7 +561,7 @@ def _run_dir(base: Path | None, name: str) -> Path:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from conformance.runner import error_outcome, run_scenario
-    from suts.base import get
+    from suts.registry import get
 
     # Input first, then tools, then root: all before any namespace exists.
     scn = _load_scenario_file(Path(args.scenario))
@@ -717,14 +720,14 @@ def _lanes(lanes: int) -> int:
 def cmd_certify(args: argparse.Namespace) -> int:
     _protocol(args.protocol)
     from conformance import certify, protocols
-    from suts.base import get
+    from suts.registry import get
 
     sut = get(args.sut)
     sut.set_options(args.sut_option)
     if sut.protocol != args.protocol:
         raise InputError(f"--sut {sut.name}: it plays {sut.protocol}, not {args.protocol}")
     lanes = _lanes(args.lanes)
-    has_tester = bool(protocols.get(args.protocol).tester)
+    has_tester = protocols.get(args.protocol).capabilities.tester is not None
     given = args.sut_roles or ("both,sender,receiver" if has_tester else "both")
     roles = [r.strip() for r in given.split(",") if r.strip()]
     if not has_tester and any(r != "both" for r in roles):
@@ -783,10 +786,10 @@ def cmd_interop(args: argparse.Namespace) -> int:
     run did not pass (unsupported cells aside)."""
     _protocol(args.protocol)
     from conformance import interop
-    from suts.base import get
+    from suts.registry import get
 
     if args.suts is None:  # every registered implementation of the protocol
-        from suts.base import REGISTRY
+        from suts.registry import REGISTRY
 
         names = [n for n in REGISTRY if get(n).protocol == args.protocol]
     else:
@@ -833,7 +836,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.examples < 1:
         raise InputError(f"--examples: {args.examples}: at least 1")
     from conformance import search
-    from suts.base import get
+    from suts.registry import get
 
     sut = get(args.sut)
     out = _live_dir(args, sut, f"search-{args.protocol}-{sut.name}", "search directory")
@@ -871,9 +874,9 @@ def cmd_retx_table(args: argparse.Namespace) -> int:
     """The retransmission table: the catalogue's data and report loss
     patterns for one geometry, run live, expected vs. observed bytes."""
     spec = _protocol(args.protocol)
-    gen = spec.generator_module("retx_scenarios")
+    gen = spec.need("retx_table", spec.capabilities.retx_table)
     from conformance import retxtable
-    from suts.base import get
+    from suts.registry import get
 
     sut = get(args.sut)
     out = _live_dir(args, sut, f"retx-table-{args.protocol}-{sut.name}", "table directory")
@@ -910,6 +913,7 @@ def cmd_retx_table(args: argparse.Namespace) -> int:
 
 def cmd_expect(args: argparse.Namespace) -> int:
     """Every outcome the model allows for a scenario's impairments and channel."""
+    from generators.outcomes import Unplannable
     from generators.tlc import scratch_dir
 
     path = Path(args.scenario)
@@ -917,7 +921,8 @@ def cmd_expect(args: argparse.Namespace) -> int:
     if args.write and (why := _writable(path.resolve().parent)):
         # (written beside itself, then renamed: the folder must take a file)
         raise InputError(f"{path}: --write: {why}")
-    outcomes = _protocol(scn.protocol).generator_module("expectation_for")
+    spec = _protocol(scn.protocol)
+    outcomes = spec.need("outcomes", spec.capabilities.outcomes)
     with _progress() as prog:
         task = prog.add_task(f"TLC: outcomes of {scn.name}", total=None, info="")
 
@@ -928,7 +933,7 @@ def cmd_expect(args: argparse.Namespace) -> int:
             expect = outcomes.expectation_for(
                 scn, scratch_dir("dtnconform-expect-"), progress=on_progress
             )
-        except outcomes.Unplannable as exc:
+        except Unplannable as exc:
             raise InputError(f"{path}: {exc}") from None
     table = Table(title=f"{scn.name}: {len(expect.outcomes)} outcomes the model allows")
     delivery = _protocol(scn.protocol).delivery
@@ -1349,7 +1354,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     protos = f"protocol: {_registered()}"
-    from suts.base import REGISTRY
+    from suts.registry import REGISTRY
 
     suts_list = ", ".join(REGISTRY)
     s = sub.add_parser("check", help="model-check a protocol's TLA+ model with TLC")

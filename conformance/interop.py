@@ -33,7 +33,8 @@ from conformance.core.types import (
 )
 from conformance.robot import suitefile
 from generators.outcomes import PlannedLoss
-from suts.base import SutAdapter, get
+from suts.base import SutAdapter
+from suts.registry import get
 
 RESOURCE = Path(__file__).resolve().parent / "robot" / "res_dtnconform.robot"
 

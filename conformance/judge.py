@@ -38,6 +38,7 @@ from conformance.core.types import (
     VerdictStatus,
 )
 from conformance.protocols import Rule
+from generators.outcomes import stale as outcomes_stale
 
 if TYPE_CHECKING:
     from conformance.core.types import ChannelRecord
@@ -268,7 +269,7 @@ def judge(
         )
     elif not errors and not scn.expect.allows(seen, reading_judged):
         spec = protocols.get(scn.protocol)
-        stale = spec.generator_module().stale(scn) if spec.generator else ""
+        stale = outcomes_stale(scn) if spec.capabilities.outcomes is not None else ""
         beyond = "" if stale else uncovered(scn, records)
         if not stale and not beyond:
             fails += outcome_reasons(scn, seen, reading_judged)

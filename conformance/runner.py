@@ -464,7 +464,8 @@ def settle_probes(
     sessions = {tuple(s) for pr in probes for s in pr.sessions}
     if not sessions:
         return segments
-    gen = protocols.get(scn.protocol).generator_module("session_of")
+    spec = protocols.get(scn.protocol)
+    gen = spec.need("trace", spec.capabilities.trace)
     return [r for r in segments if tuple(gen.session_of(r.fields)) not in sessions]
 
 

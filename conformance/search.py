@@ -144,7 +144,7 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
 
     from conformance.runner import error_outcome, run_scenario
     from generators.ltp import outcomes
-    from suts.base import get
+    from suts.registry import get
 
     sut = get(sut_name)
     seen: dict[str, str | None] = {}  # plan -> its failure, None if it did not fail

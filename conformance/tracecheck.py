@@ -877,9 +877,10 @@ def check(
     is the TraceCheck's ``reading``. ``tester``: the role our model-driven
     tester played, whose actions a rejection blames only if it must."""
     spec = protocols.get(scn.protocol)
-    if not spec.generator or not hasattr(spec.generator_module(), "trace_model"):
-        return TraceCheck(status="unchecked", message=f"{scn.protocol} has no trace model yet")
-    gen = spec.generator_module()
+    gen = spec.capabilities.trace
+    if gen is None:
+        why = spec.capabilities.missing.get("trace", "not built yet")
+        return TraceCheck(status="unchecked", message=f"{scn.protocol} has no trace model: {why}")
     w_ms = window_ms(scn)
     common: dict[str, Any] = {"window_ms": w_ms, "trace_file": out.name if out else ""}
     try:

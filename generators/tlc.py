@@ -41,6 +41,13 @@ from typing import Any, Literal
 from rich.table import Table
 
 from conformance.core.errors import DtncError, ToolMissing
+from conformance.core.modelcheck import (
+    PropertyResult,
+    TlcMessage,
+    TlcProgress,
+    TlcResult,
+    TraceState,
+)
 from generators.tlaval import TlaValue, parse_state, parse_value
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -84,63 +91,6 @@ def _cut(proc: subprocess.Popen[str], flag: threading.Event) -> None:
     flag.set()
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-
-
-@dataclass(frozen=True)
-class TlcMessage:
-    code: int
-    severity: int
-    text: str
-
-
-@dataclass(frozen=True)
-class TlcProgress:
-    """One progress report: TLC's counts so far, and the wall-clock time."""
-
-    states_generated: int
-    distinct_states: int
-    queue: int
-    depth: int | None
-    seconds: float
-
-
-@dataclass(frozen=True)
-class PropertyResult:
-    name: str
-    kind: Literal["invariant", "property", "deadlock"]
-    status: Literal["ok", "violated", "not_checked"]
-
-
-@dataclass(frozen=True)
-class TraceState:
-    """One state of an error trace: its 1-based index, the action that led to
-    it (TLC's label: an operator name, "Initial predicate", "Stuttering" or
-    "Back to state"), and the variables."""
-
-    index: int
-    action: str
-    variables: dict[str, TlaValue]
-    back_to: int | None = None
-
-
-@dataclass
-class TlcResult:
-    ok: bool
-    distinct_states: int | None
-    states_generated: int | None
-    depth: int | None
-    seconds: float
-    properties: list[PropertyResult]
-    trace: list[TraceState]
-    version: str
-    log_path: Path
-    exit_code: int
-    errors: list[str] = field(default_factory=list)
-    messages: list[TlcMessage] = field(default_factory=list, repr=False)
-
-    @property
-    def violated(self) -> list[str]:
-        return [p.name for p in self.properties if p.status == "violated"]
 
 
 @dataclass

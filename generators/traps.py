@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
+from conformance.core.modelcheck import GenerateReport, PurposeStatus
 from conformance.core.types import Expectation, Scenario, dump_model
 from generators.tlc import TlcProgress, TlcResult, TraceState, run_tlc, terminate_all
 
@@ -33,42 +33,6 @@ class Purpose:
     kind: str
     off: int = 0
     description: str = ""
-
-
-@dataclass
-class PurposeStatus:
-    purpose: str
-    status: Literal["reached", "unreachable", "error"]
-    scenario: Path | None = None
-    trace_length: int = 0
-    detail: str = ""
-    same_as: str = ""  # the purpose whose scenario this one's trace repeats
-
-
-@dataclass
-class GenerateReport:
-    scenarios: list[Path]
-    purposes: list[PurposeStatus]
-    actions_covered: list[str]
-    actions_total: list[str]
-    tlc_seconds: float
-    outdir: Path
-
-    @property
-    def coverage(self) -> float:
-        return len(self.actions_covered) / len(self.actions_total) if self.actions_total else 0.0
-
-    @property
-    def actions_uncovered(self) -> list[str]:
-        return [a for a in self.actions_total if a not in self.actions_covered]
-
-    @property
-    def reached(self) -> list[str]:
-        return [p.purpose for p in self.purposes if p.status == "reached"]
-
-    @property
-    def unreachable(self) -> list[str]:
-        return [p.purpose for p in self.purposes if p.status != "reached"]
 
 
 @dataclass(frozen=True)

@@ -221,27 +221,3 @@ def cargo_build(crate: Path, binary: Path, what: str) -> None:
     )
     if proc.returncode != 0 or not binary.exists():
         raise DtncError(f"building the {what} harness failed:\n{proc.stderr[-2000:]}")
-
-
-# The registered implementations: name -> "module:class" (one line each).
-REGISTRY: dict[str, str] = {
-    "licklider": "suts.ltp.licklider:Licklider",
-    "cfdp-py": "suts.cfdp.cfdppy:CfdpPy",
-    "cfdp-rs": "suts.cfdp.cfdprs:CfdpRs",
-    "librecube": "suts.cfdp.librecube:LibreCube",
-    "yamcs": "suts.cfdp.yamcs:Yamcs",
-}
-
-
-def get(name: str) -> SutAdapter:
-    """The adapter of a registered implementation (InputError naming them)."""
-    import importlib
-
-    from conformance.core.errors import InputError
-
-    if name not in REGISTRY:
-        raise InputError(f"unknown SUT {name!r} (known: {', '.join(REGISTRY)})")
-    module, cls = REGISTRY[name].split(":")
-    adapter = getattr(importlib.import_module(module), cls)()
-    assert isinstance(adapter, SutAdapter)
-    return adapter

@@ -117,7 +117,7 @@ def scenario_of(plan: Plan, spec: RunSpec, workdir: Path, *, real_time: bool = F
     scn = bare_scenario(plan, spec, real_time=real_time)
     placeholder = scn.expect.outcomes[0]
     channel = scn.channel
-    gen = proto.generator_module("expectation_for")
+    gen = proto.need("outcomes", proto.capabilities.outcomes)
     try:
         scn.expect = gen.expectation_for(scn, workdir)
     except Unplannable:
@@ -134,7 +134,7 @@ def scenario_of(plan: Plan, spec: RunSpec, workdir: Path, *, real_time: bool = F
 def unsupported(scn: Scenario, spec: RunSpec) -> str:
     """Why the pair cannot run the scenario ('' if it can)."""
     from conformance.tester import launch
-    from suts.base import get
+    from suts.registry import get
 
     params = scn.params.model_dump(mode="json")
     why = []

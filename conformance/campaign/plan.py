@@ -79,7 +79,7 @@ class ProtocolEntry(Strict):
     def _pairs_known(cls, v: Any) -> Any:
         if v == "all":
             return v
-        from suts.base import REGISTRY
+        from suts.registry import REGISTRY
 
         for pair in v:
             for name in pair:
@@ -210,7 +210,7 @@ class RunSpec:
 def pairs_of(entry: ProtocolEntry) -> list[tuple[str, str]]:
     if entry.pairs != "all":
         return [tuple(p) for p in entry.pairs]  # type: ignore[misc]
-    from suts.base import REGISTRY, get
+    from suts.registry import REGISTRY, get
 
     names = [n for n in REGISTRY if get(n).protocol == entry.protocol]
     return [(a, b) for a in names for b in names]

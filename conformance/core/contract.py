@@ -7,21 +7,23 @@ modules and :mod:`conformance.core.types` can both build on it.
 
 from __future__ import annotations
 
-import importlib
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from conformance.core.capabilities import Capabilities
 from conformance.core.errors import DtncError, InputError
 
 if TYPE_CHECKING:
     from conformance.core.types import Scenario
 
+
+T = TypeVar("T")
 
 # The IPv4 (no options) and UDP headers around each datagram; the bytes an
 # Ethernet frame (no FCS: the emulator serializes frames as it reads them
@@ -243,8 +245,10 @@ class ProtocolSpec:
     # arrow's colour by the unit's "kind" field
     label: Callable[[Mapping[str, object]], str] = lambda fields: str(fields.get("type", "?"))
     colors: dict[str, str] = field(default_factory=dict)
-    generator: str = ""  # module with check/generate/expectation_for/stale, if any
-    tester: str = ""  # module with ROLES and check(scenario, role) (conformance.tester)
+    # What the protocol provides (conformance/core/capabilities.py): a
+    # function, called once when first asked, because the capabilities build
+    # on the protocol's types (its module defines both)
+    provides: Callable[[], Capabilities] = Capabilities
     unit: str = "segment"  # what one datagram carries: segment, PDU, message
     # The judge's rule table: outcome part -> value the model allows -> rule.
     # Part "" of each is the default; "closed" names the rule a session that
@@ -288,18 +292,17 @@ class ProtocolSpec:
             out[r.constant] = r.alternative
         return out
 
-    def generator_module(self, needs: str = "") -> ModuleType:
-        """The protocol's generator module; with ``needs``, one that has that
-        function (else a clear error: that part is not built yet)."""
-        if not self.generator:
-            raise InputError(f"protocol {self.name!r} has no model or generator yet")
-        mod = importlib.import_module(self.generator)
-        if needs and not hasattr(mod, needs):
-            raise InputError(
-                f"{self.name}: {needs.replace('_', ' ')} is not built yet "
-                f"({self.generator} has model checking only)"
-            )
-        return mod
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        return self.provides()
+
+    def need(self, name: str, have: T | None) -> T:
+        """``have``, the capability ``name`` of :attr:`capabilities`, or an
+        InputError (exit 2) with the reason the protocol gives for lacking it."""
+        if have is None:
+            why = self.capabilities.missing.get(name, "not built yet")
+            raise InputError(f"{self.name}: no {name.replace('_', ' ')}: {why}")
+        return have
 
 
 # The trace model a protocol provides for trace validation (conformance.tracecheck)

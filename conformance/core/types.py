@@ -69,8 +69,6 @@ RUN_RESULT_SCHEMA = "dtnconform/run-result/1"
 VERDICT_SCHEMA = "dtnconform/verdict/1"
 
 
-
-
 # ---------------------------------------------------------------------------
 # Scenario: what generators/ writes and conformance/ replays.
 # ---------------------------------------------------------------------------

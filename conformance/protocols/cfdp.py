@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import AfterValidator, ConfigDict, Field
 
 from conformance.core import wire
+from conformance.core.capabilities import Capabilities
 from conformance.core.contract import (
     Delivery,
     Dissector,
@@ -283,7 +284,29 @@ def sized(size: int) -> dict[str, object]:
     return {"file_len": size, "segment_size": 1024, "mode": "class2"}
 
 
+def provides() -> Capabilities:
+    """What CFDP provides. Imported when first asked for: each of these
+    modules builds on the types above."""
+    from conformance.tester import cfdp as tester
+    from generators.cfdp import outcomes, purposes, trace
+
+    return Capabilities(
+        checker=purposes,
+        generator=purposes,
+        outcomes=outcomes,
+        trace=trace,
+        tester=tester,
+        missing={
+            "catalogue": "CFDP's catalogue is part of its generation (generate makes it)",
+            "robustness": "the CFDP tester has no robustness probes yet",
+            "probes": "the CFDP tester has no robustness probes yet",
+            "retx_table": "the retransmission table is LTP's (licklider's limits)",
+        },
+    )
+
+
 SPEC = ProtocolSpec(
+    provides=provides,
     name="cfdp",
     title="CCSDS File Delivery Protocol",
     spec="CCSDS 727.0-B-5",
@@ -372,8 +395,6 @@ SPEC = ProtocolSpec(
         # transaction analysis: off when runs are decoded, on for validate
         analysis_pref="analysis",
     ),
-    generator="generators.cfdp.purposes",
-    tester="conformance.tester.cfdp",
     unit="PDU",
     rules={
         "file_bytes_delivered": {

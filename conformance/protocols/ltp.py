@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from conformance.core import wire
+from conformance.core.capabilities import Capabilities
 from conformance.core.contract import (
     FRAME_OVERHEAD,
     Delivery,
@@ -233,7 +234,27 @@ def sized(size: int) -> dict[str, object]:
     return {"block_len": size, "red_len": size, "segment_size": 1000}
 
 
+def provides() -> Capabilities:
+    """What LTP provides. Imported when first asked for: each of these
+    modules builds on the types above."""
+    from conformance.tester import ltp as tester
+    from generators.ltp import outcomes, purposes, trace
+
+    return Capabilities(
+        checker=purposes,
+        generator=purposes,
+        catalogue=purposes,
+        robustness=purposes,
+        outcomes=outcomes,
+        trace=trace,
+        tester=tester,
+        probes=tester,
+        retx_table=purposes,
+    )
+
+
 SPEC = ProtocolSpec(
+    provides=provides,
     name="ltp",
     title="Licklider Transmission Protocol",
     spec="RFC 5326",
@@ -260,7 +281,6 @@ SPEC = ProtocolSpec(
         analysis_pref="analysis",
     ),
     label=segment_label,
-    tester="conformance.tester.ltp",
     colors={
         "red_data": "#c0392b",
         "green_data": "#1e8449",
@@ -269,7 +289,6 @@ SPEC = ProtocolSpec(
         "cancel": "#d35400",
         "cancel_ack": "#a04000",
     },  # fmt: skip
-    generator="generators.ltp.purposes",
     unit="segment",
     data_span=data_span,
     sized=sized,

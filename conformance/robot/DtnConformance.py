@@ -13,7 +13,7 @@ from robot.api.deco import keyword, library
 
 from conformance.core.types import RunOutcome, load_scenario
 from conformance.runner import error_outcome, run_scenario
-from suts.base import get
+from suts.registry import get
 
 
 class VerdictMismatch(AssertionError):

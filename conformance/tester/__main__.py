@@ -4,7 +4,6 @@ a scenario's protocol from its model; print one JSON result line."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from pathlib import Path
 
@@ -34,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         scn = load_scenario(a.scenario)
-        module = importlib.import_module(protocols.get(scn.protocol).tester)
+        spec = protocols.get(scn.protocol)
+        module = spec.need("tester", spec.capabilities.tester)
         module.check(scn, a.role)
         cls = module.ROLES[a.role]
     except (CannotPlay, KeyError, ValueError) as exc:

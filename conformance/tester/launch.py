@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
-from types import ModuleType
 
 from conformance import protocols, timers
+from conformance.core.capabilities import Tester
 from conformance.core.errors import InputError
 from conformance.core.types import Scenario
 from conformance.tester.core import CannotPlay, log_path
@@ -16,11 +15,10 @@ from suts.base import ENGINES, Endpoint
 ROLES = ("sender", "receiver")
 
 
-def module(scn: Scenario) -> ModuleType:
+def module(scn: Scenario) -> Tester:
+    """The protocol's model-driven tester (InputError when it has none)."""
     spec = protocols.get(scn.protocol)
-    if not spec.tester:
-        raise InputError(f"--tester: {scn.protocol} has no model-driven tester yet")
-    return importlib.import_module(spec.tester)
+    return spec.need("tester", spec.capabilities.tester)
 
 
 def check(scn: Scenario, role: str | None) -> None:

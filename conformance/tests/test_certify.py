@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conformance.certify import certify
-from suts.base import get
+from suts.registry import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 

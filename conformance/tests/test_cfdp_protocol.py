@@ -26,7 +26,7 @@ from conformance.core.types import (
 )
 from conformance.judge import judge
 from conformance.protocols.cfdp import SPEC, CfdpDelivery, CfdpRequest, CfdpTransfer, Trigger
-from suts.base import get
+from suts.registry import get
 
 T = CfdpTransfer(file_len=2000, segment_size=1024)
 DONE = CfdpDelivery(file_bytes_delivered=2000)

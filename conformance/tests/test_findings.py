@@ -12,7 +12,7 @@ import pytest
 
 from conformance.core.types import RunOutcome, SegmentRecord, load_scenario
 from conformance.runner import run_scenario
-from suts.base import get
+from suts.registry import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 

@@ -17,7 +17,7 @@ import pytest
 from conformance import interop
 from conformance.interop import CFDP_CONFIGS
 from reports.html import cell_status
-from suts.base import get
+from suts.registry import get
 
 
 def test_the_configurations_cover_every_value_asked_for() -> None:

@@ -3,9 +3,9 @@
 * A protocol's own packages are ``generators/<p>/``, ``suts/<p>/``,
   ``dissectors/<p>/``, ``conformance/protocols/<p>.py`` and
   ``conformance/tester/<p>.py``. Nothing outside them imports them, except
-  the registry's entry point (``conformance/protocols/__init__.py``, one
-  import per protocol). Tests are exempt from this rule: a test may exercise
-  any protocol.
+  the registries' entry points (``conformance/protocols/__init__.py``, one
+  import per protocol; ``suts/registry.py``, one per implementation).
+  Tests are exempt from this rule: a test may exercise any protocol.
 * The core (``conformance/core/``) imports nothing of dtnconform above it.
 * ``generators/``, ``suts/``, ``dissectors/`` and ``reports/`` import, of
   ``conformance``, only the floor below the application: the core, the
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PROTOCOLS = sorted(p.parent.name for p in (ROOT / "specs").glob("*/wire.json"))
 FLOOR = ("conformance.core", "conformance.channel", "conformance.timers")
 LOWER = ("generators", "suts", "dissectors", "reports")
-REGISTRY_ENTRY = "conformance/protocols/__init__.py"
+# the registries' entry points: one import per protocol, one per implementation
+REGISTRY_ENTRIES = ("conformance/protocols/__init__.py", "suts/registry.py")
 
 # file -> modules it may still import across a line above, and why.
 KNOWN: dict[str, tuple[set[str], str]] = {
@@ -107,7 +109,7 @@ def imported(text: str) -> Iterator[str]:
 def crossings(path: str, text: str) -> set[str]:
     """The modules that the file at ``path``, holding ``text``, imports
     across a line it must not cross."""
-    if "/tests/" in path or path == "conftest.py" or path == REGISTRY_ENTRY:
+    if "/tests/" in path or path == "conftest.py" or path in REGISTRY_ENTRIES:
         return set()
     own = owner_of_file(path)
     out: set[str] = set()
@@ -161,3 +163,34 @@ def test_the_check_sees_a_crossing(path: str, line: str) -> None:
     text = (ROOT / path).read_text(encoding="utf-8")
     assert crossings(path, text) == KNOWN.get(path, (set(), ""))[0]
     assert crossings(path, text + "\n" + line) - crossings(path, text)
+
+
+def _protocol_modules() -> list[str]:
+    """Every module of a protocol's generators and tester."""
+    out = []
+    for p in PROTOCOLS:
+        for f in sorted((ROOT / "generators" / p).glob("*.py")):
+            out.append(f"generators.{p}" + ("" if f.stem == "__init__" else f".{f.stem}"))
+        if (ROOT / "conformance" / "tester" / f"{p}.py").is_file():
+            out.append(f"conformance.tester.{p}")
+    return out
+
+
+@pytest.mark.parametrize("module", _protocol_modules())
+def test_any_module_may_be_imported_first(module: str) -> None:
+    """A protocol's capabilities build on the types its spec module defines,
+    and the spec names them: whichever is imported first, a fresh
+    interpreter gets every protocol's capabilities."""
+    code = (
+        f"import {module}\n"
+        "from conformance import protocols\n"
+        "for spec in protocols.all_specs():\n"
+        "    spec.capabilities\n"
+        "print(protocols.names())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    specs = {p for p in PROTOCOLS if (ROOT / "conformance" / "protocols" / f"{p}.py").is_file()}
+    assert specs <= set(eval(proc.stdout)), proc.stdout  # noqa: S307

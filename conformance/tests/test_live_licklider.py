@@ -14,7 +14,7 @@ from conformance.channel import control as emulator
 from conformance.core.types import Scenario
 from conformance.runner import run_scenario
 from generators.ltp import outcomes
-from suts.base import get
+from suts.registry import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 

@@ -135,7 +135,7 @@ def nominal(prof_name: str) -> Scenario:
 def _run_profile(prof_name: str, run_dir: str) -> dict[str, Any]:
     """One run, in a pool process: a summary that pickles."""
     from conformance.runner import error_outcome, run_scenario
-    from suts.base import get
+    from suts.registry import get
 
     scn, sut = nominal(prof_name), get("licklider")
     t0 = time.monotonic()

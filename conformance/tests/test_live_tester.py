@@ -16,7 +16,7 @@ from conformance.runner import run_scenario
 from conformance.tester.ltp import PROBES
 from dissectors.ltp.layer import parse
 from generators.ltp import outcomes
-from suts.base import get
+from suts.registry import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 

@@ -13,8 +13,8 @@ import pytest
 
 from conformance.core.types import Scenario
 from conformance.runner import run_scenario
-from generators.cfdp.purposes import expectation_for
-from suts.base import get
+from generators.cfdp.outcomes import expectation_for
+from suts.registry import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 

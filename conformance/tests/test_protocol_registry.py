@@ -195,7 +195,7 @@ def test_cli_lists_and_dispatches_registered_protocols(
     toy: ProtocolSpec, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert cli.main(["check", "toy"]) == 2
-    assert "'toy' has no model or generator yet" in capsys.readouterr().err
+    assert "toy: no checker: not built yet" in capsys.readouterr().err
     assert cli.main(["check", "nonesuch"]) == 2
     assert "registered: cfdp, ltp, toy" in capsys.readouterr().err
     with pytest.raises(SystemExit):

@@ -12,7 +12,7 @@ import pytest
 
 from conformance import retxtable
 from generators.ltp import catalogue
-from suts.base import get
+from suts.registry import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 

@@ -14,7 +14,7 @@ import pytest
 from conformance import search
 from conformance.core.types import load_scenario
 from conformance.runner import run_scenario
-from suts.base import get
+from suts.registry import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 

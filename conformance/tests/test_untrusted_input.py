@@ -29,7 +29,7 @@ from conformance.certify import Case, RobotRun, no_verdicts, run_robot
 from conformance.core.errors import InputError, NotRun
 from conformance.core.types import Reason, Verdict, dump_model
 from conformance.robot.suitefile import cell
-from suts.base import get
+from suts.registry import get
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / ".venv" / "bin" / "dtnconform"

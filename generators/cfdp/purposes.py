@@ -1,14 +1,11 @@
-"""CFDP (CCSDS 727.0-B-5): model checking of specs/cfdp/CFDP.tla, and test
-generation (:mod:`generators.cfdp.outcomes`).
+"""CFDP (CCSDS 727.0-B-5): model checking of specs/cfdp/CFDP.tla
+(:func:`check`, with :func:`trace_table` for its counterexamples) and test
+generation (:func:`generate`: the catalogue, :mod:`generators.cfdp.catalogue`).
 
-What the protocol registry needs from a generator module
-(conformance/core/contract.py ``ProtocolSpec.generator``) that exists for
-CFDP so far: :func:`check` (``dtnconform check cfdp``), :func:`trace_table`
-(its counterexamples), :func:`model_actions`, :func:`generate` (``dtnconform
-generate cfdp``: the catalogue), :func:`expectation_for` (``dtnconform
-expect``) and :func:`trace_model` with :func:`session_of` and
-:func:`blank_unit` (trace validation: :mod:`generators.cfdp.trace`). The
-tester is still to come (issue 10); the CLI says so when asked for it.
+This module is CFDP's ``checker`` and ``generator`` capability
+(conformance/protocols/cfdp.py, conformance/core/capabilities.py); its
+outcome sets are :mod:`generators.cfdp.outcomes` and its trace model
+:mod:`generators.cfdp.trace`.
 """
 
 from __future__ import annotations
@@ -20,12 +17,10 @@ from typing import Any
 from rich.table import Table
 
 from conformance.core.errors import InputError
+from conformance.core.modelcheck import GenerateReport
 from generators import traps
 from generators.cfdp import SPEC_DIR, catalogue
 from generators.cfdp.trace import NEXT_BLOCKS, SPEC, describe_pdu
-from generators.cfdp.trace import blank_unit as blank_unit
-from generators.cfdp.trace import session_of as session_of
-from generators.cfdp.trace import trace_model as trace_model
 from generators.tlc import (
     TlcProgress,
     TlcResult,
@@ -90,18 +85,15 @@ def trace_table(trace: Sequence[TraceState] | Iterable[TraceState], title: str =
 
 
 # ---------------------------------------------------------------------------
-# Test generation (generators/cfdp/outcomes.py): what the registry needs of it
+# Test generation (generators/cfdp/catalogue.py)
 # ---------------------------------------------------------------------------
-from generators.cfdp.outcomes import Unplannable as Unplannable  # noqa: E402
-from generators.cfdp.outcomes import expectation_for as expectation_for  # noqa: E402
-from generators.outcomes import stale as stale  # noqa: E402  (protocol-free)
 
 
 def generate(
     outdir: Path,
     progress: Callable[[TlcProgress], None] | None = None,
     on_purpose: Callable[[int, int, str], None] | None = None,
-) -> traps.GenerateReport:
+) -> GenerateReport:
     """The CFDP catalogue into ``outdir``: every impairment pattern of its
     bounds and every planned purpose (:mod:`generators.cfdp.catalogue`), with action
     coverage over the model's actions."""

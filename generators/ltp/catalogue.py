@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from conformance.core.modelcheck import CatalogueReport
 from conformance.core.types import Expectation, Impairment, Origin, Scenario, _ordinal, dump_model
 from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpBlock
@@ -111,20 +112,6 @@ class Pattern:
     losses: frozenset[PlannedLoss]
     # (sender, receiver, deliveries, green offsets) -> the readings reaching it
     outcomes: dict[tuple[str, str, int, frozenset[int]], set[str]] = field(default_factory=dict)
-
-
-@dataclass
-class CatalogueReport:
-    scenarios: list[Scenario]
-    per_bound: dict[str, int]
-    states: dict[str, int]
-    actions_covered: list[str]
-    actions_total: list[str]
-    tlc_seconds: float
-
-    @property
-    def actions_uncovered(self) -> list[str]:
-        return [a for a in self.actions_total if a not in self.actions_covered]
 
 
 # A delayed segment is held back this long: past the retransmission timers of

@@ -12,7 +12,7 @@ that trace into a :class:`~conformance.core.types.Scenario`:
   ``type``; ``occurrence`` counts the earlier transmissions in the same
   direction that match the same fields;
 * the expectation is every terminal outcome the model allows with exactly
-  those losses (:mod:`generators.outcomes`), not the trace's end state;
+  those losses (:mod:`generators.ltp.outcomes`), not the trace's end state;
 * purposes whose traces give the same impairments are one scenario, which
   records every purpose that produced it.
 
@@ -47,17 +47,7 @@ from conformance.protocols.ltp import LtpBlock, LtpDelivery
 from generators import traps
 from generators.ltp import SPEC_DIR, outcomes
 from generators.ltp import catalogue as _catalogue
-from generators.ltp.outcomes import expectation_for as expectation_for  # noqa: E402
-from generators.ltp.trace import NEXT_BLOCKS  # noqa: E402
-from generators.ltp.trace import blank_unit as blank_unit  # noqa: E402
-from generators.ltp.trace import session_of as session_of  # noqa: E402
-from generators.ltp.trace import trace_model as trace_model  # noqa: E402
-
-# What the protocol registry needs from a generator module (conformance/
-# protocols/base.py ProtocolSpec.generator): check, generate, trace_table and
-# these three.
-from generators.outcomes import Unplannable as Unplannable  # noqa: E402
-from generators.outcomes import stale as stale  # noqa: E402
+from generators.ltp.trace import NEXT_BLOCKS
 from generators.tlc import (
     REPO_ROOT,
     TlcProgress,

@@ -15,7 +15,9 @@ from conformance import protocols
 from conformance.core import wire
 from conformance.core.errors import InputError, ToolMissing
 from conformance.protocols.cfdp import MODEL_CONDITIONS, MODEL_MODES
+from generators.cfdp import outcomes as cfdp_outcomes
 from generators.cfdp import purposes as cfdp
+from generators.cfdp import trace as cfdp_trace
 from generators.tlc import TlcResult, find_jar, run_tlc
 
 MANIFEST = json.loads((cfdp.SPEC_DIR / "manifest.json").read_text(encoding="utf-8"))
@@ -115,13 +117,13 @@ def test_unknown_bound_names_the_bounds() -> None:
 
 def test_what_is_not_built_yet_says_so() -> None:
     spec = protocols.get("cfdp")
-    assert spec.generator_module("check") is cfdp
-    assert spec.generator_module("generate") is cfdp  # the catalogue (generators/cfdp/outcomes.py)
-    assert spec.generator_module("expectation_for") is cfdp
-    assert spec.generator_module("trace_model") is cfdp  # generators/cfdp/trace.py
-    # the retransmission table is still to come
-    with pytest.raises(InputError, match="cfdp: retx scenarios is not built yet"):
-        spec.generator_module("retx_scenarios")
+    caps = spec.capabilities
+    assert caps.checker is cfdp and caps.generator is cfdp
+    assert caps.outcomes is cfdp_outcomes and caps.trace is cfdp_trace
+    # what CFDP lacks is None, with its reason, which the CLI prints
+    assert caps.retx_table is None and caps.catalogue is None
+    with pytest.raises(InputError, match="cfdp: no retx table: the retransmission table is LTP's"):
+        spec.need("retx_table", caps.retx_table)
 
 
 @pytest.mark.deep

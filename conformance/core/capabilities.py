@@ -1,0 +1,159 @@
+"""What a protocol can provide, each capability declared once as a
+:class:`typing.Protocol`, and :class:`Capabilities`, the set a protocol's
+spec names (``conformance/protocols/<proto>.py``).
+
+A capability a protocol lacks is ``None`` in its :class:`Capabilities`, with
+the reason in ``missing``; ``ProtocolSpec.need`` raises that reason as
+an :class:`~conformance.core.errors.InputError` (exit 2), which the CLI
+prints. Generic code asks for a capability this way and never probes a
+module for a name.
+
+A protocol's capabilities are usually its modules (a module whose functions
+have the members' signatures implements a Protocol), e.g. LTP's generator
+is ``generators.ltp.purposes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from conformance.core.contract import TraceModel, WireEvent
+    from conformance.core.modelcheck import (
+        CatalogueReport,
+        GenerateReport,
+        TlcProgress,
+        TlcResult,
+        TraceState,
+    )
+    from conformance.core.types import Expectation, Scenario, SegmentRecord
+
+Progress = Callable[["TlcProgress"], None]
+Steps = Callable[[int, int, str], None]  # (done, total, what): a purpose or a bound
+
+
+class ModelChecker(Protocol):
+    """``dtnconform check``: the model under TLC at a named bound."""
+
+    def check(
+        self,
+        bound: str,
+        progress: Progress | None = None,
+        workdir: Path | None = None,
+        distributed: int = 0,
+    ) -> TlcResult: ...
+
+    def trace_table(self, trace: Iterable[TraceState], title: str = "") -> Table:
+        """An error trace, one row per step, in the protocol's words."""
+        ...
+
+
+class Generator(Protocol):
+    """``dtnconform generate``: test purposes -> TLC traps -> scenarios."""
+
+    def generate(
+        self, outdir: Path, progress: Progress | None = None, on_purpose: Steps | None = None
+    ) -> GenerateReport: ...
+
+
+class Catalogue(Protocol):
+    """Every impairment pattern within the catalogue's bounds, beside the
+    purposes' scenarios (``generate`` without ``--no-catalogue``)."""
+
+    def catalogue(self, outdir: Path, on_bound: Steps | None = None) -> CatalogueReport: ...
+
+
+class Robustness(Protocol):
+    """Scenarios of the tester's robustness probes, one per tester role."""
+
+    def robustness(self, outdir: Path, report: GenerateReport) -> list[Path]: ...
+
+
+class OutcomeSets(Protocol):
+    """Every outcome the model allows for a scenario (``dtnconform expect``,
+    campaigns, interop). Whether a stored set still fits its scenario's
+    channel is protocol-free (generators.outcomes.stale)."""
+
+    def expectation_for(
+        self,
+        scn: Scenario,
+        workdir: Path,
+        *,
+        progress: Progress | None = None,
+        seen: set[str] | None = None,
+    ) -> Expectation: ...
+
+
+class TraceModels(Protocol):
+    """Trace validation: a run's captures as a behaviour of the model."""
+
+    def trace_model(
+        self,
+        scn: Scenario,
+        records: Sequence[SegmentRecord],
+        index: Sequence[int],
+        events: Sequence[WireEvent],
+    ) -> TraceModel: ...
+
+    def session_of(self, fields: Mapping[str, object]) -> Hashable:
+        """The session (transaction) a unit belongs to."""
+        ...
+
+    def blank_unit(self) -> Any:
+        """The model's "no unit" value (a tlaval Record)."""
+        ...
+
+
+class Tester(Protocol):
+    """The model-driven tester: each role a class whose steps are the
+    model's actions (conformance/tester/core.py)."""
+
+    @property
+    def ROLES(self) -> Mapping[str, Callable[..., Any]]: ...  # noqa: N802
+
+    def check(self, scn: Scenario, role: str) -> None:
+        """Raise CannotPlay, naming the scenario field, when the tester
+        cannot play ``role`` of this scenario."""
+        ...
+
+
+class Probe(Protocol):
+    @property
+    def role(self) -> str:
+        """The tester role that sends the probe."""
+        ...
+
+
+class Probes(Protocol):
+    """The tester's robustness probes, by kind (a scenario's ``probes``)."""
+
+    @property
+    def PROBES(self) -> Mapping[str, Probe]: ...  # noqa: N802
+
+
+class RetxTable(Protocol):
+    """``certify --retx-table``: the scenarios of the retransmission table."""
+
+    def retx_scenarios(self, workdir: Path) -> list[Scenario]: ...
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What one protocol provides; ``None`` where it provides nothing, with
+    the reason in ``missing`` (capability name -> why)."""
+
+    checker: ModelChecker | None = None
+    generator: Generator | None = None
+    catalogue: Catalogue | None = None
+    robustness: Robustness | None = None
+    outcomes: OutcomeSets | None = None
+    trace: TraceModels | None = None
+    tester: Tester | None = None
+    probes: Probes | None = None
+    retx_table: RetxTable | None = None
+    missing: Mapping[str, str] = field(default_factory=dict)
