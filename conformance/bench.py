@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from rich.console import Console
 
 from conformance.channel.bench import bench_emulator
-from conformance.core.errors import InputError
+from conformance.core.errors import DtncError, InputError
+
+# One figure of a benchmark's JSON line: a number, a status, a flag.
+Figure = float | str | bool | None
 
 
-def bench_codec(out: Console) -> dict[str, float]:
+def bench_codec(out: Console) -> dict[str, Figure]:
     """LTP Scapy layer: strict parse, build and classify rate of a mixed segment
     stream, and the cost of classify() relative to parse()."""
     from dissectors.ltp.layer import LTP, classify, parse
@@ -35,7 +39,7 @@ def bench_codec(out: Console) -> dict[str, float]:
     wire = [bytes(s) for s in segs]
     n = 20000
 
-    def rate(fn: Callable[[], None]) -> float:
+    def rate(fn: Callable[[], object]) -> float:
         t0 = time.perf_counter()
         for _ in range(n // len(wire)):
             fn()
@@ -56,16 +60,19 @@ def bench_codec(out: Console) -> dict[str, float]:
     }
 
 
-def bench_tlc(out: Console) -> dict[str, float]:
+def bench_tlc(out: Console) -> dict[str, Figure]:
     """TLC on the LTP model's CI bound: states, seconds, states per second."""
     from generators.ltp import purposes as gen
 
     res = gen.check("ci")
-    rate = res.distinct_states / res.seconds if res.seconds else 0.0
-    out.print(f"TLC {res.version}: {res.distinct_states:,} distinct states, depth {res.depth}, "
+    states = res.distinct_states
+    if states is None:  # TLC ended before its statistics
+        raise DtncError(f"TLC reported no distinct states (log: {res.log_path})")
+    rate = states / res.seconds if res.seconds else 0.0
+    out.print(f"TLC {res.version}: {states:,} distinct states, depth {res.depth}, "
               f"{res.seconds:.1f} s ({rate:,.0f} distinct states/s)")  # fmt: skip
     return {
-        "distinct_states": res.distinct_states,
+        "distinct_states": states,
         "states_generated": res.states_generated,
         "depth": res.depth,
         "seconds": round(res.seconds, 2),
@@ -74,7 +81,7 @@ def bench_tlc(out: Console) -> dict[str, float]:
     }
 
 
-def bench_validate(out: Console) -> dict[str, float]:
+def bench_validate(out: Console) -> dict[str, Figure]:
     """Trace validation of a 10 MB all-red LTP transfer (about 7,000 segments):
     decode both captures, write the trace, TLC; target under 10 s."""
     import tempfile
@@ -103,7 +110,8 @@ def bench_validate(out: Console) -> dict[str, float]:
         last = i == n - 1
         body = bytes(min(seg, size - off))
         kind = "RD-CP-EORP-EOB" if last else "RD"
-        extra = {"checkpoint_serial": 5, "report_serial": 0} if last else {}
+        # (scapy's Packet takes its fields as **Any)
+        extra: dict[str, Any] = {"checkpoint_serial": 5, "report_serial": 0} if last else {}
         s = LTP(type=kind, session_originator=1, session_number=9, client_service_id=1,
                 offset=off, data=body, **extra)  # fmt: skip
         wire.send(t, "forward", bytes(s))
@@ -140,7 +148,7 @@ def bench_validate(out: Console) -> dict[str, float]:
     }
 
 
-def bench_dissect(out: Console) -> dict[str, float]:
+def bench_dissect(out: Console) -> dict[str, Figure]:
     """Our Lua LTP dissector against Wireshark's built-in C one, whole tshark
     runs (-V) over the same 45,000-frame capture; target: ours at least half
     as fast as the built-in (decoding alone, as the built-in 4.0 does; the
@@ -161,7 +169,7 @@ def bench_dissect(out: Console) -> dict[str, float]:
     for n in range(sessions):
         for i in range(per):
             last = i == per - 1
-            extra = {"checkpoint_serial": 7 + n, "report_serial": 0} if last else {}
+            extra: dict[str, Any] = {"checkpoint_serial": 7 + n, "report_serial": 0} if last else {}
             seg = LTP(type="RD-CP-EORP-EOB" if last else "RD", session_originator=1,
                       session_number=1000 + n, client_service_id=1, offset=i * 1024,
                       data=bytes(1024), **extra)  # fmt: skip
@@ -209,7 +217,7 @@ def bench_dissect(out: Console) -> dict[str, float]:
     }
 
 
-BENCHES: dict[str, Callable[[Console], dict[str, float]]] = {
+BENCHES: dict[str, Callable[[Console], Mapping[str, Figure]]] = {
     "codec": bench_codec,
     "tlc": bench_tlc,
     "emulator": bench_emulator,

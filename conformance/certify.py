@@ -221,11 +221,11 @@ def run_robot(
     if lanes > 1:
         rc = _run_pabot(suite, robot_dir, out, variables, total, on_test, lanes)
         return RobotRun(robot_dir, rc)
-    import robot
+    from robot.run import run as robot_run
 
     with (out / CONSOLE).open("w", encoding="utf-8") as console_out:
         try:
-            rc = robot.run(
+            rc = robot_run(
                 str(suite),
                 outputdir=str(robot_dir),
                 variable=variables,
@@ -412,35 +412,8 @@ def certify(
     ``lanes`` > 1: that many cases at once, under pabot."""
     from reports.html import render_certification
 
-    # coverage.json beside the scenarios is the generator's summary, not a scenario.
-    scenarios = sorted(p for p in (out / "scenarios").glob("*.json") if p.name != COVERAGE)
-    if catalogue:
-        # every loss pattern within the catalogue's bounds (generators.ltp.catalogue)
-        scenarios += sorted(
-            p for p in (out / "scenarios" / CATALOGUE).glob("*.json") if p.name != CATALOGUE_INDEX
-        )
-    every = cases(protocol, scenarios, sut_roles)
-    if not every:
-        raise NotRun(f"{out / 'scenarios'}: no scenario to certify")
-    if only:
-        chosen = [c for c in every if only in c.name]
-        if not chosen:
-            names = ", ".join(c.name for c in every[:4])
-            raise InputError(
-                f"--only {only}: no case's name holds it (the {len(every)} cases here: {names}"
-                + (", ..." if len(every) > 4 else "")
-                + ")"
-            )
-        every = chosen
-    # scenarios the implementation cannot take (its adapter says why) are
-    # not run: "not supported" is no verdict on it
-    why = {c: unsupported(sut, c) for c in every}
-    if all(why.values()):
-        first = next(iter(why.items()))
-        raise NotRun(
-            f"none of the {len(every)} cases can run on {sut.name}: {first[0].name}: {first[1]}"
-        )
-    every = [c for c in every if not why[c]]
+    every = _chosen(cases(protocol, _scenarios(out, catalogue), sut_roles), out, only)
+    every = _supported(sut, every)
     runs_dir = out / "runs"
     todo = every
     if resume:
@@ -450,34 +423,12 @@ def certify(
     robot = RobotRun(out / "robot", 0)
     unrun: dict[str, str] = {}
     if todo:
-        sut.ensure_built()
-        suite = out / f"{protocol}_certification.robot"
-        write_suite(protocol, todo, suite)
-        options = ",".join(f"{k}={v}" for k, v in getattr(sut, "options", {}).items())
-        robot = run_robot(
-            suite,
-            out,
-            [f"RUNS_DIR:{runs_dir}", f"SUT:{sut.name}", f"SUT_OPTIONS:{options}"],
-            len(todo),
-            on_test,
-            lanes,
-        )
-        if robot.rc != 253:  # stopped by the user: the caller reports the interrupt
-            unrun = no_verdicts([c.name for c in todo], runs_dir, robot, out / CONSOLE)
+        robot, unrun = _run_cases(protocol, sut, out, todo, on_test, lanes)
     runs = [
         load_outcome(runs_dir / c.name)
         for c in every
         if (runs_dir / c.name / "verdict.json").exists()
     ]
-    table = None
-    if retx_table:
-        from conformance import protocols, retxtable
-
-        spec = protocols.get(protocol)
-        gen = spec.need("retx_table", spec.capabilities.retx_table)
-        table = out / "retx-table"
-        retxtable.build(gen.retx_scenarios(table / "tlc"), sut, table)
-        table = table / "retx-table.json"
     report = render_certification(
         protocol,
         sut,
@@ -486,7 +437,7 @@ def certify(
         runs,
         robot.log,
         coverage=read_coverage(out),
-        retx_table=table,
+        retx_table=_retx_table(protocol, sut, out) if retx_table else None,
     )
     if not todo:
         raise NotRun(
@@ -496,3 +447,86 @@ def certify(
     return CertifyOutcome(
         runs=runs, robot_log=robot.log, report=report, robot_rc=robot.rc, unrun=unrun
     )
+
+
+def _scenarios(out: Path, catalogue: bool) -> list[Path]:
+    """The generated scenario files, and the catalogue's when asked for."""
+    # coverage.json beside the scenarios is the generator's summary, not a scenario.
+    scenarios = sorted(p for p in (out / "scenarios").glob("*.json") if p.name != COVERAGE)
+    if catalogue:
+        # every loss pattern within the catalogue's bounds (generators.ltp.catalogue)
+        scenarios += sorted(
+            p for p in (out / "scenarios" / CATALOGUE).glob("*.json") if p.name != CATALOGUE_INDEX
+        )
+    return scenarios
+
+
+def _chosen(every: list[Case], out: Path, only: str | None) -> list[Case]:
+    """The cases ``--only`` names (all without it); NotRun when there is
+    none to certify, InputError when --only names none."""
+    if not every:
+        raise NotRun(f"{out / 'scenarios'}: no scenario to certify")
+    if not only:
+        return every
+    chosen = [c for c in every if only in c.name]
+    if not chosen:
+        names = ", ".join(c.name for c in every[:4])
+        raise InputError(
+            f"--only {only}: no case's name holds it (the {len(every)} cases here: {names}"
+            + (", ..." if len(every) > 4 else "")
+            + ")"
+        )
+    return chosen
+
+
+def _supported(sut: SutAdapter, every: list[Case]) -> list[Case]:
+    """The cases the implementation can take: "not supported" (its adapter
+    says why) is no verdict on it, and such a case is not run."""
+    why = {c: unsupported(sut, c) for c in every}
+    if all(why.values()):
+        first = next(iter(why.items()))
+        raise NotRun(
+            f"none of the {len(every)} cases can run on {sut.name}: {first[0].name}: {first[1]}"
+        )
+    return [c for c in every if not why[c]]
+
+
+def _run_cases(
+    protocol: str,
+    sut: SutAdapter,
+    out: Path,
+    todo: list[Case],
+    on_test: Callable[[int, int, str], None] | None,
+    lanes: int,
+) -> tuple[RobotRun, dict[str, str]]:
+    """The cases run under Robot (its suite written first), and those it
+    ran to no verdict with its reason (none when the user stopped it: the
+    caller reports the interrupt)."""
+    runs_dir = out / "runs"
+    sut.ensure_built()
+    suite = out / f"{protocol}_certification.robot"
+    write_suite(protocol, todo, suite)
+    options = ",".join(f"{k}={v}" for k, v in getattr(sut, "options", {}).items())
+    robot = run_robot(
+        suite,
+        out,
+        [f"RUNS_DIR:{runs_dir}", f"SUT:{sut.name}", f"SUT_OPTIONS:{options}"],
+        len(todo),
+        on_test,
+        lanes,
+    )
+    if robot.rc == 253:  # stopped by the user: the caller reports the interrupt
+        return robot, {}
+    return robot, no_verdicts([c.name for c in todo], runs_dir, robot, out / CONSOLE)
+
+
+def _retx_table(protocol: str, sut: SutAdapter, out: Path) -> Path:
+    """``--retx-table``: the retransmission table run into out/retx-table;
+    its JSON, for the report."""
+    from conformance import retxtable
+
+    spec = protocols.get(protocol)
+    gen = spec.need("retx_table", spec.capabilities.retx_table)
+    table = out / "retx-table"
+    retxtable.build(gen.retx_scenarios(table / "tlc"), sut, table)
+    return table / "retx-table.json"

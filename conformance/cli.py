@@ -22,9 +22,9 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 from pydantic import ValidationError
 from rich.console import Console
@@ -43,7 +43,12 @@ from conformance.core.errors import DtncError, InputError, ToolMissing, first_er
 from conformance.core.types import ExpectedOutcome
 
 if TYPE_CHECKING:
-    from conformance.core.types import RunResult, Scenario, TraceCheck
+    from concurrent.futures import Executor
+
+    from conformance.campaign.plan import Plan as CampaignPlan
+    from conformance.campaign.store import Store
+    from conformance.core.modelcheck import GenerateReport
+    from conformance.core.types import RunOutcome, RunResult, Scenario, TraceCheck
     from conformance.protocols import ProtocolSpec
     from suts.base import SutAdapter
 
@@ -413,7 +418,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0 if report.scenarios else 1
 
 
-def _generate(protocol: str, out: Path, *, catalogue: bool = True) -> object:
+def _generate(protocol: str, out: Path, *, catalogue: bool = True) -> GenerateReport:
     spec = _protocol(protocol)
     gen = spec.need("generator", spec.capabilities.generator)
 
@@ -430,17 +435,17 @@ def _generate(protocol: str, out: Path, *, catalogue: bool = True) -> object:
     table.add_column("status")
     table.add_column("trace states", justify="right")
     table.add_column("scenario")
-    for p in report.purposes:  # type: ignore[attr-defined]
+    for p in report.purposes:
         style = "green" if p.status == "reached" else "yellow"
         where = p.scenario.name if p.scenario else p.detail
         if p.same_as:
             where += f" (same test as {p.same_as})"
         table.add_row(p.purpose, f"[{style}]{p.status}[/]", str(p.trace_length or "-"), where)
     console.print(table)
-    uncovered = report.actions_uncovered  # type: ignore[attr-defined]
+    uncovered = report.actions_uncovered
     console.print(
-        f"{len(report.scenarios)} distinct scenarios from {len(report.purposes)} test purposes "  # type: ignore[attr-defined]
-        f"({len(report.reached)} reached) in {report.tlc_seconds:.1f} s of TLC; "  # type: ignore[attr-defined]
+        f"{len(report.scenarios)} distinct scenarios from {len(report.purposes)} test purposes "
+        f"({len(report.reached)} reached) in {report.tlc_seconds:.1f} s of TLC; "
         f"model action coverage {len(report.actions_covered)}/{len(report.actions_total)} "
         f"({100 * report.coverage:.0f} %)"
         + (f"; not covered: {', '.join(uncovered)}" if uncovered else "")
@@ -623,14 +628,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if outcome.verdict.status == "pass" else 1
 
 
-def print_verdicts(outcomes: list[object]) -> None:
+def print_verdicts(outcomes: Sequence[RunOutcome]) -> None:
     table = Table(title="verdicts")
     for col in ("scenario", "allowed outcomes", "observed", "segs fwd/ret", "trace", "verdict"):
         table.add_column(col)
     for o in outcomes:
-        v = o.verdict  # type: ignore[attr-defined]
-        r = o.result  # type: ignore[attr-defined]
-        scn_file = o.run_dir / "scenario.json"  # type: ignore[attr-defined]
+        v = o.verdict
+        r = o.result
+        scn_file = o.run_dir / "scenario.json"
         allowed = "-"
         if scn_file.exists():
             from conformance.core.types import load_scenario
@@ -655,8 +660,8 @@ def print_verdicts(outcomes: list[object]) -> None:
         table.add_row(name, allowed, observed, segs, trace, f"[{style}]{v.status}[/]")
     console.print(table)
     for o in outcomes:
-        v = o.verdict  # type: ignore[attr-defined]
-        r = o.result  # type: ignore[attr-defined]
+        v = o.verdict
+        r = o.result
         name = v.scenario
         if r is not None and r.tester is not None:
             from reports.html import roles_label
@@ -907,7 +912,8 @@ def cmd_retx_table(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------
-# validate, install-dissectors, schema, cleanup, bench
+# expect, dissect, validate-trace, install-dissectors, schema, campaign, cleanup,
+# profiles, bench
 # ---------------------------------------------------------------------------
 
 
@@ -961,7 +967,9 @@ def cmd_expect(args: argparse.Namespace) -> int:
     return 0 if same else 1
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
+def cmd_dissect(args: argparse.Namespace) -> int:
+    """Decode a capture with our dissector and list its conformance findings
+    (``dissect``; ``validate`` until 0.3)."""
     spec = _protocol(args.proto)
     from dissectors.tshark import CaptureTruncated, decode_capture, port_ranges
 
@@ -998,9 +1006,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     )
 
 
-def cmd_trace(args: argparse.Namespace) -> int:
+def cmd_validate_trace(args: argparse.Namespace) -> int:
     """Trace validation of a stored run directory (its scenario, segments,
-    captures and result), as the runner does after each run."""
+    captures and result), as the runner does after each run
+    (``validate-trace``; ``trace`` until 0.3)."""
     from conformance.core.types import RunResult, SegmentRecord, load_model
     from conformance.runner import PORTS, validate_trace
     from conformance.segments import datagrams
@@ -1071,7 +1080,9 @@ def _rejudge(run_dir: Path, scn: Scenario, result: RunResult | None, tc: TraceCh
         run_dir / "a.pcap",
         run_dir / "b.pcap",
         port=PORTS[scn.protocol],
-        ip_a=None,
+        # a stored run: the sender's address is not known (segments.py
+        # takes None so, though it types the argument str)
+        ip_a=None,  # type: ignore[arg-type]
         channel_log=run_dir / "channel.jsonl",
     )
     verdict = judge.judge(
@@ -1092,7 +1103,7 @@ def _rejudge(run_dir: Path, scn: Scenario, result: RunResult | None, tc: TraceCh
     return 0 if verdict.status == "pass" else 1
 
 
-def _sev_style(exp: dict[str, object]) -> str:
+def _sev_style(exp: Mapping[str, object]) -> str:
     return {"error": "red", "warn": "yellow", "warning": "yellow"}.get(
         str(exp.get("severity", "")).lower(), "cyan"
     )
@@ -1135,8 +1146,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def cmd_campaign(args: argparse.Namespace) -> int:
     from conformance import netns
-    from conformance.campaign import engine, plan, report
-    from conformance.campaign.store import Store
+    from conformance.campaign import plan
 
     p = plan.load(Path(args.plan))
     if args.replicates is not None:
@@ -1152,57 +1162,88 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
         client, pool, lanes = cluster.connect(args.dask)
         console.print(f"Dask scheduler {client.scheduler.address}: {lanes} lanes on its workers")
-    if args.resume:
-        if not args.out:
-            raise InputError("--resume: name the campaign's folder with --out DIR")
-        out = Path(args.out)
-        if out.is_dir():  # before reopening: another resume may be running it
-            _lock(out, "--out")
-        st, cut = Store.reopen(out / "campaign.sqlite", p)
-        had = json.loads(st.get("only") or "[]")
-        if args.only and args.only != had:
-            raise InputError(
-                f"--only: that campaign ran {' '.join(had) or 'every run'}; resume it as it was"
-            )
-        counts = st.counts()
-        if not counts.get("pending"):
-            from conformance.core.errors import NotRun
+    st, out = _campaign_resume(args, p) if args.resume else _campaign_create(args, p)
+    return _campaign_run(args, p, st, out, lanes, client, pool)
 
-            raise NotRun(
-                f"{out}: nothing to resume: its {counts.get('done', 0)} runs are done "
-                f"(report: {report.write(st, out)})"
-            )
-        console.print(
-            f"resuming {out}: {counts.get('done', 0)} runs done, {counts.get('pending', 0)} to "
-            f"go ({cut} cut short before, redone)"
+
+def _campaign_resume(args: argparse.Namespace, p: CampaignPlan) -> tuple[Store, Path]:
+    """``campaign --resume``: the database of the campaign in --out, reopened
+    (the runs cut short are to be redone)."""
+    from conformance.campaign import report
+    from conformance.campaign.store import Store
+
+    if not args.out:
+        raise InputError("--resume: name the campaign's folder with --out DIR")
+    out = Path(args.out)
+    if out.is_dir():  # before reopening: another resume may be running it
+        _lock(out, "--out")
+    st, cut = Store.reopen(out / "campaign.sqlite", p)
+    had = json.loads(st.get("only") or "[]")
+    if args.only and args.only != had:
+        raise InputError(
+            f"--only: that campaign ran {' '.join(had) or 'every run'}; resume it as it was"
         )
-    else:
-        out = Path(args.out) if args.out else _run_dir(None, f"campaign-{p.name}")
-        if (out / "campaign.sqlite").exists():
-            raise InputError(
-                f"{out}: a campaign is there already; --resume goes on with it, or choose "
-                "another --out"
+    counts = st.counts()
+    if not counts.get("pending"):
+        from conformance.core.errors import NotRun
+
+        raise NotRun(
+            f"{out}: nothing to resume: its {counts.get('done', 0)} runs are done "
+            f"(report: {report.write(st, out)})"
+        )
+    console.print(
+        f"resuming {out}: {counts.get('done', 0)} runs done, {counts.get('pending', 0)} to "
+        f"go ({cut} cut short before, redone)"
+    )
+    return st, out
+
+
+def _campaign_create(args: argparse.Namespace, p: CampaignPlan) -> tuple[Store, Path]:
+    """A new campaign: the whole plan checked, then its folder and database
+    made (a campaign that never began leaves no folder)."""
+    from conformance.campaign import engine, plan
+
+    out = Path(args.out) if args.out else _run_dir(None, f"campaign-{p.name}")
+    if (out / "campaign.sqlite").exists():
+        raise InputError(
+            f"{out}: a campaign is there already; --resume goes on with it, or choose another --out"
+        )
+    _check_out(out, force=args.force)
+    # the whole plan, before its folder is made
+    engine.validate(p, real_time=args.real_time, source=f"{args.plan}: ")
+    made = not out.exists()
+    _make_dir(out)
+    try:
+        with _progress() as prog:
+            task = prog.add_task(f"campaign {p.name}: preparing", total=None, info="")
+            st = engine.create(
+                p,
+                out,
+                real_time=args.real_time,
+                say=lambda m: prog.update(task, info=m),
+                only=args.only,
             )
-        _check_out(out, force=args.force)
-        # the whole plan, before its folder is made
-        engine.validate(p, real_time=args.real_time, source=f"{args.plan}: ")
-        made = not out.exists()
-        _make_dir(out)
-        try:
-            with _progress() as prog:
-                task = prog.add_task(f"campaign {p.name}: preparing", total=None, info="")
-                st = engine.create(
-                    p,
-                    out,
-                    real_time=args.real_time,
-                    say=lambda m: prog.update(task, info=m),
-                    only=args.only,
-                )
-        except BaseException:
-            if made:  # a campaign that never began leaves no folder
-                shutil.rmtree(out, ignore_errors=True)
-            raise
-        console.print(f"campaign {p.name} in {out}: {plan.describe([r.spec for r in st.rows()])}")
+    except BaseException:
+        if made:  # a campaign that never began leaves no folder
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    console.print(f"campaign {p.name} in {out}: {plan.describe([r.spec for r in st.rows()])}")
+    return st, out
+
+
+def _campaign_run(
+    args: argparse.Namespace,
+    p: CampaignPlan,
+    st: Store,
+    out: Path,
+    lanes: int,
+    client: Any,
+    pool: Executor | None,
+) -> int:
+    """The campaign's pending runs, with a bar and its ETA; then its report
+    and the exit status of its verdicts."""
+    from conformance.campaign import engine, report
+
     total = len(st.rows())
     done0 = st.counts().get("done", 0)
     eta0 = engine.Eta(lanes)
@@ -1341,6 +1382,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------
+# The parser: one function per subcommand, grouped as docs/cli.md groups them
+# ---------------------------------------------------------------------------
+
+# Old names of renamed verbs -> the new ones. An old name keeps its options
+# and behaviour for the 0.2.x releases, says on stderr what replaced it, and
+# goes in the next release; it is never given another meaning.
+RENAMED = {"validate": "dissect", "trace": "validate-trace"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1352,11 +1400,59 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action=_VersionAction,
                    help="print the version and git commit, then exit")  # fmt: skip
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
     protos = f"protocol: {_registered()}"
     from suts.registry import REGISTRY
 
     suts_list = ", ".join(REGISTRY)
+    # (registered in the order --help has always listed them)
+    _add_check(sub, protos)
+    _add_generate(sub, protos)
+    _add_expect(sub)
+    _add_run(sub, suts_list)
+    _add_interop(sub, suts_list)
+    _add_certify(sub, protos)
+    _add_search(sub, protos)
+    _add_retx_table(sub, protos)
+    _add_dissect(sub, protos)
+    _add_validate_trace(sub)
+    _add_install_dissectors(sub)
+    _add_bench(sub)
+    _add_profiles(sub)
+    _add_schema(sub)
+    _add_campaign(sub)
+    _add_cleanup(sub)
+    _add_renamed(sub, protos)
+    # --help lists the verbs by their current names only
+    sub.metavar = "{" + ",".join(n for n in sub.choices if n not in RENAMED) + "}"
+    return p
+
+
+_Sub: TypeAlias = "argparse._SubParsersAction[_Parser]"
+
+
+def _verb(sub: _Sub, name: str, text: str) -> _Parser:
+    """The parser of a verb, ``text`` its line in --help. Under an old name
+    (RENAMED) it is left out of that list, and its own --help names the
+    new one."""
+    if name in RENAMED:
+        return sub.add_parser(
+            name,
+            description=f"Deprecated name of `dtnconform {RENAMED[name]}` ({text}): the same "
+            "options; it works in 0.2.x and goes in the next release.",
+        )
+    return sub.add_parser(name, help=text)
+
+
+def _add_out(s: _Parser, text: str) -> None:
+    """--out and --force, as the verbs that write a new folder have them."""
+    s.add_argument("--out", help=text)
+    s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
+
+
+# Models and scenarios -------------------------------------------------------
+
+
+def _add_check(sub: _Sub, protos: str) -> None:
     s = sub.add_parser("check", help="model-check a protocol's TLA+ model with TLC")
     s.add_argument("protocol", help=protos)
     s.add_argument("--bound", default="ci",
@@ -1376,6 +1472,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=cmd_check)
 
+
+def _add_generate(sub: _Sub, protos: str) -> None:
     s = sub.add_parser("generate", help="derive scenario files from TLC traces of test purposes")
     s.add_argument("protocol", help=protos)
     s.add_argument("--out", required=True, help="directory for the scenario files (new or empty)")
@@ -1387,6 +1485,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=cmd_generate)
 
+
+def _add_expect(sub: _Sub) -> None:
     s = sub.add_parser(
         "expect", help="the outcomes the model allows for a scenario (TLC); --write stores them"
     )
@@ -1394,6 +1494,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--write", action="store_true", help="replace the file's expect section")
     s.set_defaults(func=cmd_expect)
 
+
+# Live runs ------------------------------------------------------------------
+
+
+def _add_sut_option(s: _Parser, text: str) -> None:
+    s.add_argument("--sut-option", action="append", default=[], metavar="NAME=VALUE", help=text)
+
+
+def _add_lanes(s: _Parser) -> None:
+    s.add_argument(
+        "--lanes",
+        type=int,
+        default=1,
+        help="Robot test cases at once, up to the cores, under pabot (default 1: Robot alone)",
+    )
+
+
+def _add_run(sub: _Sub, suts_list: str) -> None:
     s = sub.add_parser("run", help="replay one scenario against a live implementation (root)")
     s.add_argument("scenario", help="scenario JSON file")
     s.add_argument("--sut", required=True, help=f"implementation under test: {suts_list}")
@@ -1401,23 +1519,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--receiver-sut",
         help="another implementation plays the receiver (--sut sends): an interoperability run",
     )
-    s.add_argument("--out", help="run directory, new or empty (default runs/<time>-<scenario>)")
-    s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
+    _add_out(s, "run directory, new or empty (default runs/<time>-<scenario>)")
     s.add_argument(
         "--tester",
         choices=("sender", "receiver"),
         help="dtnconform's model-driven tester plays this role, the SUT the other",
     )
-    s.add_argument(
-        "--sut-option",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a configuration choice the implementation offers (repeatable; licklider: "
+    _add_sut_option(
+        s,
+        "a configuration choice the implementation offers (repeatable; licklider: "
         "report-upper-bound=cp-end|max-seen); recorded in the run's provenance",
     )
     s.set_defaults(func=cmd_run)
 
+
+def _add_interop(sub: _Sub, suts_list: str) -> None:
     s = sub.add_parser(
         "interop", help="every implementation against every other, per configuration (Robot)"
     )
@@ -1428,28 +1544,21 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"comma-separated implementations, each as sender and receiver (default: every "
         f"registered one of the protocol; registered: {suts_list})",
     )
-    s.add_argument("--out", help="directory, new or empty (default runs/<time>-interop-...)")
-    s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
+    _add_out(s, "directory, new or empty (default runs/<time>-interop-...)")
     s.add_argument(
         "--only", help="run only the cells whose name (SENDER--RECEIVER--SCENARIO) has this"
     )
-    s.add_argument(
-        "--lanes",
-        type=int,
-        default=1,
-        help="Robot test cases at once, up to the cores, under pabot (default 1: Robot alone)",
-    )
+    _add_lanes(s)
     s.set_defaults(func=cmd_interop)
 
+
+def _add_certify(sub: _Sub, protos: str) -> None:
     s = sub.add_parser("certify", help="generate, run every scenario under Robot Framework, report")
     s.add_argument("protocol", help=protos)
     s.add_argument(
         "--sut", default="licklider", help="implementation under test (default licklider)"
     )
-    s.add_argument(
-        "--out", help="certification directory, new or empty (default runs/<time>-certify-...)"
-    )
-    s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
+    _add_out(s, "certification directory, new or empty (default runs/<time>-certify-...)")
     s.add_argument("--only", help="run only scenarios whose name contains this text")
     s.add_argument(
         "--retx-table",
@@ -1477,22 +1586,16 @@ def build_parser() -> argparse.ArgumentParser:
         "against itself), sender (the model-driven tester receives), receiver (the tester "
         "sends); the robustness probes run in the tester roles asked for",
     )
-    s.add_argument(
-        "--sut-option",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a configuration choice the implementation offers, for every run (repeatable; "
+    _add_sut_option(
+        s,
+        "a configuration choice the implementation offers, for every run (repeatable; "
         "licklider: report-upper-bound=cp-end|max-seen)",
     )
-    s.add_argument(
-        "--lanes",
-        type=int,
-        default=1,
-        help="Robot test cases at once, up to the cores, under pabot (default 1: Robot alone)",
-    )
+    _add_lanes(s)
     s.set_defaults(func=cmd_certify)
 
+
+def _add_search(sub: _Sub, protos: str) -> None:
     s = sub.add_parser(
         "search",
         help="Hypothesis search of loss plans against a live implementation, the model as "
@@ -1504,67 +1607,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--deterministic", action="store_true", help="the same plans every time (derandomized)"
     )
-    s.add_argument("--out", help="search directory, new or empty (default runs/<time>-search-...)")
-    s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
+    _add_out(s, "search directory, new or empty (default runs/<time>-search-...)")
     s.set_defaults(func=cmd_search)
 
+
+def _add_retx_table(sub: _Sub, protos: str) -> None:
     s = sub.add_parser(
         "retx-table",
         help="retransmission table: loss patterns run live, expected vs. observed bytes",
     )
     s.add_argument("protocol", help=protos)
     s.add_argument("--sut", default="licklider", help="implementation (default licklider)")
-    s.add_argument(
-        "--out", help="table directory, new or empty (default runs/<time>-retx-table-...)"
-    )
-    s.add_argument("--force", action="store_true", help="write into a non-empty --out directory")
+    _add_out(s, "table directory, new or empty (default runs/<time>-retx-table-...)")
     s.set_defaults(func=cmd_retx_table)
 
-    s = sub.add_parser("validate", help="decode a capture with our dissector and list findings")
-    s.add_argument("capture", help="pcap or pcapng file")
-    s.add_argument("--proto", required=True, help=protos)
-    s.add_argument("--port", type=_port_spec, action="append", metavar="PORTS",
-                   help="UDP ports decoded as --proto, e.g. 1113,4556,5000-5010; repeatable "
-                   "(default: the protocol's own port, LTP 1113)")  # fmt: skip
-    s.add_argument(
-        "--all",
-        action="store_true",
-        help="list every segment, not just those with findings, and the chat-level analysis "
-        "(retransmitted copies)",
-    )
-    s.set_defaults(func=cmd_validate)
 
-    s = sub.add_parser("trace", help="validate a stored run's captures against the model with TLC")
-    s.add_argument("run_dir", help="a run directory (dtnconform run --out)")
-    s.add_argument(
-        "--judge",
-        action="store_true",
-        help="also judge the run again (its verdict.json is rewritten, the old one kept as "
-        "verdict.previous.json): after the model or the scenario's outcome set changed",
-    )
-    s.set_defaults(func=cmd_trace)
+# Campaigns ------------------------------------------------------------------
 
-    s = sub.add_parser(
-        "install-dissectors", help="copy our Lua dissectors into Wireshark's plugin folder"
-    )
-    s.add_argument("--dest", help="plugin folder (default ~/.local/lib/wireshark/plugins)")
-    s.set_defaults(func=cmd_install_dissectors)
 
-    s = sub.add_parser("bench", help="run a benchmark: human lines, then one JSON line of figures")
-    s.add_argument("name", help="benchmark name (see `dtnconform bench list`)")
-    s.add_argument("--quick", action="store_true", help="short trials (sets DTNC_BENCH_QUICK=1)")
-    s.set_defaults(func=cmd_bench)
-
-    s = sub.add_parser("profiles", help="list the link profiles, or show one")
-    s.add_argument("name", nargs="?", help="profile to show in full")
-    s.set_defaults(func=cmd_profiles)
-
-    s = sub.add_parser("schema", help="print or write the JSON schemas of our file types")
-    s.add_argument("name", nargs="?", help="scenario, link-profile, segment-record, run-result, "
-                   "verdict or channel-record (default: all)")  # fmt: skip
-    s.add_argument("--out", help="write <name>.schema.json files into this directory")
-    s.set_defaults(func=cmd_schema)
-
+def _add_campaign(sub: _Sub) -> None:
     s = sub.add_parser(
         "campaign",
         help="run a campaign plan (pairs x links x sizes x replicates) into a resumable "
@@ -1603,13 +1664,84 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=cmd_campaign)
 
+
+# Captures and traces --------------------------------------------------------
+
+
+def _add_dissect(sub: _Sub, protos: str, name: str = "dissect") -> None:
+    s = _verb(sub, name, "decode a capture with our dissector and list findings")
+    s.add_argument("capture", help="pcap or pcapng file")
+    s.add_argument("--proto", required=True, help=protos)
+    s.add_argument("--port", type=_port_spec, action="append", metavar="PORTS",
+                   help="UDP ports decoded as --proto, e.g. 1113,4556,5000-5010; repeatable "
+                   "(default: the protocol's own port, LTP 1113)")  # fmt: skip
+    s.add_argument(
+        "--all",
+        action="store_true",
+        help="list every segment, not just those with findings, and the chat-level analysis "
+        "(retransmitted copies)",
+    )
+    s.set_defaults(func=cmd_dissect)
+
+
+def _add_validate_trace(sub: _Sub, name: str = "validate-trace") -> None:
+    s = _verb(sub, name, "validate a stored run's captures against the model with TLC")
+    s.add_argument("run_dir", help="a run directory (dtnconform run --out)")
+    s.add_argument(
+        "--judge",
+        action="store_true",
+        help="also judge the run again (its verdict.json is rewritten, the old one kept as "
+        "verdict.previous.json): after the model or the scenario's outcome set changed",
+    )
+    s.set_defaults(func=cmd_validate_trace)
+
+
+def _add_renamed(sub: _Sub, protos: str) -> None:
+    """The old names of renamed verbs (RENAMED): each the parser of its new
+    name under the old one (main() says on stderr that it is deprecated)."""
+    _add_dissect(sub, protos, "validate")
+    _add_validate_trace(sub, "trace")
+
+
+def _add_install_dissectors(sub: _Sub) -> None:
+    s = sub.add_parser(
+        "install-dissectors", help="copy our Lua dissectors into Wireshark's plugin folder"
+    )
+    s.add_argument("--dest", help="plugin folder (default ~/.local/lib/wireshark/plugins)")
+    s.set_defaults(func=cmd_install_dissectors)
+
+
+# Utilities ------------------------------------------------------------------
+
+
+def _add_bench(sub: _Sub) -> None:
+    s = sub.add_parser("bench", help="run a benchmark: human lines, then one JSON line of figures")
+    s.add_argument("name", help="benchmark name (see `dtnconform bench list`)")
+    s.add_argument("--quick", action="store_true", help="short trials (sets DTNC_BENCH_QUICK=1)")
+    s.set_defaults(func=cmd_bench)
+
+
+def _add_profiles(sub: _Sub) -> None:
+    s = sub.add_parser("profiles", help="list the link profiles, or show one")
+    s.add_argument("name", nargs="?", help="profile to show in full")
+    s.set_defaults(func=cmd_profiles)
+
+
+def _add_schema(sub: _Sub) -> None:
+    s = sub.add_parser("schema", help="print or write the JSON schemas of our file types")
+    s.add_argument("name", nargs="?", help="scenario, link-profile, segment-record, run-result, "
+                   "verdict or channel-record (default: all)")  # fmt: skip
+    s.add_argument("--out", help="write <name>.schema.json files into this directory")
+    s.set_defaults(func=cmd_schema)
+
+
+def _add_cleanup(sub: _Sub) -> None:
     s = sub.add_parser(
         "cleanup",
         help="end processes and remove namespaces and temporary folders left by a killed run "
         "(namespaces need root)",
     )
     s.set_defaults(func=cmd_cleanup)
-    return p
 
 
 def _stdout_gone() -> int:
@@ -1672,6 +1804,12 @@ def main(argv: list[str] | None = None) -> int:
     args: argparse.Namespace | None = None
     try:
         args = build_parser().parse_args(argv)
+        if (new := RENAMED.get(args.command)) is not None:
+            print(
+                f"dtnconform: {args.command} is deprecated: it is now {new} (the same options); "
+                f"the name {args.command} goes in the next release",
+                file=sys.stderr,
+            )
         code = int(args.func(args))
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
@@ -1679,7 +1817,7 @@ def main(argv: list[str] | None = None) -> int:
         return _stdout_gone()
     except DtncError as exc:
         try:
-            sys.stdout.flush()  # what was shown before the error (validate's table)
+            sys.stdout.flush()  # what was shown before the error (dissect's table)
         except BrokenPipeError:
             _stdout_gone()
         print(f"dtnconform: {exc}", file=sys.stderr)  # plain: one unwrapped line

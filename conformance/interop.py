@@ -22,6 +22,7 @@ from pathlib import Path
 
 from conformance import protocols
 from conformance.certify import CONSOLE, load_outcome, no_verdicts, run_robot
+from conformance.core.contract import field_int
 from conformance.core.errors import InputError, NotRun
 from conformance.core.types import (
     Channel,
@@ -107,7 +108,7 @@ def config_scenarios(
     computes for it."""
     from generators.cfdp import catalogue, outcomes
 
-    seg = int(cfg.params["segment_size"])  # type: ignore[call-overload]
+    seg = field_int(cfg.params["segment_size"])
     t = catalogue.Bound(str(cfg.params["mode"]), 0).transfer()
     t = t.model_copy(update={**cfg.params, "file_len": 2 * seg - 100})
     out = []
@@ -115,7 +116,7 @@ def config_scenarios(
         if names is not None and name not in names:
             continue
         placeholder = ExpectedOutcome(sender_outcome="completed", receiver_outcome="completed",
-                                      delivered=protocols.get("cfdp").delivery())  # fmt: skip
+                                      delivered=protocols.get("cfdp").delivery(protocol="cfdp"))  # fmt: skip
         scn = Scenario(
             name=name,
             protocol="cfdp",

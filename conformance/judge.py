@@ -217,37 +217,8 @@ def judge(
 ) -> Verdict:
     from conformance.channel.control import read_log
 
-    errors: list[Reason] = []
-    if trace is not None and trace.status == "error":
-        # TLC failed on the trace: our tool's failure, not a verdict on anyone
-        errors.append(Reason(code="trace-error", message=trace.message))
-        fails, notes = [], []
-    elif trace is not None and trace.status == "rejected" and tester_blamed(trace, tester):
-        # A false fail is the worst defect there is: our tester left the
-        # model, so nothing about the implementation can be concluded.
-        errors.append(
-            Reason(
-                code="tester-deviation",
-                message=f"the model-driven tester ({tester}) left the model: {trace.message}",
-                rule=trace.rule,
-                actions=trace.actions,
-                frames=[trace.frame] if trace.frame else [],
-            )
-        )
-        fails, notes = [], []
-    else:
-        fails, notes = trace_reasons(trace)
-
-    for end in (result.sender, result.receiver):
-        if end.outcome == "error":
-            errors.append(
-                Reason(
-                    code=f"{end.role}-error",
-                    message=f"the {end.role} harness failed: {end.detail or 'no detail'} "
-                    f"(log: {end.log})",
-                )
-            )
-
+    errors, fails, notes = _trace_judged(trace, tester)
+    errors += _harness_errors(result)
     seen = result.outcome()
     records = read_log(Path(channel_log))
     # The outcome is judged under the reading that explained the trace (any
@@ -257,9 +228,8 @@ def judge(
     # implementation answers the alternative way): outcome sets are computed
     # reading by reading, so its outcome is judged under any reading.
     reading_judged = None if reading and "+" in reading else reading
-    probe_unsent: list[Reason] = []
-    stale = beyond = ""
     unjudged: list[Reason] = []
+    stale = beyond = ""
     if not errors and scn.expect.unjudged:
         unjudged.append(
             Reason(
@@ -273,6 +243,70 @@ def judge(
         beyond = "" if stale else uncovered(scn, records)
         if not stale and not beyond:
             fails += outcome_reasons(scn, seen, reading_judged)
+    probe_fails, probe_unsent = _probe_reasons(result)
+    fails += probe_fails + _payload_reasons(scn, result)
+    for f in findings:
+        reason = Reason(
+            code=f.name or "dissector-finding",
+            message=f"{f.message} (frame {f.frame} of {f.side}.pcap)",
+            rule=_rule_in(f.message),
+            frames=[f.frame],
+        )
+        (fails if f.severity.lower() == "error" else notes).append(reason)
+    unmet = _unmet_reasons(scn, result, records) + probe_unsent + unjudged
+    unmet += _requests_unmade(result) + _uncovered_reasons(seen, stale, beyond)
+    status, reasons = _status(seen, errors, fails, unmet, notes)
+    readings, explained = _readings(scn, seen, trace, reading, status)
+    return Verdict(
+        scenario=scn.name,
+        sut=result.sut,
+        status=status,
+        reasons=[*explained, *reasons],
+        trace=trace,
+        readings=readings,
+    )
+
+
+def _trace_judged(
+    trace: TraceCheck | None, tester: str | None
+) -> tuple[list[Reason], list[Reason], list[Reason]]:
+    """(errors, fails, notes) from trace validation: TLC failing on the
+    trace, or a rejection held against our tester alone, is our error."""
+    if trace is not None and trace.status == "error":
+        # TLC failed on the trace: our tool's failure, not a verdict on anyone
+        return [Reason(code="trace-error", message=trace.message)], [], []
+    if trace is not None and trace.status == "rejected" and tester_blamed(trace, tester):
+        # A false fail is the worst defect there is: our tester left the
+        # model, so nothing about the implementation can be concluded.
+        deviation = Reason(
+            code="tester-deviation",
+            message=f"the model-driven tester ({tester}) left the model: {trace.message}",
+            rule=trace.rule,
+            actions=trace.actions,
+            frames=[trace.frame] if trace.frame else [],
+        )
+        return [deviation], [], []
+    fails, notes = trace_reasons(trace)
+    return [], fails, notes
+
+
+def _harness_errors(result: RunResult) -> list[Reason]:
+    """An endpoint harness that crashed, hung or printed no result."""
+    return [
+        Reason(
+            code=f"{end.role}-error",
+            message=f"the {end.role} harness failed: {end.detail or 'no detail'} (log: {end.log})",
+        )
+        for end in (result.sender, result.receiver)
+        if end.outcome == "error"
+    ]
+
+
+def _probe_reasons(result: RunResult) -> tuple[list[Reason], list[Reason]]:
+    """(fails, unmet) of the robustness probes: a probe that failed, and
+    one never sent or not delivered whole (nothing to judge)."""
+    fails: list[Reason] = []
+    unsent: list[Reason] = []
     for end in (result.sender, result.receiver):
         for pr in end.probes:
             if pr.status == "fail":
@@ -284,7 +318,7 @@ def judge(
                     )
                 )
             elif pr.status == "unsent":
-                probe_unsent.append(
+                unsent.append(
                     Reason(
                         code=f"probe-{pr.kind}-unsent",
                         message=f"robustness probe {pr.kind} was never sent: the run never "
@@ -292,35 +326,35 @@ def judge(
                     )
                 )
             elif pr.status == "undelivered":
-                probe_unsent.append(
+                unsent.append(
                     Reason(
                         code=f"probe-{pr.kind}-undelivered",
                         message=f"robustness probe {pr.kind}: {pr.message}",
                     )
                 )
-    if result.receiver.payload_ok is False:
-        fails.append(
-            Reason(
-                **_cited(
-                    scn,
-                    protocols.get(scn.protocol).payload_rule,
-                    code="payload-corrupt",
-                    message="delivered bytes differ from the bytes the sender sent",
-                )
+    return fails, unsent
+
+
+def _payload_reasons(scn: Scenario, result: RunResult) -> list[Reason]:
+    """Delivered bytes that are not the bytes sent."""
+    if result.receiver.payload_ok is not False:
+        return []
+    return [
+        Reason(
+            **_cited(
+                scn,
+                protocols.get(scn.protocol).payload_rule,
+                code="payload-corrupt",
+                message="delivered bytes differ from the bytes the sender sent",
             )
         )
+    ]
 
-    for f in findings:
-        reason = Reason(
-            code=f.name or "dissector-finding",
-            message=f"{f.message} (frame {f.frame} of {f.side}.pcap)",
-            rule=_rule_in(f.message),
-            frames=[f.frame],
-        )
-        (fails if f.severity.lower() == "error" else notes).append(reason)
 
+def _unmet_reasons(scn: Scenario, result: RunResult, records: list[ChannelRecord]) -> list[Reason]:
+    """The scenario's impairments that never met their segment."""
     fired = {r.rule for r in records if r.rule is not None}
-    unmet = [
+    return [
         Reason(
             code="impairment-unmet",
             message=f"impairment {i} ({imp.describe()}) never met its segment: the channel saw "
@@ -329,54 +363,79 @@ def judge(
         for i, imp in enumerate(scn.impairments)
         if i not in fired
     ]
-    unmet += probe_unsent + unjudged
-    # A user's request the endpoint could not make: the outcome set assumed
-    # it was made, so the outcome says nothing (as an unmet impairment).
-    unmet += [
+
+
+def _requests_unmade(result: RunResult) -> list[Reason]:
+    """A user's request the endpoint could not make: the outcome set assumed
+    it was made, so the outcome says nothing (as an unmet impairment)."""
+    return [
         Reason(code="request-unmade", message=f"the {end.role}'s request {why}")
         for end in (result.sender, result.receiver)
         for why in end.requests_unmade
     ]
-    # The outcome set assumes every planned loss happened; with one missing,
-    # an outcome outside it says nothing, so it is reported, not judged.
-    outcome_codes = {"outcome-not-allowed"} | {outcome_code(f) for f in seen.parts()}
-    wire_fails = [r for r in fails if r.code not in outcome_codes]
 
+
+def _uncovered_reasons(seen: ExpectedOutcome, stale: str, beyond: str) -> list[Reason]:
+    """An outcome outside a set that may not cover the run: said, not judged."""
+    out = []
     if stale:
         # The set was computed for another channel: an outcome outside it
         # may be one the model allows on this one. Not judged, said.
-        unmet.append(
+        out.append(
             Reason(
                 code="expectation-stale",
                 message=f"observed {seen.describe()}, outside the stored outcome set; {stale}: "
                 "recompute it with `dtnconform expect SCENARIO --write`",
             )
         )
-
     if beyond:
         # The run's channel did more than the set was computed for: an outcome
         # outside it may be one the model allows. Not judged, said.
-        unmet.append(
+        out.append(
             Reason(
                 code="expectation-bound",
                 message=f"observed {seen.describe()}, outside the outcome set; {beyond}",
             )
         )
+    return out
 
-    status: VerdictStatus
+
+def _status(
+    seen: ExpectedOutcome,
+    errors: list[Reason],
+    fails: list[Reason],
+    unmet: list[Reason],
+    notes: list[Reason],
+) -> tuple[VerdictStatus, list[Reason]]:
+    """The verdict's status and reasons, by the rules' order (the module's
+    docstring)."""
+    # The outcome set assumes every planned loss happened; with one missing,
+    # an outcome outside it says nothing, so it is reported, not judged.
+    outcome_codes = {"outcome-not-allowed"} | {outcome_code(f) for f in seen.parts()}
+    wire_fails = [r for r in fails if r.code not in outcome_codes]
     if errors:
-        status, reasons = "error", errors + fails + unmet
-    elif unmet and not wire_fails:
+        return "error", errors + fails + unmet
+    if unmet and not wire_fails:
         observed = Reason(
             code="observed-outcome",
             message=f"observed {seen.describe()}"
             + (" (outside the set computed for the planned losses)" if fails else ""),
         )
-        status, reasons = "inconclusive", [*unmet, observed, *notes]
-    elif fails:
-        status, reasons = "fail", fails + unmet + notes
-    else:
-        status, reasons = "pass", notes
+        return "inconclusive", [*unmet, observed, *notes]
+    if fails:
+        return "fail", fails + unmet + notes
+    return "pass", notes
+
+
+def _readings(
+    scn: Scenario,
+    seen: ExpectedOutcome,
+    trace: TraceCheck | None,
+    reading: str | None,
+    status: VerdictStatus,
+) -> tuple[list[str], list[Reason]]:
+    """The readings the run follows, and on a pass the reasons that name
+    each alternative it needed."""
     needed = reading
     if needed is None and scn.expect.allows(seen):
         # no validated trace: the readings the outcome alone needs
@@ -392,10 +451,10 @@ def judge(
         if needed and (status == "pass" or (status == "inconclusive" and shown))
         else []
     )
+    explained: list[Reason] = []
     if status == "pass" and needed:
         spec = protocols.get(scn.protocol)
         both = " together with the other alternative(s) named here" if "+" in needed else ""
-        explained: list[Reason] = []
         for rid in needed.split("+"):
             r = spec.reading(rid)
             explained.append(
@@ -407,15 +466,7 @@ def judge(
                     rule=f"{spec.spec} " + ", ".join(f"§{x}" for x in r.sections),
                 )
             )
-        reasons = [*explained, *reasons]
-    return Verdict(
-        scenario=scn.name,
-        sut=result.sut,
-        status=status,
-        reasons=reasons,
-        trace=trace,
-        readings=readings,
-    )
+    return readings, explained
 
 
 def _rule_in(message: str) -> str:

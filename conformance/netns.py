@@ -21,9 +21,10 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, Any
 
 from conformance.core.errors import NeedRoot, ToolMissing
 
@@ -86,16 +87,16 @@ class Topology:
         ns: str,
         argv: list[str],
         *,
-        stdout: int | object = subprocess.PIPE,
-        stderr: int | object = subprocess.PIPE,
+        stdout: int | IO[Any] | None = subprocess.PIPE,
+        stderr: int | IO[Any] | None = subprocess.PIPE,
         env: dict[str, str] | None = None,
     ) -> subprocess.Popen[bytes]:
         """Start argv inside namespace ns, in its own process group; the
         topology kills it at teardown if it is still running."""
         proc = subprocess.Popen(
             ["ip", "netns", "exec", ns, *argv],
-            stdout=stdout,  # type: ignore[arg-type]
-            stderr=stderr,  # type: ignore[arg-type]
+            stdout=stdout,
+            stderr=stderr,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             env=env,
@@ -365,10 +366,10 @@ def topology(mtu: int = 1500, static_arp: bool = False) -> Iterator[Topology]:
             signal.signal(signal.SIGTERM, old)
 
 
-def wait_for(predicate: object, timeout: float, interval: float = 0.02) -> bool:
+def wait_for(predicate: Callable[[], object], timeout: float, interval: float = 0.02) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
+        if predicate():
             return True
         time.sleep(interval)
     return False

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from conformance.core.types import Impairment, Scenario
+from conformance.core.types import Impairment, RunOutcome, Scenario
 from conformance.runner import error_outcome, run_scenario
 from suts.base import SutAdapter
 
@@ -43,19 +43,19 @@ def loss_text(imp: Impairment) -> str:
     return f"{what} #{imp.occurrence}" + (f"-{imp.occurrence + imp.count - 1}" * (imp.count > 1))
 
 
-def row_of(scn: Scenario, outcome: object) -> Row:
+def row_of(scn: Scenario, outcome: RunOutcome) -> Row:
     expected = sorted({o.delivered.cell() for o in scn.expect.outcomes})
-    res = outcome.result  # type: ignore[attr-defined]
+    res = outcome.result
     delivered = res.receiver.delivered if res is not None else None
     observed = delivered.cell() if delivered is not None else "-"
-    trace = outcome.verdict.trace  # type: ignore[attr-defined]
+    trace = outcome.verdict.trace
     return Row(
         scenario=scn.name,
         losses=[loss_text(imp) for imp in scn.impairments],
         expected=expected,
         observed=observed,
         within=observed in expected,
-        verdict=outcome.verdict.status,  # type: ignore[attr-defined]
+        verdict=outcome.verdict.status,
         trace=trace.status if trace is not None else "-",
     )
 
@@ -103,10 +103,13 @@ def build(
     """Run every row's scenario into ``out/runs/<name>`` and write the table
     after each row."""
     rows: list[Row] = []
-    p = scenarios[0].params if scenarios else None
+    # The table's scenarios are LTP's (its RetxTable capability), read here by
+    # field name: this generic module may not import LTP's LtpBlock
+    # (conformance/tests/test_layers.py), the type that would name them.
+    p = scenarios[0].params.model_dump() if scenarios else None
     geometry = (
-        f"block {p.block_len} B (red {p.red_len} B) in {p.segment_size}-byte segments, "
-        f"retransmission limit {p.retransmission_limit}"
+        f"block {p['block_len']} B (red {p['red_len']} B) in {p['segment_size']}-byte segments, "
+        f"retransmission limit {p['retransmission_limit']}"
         if p is not None
         else "no rows"
     )

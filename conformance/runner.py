@@ -23,7 +23,9 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any, cast
 
 from conformance import judge, netns, protocols, provenance, timers, tracecheck
 from conformance.channel import control as emulator
@@ -41,7 +43,7 @@ from conformance.core.types import (
     Verdict,
     dump_model,
 )
-from conformance.segments import datagrams, records_from_captures
+from conformance.segments import Finding, datagrams, records_from_captures
 from suts.base import Endpoint, SutAdapter
 
 PORTS = {p: port for p in classifiers.protocols() if (port := classifiers.default_port(p))}
@@ -122,6 +124,39 @@ def tester_role(scn: Scenario) -> str | None:
     return role() if callable(role) else None
 
 
+@dataclass
+class _Run:
+    """One run as its stages pass it on: what was asked, and what the
+    preparation settled (the port, the timers, the clock's start)."""
+
+    scn: Scenario
+    sut: SutAdapter  # the sender's side (and the receiver's, but in interop)
+    rx_sut: SutAdapter  # the receiver's side: ``receiver_sut`` or ``sut``
+    receiver_sut: SutAdapter | None
+    tester: str | None
+    run_dir: Path
+    say: Step
+    port: int
+    tm: timers.DerivedTimers
+    started: dt.datetime
+    t0: float
+
+
+@dataclass
+class _Ended:
+    """What the live part of a run left, once its namespaces are gone."""
+
+    procs: dict[str, subprocess.Popen[bytes]]  # role -> its process (ended)
+    exited: dict[str, float]  # role -> when its process ended (epoch s)
+    hung: list[str]  # roles killed at the deadline
+    channel: emulator.Running
+    crashed: bool  # the channel emulator died during the run
+    channel_stats: dict[str, Any]
+    capture_failed: dict[str, str]  # side -> why its capture ended early
+    ip_a: str
+    duration: float
+
+
 def run_scenario(
     scn: Scenario,
     sut: SutAdapter,
@@ -136,9 +171,33 @@ def run_scenario(
     the role dtnconform's model-driven tester plays (conformance.tester);
     the SUT plays the other. ``receiver_sut``: another implementation plays
     the receiver (an interoperability run; ``sut`` sends)."""
+    run = _prepare(scn, sut, run_dir, step or (lambda _msg: None), tester, receiver_sut)
+    ended = _run_live(run)
+    ends = _collect(run, ended)
+    run.say("decoding captures")
+    segments, experts = _decode(run, ended, ends)
+    result = _result(run, ended, ends, segments)
+    dump_model(result, run_dir / "result.json")
+    run.say("validating the trace")
+    trace = validate_trace(scn, segments, run_dir, port=run.port, ip_a=ended.ip_a, result=result)
+    verdict = _judge(run, ended, result, trace, experts)
+    dump_model(verdict, run_dir / "verdict.json")
+    return RunOutcome(result, verdict, segments, run_dir)
+
+
+def _prepare(
+    scn: Scenario,
+    sut: SutAdapter,
+    run_dir: Path,
+    say: Step,
+    tester: str | None,
+    receiver_sut: SutAdapter | None,
+) -> _Run:
+    """Everything before the namespaces: who plays which role, the run
+    directory with its scenario, root, the binaries, the port, the channel's
+    profile and the timers (their warnings said and kept)."""
     from conformance.tester import launch
 
-    say = step or (lambda _msg: None)
     if receiver_sut is not None and tester is not None:
         raise InputError("an interoperability run has no tester: two implementations play it")
     rx_sut = receiver_sut or sut
@@ -174,13 +233,20 @@ def run_scenario(
         for w in notes:
             _log.warning("%s: warning: %s", scn.name, w)
             say(f"warning: {w}")
+    return _Run(scn, sut, rx_sut, receiver_sut, tester, run_dir, say, port, tm, started, t0)
+
+
+def _run_live(run: _Run) -> _Ended:
+    """The namespaces, the captures on A and B, the channel in M, the roles
+    run to their end (or the deadline); then all of it stopped and gone."""
+    scn, run_dir = run.scn, run.run_dir
     # Static neighbour entries: no ARP crosses the channel. Resolving B's
     # address through a delayed link would hold the first segments in A's
     # kernel for one extra round trip after licklider started their timers
     # (the derived timers count the link, not address resolution), so the
     # first checkpoint would be retransmitted needlessly on every long link.
     with netns.topology(mtu=scn.channel.mtu, static_arp=True) as topo:
-        say("namespaces up")
+        run.say("namespaces up")
         captures = {
             "a": _start_capture(topo, topo.ns_a, topo.if_a, run_dir / "a.pcap"),
             "b": _start_capture(topo, topo.ns_b, topo.if_b, run_dir / "b.pcap"),
@@ -190,69 +256,18 @@ def run_scenario(
             if_a=topo.if_ma,
             if_b=topo.if_mb,
             protocol=scn.protocol,
-            port=port,
+            port=run.port,
             impairments=scn.impairments,
         )
         channel = emulator.start(topo, cfg, run_dir)
-        say("channel up")
-
-        rx_ep = Endpoint(ip=topo.ip_b, peer_ip=topo.ip_a, port=port)
-        tx_ep = Endpoint(ip=topo.ip_a, peer_ip=topo.ip_b, port=port)
-        procs = {}
-        files = {}
-        for role, ns, argv in (
-            (
-                "receiver",
-                topo.ns_b,
-                launch.argv(scn, rx_ep, "receiver", run_dir)
-                if tester == "receiver"
-                else rx_sut.receiver_argv(scn, rx_ep),
-            ),
-            (
-                "sender",
-                topo.ns_a,
-                launch.argv(scn, tx_ep, "sender", run_dir)
-                if tester == "sender"
-                else sut.sender_argv(scn, tx_ep),
-            ),
-        ):
-            out, err = (run_dir / f"{role}.out").open("wb"), (run_dir / f"{role}.log").open("wb")
-            files[role] = (out, err)
-            (run_dir / f"{role}.cmd").write_text(" ".join(argv) + "\n")
-            procs[role] = topo.spawn(ns, argv, stdout=out, stderr=err)
-            bind_s = 10.0 + float(getattr(rx_sut, "startup_s", 0.0))
-            if role == "receiver" and not netns.wait_for(
-                lambda: (
-                    _udp_port_bound(topo, topo.ns_b, port) or procs["receiver"].poll() is not None
-                ),
-                bind_s,
-            ):
-                say(f"receiver did not bind its port in {bind_s:g} s")
-        say("endpoints started")
-
-        # The endpoints enforce the run's time limit (the scenario's, or
-        # derived from the channel by conformance.timers) themselves; this
-        # deadline only catches a hung process.
-        # (an adapter older than SutAdapter.startup_s has none)
-        startup = max(float(getattr(a, "startup_s", 0.0)) for a in (sut, rx_sut))
-        deadline = time.monotonic() + tm.time_limit_s * 1.1 + 3.0 + startup
-        hung: list[str] = []
-        exited: dict[str, float] = {}
-        # Polled, not waited on in turn: trace validation needs to know when
-        # each process ended (it takes no step after that).
-        while len(exited) < len(procs) and time.monotonic() < deadline:
-            for role, proc in procs.items():
-                if role not in exited and proc.poll() is not None:
-                    exited[role] = time.time()
-            time.sleep(0.005)
-        for role, proc in procs.items():
-            if role not in exited:
-                hung.append(role)
-                _stop(proc)
+        run.say("channel up")
+        procs, files = _start_roles(run, topo)
+        run.say("endpoints started")
+        exited, hung = _await_roles(run, procs)
         for out, err in files.values():
             out.close()
             err.close()
-        say("endpoints finished")
+        run.say("endpoints finished")
         crashed = channel.crashed
         channel_stats = channel.stop()
         time.sleep(0.05)  # let tcpdump's last buffered packet reach its file
@@ -263,58 +278,148 @@ def run_scenario(
         }
         for proc in captures.values():
             _stop(proc)
-    duration = time.monotonic() - t0
+    duration = time.monotonic() - run.t0
+    return _Ended(
+        procs, exited, hung, channel, crashed, channel_stats, capture_failed, topo.ip_a, duration
+    )
 
-    ends: dict[str, EndpointResult] = {}
+
+def _start_roles(
+    run: _Run, topo: netns.Topology
+) -> tuple[dict[str, subprocess.Popen[bytes]], dict[str, tuple[IO[bytes], IO[bytes]]]]:
+    """The receiver in B (waited for until it binds its port), then the
+    sender in A: each the tester's role or its implementation's harness,
+    with its command line, output and log in the run directory."""
+    from conformance.tester import launch
+
+    scn, run_dir, port, tester = run.scn, run.run_dir, run.port, run.tester
+    rx_ep = Endpoint(ip=topo.ip_b, peer_ip=topo.ip_a, port=port)
+    tx_ep = Endpoint(ip=topo.ip_a, peer_ip=topo.ip_b, port=port)
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    files: dict[str, tuple[IO[bytes], IO[bytes]]] = {}
+    for role, ns, argv in (
+        (
+            "receiver",
+            topo.ns_b,
+            launch.argv(scn, rx_ep, "receiver", run_dir)
+            if tester == "receiver"
+            else run.rx_sut.receiver_argv(scn, rx_ep),
+        ),
+        (
+            "sender",
+            topo.ns_a,
+            launch.argv(scn, tx_ep, "sender", run_dir)
+            if tester == "sender"
+            else run.sut.sender_argv(scn, tx_ep),
+        ),
+    ):
+        out, err = (run_dir / f"{role}.out").open("wb"), (run_dir / f"{role}.log").open("wb")
+        files[role] = (out, err)
+        (run_dir / f"{role}.cmd").write_text(" ".join(argv) + "\n")
+        procs[role] = topo.spawn(ns, argv, stdout=out, stderr=err)
+        bind_s = 10.0 + float(getattr(run.rx_sut, "startup_s", 0.0))
+        if role == "receiver" and not netns.wait_for(
+            lambda: _udp_port_bound(topo, topo.ns_b, port) or procs["receiver"].poll() is not None,
+            bind_s,
+        ):
+            run.say(f"receiver did not bind its port in {bind_s:g} s")
+    return procs, files
+
+
+def _await_roles(
+    run: _Run, procs: Mapping[str, subprocess.Popen[bytes]]
+) -> tuple[dict[str, float], list[str]]:
+    """When each role's process ended, and the roles still running at the
+    deadline (killed)."""
+    # The endpoints enforce the run's time limit (the scenario's, or
+    # derived from the channel by conformance.timers) themselves; this
+    # deadline only catches a hung process.
+    # (an adapter older than SutAdapter.startup_s has none)
+    startup = max(float(getattr(a, "startup_s", 0.0)) for a in (run.sut, run.rx_sut))
+    deadline = time.monotonic() + run.tm.time_limit_s * 1.1 + 3.0 + startup
+    hung: list[str] = []
+    exited: dict[str, float] = {}
+    # Polled, not waited on in turn: trace validation needs to know when
+    # each process ended (it takes no step after that).
+    while len(exited) < len(procs) and time.monotonic() < deadline:
+        for role, proc in procs.items():
+            if role not in exited and proc.poll() is not None:
+                exited[role] = time.time()
+        time.sleep(0.005)
     for role, proc in procs.items():
-        stdout = (run_dir / f"{role}.out").read_text(errors="replace")
-        stderr = (run_dir / f"{role}.log").read_text(errors="replace")
-        res = (rx_sut if role == "receiver" else sut).parse_result(
+        if role not in exited:
+            hung.append(role)
+            _stop(proc)
+    return exited, hung
+
+
+def _collect(run: _Run, ended: _Ended) -> dict[str, EndpointResult]:
+    """Each role's result, as its harness (or the tester) printed it, with
+    a hang and the moment it stopped taking steps; then the adapters'
+    cleanup."""
+    ends: dict[str, EndpointResult] = {}
+    for role, proc in ended.procs.items():
+        stdout = (run.run_dir / f"{role}.out").read_text(errors="replace")
+        stderr = (run.run_dir / f"{role}.log").read_text(errors="replace")
+        res = (run.rx_sut if role == "receiver" else run.sut).parse_result(
             role, stdout, stderr, proc.returncode
         )
-        if role == tester:
+        if role == run.tester:
             res.detail = f"tester: {res.detail}".strip()
-        if role in hung:
+        if role in ended.hung:
             res.outcome = "error"
             res.detail = f"hung past the run's deadline and was killed. {res.detail}".strip()
         res.log = f"{role}.log"
         # the process's end, or the earlier moment the role said it stopped
         # taking steps (its result's stopped_at, which parse_result read)
-        ended = exited.get(role)
-        if ended is None or res.exited_at is None:
-            res.exited_at = ended
+        t_end = ended.exited.get(role)
+        if t_end is None or res.exited_at is None:
+            res.exited_at = t_end
         else:
-            res.exited_at = min(res.exited_at, ended)
+            res.exited_at = min(res.exited_at, t_end)
         ends[role] = res
-    for adapter in dict.fromkeys((sut, rx_sut)):
+    for adapter in dict.fromkeys((run.sut, run.rx_sut)):
         # (duck-typed: an adapter older than SutAdapter.cleanup has none)
         if (clean := getattr(adapter, "cleanup", None)) is not None:
             clean()
+    return ends
 
-    say("decoding captures")
-    skip = probe_payloads(ends.values())
+
+def _decode(
+    run: _Run, ended: _Ended, ends: Mapping[str, EndpointResult]
+) -> tuple[list[SegmentRecord], list[Finding]]:
+    """The captures decoded by our dissector into the run's segments (the
+    probes' own left out) and its findings; segments.jsonl written."""
     segments, experts = records_from_captures(
-        scn.protocol,
-        run_dir / "a.pcap",
-        run_dir / "b.pcap",
-        port=port,
-        ip_a=topo.ip_a,
-        channel_log=run_dir / "channel.jsonl",
-        skip=skip,
+        run.scn.protocol,
+        run.run_dir / "a.pcap",
+        run.run_dir / "b.pcap",
+        port=run.port,
+        ip_a=ended.ip_a,
+        channel_log=run.run_dir / "channel.jsonl",
+        skip=probe_payloads(ends.values()),
     )
-    segments = settle_probes(scn, ends, segments, run_dir)
-    with (run_dir / "segments.jsonl").open("w") as fh:
+    segments = settle_probes(run.scn, ends, segments, run.run_dir)
+    with (run.run_dir / "segments.jsonl").open("w") as fh:
         for rec in segments:
             fh.write(rec.model_dump_json() + "\n")
+    return segments, experts
 
+
+def _result(
+    run: _Run, ended: _Ended, ends: Mapping[str, EndpointResult], segments: list[SegmentRecord]
+) -> RunResult:
+    """The run's RunResult: both ends, the counts of segments each way,
+    goodput and provenance (less the flags of a side the tester played)."""
+    scn, tester = run.scn, run.tester
     rx = ends["receiver"]
     delivered = rx.delivered.total() if rx.delivered is not None else 0
     result = RunResult(
         scenario=scn.name,
         protocol=scn.protocol,
-        sut=sut_label(sut, tester, receiver_sut),
-        started_at=started.isoformat(timespec="seconds"),
-        duration_s=round(duration, 3),
+        sut=sut_label(run.sut, tester, run.receiver_sut),
+        started_at=run.started.isoformat(timespec="seconds"),
+        duration_s=round(ended.duration, 3),
         sender=ends["sender"],
         receiver=rx,
         delivered_bytes=delivered,
@@ -330,7 +435,7 @@ def run_scenario(
         captures={"sender side": "a.pcap", "receiver side": "b.pcap"},
         channel_log="channel.jsonl",
         provenance=provenance.collect(
-            scn, sut, emulator.resolve(scn.channel), receiver_sut=receiver_sut
+            scn, run.sut, emulator.resolve(scn.channel), receiver_sut=run.receiver_sut
         ),
         tester=tester,  # type: ignore[arg-type]
     )
@@ -341,29 +446,35 @@ def run_scenario(
             "tester": tester,
             **{k: v for k, v in knobs.items() if not k.startswith(f"{tester}.")},
         }
-    dump_model(result, run_dir / "result.json")
-    say("validating the trace")
-    trace = validate_trace(scn, segments, run_dir, port=port, ip_a=topo.ip_a, result=result)
+    return result
+
+
+def _judge(
+    run: _Run, ended: _Ended, result: RunResult, trace: TraceCheck, experts: list[Finding]
+) -> Verdict:
+    """The judge's verdict; an error instead when our side failed (the
+    channel died, a capture ended early), whatever the run showed."""
+    scn = run.scn
     verdict = judge.judge(
-        scn, result, run_dir / "channel.jsonl", experts, trace=trace, tester=tester
+        scn, result, run.run_dir / "channel.jsonl", experts, trace=trace, tester=run.tester
     )
     ours: list[Reason] = []  # our side failed: the run is an error, whatever it showed
-    if crashed:
+    if ended.crashed:
         # Nothing the endpoints did can be judged over a channel that died.
         ours.append(
             Reason(
                 code="channel-crash",
                 message=f"the channel emulator exited during the run "
-                f"(status {channel.proc.returncode}); see channel.stderr: "
-                f"{channel.stderr_tail(5)}",
+                f"(status {ended.channel.proc.returncode}); see channel.stderr: "
+                f"{ended.channel.stderr_tail(5)}",
             )
         )
-    elif not channel_stats:
-        say("the channel emulator left no statistics")
+    elif not ended.channel_stats:
+        run.say("the channel emulator left no statistics")
     # a capture that ended by itself (a full disk, say) is a hole in the evidence
     ours += [
         Reason(code="capture-failed", message=f"capture {side}.pcap ended early: {why}")
-        for side, why in capture_failed.items()
+        for side, why in ended.capture_failed.items()
     ]
     if ours:
         verdict = Verdict(
@@ -373,8 +484,7 @@ def run_scenario(
             reasons=[*ours, *verdict.reasons],
             trace=verdict.trace,
         )
-    dump_model(verdict, run_dir / "verdict.json")
-    return RunOutcome(result, verdict, segments, run_dir)
+    return verdict
 
 
 def validate_trace(
@@ -466,7 +576,12 @@ def settle_probes(
         return segments
     spec = protocols.get(scn.protocol)
     gen = spec.need("trace", spec.capabilities.trace)
-    return [r for r in segments if tuple(gen.session_of(r.fields)) not in sessions]
+    # (a protocol's session is a tuple of its fields, as the probes list it)
+    return [
+        r
+        for r in segments
+        if tuple(cast("Iterable[Any]", gen.session_of(r.fields))) not in sessions
+    ]
 
 
 def sut_label(

@@ -38,10 +38,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conformance.core.errors import DtncError
-from conformance.core.types import Impairment, Scenario, dump_model, load_scenario
+from conformance.core.types import Impairment, Scenario, Verdict, dump_model, load_scenario
+
+if TYPE_CHECKING:
+    from suts.base import SutAdapter
 
 # What each channel direction can lose, as the model names it: a data
 # segment by its kind and byte offset, a control segment by its type.
@@ -135,6 +138,124 @@ def fail(message: str) -> None:
     raise AssertionError(message)
 
 
+def plan_scenario(tester: str, limit: int, planned: list[Planned]) -> Scenario:
+    """The scenario of a plan: the base block, one impairment per segment
+    occurrence (the emulator acts once on it; the first act planned for it
+    stands), in a fixed order."""
+    first: dict[tuple[str, str, int], str] = {}
+    for d, t, k, a in planned:
+        first.setdefault((d, t, k), a)
+    losses = sorted((d, t, k, a) for (d, t, k), a in first.items())
+    scn = base_scenario(plan_name(tester, limit, losses), limit)
+    scn.impairments = [
+        Impairment(
+            direction=d,  # type: ignore[arg-type]
+            match=match_of(t),
+            occurrence=k,
+            action=a,  # type: ignore[arg-type]
+            delay_ms=DELAY_MS if a in ("delay", "outage") else 0.0,
+        )
+        for d, t, k, a in losses
+    ]
+    return scn
+
+
+@dataclass
+class _Search:
+    """What every example of one search shares: the implementation, the
+    log, the budget of live runs, and each plan's failure (None: it did not
+    fail), so that a plan drawn again is not run again."""
+
+    sut: SutAdapter
+    log: SearchLog
+    budget: int
+    seen: dict[str, str | None] = field(default_factory=dict)
+
+
+def run_plan(search: _Search, tester: str, limit: int, planned: list[Planned]) -> None:
+    """One example's end: its outcome set from TLC, then its live run, the
+    verdict the oracle; a fail is saved as a regression scenario and fails
+    the example (:func:`fail`)."""
+    from conformance.runner import error_outcome, run_scenario
+    from generators.ltp import outcomes
+
+    log, seen, sut = search.log, search.seen, search.sut
+    scn = plan_scenario(tester, limit, planned)
+    if scn.name in seen:
+        # the same plan again (Hypothesis drew other choices that
+        # give it): its verdict stands, nothing is run twice
+        if (failure := seen[scn.name]) is not None:
+            fail(failure)
+        return
+    if log.examples >= search.budget * (3 if log.failures else 1):
+        return
+    work = log.out / "tlc" / scn.name
+    try:
+        scn.expect = outcomes.expectation_for(scn, work)
+    except DtncError as exc:  # Unplannable, or no end with exactly these losses
+        # (teardown cannot reject an example: it is skipped, as a pass)
+        log.rejected += 1
+        seen[scn.name] = None
+        log.write({"scenario": scn.name, "rejected": str(exc)})
+        return
+    log.examples += 1
+    role = None if tester == "none" else tester
+    run_dir = log.out / "runs" / f"{log.examples:04d}-{scn.name}"
+    if log.on_example:
+        log.on_example(log.examples, scn.name)
+    try:
+        verdict = run_scenario(scn, sut, run_dir, tester=role).verdict
+    except Exception as exc:  # set-up failure: an error, not a finding
+        verdict = error_outcome(scn, sut, run_dir, exc, tester=role).verdict
+    log.verdicts[verdict.status] = log.verdicts.get(verdict.status, 0) + 1
+    log.write(
+        {
+            "scenario": scn.name,
+            "tester": tester,
+            "limit": limit,
+            "losses": [list(x) for x in sorted(set(planned))],
+            "impairments": [i.describe() for i in scn.impairments],
+            "verdict": verdict.status,
+            "reasons": [r.code for r in verdict.reasons],
+            "run": str(run_dir),
+            "t": time.time(),
+        }
+    )
+    seen[scn.name] = None
+    if verdict.status == "fail":
+        seen[scn.name] = failure = _keep_failure(search, scn, tester, verdict, run_dir)
+        fail(failure)
+
+
+def _keep_failure(
+    search: _Search, scn: Scenario, tester: str, verdict: Verdict, run_dir: Path
+) -> str:
+    """A failing plan saved as a regression scenario (its description the
+    verdict's reasons); the example's failure text."""
+    log, sut = search.log, search.sut
+    path = log.out / "regressions" / f"{scn.name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scn.description = (
+        f"found by Hypothesis search (conformance/search.py) against {sut.name} "
+        f"{sut.version}, tester {tester}: "
+        + "; ".join(f"{r.code}: {r.message}" for r in verdict.reasons)[:600]
+    )
+    dump_model(scn, path)
+    log.failures.append(path)
+    log.messages[path] = "; ".join(f"{r.code}: {r.message}" for r in verdict.reasons)
+    return (
+        f"{scn.name}: verdict fail ("
+        + "; ".join(r.code for r in verdict.reasons)
+        + f"); run {run_dir}; regression scenario {path}"
+    )
+
+
+# machine() keeps its state machine class inside (about 80 lines together):
+# Hypothesis takes a rule-based state machine as one class whose methods are
+# the rules, one per channel action of the model, and the class is made per
+# search, not at module level, so that Hypothesis is imported only when a
+# search runs and each search's class holds its own implementation, log and
+# plans. What an example does at its end is run_plan's.
 def machine(sut_name: str, log: SearchLog, budget: int) -> type:
     """The state machine class for one search (its runs go under log.out):
     ``budget`` live runs of new plans, and twice as many more to shrink a
@@ -142,12 +263,9 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
     from hypothesis import strategies as st
     from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-    from conformance.runner import error_outcome, run_scenario
-    from generators.ltp import outcomes
     from suts.registry import get
 
-    sut = get(sut_name)
-    seen: dict[str, str | None] = {}  # plan -> its failure, None if it did not fail
+    search = _Search(get(sut_name), log, budget)
 
     class LtpChannelMachine(RuleBasedStateMachine):
         """Rules: the model's channel actions. Teardown: the live run."""
@@ -212,84 +330,10 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
             self.losses.append((segment[0], segment[1], occurrence, "outage"))
 
         def scenario(self) -> Scenario:
-            # one rule per segment occurrence: the emulator acts once on it
-            first: dict[tuple[str, str, int], str] = {}
-            for d, t, k, a in self.losses:
-                first.setdefault((d, t, k), a)
-            losses = sorted((d, t, k, a) for (d, t, k), a in first.items())
-            scn = base_scenario(plan_name(self.tester, self.limit, losses), self.limit)
-            scn.impairments = [
-                Impairment(
-                    direction=d,  # type: ignore[arg-type]
-                    match=match_of(t),
-                    occurrence=k,
-                    action=a,  # type: ignore[arg-type]
-                    delay_ms=DELAY_MS if a in ("delay", "outage") else 0.0,
-                )
-                for d, t, k, a in losses
-            ]
-            return scn
+            return plan_scenario(self.tester, self.limit, self.losses)
 
         def teardown(self) -> None:
-            scn = self.scenario()
-            if scn.name in seen:
-                # the same plan again (Hypothesis drew other choices that
-                # give it): its verdict stands, nothing is run twice
-                if seen[scn.name] is not None:
-                    fail(seen[scn.name])
-                return
-            if log.examples >= budget * (3 if log.failures else 1):
-                return
-            work = log.out / "tlc" / scn.name
-            try:
-                scn.expect = outcomes.expectation_for(scn, work)
-            except DtncError as exc:  # Unplannable, or no end with exactly these losses
-                # (teardown cannot reject an example: it is skipped, as a pass)
-                log.rejected += 1
-                seen[scn.name] = None
-                log.write({"scenario": scn.name, "rejected": str(exc)})
-                return
-            log.examples += 1
-            tester = None if self.tester == "none" else self.tester
-            run_dir = log.out / "runs" / f"{log.examples:04d}-{scn.name}"
-            if log.on_example:
-                log.on_example(log.examples, scn.name)
-            try:
-                verdict = run_scenario(scn, sut, run_dir, tester=tester).verdict
-            except Exception as exc:  # set-up failure: an error, not a finding
-                verdict = error_outcome(scn, sut, run_dir, exc, tester=tester).verdict
-            log.verdicts[verdict.status] = log.verdicts.get(verdict.status, 0) + 1
-            log.write(
-                {
-                    "scenario": scn.name,
-                    "tester": self.tester,
-                    "limit": self.limit,
-                    "losses": [list(x) for x in sorted(set(self.losses))],
-                    "impairments": [i.describe() for i in scn.impairments],
-                    "verdict": verdict.status,
-                    "reasons": [r.code for r in verdict.reasons],
-                    "run": str(run_dir),
-                    "t": time.time(),
-                }
-            )
-            seen[scn.name] = None
-            if verdict.status == "fail":
-                path = log.out / "regressions" / f"{scn.name}.json"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                scn.description = (
-                    f"found by Hypothesis search (conformance/search.py) against {sut.name} "
-                    f"{sut.version}, tester {self.tester}: "
-                    + "; ".join(f"{r.code}: {r.message}" for r in verdict.reasons)[:600]
-                )
-                dump_model(scn, path)
-                log.failures.append(path)
-                log.messages[path] = "; ".join(f"{r.code}: {r.message}" for r in verdict.reasons)
-                seen[scn.name] = (
-                    f"{scn.name}: verdict fail ("
-                    + "; ".join(r.code for r in verdict.reasons)
-                    + f"); run {run_dir}; regression scenario {path}"
-                )
-                fail(seen[scn.name])
+            run_plan(search, self.tester, self.limit, self.losses)
 
     return LtpChannelMachine
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conformance.core.errors import InputError
-from conformance.core.types import Protocol, SegmentRecord
+from conformance.core.types import Direction, FieldValue, Protocol, SegmentRecord
 
 if TYPE_CHECKING:
     from dissectors.tshark import DecodedFrame
@@ -99,7 +99,9 @@ def datagrams(pcap: Path, port: int) -> list[Datagram]:
             # a cut frame is kept even when too little of it is left to read
             sec = getattr(meta, "sec", None)
             if sec is None:  # pcapng
-                ts = (meta.tshigh << 32 | meta.tslow) / meta.tsresol
+                # scapy types every reader's metadata as pcap's; pcapng's
+                # (RawPcapNgReader.PacketMetadata) has these fields instead
+                ts = (meta.tshigh << 32 | meta.tslow) / meta.tsresol  # type: ignore[attr-defined]
             else:
                 ts = sec + meta.usec / (1e9 if nano else 1e6)
             src = ".".join(str(b) for b in frame[26:30])
@@ -155,7 +157,7 @@ def records_from_captures(
     decisions = _channel_verdicts(channel_log)
     for side, pcap in sides.items():
         other = raw["b" if side == "a" else "a"]
-        direction = "forward" if side == "a" else "return"
+        direction: Direction = "forward" if side == "a" else "return"
         sender_ip_is_a = side == "a"
         arrived = Counter(p for src, p in other.values() if (src == ip_a) == sender_ip_is_a)
         if not pcap.exists() or pcap.stat().st_size == 0:
@@ -182,7 +184,7 @@ def records_from_captures(
             records.append(
                 SegmentRecord(
                     protocol=protocol,
-                    direction=direction,  # type: ignore[arg-type]
+                    direction=direction,
                     time=frame.time_epoch,
                     frame=frame.number,
                     length=len(payload),
@@ -208,12 +210,12 @@ def records_from_captures(
     return records, findings
 
 
-def _record_fields(frame: DecodedFrame) -> dict[str, object]:
+def _record_fields(frame: DecodedFrame) -> dict[str, FieldValue | list[FieldValue]]:
     """The classifier's vocabulary (what impairments match on), plus the
     dissector fields the protocol keeps on its records (LTP: the claims)."""
     from conformance import protocols
 
-    fields: dict[str, object] = dict(frame.match_fields())
+    fields: dict[str, FieldValue | list[FieldValue]] = dict(frame.match_fields())
     for key in protocols.get(frame.protocol).dissector.record_extras:
         if key in frame.fields:
             fields[key] = frame.fields[key]

@@ -30,13 +30,16 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from conformance import protocols
 from conformance.core.contract import TraceModel, Unrepresentable, WireEvent
 from conformance.core.errors import DtncError
 from conformance.core.types import Scenario, SegmentRecord, TraceCheck
 from conformance.segments import Datagram, datagrams
+
+if TYPE_CHECKING:
+    from conformance.core.capabilities import TraceModels
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CORE = REPO_ROOT / "specs" / "trace" / "TraceCore.tla"
@@ -107,13 +110,18 @@ def _frames(pcap: Path, port: int) -> list[Datagram]:
     """The capture's datagrams on ``port`` (conformance.segments.datagrams);
     a frame cut short makes the trace unrepresentable."""
     out = datagrams(pcap, port)
-    cut = next((d for d in out if d.cut), None)
+    cut = next(((d.number, d.cut) for d in out if d.cut), None)
     if cut is not None:
+        number, (have, whole) = cut
         raise Unrepresentable(
-            f"{pcap.name} is truncated: frame {cut.number} has {cut.cut[0]} of its "
-            f"{cut.cut[1]} bytes"
+            f"{pcap.name} is truncated: frame {number} has {have} of its {whole} bytes"
         )
     return out
+
+
+# A segment the channel corrupted: (its record's index, the record, the
+# datagram sent, the sending side, the other side, the sending actor)
+_Corrupted = tuple[int, SegmentRecord, Datagram, str, str, str]
 
 
 def wire_events(
@@ -136,12 +144,7 @@ def wire_events(
     }
     by_number = {side: {f.number: f for f in fs} for side, fs in frames.items()}
     if ip_a is None:
-        # A stored run: the sender's address is the source of its first segment.
-        first = next((r for r in records if r.direction == "forward"), None)
-        sent = by_number["a"].get(first.frame) if first is not None else None
-        if sent is None:
-            raise Unrepresentable("a.pcap shows no segment the sender sent")
-        ip_a = sent.src
+        ip_a = _sender_address(records, by_number["a"])
     # Arrivals at each side, by payload, oldest first (sent by the other side).
     arrivals: dict[str, dict[bytes, list[Datagram]]] = {
         "a": defaultdict(list),
@@ -152,7 +155,7 @@ def wire_events(
             if (f.src == ip_a) == (side == "b"):
                 arrivals[side][f.payload].append(f)
     events: list[WireEvent] = []
-    corrupted: list[tuple[int, SegmentRecord, Datagram, str, str, str]] = []
+    corrupted: list[_Corrupted] = []
     lost: list[tuple[Datagram, str]] = []
     for i, rec in enumerate(records):
         side = "a" if rec.direction == "forward" else "b"
@@ -165,35 +168,11 @@ def wire_events(
         if rec.dropped:
             events.append(WireEvent("lose", sent.t, rec.direction, "channel", i, side, rec.frame))
             lost.append((sent, other))
-            continue
-        if rec.corrupted:
+        elif rec.corrupted:
             corrupted.append((i, rec, sent, side, other, actor))
-            continue
-        queue = arrivals[other][sent.payload]
-        # a duplicated segment arrives twice (TraceLTP restores the copy)
-        for _copy in range(rec.copies):
-            k = next((j for j, f in enumerate(queue) if f.t >= sent.t - 1e-3), None)
-            if k is None:
-                raise Unrepresentable(
-                    f"{rec.summary or 'segment'} (frame {rec.frame} of {side}.pcap) was not "
-                    f"dropped by the channel, yet {other}.pcap never shows "
-                    + ("its copy arriving" if _copy else "it arriving")
-                )
-            got = queue.pop(k)
-            events.append(WireEvent("arrive", got.t, rec.direction, actor, i, other, got.number))
-    # A corrupted segment arrives changed: the first datagram left over at
-    # the other side, no earlier than it was sent, of its length and a few
-    # flipped bits from it.
-    for i, rec, sent, side, other, actor in corrupted:
-        got = _flipped_copy(arrivals[other], sent)
-        if got is None:
-            raise Unrepresentable(
-                f"{rec.summary or 'segment'} (frame {rec.frame} of {side}.pcap) was corrupted "
-                f"by the channel, yet {other}.pcap never shows it arriving"
-            )
-        events.append(
-            WireEvent("arrive", got.t, rec.direction, actor, i, other, got.number, corrupt=True)
-        )
+        else:
+            events += _arrivals_of(i, rec, sent, side, other, actor, arrivals[other][sent.payload])
+    events += _corrupted_arrivals(corrupted, arrivals)
     # A segment the channel corrupted and left with a wrong UDP checksum is
     # lost (the receiving stack discards it), yet the other side's capture,
     # taken before that check, shows it: a datagram left over there, no
@@ -209,6 +188,68 @@ def wire_events(
             f"{f.number} (injected, or duplicated where the channel's log says not; the "
             "model's channel invents no segments)"
         )
+    return _ended(events, exits, window_s)
+
+
+def _sender_address(records: Sequence[SegmentRecord], sent_at_a: Mapping[int, Datagram]) -> str:
+    """A stored run's sender address: the source of its first segment."""
+    first = next((r for r in records if r.direction == "forward"), None)
+    sent = sent_at_a.get(first.frame) if first is not None else None
+    if sent is None:
+        raise Unrepresentable("a.pcap shows no segment the sender sent")
+    return sent.src
+
+
+def _arrivals_of(
+    i: int,
+    rec: SegmentRecord,
+    sent: Datagram,
+    side: str,
+    other: str,
+    actor: str,
+    queue: list[Datagram],
+) -> list[WireEvent]:
+    """The arrivals of a segment the channel delivered, taken from ``queue``
+    (the other side's datagrams of its payload, oldest first)."""
+    events = []
+    # a duplicated segment arrives twice (TraceLTP restores the copy)
+    for _copy in range(rec.copies):
+        k = next((j for j, f in enumerate(queue) if f.t >= sent.t - 1e-3), None)
+        if k is None:
+            raise Unrepresentable(
+                f"{rec.summary or 'segment'} (frame {rec.frame} of {side}.pcap) was not "
+                f"dropped by the channel, yet {other}.pcap never shows "
+                + ("its copy arriving" if _copy else "it arriving")
+            )
+        got = queue.pop(k)
+        events.append(WireEvent("arrive", got.t, rec.direction, actor, i, other, got.number))
+    return events
+
+
+def _corrupted_arrivals(
+    corrupted: Sequence[_Corrupted], arrivals: Mapping[str, dict[bytes, list[Datagram]]]
+) -> list[WireEvent]:
+    """A corrupted segment arrives changed: the first datagram left over at
+    the other side, no earlier than it was sent, of its length and a few
+    flipped bits from it."""
+    events = []
+    for i, rec, sent, side, other, actor in corrupted:
+        got = _flipped_copy(arrivals[other], sent)
+        if got is None:
+            raise Unrepresentable(
+                f"{rec.summary or 'segment'} (frame {rec.frame} of {side}.pcap) was corrupted "
+                f"by the channel, yet {other}.pcap never shows it arriving"
+            )
+        events.append(
+            WireEvent("arrive", got.t, rec.direction, actor, i, other, got.number, corrupt=True)
+        )
+    return events
+
+
+def _ended(
+    events: list[WireEvent], exits: Mapping[str, float | None], window_s: float
+) -> list[WireEvent]:
+    """The events with each endpoint's exit and the captures' end, sorted."""
     last = max((e.t for e in events), default=0.0)
     for actor in ("sender", "receiver"):
         t = exits.get(actor)
@@ -577,19 +618,63 @@ def _diagnose(
     line = lines[bad - 1]
     t = line["t_us"]
     actor = line.get("actor", "")
-    # The model's best explanations: the states that reached the line with
-    # the fewest overdue answers. A state that left an arrival unprocessed
-    # where another processed it in time says nothing about who deviated.
-    # Of those, the ones that processed the most arrivals: in one that left
-    # an arrival waiting, the actor's answer to it is still to come.
-    hold = tm.hold_us
-    fewest = min((_owed(x, t, window_us, hold) for x in diag), default=0)
-    diag = [d for d in diag if _owed(d, t, window_us, hold) == fewest]
-    least = min((_queued(x) for x in diag), default=0)
-    diag = [d for d in diag if _queued(d) == least]
+    diag = _best_states(diag, t, window_us, tm.hold_us)
     enabled: list[str] = sorted({a for d in diag for a in d[0]})
-    blame: list[str] = []
+    overdue, blame = _overdue(diag, t, window_us, tm.hold_us, describe)
+    kind = line["kind"]
+    if kind == "end":
+        where = f"the trace's end ({_ms(t)})"
+    elif kind == "exit":
+        where = f"the {actor}'s exit ({_ms(t)})"
+    else:
+        where = f"line {bad}, {label(bad)} at {_ms(t)}"
+    if overdue:
+        why = "; ".join(dict.fromkeys(overdue))
+    elif kind == "send":
+        why, blamed = _unexplained_send(line, actor, diag, describe)
+        blame += blamed
+    elif kind == "arrive":
+        why = "no behaviour of the model lets this arrive here"
+    else:
+        why = "no behaviour of the model reaches this line"
+    if not blame:
+        blame = [a for a in enabled if not a.startswith("Channel")]
+    if tester:
+        theirs = [a for a in blame if not a.lower().startswith(tester)]
+        blame = theirs or blame
+    rule, tags = _rule_of(tm, spec, blame)
+    message = (
+        f"the model cannot take {where}: {why}. Actions the model could take there: "
+        f"{', '.join(enabled) or 'none'}"
+    )
+    return message, enabled, list(dict.fromkeys(blame)), rule, tags
+
+
+def _best_states(diag: Sequence[Any], t: int, window_us: int, hold: Mapping[str, int]) -> list[Any]:
+    """The model's best explanations: the states that reached the line with
+    the fewest overdue answers. A state that left an arrival unprocessed
+    where another processed it in time says nothing about who deviated. Of
+    those, the ones that processed the most arrivals: in one that left an
+    arrival waiting, the actor's answer to it is still to come."""
+    fewest = min((_owed(x, t, window_us, hold) for x in diag), default=0)
+    best = [d for d in diag if _owed(d, t, window_us, hold) == fewest]
+    least = min((_queued(x) for x in best), default=0)
+    return [d for d in best if _queued(d) == least]
+
+
+def _overdue(
+    diag: Sequence[Any],
+    t: int,
+    window_us: int,
+    hold: Mapping[str, int],
+    describe: Callable[[Any], str],
+) -> tuple[list[str], list[str]]:
+    """(what was overdue at ``t``, the actions blamed for it) over the
+    diagnosis states: an arrival left unanswered past its actor's window
+    (the model's answers to it, else what the actor could do), an emission
+    the wire never showed (the action that made it, else the actor's last)."""
     overdue: list[str] = []
+    blame: list[str] = []
     for d in diag:
         en, inq, pend, last, answers = d[0], d[1], _pend(d), d[3], d[4]
         for who, queue in inq.items():
@@ -615,63 +700,54 @@ def _diagnose(
                     blame.append(str(by[(d_, u)][0]))
                 elif last["actor"] == who:
                     blame.append(str(last["action"]))
-    kind = line["kind"]
-    if kind == "end":
-        where = f"the trace's end ({_ms(t)})"
-    elif kind == "exit":
-        where = f"the {actor}'s exit ({_ms(t)})"
-    else:
-        where = f"line {bad}, {label(bad)} at {_ms(t)}"
-    if overdue:
-        why = "; ".join(dict.fromkeys(overdue))
-    elif kind == "send":
-        why = (
-            f"no behaviour of the model has the {actor} send this "
-            + describe(line.get("unit"))
-            + " here"
+    return overdue, blame
+
+
+def _unexplained_send(
+    line: Mapping[str, Any], actor: str, diag: Sequence[Any], describe: Callable[[Any], str]
+) -> tuple[str, list[str]]:
+    """Why no behaviour explains a segment ``actor`` sent, and the actions
+    blamed: the model's answer to the arrival the actor had to process,
+    else what the model's actor had made and was still to send instead."""
+    why = (
+        f"no behaviour of the model has the {actor} send this "
+        + describe(line.get("unit"))
+        + " here"
+    )
+    waiting = [(d[1][actor][0], d[4][actor]) for d in diag if d[1][actor]]
+    if waiting:
+        first, _answers = waiting[0]
+        names = sorted({a for _u, ans in waiting for a in ans})
+        why += (
+            f"; the {actor} had the {describe(first['seg'])} that reached it at "
+            f"{_ms(first['t'])} to process, and the model's answer to it is "
+            f"{', '.join(names) or 'none'}"
         )
-        waiting = [(d[1][actor][0], d[4][actor]) for d in diag if d[1][actor]]
-        if waiting:
-            first, answers = waiting[0]
-            names = sorted({a for _u, ans in waiting for a in ans})
-            why += (
-                f"; the {actor} had the {describe(first['seg'])} that reached it at "
-                f"{_ms(first['t'])} to process, and the model's answer to it is "
-                f"{', '.join(names) or 'none'}"
-            )
-            blame += names
-        else:
-            # what the model's actor had made and was still to send instead
-            own = "forward" if actor == "sender" else "return"
-            made: dict[str, tuple[Any, bool]] = {}
-            for d in diag:
-                by = _made_by(d)
-                for d_, u in _pend(d):
-                    if d_ == own and (d_, u) in by:
-                        action, answer = by[(d_, u)]
-                        made.setdefault(str(action), (u, bool(answer)))
-            # the closest alternatives: a segment of the same type, made in
-            # answer to an arrival rather than by a timer, if there are such
-            seen = describe(line.get("unit"))
-            for keep in (lambda u, rx: describe(u) == seen, lambda u, rx: rx):
-                closer = {a: m for a, m in made.items() if keep(*m)}
-                made = closer or made
-            if made:
-                why += "; the model's " + "; or ".join(
-                    f"{a} had it send the {describe(u)} instead" for a, (u, _) in made.items()
-                )
-                blame += sorted(made)
-            else:
-                blame += sorted({a for d in diag for a in d[0] if a.lower().startswith(actor)})
-    elif kind == "arrive":
-        why = "no behaviour of the model lets this arrive here"
-    else:
-        why = "no behaviour of the model reaches this line"
-    if not blame:
-        blame = [a for a in enabled if not a.startswith("Channel")]
-    if tester:
-        theirs = [a for a in blame if not a.lower().startswith(tester)]
-        blame = theirs or blame
+        return why, names
+    own = "forward" if actor == "sender" else "return"
+    made: dict[str, tuple[Any, bool]] = {}
+    for d in diag:
+        by = _made_by(d)
+        for d_, u in _pend(d):
+            if d_ == own and (d_, u) in by:
+                action, answer = by[(d_, u)]
+                made.setdefault(str(action), (u, bool(answer)))
+    # the closest alternatives: a segment of the same type, made in
+    # answer to an arrival rather than by a timer, if there are such
+    seen = describe(line.get("unit"))
+    for keep in (lambda u, rx: describe(u) == seen, lambda u, rx: rx):
+        closer = {a: m for a, m in made.items() if keep(*m)}
+        made = closer or made
+    if made:
+        why += "; the model's " + "; or ".join(
+            f"{a} had it send the {describe(u)} instead" for a, (u, _) in made.items()
+        )
+        return why, sorted(made)
+    return why, sorted({a for d in diag for a in d[0] if a.lower().startswith(actor)})
+
+
+def _rule_of(tm: TraceModel, spec: str, blame: Sequence[str]) -> tuple[str, list[str]]:
+    """The rule (the spec's sections of the blamed actions) and its tags."""
     sections: list[str] = []
     for a in dict.fromkeys(blame):
         for s in tm.sections.get(a, []):
@@ -680,11 +756,7 @@ def _diagnose(
     rule = f"{spec} " + ", ".join(f"§{s}" for s in sections) if sections else ""
     head = spec.replace(" ", "")
     tags = list(dict.fromkeys(f"{head}-{s.split(' ')[0]}" for s in sections))
-    message = (
-        f"the model cannot take {where}: {why}. Actions the model could take there: "
-        f"{', '.join(enabled) or 'none'}"
-    )
-    return message, enabled, list(dict.fromkeys(blame)), rule, tags
+    return rule, tags
 
 
 def window_ms(scn: Scenario) -> float:
@@ -898,6 +970,42 @@ def check(
         return TraceCheck(status="unchecked", message=str(exc), **common)
     if not any(e.kind == "send" for e in events):
         return TraceCheck(status="unchecked", message="the captures hold no segment", **common)
+    sessions = _sessions(scn, gen, records, events, w_ms, common)
+    if isinstance(sessions, TraceCheck):
+        return sessions
+    if out is not None:
+        _write(out, [{"session": n, **ln} for n, ss in enumerate(sessions, 1) for ln in ss.lines])
+    common["lines"] = sum(len(ss.lines) for ss in sessions)
+    order = list(readings) if readings is not None else spec.reading_ids()
+    import os
+
+    clock = _Clock(float(os.environ.get("DTNC_TRACE_BUDGET_S", TRACE_BUDGET_S)))
+    try:
+        return _check_sessions(
+            sessions, records, workdir, spec, order, tester, clock, scn, w_ms, common
+        )
+    except _OverBudget as over:
+        return TraceCheck(
+            status="unchecked",
+            message=f"trace validation stopped at its budget of {clock.budget_s:g} s of TLC "
+            f"(DTNC_TRACE_BUDGET_S) after {over.passes} pass(es), none of which took the whole "
+            f"trace (the furthest reached line {over.furthest}); the model's verdict on it is "
+            "unknown",
+            **common,
+        )
+
+
+def _sessions(
+    scn: Scenario,
+    gen: TraceModels,
+    records: Sequence[SegmentRecord],
+    events: Sequence[WireEvent],
+    w_ms: float,
+    common: dict[str, Any],
+) -> list[_Session] | TraceCheck:
+    """The trace cut into its sessions (``gen.session_of``), each read as the
+    model's units and lines; an unchecked TraceCheck instead if a session
+    cannot be (``common`` gets the number of sessions)."""
     by_session: dict[Hashable, list[int]] = defaultdict(list)
     for i, rec in enumerate(records):
         by_session[gen.session_of(rec.fields)].append(i)
@@ -924,26 +1032,7 @@ def check(
                 round(w_ms * 1000),
             )
         )
-    if out is not None:
-        _write(out, [{"session": n, **ln} for n, ss in enumerate(sessions, 1) for ln in ss.lines])
-    common["lines"] = sum(len(ss.lines) for ss in sessions)
-    order = list(readings) if readings is not None else spec.reading_ids()
-    import os
-
-    clock = _Clock(float(os.environ.get("DTNC_TRACE_BUDGET_S", TRACE_BUDGET_S)))
-    try:
-        return _check_sessions(
-            sessions, records, workdir, spec, order, tester, clock, scn, w_ms, common
-        )
-    except _OverBudget as over:
-        return TraceCheck(
-            status="unchecked",
-            message=f"trace validation stopped at its budget of {clock.budget_s:g} s of TLC "
-            f"(DTNC_TRACE_BUDGET_S) after {over.passes} pass(es), none of which took the whole "
-            f"trace (the furthest reached line {over.furthest}); the model's verdict on it is "
-            "unknown",
-            **common,
-        )
+    return sessions
 
 
 def _check_sessions(

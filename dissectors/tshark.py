@@ -302,8 +302,9 @@ def _collect_fields(proto_el: ET.Element, prefix: str, types: FieldTypes) -> dic
         leaf = name[len(prefix) + 1 :]
         value = _convert(leaf, el, types)
         if leaf in types.repeated:
-            out.setdefault(leaf, [])
-            out[leaf].append(value)  # type: ignore[union-attr]
+            items = out.setdefault(leaf, [])
+            assert isinstance(items, list)  # a repeated field is only ever a list
+            items.append(value)
         elif leaf in out:
             prior = out[leaf]
             out[leaf] = (prior if isinstance(prior, list) else [prior]) + [value]

@@ -24,11 +24,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.core.errors import DtncError
+from conformance.core.errors import DtncError as DtncError  # re-exported: Unplannable's base
 from conformance.core.types import (
+    Direction,
     Expectation,
     ExpectedOutcome,
     Impairment,
+    ImpairmentAction,
     Scenario,
 )
 
@@ -40,6 +42,31 @@ class Unplannable(DtncError):
 # What the channel does to a planned segment, as the model and the emulator's
 # rules name it ("outage": the link goes down as the segment crosses it).
 ACTS = ("drop", "delay", "duplicate", "outage")
+
+# The model's names (its strings) of a channel direction and an impairment
+# action, as Impairment's fields take them.
+_DIRECTIONS: dict[str, Direction] = {"forward": "forward", "return": "return"}
+_ACTIONS: dict[str, ImpairmentAction] = {
+    "drop": "drop", "corrupt": "corrupt", "delay": "delay", "duplicate": "duplicate",
+    "outage": "outage",
+}  # fmt: skip
+
+
+def direction_of(name: str) -> Direction:
+    """A direction the model (or a table) names, as Impairment.direction; a
+    ValueError, as Impairment's own validation would give, for any other."""
+    try:
+        return _DIRECTIONS[name]
+    except KeyError:
+        raise ValueError(f"direction: {name!r} is neither 'forward' nor 'return'") from None
+
+
+def action_of(name: str) -> ImpairmentAction:
+    """An action the model names, as Impairment.action (a ValueError for any other)."""
+    try:
+        return _ACTIONS[name]
+    except KeyError:
+        raise ValueError(f"action: {name!r} is no impairment action") from None
 
 
 @dataclass(frozen=True)

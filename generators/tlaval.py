@@ -23,35 +23,43 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-TlaValue = Any  # int | str | bool | Record | tuple | frozenset | Function | ModelValue
+# int | str | bool | Record | tuple | frozenset | Function | ModelValue, nested
+# as TLC prints them: what a value holds is known only from the model it
+# comes from, so it stays Any to the type checker (TLC output parsing).
+TlaValue = Any
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 class TlaParseError(ValueError):
     """The text is not a TLA+ value as TLC prints it."""
 
 
-class _FrozenDict(dict):
+class _FrozenDict(dict[_K, _V]):
     """A dict that cannot change after construction, and so can be hashed."""
 
+    # dict declares itself unhashable (__hash__ = None): this one is hashable
     def __hash__(self) -> int:  # type: ignore[override]
         return hash((type(self).__name__, frozenset(self.items())))
 
     def _immutable(self, *_a: object, **_k: object) -> None:
         raise TypeError(f"{type(self).__name__} is immutable")
 
+    # every mutator raises; their signatures differ from dict's, hence the ignore
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _immutable  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({dict.__repr__(self)})"
 
 
-class Record(_FrozenDict):
+class Record(_FrozenDict[str, TlaValue]):
     """A TLA+ record ``[field |-> value, ...]``; fields are strings."""
 
 
-class Function(_FrozenDict):
+class Function(_FrozenDict[TlaValue, TlaValue]):
     """A TLA+ function printed as ``(k1 :> v1 @@ k2 :> v2)``."""
 
 
@@ -122,8 +130,8 @@ class _Parser:
         if kind == "string":
             return _unescape(lex[1:-1])
         if kind == "range":
-            lo, hi = (int(x) for x in re.match(r"(-?\d+)\.\.(-?\d+)", lex).groups())  # type: ignore[union-attr]
-            return frozenset(range(lo, hi + 1))
+            lo, _, hi = lex.partition("..")  # the token is "-?\d+..-?\d+"
+            return frozenset(range(int(lo), int(hi) + 1))
         if kind == "ident":
             if lex == "TRUE":
                 return True
@@ -184,8 +192,9 @@ def parse_value(text: str) -> TlaValue:
     """Parse one TLA+ value printed by TLC; raise TlaParseError if it is not one."""
     p = _Parser(text)
     v = p.value()
-    if p.peek() is not None:
-        raise TlaParseError(f"trailing text at {p.peek()[2]}: {text[p.peek()[2] :][:30]!r}")  # type: ignore[index]
+    rest = p.peek()
+    if rest is not None:
+        raise TlaParseError(f"trailing text at {rest[2]}: {text[rest[2] :][:30]!r}")
     return v
 
 

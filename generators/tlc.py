@@ -41,13 +41,11 @@ from typing import Any, Literal
 from rich.table import Table
 
 from conformance.core.errors import DtncError, ToolMissing
-from conformance.core.modelcheck import (
-    PropertyResult,
-    TlcMessage,
-    TlcProgress,
-    TlcResult,
-    TraceState,
-)
+from conformance.core.modelcheck import PropertyResult as PropertyResult  # these re-exported:
+from conformance.core.modelcheck import TlcMessage as TlcMessage
+from conformance.core.modelcheck import TlcProgress as TlcProgress
+from conformance.core.modelcheck import TlcResult as TlcResult
+from conformance.core.modelcheck import TraceState as TraceState  # run_tlc()'s result types
 from generators.tlaval import TlaValue, parse_state, parse_value
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -512,7 +510,8 @@ def free_port() -> int:
 
 # TLC processes running now, so that an interrupt can stop every one of them
 # (they run in sessions of their own, which a terminal's Ctrl-C does not reach).
-_LIVE: set[subprocess.Popen[str]] = set()
+# (the server's output is read as text, the workers' is written to their logs)
+_LIVE: set[subprocess.Popen[str] | subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
 
 
@@ -677,6 +676,7 @@ def run_tlc(
                 cut.daemon = True
                 cut.start()
             assert proc.stdout is not None
+            output = proc.stdout
             for i in range(distributed):
                 # (a worker that starts before the server's registry retries)
                 with (logdir / f"{spec.stem}-{cfg.stem}.worker{i + 1}.log").open("wb") as wlog:
@@ -689,10 +689,10 @@ def run_tlc(
                     )
                 workers_.append(w)
                 with _LIVE_LOCK:
-                    _LIVE.add(w)  # type: ignore[arg-type]
+                    _LIVE.add(w)
 
             def lines() -> Iterable[str]:
-                for line in proc.stdout:  # type: ignore[union-attr]
+                for line in output:
                     log.write(line)
                     yield line
 
@@ -702,14 +702,15 @@ def run_tlc(
     finally:
         if cut is not None:
             cut.cancel()
-        for p in [*workers_, proc]:
+        started: list[subprocess.Popen[str] | subprocess.Popen[bytes] | None] = [*workers_, proc]
+        for p in started:
             if p is None:
                 continue
             if p.poll() is None:
                 p.kill()
                 p.wait()
             with _LIVE_LOCK:
-                _LIVE.discard(p)  # type: ignore[arg-type]
+                _LIVE.discard(p)
         shutil.rmtree(scratch, ignore_errors=True)
     result.seconds = round(time.monotonic() - start, 3)
     if timed_out.is_set():

@@ -20,7 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.core.modelcheck import GenerateReport, PurposeStatus
+# re-exported: the protocols' generators name them from here
+from conformance.core.modelcheck import GenerateReport as GenerateReport
+from conformance.core.modelcheck import PurposeStatus as PurposeStatus
 from conformance.core.types import Expectation, Scenario, dump_model
 from generators.tlc import TlcProgress, TlcResult, TraceState, run_tlc, terminate_all
 

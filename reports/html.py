@@ -439,12 +439,14 @@ def render_certification(
     by_name: dict[str, list[RunOutcome]] = {}
     for r in runs:
         by_name.setdefault(r.verdict.scenario, []).append(r)
-    rows = []
+    # the template's rows: mixed values, as jinja2 takes them
+    rows: list[dict[str, Any]] = []
     provs: list[Provenance] = []
+    not_run: list[RunOutcome | None] = [None]
     pairs = [
         (scn, run)
         for scn in (load_scenario(p) for p in scenarios)
-        for run in by_name.get(scn.name) or [None]
+        for run in by_name.get(scn.name) or not_run
     ]
     for scn, run in pairs:
         res = run.result if run else None
@@ -486,14 +488,14 @@ def render_certification(
             }
         )
     summary = summarize_provenance(provs)
-    for r in rows:
-        prov = r["prov"]
-        r["knobs"] = (
+    for row in rows:
+        prov = row["prov"]
+        row["knobs"] = (
             {k: v for k, v in prov.knobs.items() if k not in summary["common_knobs"]}
             if prov is not None and summary is not None
             else {}
         )
-        r["channel_rows"] = channel_rows(r["channel"])
+        row["channel_rows"] = channel_rows(row["channel"])
     counts = Counter(r["status"] for r in rows)
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
     spec = protocols.get(protocol)

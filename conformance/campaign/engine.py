@@ -66,11 +66,13 @@ def bare_scenario(plan: Plan, spec: RunSpec, *, real_time: bool = False) -> Scen
     proto = protocols.get(spec.protocol)
     params = proto.params.model_validate(params_of(plan, spec))
     placeholder = ExpectedOutcome(
-        sender_outcome="completed", receiver_outcome="completed", delivered=proto.delivery()
+        sender_outcome="completed",
+        receiver_outcome="completed",
+        delivered=proto.delivery(protocol=spec.protocol),
     )
     return Scenario(
         name=f"{plan.name}-{spec.slug}"[:120],
-        protocol=spec.protocol,  # type: ignore[arg-type]
+        protocol=spec.protocol,
         description=f"campaign {plan.name}: {spec.key}",
         params=params,
         channel=channel_of(plan, spec, real_time=real_time),

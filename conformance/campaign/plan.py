@@ -208,8 +208,8 @@ class RunSpec:
 
 
 def pairs_of(entry: ProtocolEntry) -> list[tuple[str, str]]:
-    if entry.pairs != "all":
-        return [tuple(p) for p in entry.pairs]  # type: ignore[misc]
+    if isinstance(entry.pairs, list):  # not "all"
+        return [(tx, rx) for tx, rx in entry.pairs]
     from suts.registry import REGISTRY, get
 
     names = [n for n in REGISTRY if get(n).protocol == entry.protocol]

@@ -20,9 +20,12 @@ import html
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conformance.campaign.store import Row, Store
+
+if TYPE_CHECKING:
+    from conformance.campaign.plan import Plan
 
 COLUMNS = (
     "seq", "key", "protocol", "sender", "receiver", "link", "size", "replicate", "status",
@@ -372,16 +375,7 @@ def write(st: Store, out: Path) -> Path:
     """results.csv, results.json and report.html in ``out``."""
     rows = export(st, out)
     plan = st.plan()
-    figs = []
-    for value, ylabel, name in (
-        ("goodput_bps", "goodput (bit/s)", "goodput.png"),
-        ("units_forward", "units sender -> receiver", "units-forward.png"),
-        ("units_return", "units receiver -> sender", "units-return.png"),
-        ("efficiency", "physical minimum / time to close", "efficiency.png"),
-    ):
-        if _boxes(rows, value, ylabel, out / name):
-            figs.append((name, f"{ylabel}, per link and implementation pair"))
-    figs += _curves(rows, plan, out)
+    figs = _figures(rows, plan, out)
     per, between = statistics(rows)
     with (out / "stats.csv").open("w", newline="", encoding="utf-8") as fh:
         for items in (per, between):
@@ -394,38 +388,8 @@ def write(st: Store, out: Path) -> Path:
     counts: dict[str, int] = defaultdict(int)
     for r in rows:
         counts[r["verdict"] or r["status"]] += 1
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS[:16])
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f"<td class='{html.escape(str(r['verdict']))}'>"
-            + (
-                f"<a href='{html.escape(_rel(r['run_dir'], out))}'>{html.escape(str(r[c]))}</a>"
-                if c == "key" and r["run_dir"]
-                else html.escape("" if r[c] is None else _fmt(r[c]))
-            )
-            + "</td>"
-            for c in COLUMNS[:16]
-        )
-        + "</tr>"
-        for r in rows
-    )
     page = (
-        "<!doctype html><meta charset='utf-8'>"
-        f"<title>campaign {html.escape(plan.name)}</title>"
-        "<style>body{font-family:sans-serif;margin:1.5em}td,th{border:1px solid #ccc;"
-        "padding:2px 6px;font-size:12px}table{border-collapse:collapse}"
-        ".pass{background:#d5f5e3}.fail{background:#fadbd8}.inconclusive{background:#fcf3cf}"
-        ".error{background:#e5e7e9}.unsupported{color:#777}figure{display:inline-block;"
-        "margin:0 1em 1em 0}</style>"
-        # once loaded, the page says how many of its images a browser decoded
-        # (the tests read it back from headless Chromium's DOM)
-        "<script>addEventListener('load',()=>{const i=[...document.images];"
-        "document.body.dataset.images=i.length;document.body.dataset.imagesOk="
-        "i.filter(x=>x.complete&&x.naturalWidth>0).length})</script>"
-        f"<h1>Campaign {html.escape(plan.name)}</h1>"
-        f"<p>{html.escape(plan.description)}</p>"
-        + (f"<p>Reproduces: {html.escape(plan.source)}</p>" if plan.source else "")
+        _page_head(plan)
         + "<p id='counts'>"
         + ", ".join(f"{html.escape(k)}: {v}" for k, v in sorted(counts.items()))
         + " &middot; <a href='results.csv'>results.csv</a> &middot; "
@@ -449,11 +413,70 @@ def write(st: Store, out: Path) -> Path:
             f"<figcaption>{html.escape(t)}</figcaption></figure>"
             for n, t in graphs
         )
-        + f"<h2>Runs</h2><table id='runs'><tr>{head}</tr>{body}</table>"
+        + _runs_table(rows, out)
     )
     path = out / "report.html"
     path.write_text(page + "\n", encoding="utf-8")
     return path
+
+
+def _figures(rows: list[dict[str, Any]], plan: Plan, out: Path) -> list[tuple[str, str]]:
+    """The box plots per link and pair, then the goodput curves: (file,
+    caption) of each drawn (a figure with nothing to show is not)."""
+    figs = []
+    for value, ylabel, name in (
+        ("goodput_bps", "goodput (bit/s)", "goodput.png"),
+        ("units_forward", "units sender -> receiver", "units-forward.png"),
+        ("units_return", "units receiver -> sender", "units-return.png"),
+        ("efficiency", "physical minimum / time to close", "efficiency.png"),
+    ):
+        if _boxes(rows, value, ylabel, out / name):
+            figs.append((name, f"{ylabel}, per link and implementation pair"))
+    return figs + _curves(rows, plan, out)
+
+
+def _page_head(plan: Plan) -> str:
+    """The page's head, style and title: the plan's name, description and
+    what it reproduces."""
+    return (
+        "<!doctype html><meta charset='utf-8'>"
+        f"<title>campaign {html.escape(plan.name)}</title>"
+        "<style>body{font-family:sans-serif;margin:1.5em}td,th{border:1px solid #ccc;"
+        "padding:2px 6px;font-size:12px}table{border-collapse:collapse}"
+        ".pass{background:#d5f5e3}.fail{background:#fadbd8}.inconclusive{background:#fcf3cf}"
+        ".error{background:#e5e7e9}.unsupported{color:#777}figure{display:inline-block;"
+        "margin:0 1em 1em 0}</style>"
+        # once loaded, the page says how many of its images a browser decoded
+        # (the tests read it back from headless Chromium's DOM)
+        "<script>addEventListener('load',()=>{const i=[...document.images];"
+        "document.body.dataset.images=i.length;document.body.dataset.imagesOk="
+        "i.filter(x=>x.complete&&x.naturalWidth>0).length})</script>"
+        f"<h1>Campaign {html.escape(plan.name)}</h1>"
+        f"<p>{html.escape(plan.description)}</p>"
+        + (f"<p>Reproduces: {html.escape(plan.source)}</p>" if plan.source else "")
+    )
+
+
+def _runs_table(rows: list[dict[str, Any]], out: Path) -> str:
+    """The runs, one row each (the first 16 columns), each key linking to
+    its run directory."""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS[:16])
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td class='{html.escape(str(r['verdict']))}'>"
+            + (
+                f"<a href='{html.escape(_rel(r['run_dir'], out))}'>{html.escape(str(r[c]))}</a>"
+                if c == "key" and r["run_dir"]
+                else html.escape("" if r[c] is None else _fmt(r[c]))
+            )
+            + "</td>"
+            for c in COLUMNS[:16]
+        )
+        + "</tr>"
+        for r in rows
+    )
+    return f"<h2>Runs</h2><table id='runs'><tr>{head}</tr>{body}</table>"
 
 
 def _rel(p: str, out: Path) -> str:

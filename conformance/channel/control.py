@@ -16,7 +16,7 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,7 +86,7 @@ def config(
     if_b: str,
     protocol: Protocol | None,
     port: int | None,
-    impairments: list[Impairment] = (),  # type: ignore[assignment]
+    impairments: Sequence[Impairment] = (),
 ) -> dict[str, Any]:
     """The emulator's config for one run."""
     fwd, ret, k = resolve(ch)

@@ -52,7 +52,7 @@ def value_spec(protocol: str, key: str) -> str | dict[str, Any] | None:
     field or the protocol is unknown."""
     if protocol not in wire.protocols():
         return None
-    spec = wire.load(protocol).get("values", {}).get(key)
+    spec: str | dict[str, Any] | None = wire.load(protocol).get("values", {}).get(key)
     if isinstance(spec, dict) and "codes_of" in spec:
         return {"one_of": list(wire.names(protocol, spec["codes_of"]))}
     if isinstance(spec, dict) and "table" in spec:

@@ -94,12 +94,15 @@ class Delivery(Strict):
 
     protocol: str
 
-    def parts(self) -> dict[str, int]:
-        """Counter name -> value, in display order."""
+    def parts(self) -> dict[str, int | str]:
+        """Counter name -> value, in display order: byte counts, and the
+        named parts a protocol's outcome holds besides (CFDP's condition codes)."""
         return {k: v for k, v in self.model_dump().items() if k != "protocol"}
 
     def total(self) -> int:
-        return sum(self.parts().values())
+        """The bytes delivered: every counter (a protocol with named parts
+        says which of its parts count)."""
+        return sum(v for v in self.parts().values() if isinstance(v, int))
 
     def describe(self) -> str:
         return ", ".join(f"{k} {v}" for k, v in self.parts().items())
@@ -119,6 +122,17 @@ class Delivery(Strict):
     def labels(cls) -> dict[str, str]:
         """Counter name -> column heading (CLI tables, the report)."""
         return {k: k.replace("_", " ") for k in cls.model_fields if k != "protocol"}
+
+
+def field_int(value: object) -> int:
+    """A unit's numeric field, as records and dissectors give it (an int, or
+    its text), read as int() reads it; anything else fails as int() fails."""
+    if isinstance(value, int | float | str | bytes | bytearray):
+        return int(value)
+    raise TypeError(
+        "int() argument must be a string, a bytes-like object or a real number, "
+        f"not '{type(value).__name__}'"
+    )
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, Union
 
 from pydantic import (
     AfterValidator,
@@ -48,6 +48,9 @@ Protocol = Annotated[str, AfterValidator(_registered)]
 # "return" runs from B back to A.
 Direction = Literal["forward", "return"]
 
+# What an impairment rule does to the segments it matches (Impairment.action).
+ImpairmentAction = Literal["drop", "corrupt", "delay", "duplicate", "outage"]
+
 # A value a classifier can match on: numbers, names of codes, flags.
 FieldValue = int | str | bool
 
@@ -64,9 +67,10 @@ Outcome = Literal["completed", "cancelled", "abandoned", "closed", "timeout", "e
 
 VerdictStatus = Literal["pass", "fail", "inconclusive", "error"]
 
-SCENARIO_SCHEMA = "dtnconform/scenario/1"
-RUN_RESULT_SCHEMA = "dtnconform/run-result/1"
-VERDICT_SCHEMA = "dtnconform/verdict/1"
+# Final: their literal values are the defaults of the Literal "schema" fields.
+SCENARIO_SCHEMA: Final = "dtnconform/scenario/1"
+RUN_RESULT_SCHEMA: Final = "dtnconform/run-result/1"
+VERDICT_SCHEMA: Final = "dtnconform/verdict/1"
 
 
 # ---------------------------------------------------------------------------
@@ -149,7 +153,7 @@ class Impairment(Strict):
     match: dict[str, FieldValue] = Field(min_length=1)
     occurrence: Annotated[int, Field(ge=1)] = 1
     count: Annotated[int, Field(ge=1)] = Field(1, description="successive matches acted on")
-    action: Literal["drop", "corrupt", "delay", "duplicate", "outage"] = Field(
+    action: ImpairmentAction = Field(
         "drop",
         description="duplicate: the segment is delivered twice, the copy right behind it; "
         "outage: the link goes down both ways for delay_ms from the segment's arrival (the "
@@ -246,14 +250,29 @@ def _patch_of(model: type[BaseModel], name: str, doc: str) -> type[BaseModel]:
 
 
 # What a timeline event changes: any subset of LinkSettings, validated as it.
-LinkPatch = _patch_of(
-    LinkSettings, "LinkPatch", "What a timeline event changes: any subset of LinkSettings."
-)
+if TYPE_CHECKING:
+    # A type checker cannot follow a model made by create_model(): this is
+    # what it sees of the one below, LinkSettings' fields, each optional.
+    class LinkPatch(Strict):
+        delay_ms: float | None = None
+        rate_bps: float | None = None
+        queue_bytes: int | None = None
+        loss: float | None = None
+        ber: float | None = None
+        packet_error: float | None = None
+        duplicate: float | None = None
+        reorder: Reorder | None = None
+        checksum: Checksum | None = None
+
+else:
+    LinkPatch = _patch_of(
+        LinkSettings, "LinkPatch", "What a timeline event changes: any subset of LinkSettings."
+    )
 
 
 class LinkEvent(Strict):
     t: Annotated[float, Field(ge=0)] = Field(description="scenario time, seconds")
-    set: LinkPatch  # type: ignore[valid-type]
+    set: LinkPatch
 
 
 class Outage(Strict):
@@ -900,9 +919,9 @@ def rebuild() -> None:
     g["AnyDelivery"] = _union([sp.delivery for sp in specs], Delivery)
     # A field's type is fixed when its class is made; set it anew, then
     # rebuild every model that holds one of these (inner ones first).
-    ExpectedOutcome.model_fields["delivered"].annotation = g["AnyDelivery"]  # type: ignore[assignment]
-    EndpointResult.model_fields["delivered"].annotation = g["AnyDelivery"] | None  # type: ignore[assignment,operator]
-    Scenario.model_fields["params"].annotation = g["AnyParams"]  # type: ignore[assignment]
+    ExpectedOutcome.model_fields["delivered"].annotation = g["AnyDelivery"]
+    EndpointResult.model_fields["delivered"].annotation = g["AnyDelivery"] | None
+    Scenario.model_fields["params"].annotation = g["AnyParams"]
     for model in (ExpectedOutcome, Expectation, Scenario, EndpointResult, RunResult):
         model.model_rebuild(force=True)
 

@@ -41,7 +41,7 @@ def load(protocol: str) -> dict[str, Any]:
     if not f.is_file():
         known = ", ".join(protocols()) or "none"
         raise WireFactsError(f"no wire facts for {protocol!r} ({f} is missing; known: {known})")
-    data = json.loads(f.read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(f.read_text(encoding="utf-8"))  # JSON: Any inside
     if data.get("schema") != SCHEMA or data.get("protocol") != protocol:
         raise WireFactsError(f"{f}: expected schema {SCHEMA!r} for protocol {protocol!r}")
     return data

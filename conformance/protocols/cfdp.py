@@ -28,6 +28,7 @@ from conformance.core.contract import (
     ProtocolSpec,
     Rule,
     Strict,
+    field_int,
     load_readings,
 )
 from conformance.core.registry import register
@@ -192,7 +193,7 @@ class CfdpDelivery(Delivery):
 
     model_config = ConfigDict(extra="forbid")
 
-    def parts(self) -> dict[str, int | str]:  # type: ignore[override]
+    def parts(self) -> dict[str, int | str]:
         return {
             "file_bytes_delivered": self.file_bytes_delivered,
             "sender_condition": self.sender_condition,
@@ -275,7 +276,7 @@ _CONDITION_RULES: dict[str, Rule] = {
 def data_span(fields: Mapping[str, object]) -> tuple[int, int] | None:
     """A File Data PDU's file data (§5.3), else None."""
     if fields.get("pdu_type") == "file_data":
-        return int(fields["offset"]), int(fields["length"])  # type: ignore[call-overload]
+        return field_int(fields["offset"]), field_int(fields["length"])
     return None
 
 

@@ -23,6 +23,7 @@ from conformance.core.contract import (
     ProtocolParams,
     ProtocolSpec,
     Rule,
+    field_int,
     load_readings,
 )
 from conformance.core.registry import register
@@ -225,7 +226,7 @@ def segment_label(f: Mapping[str, object]) -> str:
 def data_span(fields: Mapping[str, object]) -> tuple[int, int] | None:
     """A data segment's client data (RFC 5326 §3.2.1), else None."""
     if fields.get("kind") in ("red_data", "green_data"):
-        return int(fields["offset"]), int(fields["length"])  # type: ignore[call-overload]
+        return field_int(fields["offset"]), field_int(fields["length"])
     return None
 
 

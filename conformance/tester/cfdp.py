@@ -140,6 +140,9 @@ class _Entity(Role):
     of the scenario, the counters and the result."""
 
     name = ""
+    # times the outstanding EOF (sender) or Finished (receiver) was sent:
+    # each role sets it, ack_timer counts it
+    tx: int
 
     def __init__(
         self,
@@ -513,9 +516,12 @@ class CfdpSender(_Entity):
                 self.note("SenderRxEofAck", rx)
                 self.acked = True
                 self.ctx.stop("eof")
-                self.ctx.arm(
-                    "inactivity", self.inactivity_s, lambda: (self.on_inactivity(), self.flush())
-                )
+
+                def inactive() -> None:
+                    self.on_inactivity()
+                    self.flush()
+
+                self.ctx.arm("inactivity", self.inactivity_s, inactive)
             elif cc != NO_ERROR and self.phase == "cancel":
                 self.note("SenderRxCancelAck", rx)
                 self.acked = True
@@ -660,9 +666,12 @@ class CfdpReceiver(_Entity):
     def handle(self, pdu: CFDP, rx: str) -> None:
         kind = pdu.directive_name
         if self.phase in ("none", "open") and self.eof_cc == "":
-            self.ctx.arm(
-                "inactivity", self.inactivity_s, lambda: (self.on_inactivity(), self.flush())
-            )
+
+            def inactive() -> None:
+                self.on_inactivity()
+                self.flush()
+
+            self.ctx.arm("inactivity", self.inactivity_s, inactive)
         if kind is None:
             self.ReceiverRxFileData(pdu, rx)
         elif kind == "metadata":

@@ -26,6 +26,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from conformance.core.types import Scenario
@@ -411,7 +412,8 @@ class _Side(_Probing, Role):
             self.ctx.log("Discard", why=f"session {sid[0]}/{sid[1]} is not ours", rx=_unit(seg))
             return
         action, type_ = ack
-        fields = {"report_serial": int(seg.report_serial)} if type_ == "RA" else {}
+        # (scapy's Packet takes its fields as **Any)
+        fields: dict[str, Any] = {"report_serial": int(seg.report_serial)} if type_ == "RA" else {}
         out = LTP(type=type_, session_originator=sid[0], session_number=sid[1], **fields)
         self.ctx.send(bytes(out), action, rx=_unit(seg), tx=_unit(out), session="unknown")
 
@@ -799,7 +801,7 @@ class LtpReceiver(_Side):
                     self.tx("ReceiverRxRedundantCheckpoint", self.reports[i], rx=seg)
                     if i not in self.acked:
                         self.ctx.arm(
-                            f"report-{i}", self.rtx_s, lambda i=i: self.expire_report_timer(i)
+                            f"report-{i}", self.rtx_s, partial(self.expire_report_timer, i)
                         )
             else:
                 self.cancel(
@@ -839,9 +841,7 @@ class LtpReceiver(_Side):
             self.send_probes()
         for serial in rss:
             self.tx("ReceiverRxCheckpoint", self.reports[serial], rx=seg)
-            self.ctx.arm(
-                f"report-{serial}", self.rtx_s, lambda i=serial: self.expire_report_timer(i)
-            )
+            self.ctx.arm(f"report-{serial}", self.rtx_s, partial(self.expire_report_timer, serial))
 
     def claims(self, lb: int, ub: int) -> list[tuple[int, int]]:
         """Received red data in [lb, ub) as maximal ranges."""

@@ -243,7 +243,8 @@ def test_eta_fits_a_line_to_the_finished_runs(tmp_path: Path) -> None:
     flat = Eta(lanes=1)
     for r, x in zip(rows[:3], (1.0, 5.0, 9.0), strict=True):
         flat.learn(ran(r, x, 20.0))
-    assert flat.line() is not None and flat.line()[1] == pytest.approx(1.0)  # type: ignore[index]
+    line = flat.line()
+    assert line is not None and line[1] == pytest.approx(1.0)
 
 
 def test_builtin_plans_load_and_expand() -> None:

@@ -59,7 +59,8 @@ def test_certify_runs_a_robot_suite_and_reports(tmp_path: Path) -> None:
     # expected vs observed in its message.
     root = ET.parse(tmp_path / "robot" / "output.xml").getroot()
     tests = {t.get("name"): t.find("status") for t in root.iter("test")}
-    assert tests["green-lost-right"].get("status") == "PASS"  # type: ignore[union-attr]
+    passed = tests["green-lost-right"]
+    assert passed is not None and passed.get("status") == "PASS"
     failed = tests["green-lost-wrong"]
     assert failed is not None and failed.get("status") == "FAIL"
     assert "expected verdict pass, observed fail" in (failed.text or "")

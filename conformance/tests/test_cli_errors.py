@@ -402,7 +402,7 @@ def test_out_in_read_only_directory(tmp_path: Path) -> None:
         ["profiles"],
         ["--version"],
         ["--help"],
-        ["validate", str(LICKLIDER_PCAP), "--proto", "ltp"],
+        ["dissect", str(LICKLIDER_PCAP), "--proto", "ltp"],
     ],
 )
 def test_closed_stdout(argv: list[str]) -> None:
@@ -456,7 +456,7 @@ def test_truncated_capture(tmp_path: Path) -> None:
     cut = start + (end - start) // 2
     pcap = tmp_path / "cut.pcap"
     pcap.write_bytes(data[:cut])
-    proc = cli("validate", str(pcap), "--proto", "ltp", "--all")
+    proc = cli("dissect", str(pcap), "--proto", "ltp", "--all")
     line = one_line_error(
         proc, str(pcap), f"capture ends inside frame {n} at byte {cut} (truncated",
         f"frame {n} starts at byte {start}", f"{n - 1} frames decoded",
@@ -484,7 +484,7 @@ def test_truncated_capture(tmp_path: Path) -> None:
 def test_truncated_before_any_frame(tmp_path: Path, cut: int, where: str) -> None:
     pcap = tmp_path / "cut.pcap"
     pcap.write_bytes(LICKLIDER_PCAP.read_bytes()[:cut])
-    one_line_error(cli("validate", str(pcap), "--proto", "ltp"), where, "0 frames decoded")
+    one_line_error(cli("dissect", str(pcap), "--proto", "ltp"), where, "0 frames decoded")
 
 
 @needs_tshark
@@ -498,7 +498,7 @@ def test_truncated_pcapng(tmp_path: Path) -> None:
     end = capture_end(pcap)
     assert end.truncated and end.frames == len(_pcap_records(LICKLIDER_PCAP.read_bytes())) - 1
     one_line_error(
-        cli("validate", str(pcap), "--proto", "ltp"),
+        cli("dissect", str(pcap), "--proto", "ltp"),
         f"capture ends inside frame {end.frames + 1} at byte {len(data) - 10}",
     )
     assert not capture_end(full).truncated
@@ -508,8 +508,8 @@ def test_truncated_pcapng(tmp_path: Path) -> None:
 def test_not_a_capture(tmp_path: Path) -> None:
     text = tmp_path / "notes.pcap"
     text.write_text("hello\n" * 50)
-    one_line_error(cli("validate", str(text), "--proto", "ltp"), str(text), "not a capture file")
-    one_line_error(cli("validate", str(tmp_path), "--proto", "ltp"), "is a directory")
+    one_line_error(cli("dissect", str(text), "--proto", "ltp"), str(text), "not a capture file")
+    one_line_error(cli("dissect", str(tmp_path), "--proto", "ltp"), "is a directory")
 
 
 # ---------------------------------------------------------------------------
@@ -726,7 +726,7 @@ def test_port_helpers() -> None:
 
 @needs_tshark
 def test_validate_several_ports() -> None:
-    proc = cli("validate", str(LICKLIDER_PCAP), "--proto", "ltp", "--port", "4556,5000-5010",
+    proc = cli("dissect", str(LICKLIDER_PCAP), "--proto", "ltp", "--port", "4556,5000-5010",
                "--port", "1113", "--all")  # fmt: skip
     assert proc.returncode in (0, 1), proc.stderr
     n = len(decode(LICKLIDER_PCAP, protocol="ltp"))
@@ -741,7 +741,7 @@ def test_validate_several_ports() -> None:
 
 @needs_tshark
 def test_validate_reports_skipped_udp(tmp_path: Path) -> None:
-    proc = cli("validate", str(NORM_PCAP), "--proto", "ltp")
+    proc = cli("dissect", str(NORM_PCAP), "--proto", "ltp")
     assert proc.returncode == 0, proc.stderr
     assert "skipped: 12 UDP datagrams on other ports (6003: 12)" in proc.stdout
     merged = tmp_path / "merged.pcap"
@@ -762,7 +762,7 @@ def test_validate_reports_skipped_udp(tmp_path: Path) -> None:
      ("1113,,4556", "not a port"), ("0", "1-65535")],
 )  # fmt: skip
 def test_bad_port_spec(spec: str, reason: str) -> None:
-    proc = cli("validate", str(LICKLIDER_PCAP), "--proto", "ltp", "--port", spec)
+    proc = cli("dissect", str(LICKLIDER_PCAP), "--proto", "ltp", "--port", spec)
     one_line_error(proc, "--port", reason)
 
 
@@ -775,3 +775,26 @@ def test_default_run_folders_never_collide(tmp_path: Path) -> None:
     (first / "verdict.json").write_text("{}")
     second = _run_dir(tmp_path, "ltp-nominal")
     assert second != first and not second.exists()
+
+
+# ---------------------------------------------------------------------------
+# renamed verbs: the old names work for one more release, and say so
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("old", "new"), [("validate", "dissect"), ("trace", "validate-trace")])
+def test_renamed_verbs_still_work_and_say_their_new_name(old: str, new: str) -> None:
+    top = cli("--help")
+    assert new in top.stdout and f"{{{old}," not in top.stdout and f",{old}," not in top.stdout
+    if old == "validate":
+        before, after = (
+            cli(old, str(LICKLIDER_PCAP), "--proto", "ltp"),
+            cli(new, str(LICKLIDER_PCAP), "--proto", "ltp"),
+        )
+        assert before.returncode == after.returncode and before.stdout == after.stdout
+    else:
+        before, after = cli(old, "/nonexistent-run"), cli(new, "/nonexistent-run")
+        assert before.returncode == after.returncode == 2
+    notice = [ln for ln in before.stderr.splitlines() if "deprecated" in ln]
+    assert len(notice) == 1 and f"it is now {new}" in notice[0], before.stderr
+    assert "deprecated" not in after.stderr

@@ -257,15 +257,14 @@ def test_cfdp_fields_agree_with_tshark(tmp_path: Path) -> None:
 
 
 def test_cfdp_every_directive_and_file_data_variant_classifies() -> None:
-    got = {
-        n: f
-        for n, f in zip(
-            CFDP_PDUS,
-            emulator.classify("cfdp", [bytes.fromhex(h) for h in CFDP_PDUS.values()]),
-            strict=True,
-        )
-    }
-    assert all(f is not None for f in got.values())
+    got: dict[str, dict[str, Any]] = {}
+    for n, f in zip(
+        CFDP_PDUS,
+        emulator.classify("cfdp", [bytes.fromhex(h) for h in CFDP_PDUS.values()]),
+        strict=True,
+    ):
+        assert f is not None, f"{n} does not classify"
+        got[n] = f
     assert {f.get("directive") for f in got.values()} >= set(DIRECTIVES)
     data = [f for f in got.values() if f["pdu_type"] == "file_data"]
     assert {(f["large_file"], f["segment_metadata"], f["crc"]) for f in data} >= {

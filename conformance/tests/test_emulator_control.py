@@ -105,7 +105,7 @@ def test_emulator_rejects_bad_config_naming_the_field(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert "rules[0].match.segment: unknown ltp field" in out.stderr
     cfg["rules"] = []
-    cfg["forward"]["link"]["reorder"]["max_displacement"] = 0  # type: ignore[index]
+    cfg["forward"]["link"]["reorder"]["max_displacement"] = 0
     out = _emu_check(tmp_path, cfg)
     assert out.returncode == 2 and "forward.link.reorder.max_displacement" in out.stderr
 

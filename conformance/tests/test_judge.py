@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conformance.core.types import EndpointResult, RunResult, Scenario, SegmentCounts
+from conformance.core.types import EndpointResult, Outcome, RunResult, Scenario, SegmentCounts
 from conformance.judge import judge
 from conformance.protocols.ltp import LtpDelivery
 from conformance.segments import Finding
@@ -40,17 +40,17 @@ def _scenario(outcomes=ALLOWED, impairments=None) -> Scenario:
     )
 
 
-def _result(red: int, green: int, tx: str, rx: str, rx_detail: str = "") -> RunResult:
+def _result(red: int, green: int, tx: Outcome, rx: Outcome, rx_detail: str = "") -> RunResult:
     return RunResult(
         scenario="ltp-two-reports-lost",
         protocol="ltp",
         sut="licklider 0.1.1",
         started_at="2026-11-22T00:00:00+00:00",
         duration_s=1.0,
-        sender=EndpointResult(role="sender", outcome=tx),  # type: ignore[arg-type]
+        sender=EndpointResult(role="sender", outcome=tx),
         receiver=EndpointResult(
             role="receiver",
-            outcome=rx,  # type: ignore[arg-type]
+            outcome=rx,
             delivered=LtpDelivery(red_bytes_delivered=red, green_bytes_delivered=green),
             detail=rx_detail,
         ),

@@ -11,9 +11,11 @@ import pytest
 
 from conformance import netns
 from conformance.channel import control as emulator
-from conformance.core.types import Scenario
+from conformance.core.types import EndpointResult, Scenario
+from conformance.protocols.ltp import LtpBlock, LtpDelivery
 from conformance.runner import run_scenario
 from generators.ltp import outcomes
+from suts.base import Endpoint
 from suts.registry import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
@@ -52,7 +54,7 @@ def test_lost_red_segment_and_report_are_recovered(tmp_path: Path) -> None:
         red=2000,
         green=1000,
     )
-    assert scn.params is not None
+    assert isinstance(scn.params, LtpBlock), scn.params
     scn.params.retransmission_limit = 2
     scn.expect = outcomes.expectation_for(scn, tmp_path / "tlc")
     out = run_scenario(scn, get("licklider"), tmp_path / "run")
@@ -97,7 +99,10 @@ def test_wrong_expectation_fails_with_reasons(tmp_path: Path) -> None:
     assert out.verdict.status == "fail"
     codes = {r.code for r in out.verdict.reasons}
     assert "unexpected-green-bytes-delivered" in codes
-    assert out.result is not None and out.result.receiver.delivered.green_bytes_delivered == 0
+    assert out.result is not None
+    delivered = out.result.receiver.delivered
+    assert isinstance(delivered, LtpDelivery), delivered
+    assert delivered.green_bytes_delivered == 0
 
 
 def test_impairment_that_never_matches_is_inconclusive(tmp_path: Path) -> None:
@@ -127,16 +132,18 @@ class _CrashingReceiver:
     def ensure_built(self) -> None:
         self.real.ensure_built()
 
-    def sender_argv(self, scn: Scenario, ep: object) -> list[str]:
-        return self.real.sender_argv(scn, ep)  # type: ignore[arg-type]
+    def sender_argv(self, scn: Scenario, ep: Endpoint) -> list[str]:
+        return self.real.sender_argv(scn, ep)
 
-    def receiver_argv(self, scn: Scenario, ep: object) -> list[str]:
+    def receiver_argv(self, scn: Scenario, ep: Endpoint) -> list[str]:
         if self.mode == "crash":
             return ["sh", "-c", "echo 'receiver: segfault in decode' >&2; exit 139"]
         return ["sleep", "3600"]
 
-    def parse_result(self, *args: object) -> object:
-        return self.real.parse_result(*args)  # type: ignore[arg-type]
+    def parse_result(
+        self, role: str, stdout: str, stderr: str, exit_code: int | None
+    ) -> EndpointResult:
+        return self.real.parse_result(role, stdout, stderr, exit_code)
 
 
 @pytest.mark.parametrize("mode", ["crash", "hang"])
@@ -187,7 +194,7 @@ def test_ctrl_c_leaves_no_namespaces_or_processes(tmp_path: Path) -> None:
         red=0,
         green=0,
     )
-    assert scn.params is not None
+    assert isinstance(scn.params, LtpBlock), scn.params
     scn.params.retransmission_limit = 10
     path = tmp_path / "scn.json"
     path.write_text(scn.model_dump_json(by_alias=True))
@@ -280,7 +287,7 @@ def test_an_alternative_reading_is_named_not_failed(tmp_path: Path) -> None:
         red=2000,
         green=1000,
     )
-    assert scn.params is not None
+    assert isinstance(scn.params, LtpBlock), scn.params
     scn.params.red_len, scn.params.block_len = 3000, 4000
     scn.expect = outcomes.expectation_for(scn, tmp_path / "tlc")
     sut = get("licklider")

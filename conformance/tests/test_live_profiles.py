@@ -45,7 +45,8 @@ import pytest
 from conformance import timers
 from conformance.channel import control as emulator
 from conformance.channel import profiles
-from conformance.core.types import DirectionChannel, Scenario
+from conformance.core.types import DirectionChannel, LinkPatch, LinkSettings, Scenario
+from conformance.protocols.ltp import LtpBlock, LtpDelivery
 from generators.ltp import outcomes
 from generators.tlc import scratch_dir
 
@@ -82,7 +83,7 @@ def _bare(prof_name: str) -> Scenario:
 
 
 def _random(d: DirectionChannel) -> bool:
-    settings = [d.link, *(e.set for e in d.timeline)]
+    settings: list[LinkSettings | LinkPatch] = [d.link, *(e.set for e in d.timeline)]
     return any(
         (s.loss or 0) > 0
         or (s.ber or 0) > 0
@@ -144,20 +145,23 @@ def _run_profile(prof_name: str, run_dir: str) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - the test reports it
         out = error_outcome(scn, sut, Path(run_dir), exc)
     r = out.result
-    return {
-        "profile": prof_name,
-        "status": out.verdict.status,
-        "reasons": [f"{x.code}: {x.message}" for x in out.verdict.reasons],
-        "observed": None
-        if r is None
-        else {
-            "red": r.receiver.delivered.red_bytes_delivered,
-            "green": r.receiver.delivered.green_bytes_delivered,
+    observed: dict[str, Any] | None = None
+    if r is not None:
+        delivered = r.receiver.delivered
+        assert isinstance(delivered, LtpDelivery), delivered
+        observed = {
+            "red": delivered.red_bytes_delivered,
+            "green": delivered.green_bytes_delivered,
             "sender": r.sender.outcome,
             "receiver": r.receiver.outcome,
             "sender_detail": r.sender.detail,
             "receiver_detail": r.receiver.detail,
-        },
+        }
+    return {
+        "profile": prof_name,
+        "status": out.verdict.status,
+        "reasons": [f"{x.code}: {x.message}" for x in out.verdict.reasons],
+        "observed": observed,
         "seconds": round(time.monotonic() - t0, 1),
         "run_dir": run_dir,
     }
@@ -225,12 +229,12 @@ def sweep(
 ) -> Iterator[_Sweep]:
     # The profiles of this module's tests that this session will run (after
     # -k, deselection and skips), all submitted on the first request.
-    names = []
+    names: list[str] = []
     for item in request.session.items:
         spec = getattr(item, "callspec", None)
         skipped = any(m.name == "skipif" and m.args and m.args[0] for m in item.iter_markers())
-        ours = item.module is request.module and spec is not None and "profile" in spec.params
-        if ours and not skipped:
+        ours = isinstance(item, pytest.Function) and item.module is request.module
+        if ours and spec is not None and "profile" in spec.params and not skipped:
             names.append(spec.params["profile"])
     s = _Sweep(tmp_path_factory.mktemp("profiles"), names)
     yield s
@@ -250,5 +254,7 @@ def test_nominal_block_passes_on_profile(profile: str, sweep: _Sweep) -> None:
     assert obs is not None
     assert (obs["sender"], obs["receiver"]) == ("completed", "completed"), ctx
     assert obs["red"] == BLOCK["red_len"], ctx
-    if nominal(profile).params.retransmission_limit != RANDOM_LOSS_RTX_LIMIT:  # type: ignore[union-attr]
+    params = nominal(profile).params
+    assert isinstance(params, LtpBlock), params
+    if params.retransmission_limit != RANDOM_LOSS_RTX_LIMIT:
         assert obs["green"] == BLOCK["block_len"] - BLOCK["red_len"], ctx

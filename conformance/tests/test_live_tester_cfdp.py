@@ -37,7 +37,10 @@ def _scenario(name: str, impairments: list[dict[str, object]], **params: object)
 
 @pytest.mark.parametrize("tester", ["sender", "receiver"])
 def test_tester_and_cfdp_py_recover_a_lost_segment(tester: str, tmp_path: Path) -> None:
-    lost = {"direction": "forward", "match": {"pdu_type": "file_data", "offset": 0}}
+    lost: dict[str, object] = {
+        "direction": "forward",
+        "match": {"pdu_type": "file_data", "offset": 0},
+    }
     scn = _scenario(f"cfdp-tester-{tester}-fd0-lost", [lost], mode="class2")
     scn.expect = expectation_for(scn, tmp_path / "tlc")
     out = run_scenario(scn, get("cfdp-py"), tmp_path / "run", tester=tester)

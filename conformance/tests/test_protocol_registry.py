@@ -164,10 +164,10 @@ class _ToyAdapter(SutAdapter):
 
     def ensure_built(self) -> None: ...
 
-    def sender_argv(self, scn: Scenario, ep: object) -> list[str]:  # type: ignore[override]
+    def sender_argv(self, scn: Scenario, ep: object) -> list[str]:
         return []
 
-    def receiver_argv(self, scn: Scenario, ep: object) -> list[str]:  # type: ignore[override]
+    def receiver_argv(self, scn: Scenario, ep: object) -> list[str]:
         return []
 
 

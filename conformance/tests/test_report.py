@@ -16,16 +16,19 @@ import pytest
 from conformance import provenance
 from conformance.certify import load_outcome, read_coverage
 from conformance.core.types import (
+    Direction,
     EndpointResult,
+    Outcome,
     Provenance,
     RunResult,
     Scenario,
     SegmentCounts,
     SegmentRecord,
     Verdict,
+    VerdictStatus,
     dump_model,
 )
-from conformance.protocols.ltp import LtpDelivery, cancel_reason
+from conformance.protocols.ltp import LtpBlock, LtpDelivery, cancel_reason
 from reports.html import (
     BREAK_PX,
     FLOOR_PX,
@@ -61,7 +64,8 @@ class FakeSut(SutAdapter):
 
 class KnobbedSut(FakeSut):
     def knobs(self, scn: Scenario) -> dict[str, object]:
-        return {"rtx_timeout_ms": 300, "segment_size": scn.params.segment_size if scn.params else 0}
+        assert isinstance(scn.params, LtpBlock), scn.params
+        return {"rtx_timeout_ms": 300, "segment_size": scn.params.segment_size}
 
 
 def _scenario(name: str, outcomes: list[dict[str, Any]], **extra: Any) -> Scenario:
@@ -92,11 +96,11 @@ def _outcome(red: int, green: int, snd: str, rcv: str) -> dict[str, Any]:
             "sender_outcome": snd, "receiver_outcome": rcv}  # fmt: skip
 
 
-def _seg(t: float, direction: str, type_: str, kind: str, frame: int, **fields: Any) -> str:
+def _seg(t: float, direction: Direction, type_: str, kind: str, frame: int, **fields: Any) -> str:
     dropped = bool(fields.pop("dropped", False))
     rec = SegmentRecord(
         protocol="ltp",
-        direction=direction,  # type: ignore[arg-type]
+        direction=direction,
         time=T0 + t,
         frame=frame,
         length=40,
@@ -205,11 +209,11 @@ def _run_dir(
     *,
     red: int,
     green: int,
-    snd: str,
-    rcv: str,
+    snd: Outcome,
+    rcv: Outcome,
     rx_duration: float,
     segments: list[str],
-    status: str,
+    status: VerdictStatus,
     prov: Provenance,
     readings: list[str] | None = None,
 ) -> None:
@@ -222,10 +226,10 @@ def _run_dir(
         sut="fakeltp 9.8.7",
         started_at="2026-05-09T07:30:00+00:00",
         duration_s=1.5,
-        sender=EndpointResult(role="sender", outcome=snd, duration_s=0.9),  # type: ignore[arg-type]
+        sender=EndpointResult(role="sender", outcome=snd, duration_s=0.9),
         receiver=EndpointResult(
             role="receiver",
-            outcome=rcv,  # type: ignore[arg-type]
+            outcome=rcv,
             delivered=LtpDelivery(red_bytes_delivered=red, green_bytes_delivered=green),
             duration_s=rx_duration,
         ),
@@ -241,7 +245,7 @@ def _run_dir(
     verdict = Verdict(
         scenario=scn.name,
         sut="fakeltp 9.8.7",
-        status=status,  # type: ignore[arg-type]
+        status=status,
         readings=readings or [],
     )
     dump_model(verdict, d / "verdict.json")

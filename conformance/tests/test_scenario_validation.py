@@ -10,6 +10,7 @@ import pytest
 from conformance.cli import main
 from conformance.core.errors import InputError
 from conformance.core.types import Scenario, json_schema, load_scenario
+from conformance.protocols.ltp import LtpBlock
 
 GOOD = {
     "schema": "dtnconform/scenario/1",
@@ -50,7 +51,8 @@ def _with(path: list[str | int], value: object) -> dict[str, object]:
 
 def test_good_scenario_loads(tmp_path: Path) -> None:
     scn = load_scenario(_write(tmp_path, GOOD))
-    assert scn.params is not None and scn.params.red_len == 2000 and scn.params.block_len == 3000
+    assert isinstance(scn.params, LtpBlock), scn.params
+    assert scn.params.red_len == 2000 and scn.params.block_len == 3000
     assert scn.impairments[0].describe() == "drop 1st return segment [type=RS]"
 
 
@@ -104,11 +106,15 @@ def test_invalid_scenario_names_file_field_reason(
 
 def test_fragmented_runs_only_when_asked(tmp_path: Path) -> None:
     data = _with(["ltp", "segment_size"], 1461)
-    data["ltp"]["block_len"] = 5000  # type: ignore[index]
+    ltp = data["ltp"]
+    assert isinstance(ltp, dict), ltp
+    ltp["block_len"] = 5000
     data["channel"] = {"fragment": True}
     assert load_scenario(_write(tmp_path, data)).channel.fragment
     data["channel"] = {"mtu": 1600}
-    assert load_scenario(_write(tmp_path, data)).params.segment_size == 1461  # type: ignore[union-attr]
+    params = load_scenario(_write(tmp_path, data)).params
+    assert isinstance(params, LtpBlock), params
+    assert params.segment_size == 1461
 
 
 def test_files_from_before_bytes_and_outcome_sets_still_load(tmp_path: Path) -> None:
@@ -118,7 +124,8 @@ def test_files_from_before_bytes_and_outcome_sets_still_load(tmp_path: Path) -> 
     old["ltp"] = {"segment_size": 1000, "red_segments": 2, "green_segments": 1}
     old["expect"] = old["expect"]["outcomes"][0]
     scn = load_scenario(_write(tmp_path, old))
-    assert (scn.params.red_len, scn.params.block_len) == (2000, 3000)  # type: ignore[union-attr]
+    assert isinstance(scn.params, LtpBlock), scn.params
+    assert (scn.params.red_len, scn.params.block_len) == (2000, 3000)
     assert scn.expect.allows(scn.expect.outcomes[0]) and len(scn.expect.outcomes) == 1
 
 
@@ -154,9 +161,17 @@ def test_argparse_errors_exit_2() -> None:
     assert exc.value.code == 2
 
 
+def _at(node: object, *keys: str) -> object:
+    """The value at ``keys`` in nested JSON objects (each must be one)."""
+    for key in keys:
+        assert isinstance(node, dict), (key, node)
+        node = node[key]
+    return node
+
+
 def test_schemas_export_and_accept_a_generated_file() -> None:
-    schema = json_schema("scenario")
-    assert schema["properties"]["schema"]["const"] == "dtnconform/scenario/1"
-    assert set(json_schema("verdict")["properties"]["status"]["enum"]) == {
-        "pass", "fail", "inconclusive", "error"}  # fmt: skip
+    assert _at(json_schema("scenario"), "properties", "schema", "const") == "dtnconform/scenario/1"
+    statuses = _at(json_schema("verdict"), "properties", "status", "enum")
+    assert isinstance(statuses, list), statuses
+    assert set(statuses) == {"pass", "fail", "inconclusive", "error"}
     assert Scenario.model_validate(GOOD).name == "ltp-rs-lost"

@@ -82,8 +82,10 @@ def exchange(tmp: Path, scn: Scenario, drop_fwd: Any = None) -> dict[str, dict[s
         engine, peer_engine = (1, 2) if role == "sender" else (2, 1)
         with (tmp / f"{role}.jsonl").open("w") as log:
             ctx = _Lossy(socks[role], peer, log, drop=drop_fwd if role == "sender" else None)
-            r = cfdp.ROLES[role](ctx, scn, engine=engine, peer_engine=peer_engine,
-                                 retransmission_s=0.3, close_wait_s=0.3)  # fmt: skip
+            cls = cfdp.ROLES[role]
+            assert issubclass(cls, cfdp.CfdpSender if role == "sender" else cfdp.CfdpReceiver)
+            r = cls(ctx, scn, engine=engine, peer_engine=peer_engine,
+                    retransmission_s=0.3, close_wait_s=0.3)  # fmt: skip
             out[role] = serve(r, socks[role], Limits(linger_s=0.5, time_limit_s=15))
 
     threads = [threading.Thread(target=play, args=(r,)) for r in ("receiver", "sender")]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 from scapy.layers.inet import IP
 
 from conformance import pcapkit, tracecheck
-from conformance.core.types import Scenario
+from conformance.core.types import Scenario, TraceCheck
 from conformance.segments import records_from_captures
 from dissectors.ltp.layer import LTP
 
@@ -54,10 +55,10 @@ class Wire(pcapkit.Wire):
         self,
         tmp: Path,
         *,
-        exits: dict[str, float | None] | None = None,
+        exits: Mapping[str, float | None] | None = None,
         readings: list[str] | None = None,
         scenario: dict[str, Any] | None = None,
-    ) -> Any:
+    ) -> TraceCheck:
         a, b = self.write(tmp)
         records, _ = records_from_captures("ltp", a, b, port=PORT, ip_a=IP_A)
         scn = Scenario.model_validate(scenario or SCENARIO)
@@ -67,7 +68,7 @@ class Wire(pcapkit.Wire):
             workdir=tmp / "trace", out=tmp / "trace.ndjson", readings=readings,
         )  # fmt: skip
 
-    def send(self, t: float, direction: str, s: Any, *, lost: bool = False) -> None:  # type: ignore[override]
+    def send(self, t: float, direction: str, s: Any, *, lost: bool = False) -> None:
         super().send(t, direction, bytes(s), lost=lost)
 
 
@@ -346,7 +347,7 @@ def test_sessions_are_validated_one_by_one(tmp_path: Path) -> None:
     w = Wire()
     nominal(w)
     # session 8: its RS claims data that never arrived
-    other = {"session_originator": 1, "session_number": 8}
+    other: dict[str, Any] = {"session_originator": 1, "session_number": 8}
     w.send(0.010, "forward", LTP(type="RD", client_service_id=1, offset=0, data=b"x" * 1000,
                                  **other), lost=True)  # fmt: skip
     w.send(0.011, "forward", LTP(type="RD-CP-EORP", client_service_id=1, offset=1000,

@@ -358,7 +358,7 @@ def test_trace_judge_of_a_garbage_capture(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "conformance" / "tests" / "data" / "ltp-refused-first-cr-lost", run)
     (run / "channel.jsonl").write_text("")
     (run / "a.pcap").write_bytes(b"not a capture at all")
-    proc = run_cli("trace", str(run), "--judge")
+    proc = run_cli("validate-trace", str(run), "--judge")
     one_line_error(proc, str(run / "a.pcap"), "not a capture file")
     assert not (run / "verdict.previous.json").exists()
 

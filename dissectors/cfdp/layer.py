@@ -127,7 +127,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
+from scapy.base_classes import BasePacket
 from scapy.fields import (
+    AnyField,
     BitEnumField,
     BitField,
     BitFieldLenField,
@@ -539,7 +541,7 @@ class _SegmentMetadataLength(BitFieldLenField):
         return n
 
 
-class _UInt(Field):  # type: ignore[type-arg]
+class _UInt(Field):
     """An unsigned big-endian integer of ``width(pkt)`` octets: an entity ID,
     a sequence number, a checksum, an FSS field. Building refuses a value
     that does not fit; dissecting it past the data field (before the CRC) or
@@ -637,7 +639,8 @@ class _LengthValue(StrLenField):
         self.in_data_field = in_data_field
 
     def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, bytes]:
-        n = self.length_from(pkt)  # type: ignore[misc]
+        assert self.length_from is not None  # set by __init__
+        n = self.length_from(pkt)
         room = _room(pkt, s) if self.in_data_field else len(s)
         if n > room:
             where = f"{_label(pkt)} data field" if self.in_data_field else _label(pkt)
@@ -719,9 +722,9 @@ class _TLVListField(PacketListField):
             x = [x]
         return PacketListField.any2i(self, pkt, x)
 
-    def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, list[Packet]]:
+    def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, list[BasePacket]]:
         end = max(0, _room(pkt, s))
-        items: list[Packet] = []
+        items: list[BasePacket] = []
         pos = 0
         while pos < end:
             if self.takes is not None and not self.takes(s[pos]):
@@ -748,7 +751,7 @@ class _TLVListField(PacketListField):
         return s[pos:], items
 
 
-class _SegmentRequestsField(Field):  # type: ignore[type-arg]
+class _SegmentRequestsField(Field):
     """NAK segment requests (§5.2.6, Table 5-11): ``(start, end)`` offset
     pairs, FSS each, as many whole pairs as the data field holds (what is left
     is the NAK's ``excess``)."""
@@ -995,17 +998,17 @@ def _tlv_entity_width(tlv: Packet) -> int:
 
 
 def _layout(
-    content: list[Field],  # type: ignore[type-arg]
+    content: list[AnyField],
     pdu_type: int = _FILE_DIRECTIVE,
     directive: str | None = None,
     excess: bool = True,
     code_octet: bool = True,
-) -> list[Field]:  # type: ignore[type-arg]
+) -> list[AnyField]:
     """The fields of a PDU whose data field holds ``content`` (§5.1): the
     fixed header, the directive code of a file directive (``directive``'s
     code, 0 when None; none without ``code_octet``), the content, the
     ``excess`` octets of a directive, the CRC when the flag is set."""
-    fields: list[Field] = [  # type: ignore[type-arg]
+    fields: list[AnyField] = [
         _Bits("version", VERSION, 3),
         _EnumBits("pdu_type", pdu_type, 1, PDU_TYPES),
         _DirectionField(),
@@ -1164,7 +1167,7 @@ class CFDP(Packet):
 
 def _direction_get(self: CFDP) -> int | None:
     """The direction bit (§5.1); None until built when left to compute."""
-    return self.getfieldval("direction")  # type: ignore[no-any-return]
+    return self.getfieldval("direction")
 
 
 def _direction_set(self: CFDP, value: Any) -> None:
@@ -1177,7 +1180,7 @@ def _direction_set(self: CFDP, value: Any) -> None:
 # Scapy's Packet has a ``direction`` slot (the sniffing direction) that would
 # shadow the field of that name; a class attribute of that name in the body
 # would be taken as the field's default, so the property is set afterwards.
-CFDP.direction = property(_direction_get, _direction_set)  # type: ignore[assignment,method-assign]
+CFDP.direction = property(_direction_get, _direction_set)  # type: ignore[assignment]
 
 
 class _FaultLocationMixin:

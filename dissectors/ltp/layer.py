@@ -87,7 +87,9 @@ import enum
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
+from scapy.base_classes import BasePacket
 from scapy.fields import (
+    AnyField,
     BitEnumField,
     BitField,
     BitFieldLenField,
@@ -283,7 +285,7 @@ def _nibble(name: str, value: int) -> int:
 # ---------------------------------------------------------------------------
 
 
-class SDNVField(Field):  # type: ignore[type-arg]
+class SDNVField(Field):
     """An SDNV (RFC 5326 §2). Building takes any non-negative int (over 64 bits
     too) or a :class:`RawSDNV`; dissecting is strict (:func:`sdnv_decode`)."""
 
@@ -354,7 +356,7 @@ class _TypeField(BitEnumField):
     def __init__(self, name: str, default: int) -> None:
         BitEnumField.__init__(self, name, default, 4, TYPE_NAMES)
 
-    def i2m(self, pkt: Packet | None, x: int | None) -> int:
+    def i2m(self, pkt: Packet | None, x: list[int] | int | None) -> int:
         return _nibble(self.name, BitEnumField.i2m(self, pkt, x))
 
 
@@ -387,6 +389,7 @@ class _BoundedStrField(StrLenField):
         self.overrun = overrun
 
     def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, bytes]:
+        assert self.length_from is not None  # set by __init__
         n = self.length_from(pkt)
         if n > len(s):
             raise LtpDecodeError(self.overrun.format(n=n), field=self.name)
@@ -423,38 +426,41 @@ class _CountedListField(PacketListField):
     octets left can hold is refused before any item is read: each item takes
     at least two octets (a report's claims: two SDNVs)."""
 
-    __slots__ = ["bounded"]
+    __slots__ = ["bounded", "item_cls"]
 
     def __init__(
         self,
         name: str,
-        pkt_cls: type[Packet],
+        pkt_cls: type[LTPExtension] | type[LTPReceptionClaim],
         count_from: Callable[[Packet], int],
         bounded: str | None = None,
     ) -> None:
         PacketListField.__init__(self, name, [], pkt_cls, count_from=count_from)
         self.bounded = bounded
+        # ``cls`` as given (PacketListField's ``cls`` may be any callable)
+        self.item_cls = pkt_cls
 
     def any2i(self, pkt: Packet | None, x: Any) -> Any:
         if isinstance(x, list):
             x = [
-                self.cls(**dict(zip(self.cls.tuple_fields, item, strict=True)))
+                self.item_cls(**dict(zip(self.item_cls.tuple_fields, item, strict=True)))
                 if isinstance(item, tuple)
                 else item
                 for item in x
             ]
         return PacketListField.any2i(self, pkt, x)
 
-    def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, list[Packet]]:
+    def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, list[BasePacket]]:
+        assert self.count_from is not None  # set by __init__
         count = self.count_from(pkt)
         if self.bounded and count > len(s) // 2:
             raise LtpDecodeError(
                 f"claim count {count} impossibly large (room for at most {len(s) // 2})",
                 field=self.bounded,
             )
-        items = []
+        items: list[BasePacket] = []
         for _ in range(count):
-            item = self.cls(_internal=1, _parent=pkt)
+            item = self.item_cls(_internal=1, _parent=pkt)
             try:
                 s = item.do_dissect(s)
             except LtpDecodeError as exc:
@@ -505,7 +511,7 @@ class LTPReceptionClaim(Packet):
 # ---------------------------------------------------------------------------
 
 
-def _layout(kinds: tuple[str, ...], content: list[Field]) -> list[Field]:  # type: ignore[type-arg]
+def _layout(kinds: tuple[str, ...], content: list[AnyField]) -> list[AnyField]:
     """The fields of a segment whose content is ``content`` (§3.1, §3.3); the
     default type is the lowest code of ``kinds``."""
     default_type = min((c for c, e in SEGMENT_TYPES.items() if e["kind"] in kinds), default=0)

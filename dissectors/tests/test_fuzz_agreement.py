@@ -255,6 +255,10 @@ def captured(protocol: str) -> list[bytes]:
 def built_ltp() -> list[bytes]:
     """Every segment type, with and without extensions, built with the layer."""
     out = []
+    extensions: list[dict[str, Any]] = [
+        {},
+        dict(header_extensions=[(1, b"\x05")], trailer_extensions=[(0, b"ab")]),
+    ]
     for code in sorted(ltp.SEGMENT_TYPES):
         kind = ltp.SEGMENT_TYPES[code]["kind"]
         extra: dict[str, Any] = {}
@@ -274,7 +278,7 @@ def built_ltp() -> list[bytes]:
             extra = dict(report_serial=9)
         elif kind == "cancel":
             extra = dict(reason=2)
-        for exts in ({}, dict(header_extensions=[(1, b"\x05")], trailer_extensions=[(0, b"ab")])):
+        for exts in extensions:
             seg = ltp.LTP(
                 type=code, session_originator=16384, session_number=2**33, **extra, **exts
             )

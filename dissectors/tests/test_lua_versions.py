@@ -38,7 +38,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -89,6 +89,7 @@ def test_no_bit32_anywhere() -> None:
 @needs_lua54
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
 def test_luac54_parses(script: Path) -> None:
+    assert LUAC54 is not None
     proc = subprocess.run(
         [LUAC54, "-p", str(script)], capture_output=True, text=True, timeout=TIMEOUT
     )
@@ -133,6 +134,7 @@ def test_stub_rejects_bit32(tmp_path: Path) -> None:
     """The stand-in's globals are strict: a script reading bit32 fails to load."""
     script = tmp_path / "uses_bit32.lua"
     script.write_text("local band = bit32.band\n", encoding="utf-8")
+    assert LUA54 is not None
     proc = subprocess.run(
         [LUA54, str(STUB), "-", str(script)], capture_output=True, text=True, timeout=TIMEOUT
     )
@@ -151,6 +153,7 @@ def test_luagen_blocks_parse_under_lua54(tmp_path: Path) -> None:
     with a wire.json (with a dissector or not yet), is Lua 5.4."""
     from dissectors import luagen
 
+    assert LUAC54 is not None
     for protocol in luagen.wire.protocols():
         block = tmp_path / f"{protocol}.lua"
         block.write_text(luagen.generate(luagen.load_facts(protocol)), encoding="utf-8")
@@ -352,6 +355,17 @@ def cfdp(
     return pdu
 
 
+class LargeHeader(TypedDict):
+    """cfdp()'s header arguments for a large file with 8-octet IDs."""
+
+    large: bool
+    eid: int
+    seq: int
+    src: int
+    tx: int
+    dst: int
+
+
 def lv(value: bytes) -> bytes:
     return bytes([len(value)]) + value
 
@@ -376,7 +390,14 @@ def cfdp_datagrams() -> list[bytes]:
     def u64(n: int) -> bytes:  # a large file's FSS fields
         return n.to_bytes(8, "big")
 
-    big = {"large": True, "eid": 8, "seq": 8, "src": 2**63 + 1, "tx": U64_MAX, "dst": 2**64 - 2}
+    big: LargeHeader = {
+        "large": True,
+        "eid": 8,
+        "seq": 8,
+        "src": 2**63 + 1,
+        "tx": U64_MAX,
+        "dst": 2**64 - 2,
+    }
     options = tlv(0, bytes([0x20]) + lv(b"a") + lv(b"b")) + tlv(2, b"hi") + tlv(4, b"\x61")
     options += tlv(5, b"\x01") + tlv(3, b"?")
     return [
@@ -568,9 +589,9 @@ def decoded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Decoded]:
     assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
     real: dict[int, tuple[str, list[dict[str, Any]]]] = {}
     for packet in ET.fromstring(proc.stdout).findall("packet"):
-        number = int(
-            next(f.get("show") for f in packet.iter("field") if f.get("name") == "frame.number")
-        )
+        shown = next(f.get("show") for f in packet.iter("field") if f.get("name") == "frame.number")
+        assert shown is not None
+        number = int(shown)
         for proto in packet.findall("proto"):
             if proto.get("name") in ("dtnltp", "dtncfdp"):
                 real[number] = (proto.get("showname", ""), entries_of_pdml(proto))

@@ -62,7 +62,7 @@ def _set(facts: dict[str, Any], path: list[str | int], value: Any) -> None:
     node[path[-1]] = value
 
 
-FACT_EDITS = [
+FACT_EDITS: list[tuple[list[str | int], Any]] = [
     (["udp_port"], 4556),
     (["udp_port_section"], "10.2"),
     (["version", "value"], 1),

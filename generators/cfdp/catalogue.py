@@ -21,9 +21,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from conformance.core.errors import DtncError
 from conformance.core.types import (
+    Direction,
     Expectation,
     Impairment,
     Origin,
@@ -105,6 +107,7 @@ class Bound:
         return CfdpTransfer(
             file_len=FILE_LEN,
             segment_size=SEGMENT_SIZE,
+            # (str here, Literal there: CfdpTransfer validates them)
             mode=self.mode,  # type: ignore[arg-type]
             nak_mode=self.nak_mode,  # type: ignore[arg-type]
             ack_limit=self.ack_limit,
@@ -168,17 +171,17 @@ def run_bound(
         raise DtncError(f"TLC failed on the catalogue ({b.tag}): {res.errors} ({res.log_path})")
     text = res.log_path.read_text(encoding="utf-8")
     found: dict[frozenset[PlannedLoss], Pattern] = {}
-    for hit, outcome in printed(text, "dtnc-pattern"):  # type: ignore[misc]
+    for hit, outcome in printed(text, "dtnc-pattern"):
         losses = frozenset(
             PlannedLoss(str(x["dir"]), str(x["key"]), int(x["off"]), int(x["occ"]), str(x["act"]))
-            for x in hit  # type: ignore[union-attr]
+            for x in hit
         )
         if b.max_late and not any(x.late for x in losses):
             continue  # a bound without late PDUs has it
         if len({(x.dir, x.key, x.off, x.occ) for x in losses}) < len(losses):
             continue  # two acts on one transmission: a live rule takes one
         p = found.setdefault(losses, Pattern(b, losses))
-        p.outcomes.setdefault(tuple(outcome), set()).add(reading)  # type: ignore[arg-type]
+        p.outcomes.setdefault(tuple(outcome), set()).add(reading)
     actions = {str(v[0]) for v in printed(text, "dtnc-action")}
     return list(found.values()), actions, res.distinct_states or 0, res.seconds
 
@@ -220,7 +223,7 @@ def pattern_scenario(p: Pattern, states: int) -> Scenario:
 
 # The nominal transaction's PDUs, per mode, as (direction, key, segment):
 # the points a request or an outage is tied to.
-NOMINAL: dict[str, tuple[tuple[str, str, int], ...]] = {
+NOMINAL: dict[str, tuple[tuple[Direction, str, int], ...]] = {
     "class1": (("forward", "metadata", 0), ("forward", "file_data", 0),
                ("forward", "file_data", 1), ("forward", "eof", 0)),
     "class1-closure": (("forward", "metadata", 0), ("forward", "file_data", 0),
@@ -230,6 +233,11 @@ NOMINAL: dict[str, tuple[tuple[str, str, int], ...]] = {
                ("forward", "file_data", 1), ("forward", "eof", 0), ("return", "ack_eof", 0),
                ("return", "finished", 0), ("forward", "ack_finished", 0)),
 }  # fmt: skip
+
+
+# Who makes a request, and which (CfdpRequest's entity and request).
+_Entity = Literal["sender", "receiver"]
+_Request = Literal["cancel", "suspend", "prompt_nak", "prompt_keep_alive"]
 
 
 @dataclass(frozen=True)
@@ -253,14 +261,15 @@ def planned_purposes() -> list[Planned]:
     for mode, points in NOMINAL.items():
         base = Bound(mode, 0).transfer()
         tag = MODEL_MODES[mode]
-        asks = [("sender", "cancel"), ("receiver", "cancel"), ("sender", "suspend"),
-                ("receiver", "suspend")]  # fmt: skip
+        asks: list[tuple[_Entity, _Request]] = [
+            ("sender", "cancel"), ("receiver", "cancel"), ("sender", "suspend"),
+            ("receiver", "suspend")]  # fmt: skip
         if mode == "class2":
             asks += [("sender", "prompt_nak"), ("sender", "prompt_keep_alive")]
         for who, what in asks:
             for d, key, off in points:
-                trig = Trigger(direction=d, match=match_of(key, off, base))  # type: ignore[arg-type]
-                req = CfdpRequest(entity=who, request=what, after=trig)  # type: ignore[arg-type]
+                trig = Trigger(direction=d, match=match_of(key, off, base))
+                req = CfdpRequest(entity=who, request=what, after=trig)
                 out.append(
                     Planned(
                         f"cfdp-{tag}-{who}-{what.replace('_', '')}-after-{_point(d, key, off)}",
@@ -402,16 +411,18 @@ def generate(
                 detail=f"{len(merged)} scenarios ({states:,} distinct states)",
             )
         )
-    for p, scn in zip(planned, planned_runs, strict=True):
-        if scn is None:
+    for purpose, made in zip(planned, planned_runs, strict=True):
+        if made is None:
             statuses.append(
-                PurposeStatus(p.name, "unreachable", detail="the model reaches no end with it")
+                PurposeStatus(
+                    purpose.name, "unreachable", detail="the model reaches no end with it"
+                )
             )
             continue
-        path = outdir / f"{scn.name}.json"
-        dump_model(scn, path)
+        path = outdir / f"{made.name}.json"
+        dump_model(made, path)
         scenarios.append(path)
-        statuses.append(PurposeStatus(p.name, "reached", scenario=path))
+        statuses.append(PurposeStatus(purpose.name, "reached", scenario=path))
     if scenarios and terminal_action:
         covered.add(terminal_action)  # every scenario ends in a terminal state
     names = [s.name for s in scenarios]

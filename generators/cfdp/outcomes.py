@@ -35,7 +35,16 @@ from conformance.protocols.cfdp import (
     CfdpTransfer,
 )
 from generators.cfdp import SPEC_DIR
-from generators.outcomes import ACTS, PlannedLoss, Unplannable, cached, channel_shape, expand
+from generators.outcomes import (
+    ACTS,
+    PlannedLoss,
+    action_of,
+    cached,
+    channel_shape,
+    direction_of,
+    expand,
+)
+from generators.outcomes import Unplannable as Unplannable  # re-exported: what plan() raises
 from generators.tlc import TlaConstant, TlcProgress, cfg_text, printed, run_tlc
 
 OUTCOMES = SPEC_DIR / "MCCFDPOutcomes.tla"
@@ -107,10 +116,10 @@ def key_of(match: dict[str, FieldValue], t: CfdpTransfer, where: str) -> tuple[s
 def impairment_of(x: PlannedLoss, t: CfdpTransfer, note: str = "") -> Impairment:
     """The channel rule that makes a planned impairment."""
     return Impairment(
-        direction=x.dir,  # type: ignore[arg-type]
+        direction=direction_of(x.dir),
         match=match_of(x.key, x.off, t),
         occurrence=x.occ,
-        action=x.act,  # type: ignore[arg-type]
+        action=action_of(x.act),
         delay_ms={"delay": DELAY_MS, "outage": OUTAGE_MS}.get(x.act, 0.0),
         # a corruption must reach the receiver (the UDP checksum is made good)
         # and strike file data, not a header: the last octet of the PDU,
@@ -188,11 +197,17 @@ def constants(
     }
 
 
+# The model's ends that are outcomes as they are.
+_ENDS: dict[str, Outcome] = {
+    "completed": "completed", "cancelled": "cancelled", "abandoned": "abandoned"
+}  # fmt: skip
+
+
 def _end(v: str) -> Outcome:
     # the model's out: open (never here: terminal states are ended), completed,
     # cancelled, abandoned; "none": the transaction never reached the receiving
     # entity, which a live run sees as its time limit passing
-    return v if v in ("completed", "cancelled", "abandoned") else "timeout"  # type: ignore[return-value]
+    return _ENDS.get(v, "timeout")
 
 
 def outcome_of(
@@ -272,7 +287,7 @@ def outcome_set(
     text = res.log_path.read_text(encoding="utf-8")
     seen: dict[tuple[int | str, ...], ExpectedOutcome] = {}
     for v in printed(text, "dtnc-outcome"):
-        o = outcome_of(v[0], t, (reading,))  # type: ignore[arg-type]
+        o = outcome_of(v[0], t, (reading,))
         seen.setdefault(o.key(), o)
     return OutcomeSet(
         list(seen.values()),

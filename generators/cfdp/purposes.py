@@ -19,8 +19,10 @@ from rich.table import Table
 from conformance.core.errors import InputError
 from conformance.core.modelcheck import GenerateReport
 from generators import traps
-from generators.cfdp import SPEC_DIR, catalogue
-from generators.cfdp.trace import NEXT_BLOCKS, SPEC, describe_pdu
+from generators.cfdp import SPEC_DIR as SPEC_DIR  # re-exported, with the model's SPEC
+from generators.cfdp import catalogue
+from generators.cfdp.trace import NEXT_BLOCKS, describe_pdu
+from generators.cfdp.trace import SPEC as SPEC
 from generators.tlc import (
     TlcProgress,
     TlcResult,

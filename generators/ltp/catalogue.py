@@ -21,8 +21,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from conformance.core.modelcheck import CatalogueReport
-from conformance.core.types import Expectation, Impairment, Origin, Scenario, _ordinal, dump_model
+from conformance.core.modelcheck import CatalogueReport as CatalogueReport  # what run() returns
+from conformance.core.types import (
+    Direction,
+    Expectation,
+    FieldValue,
+    Impairment,
+    Origin,
+    Scenario,
+    _ordinal,
+    dump_model,
+)
 from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpBlock
 from generators.ltp.outcomes import impairment_of, outcome_of
@@ -378,8 +387,8 @@ class OutageTrigger:
 
     name: str
     state: str
-    direction: str
-    match: dict[str, str | int]
+    direction: Direction
+    match: dict[str, FieldValue]
     occurrence: int = 1
     before: tuple[PlannedLoss, ...] = ()
 
@@ -454,8 +463,8 @@ def outage_scenarios(outdir: Path) -> tuple[list[Scenario], set[str]]:
                     for x in trig.before]  # fmt: skip
             imps.append(
                 Impairment(
-                    direction=trig.direction,  # type: ignore[arg-type]
-                    match=trig.match,  # type: ignore[arg-type]
+                    direction=trig.direction,
+                    match=trig.match,
                     occurrence=trig.occurrence,
                     action="outage",
                     delay_ms=ms,

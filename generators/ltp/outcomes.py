@@ -42,8 +42,10 @@ from generators.outcomes import (
     OutcomeSet,
     PlannedLoss,
     Unplannable,
+    action_of,
     cached,
     channel_shape,
+    direction_of,
     expand,
 )
 from generators.tlc import TlcProgress, cfg_text, printed, run_tlc
@@ -93,10 +95,10 @@ def impairment_of(
         else {"type": x.key}
     )
     return Impairment(
-        direction=x.dir,  # type: ignore[arg-type]
+        direction=direction_of(x.dir),
         match=match,
         occurrence=x.occ,
-        action=x.act,  # type: ignore[arg-type]
+        action=action_of(x.act),
         delay_ms=delay_ms if x.act in ("delay", "outage") else 0.0,
         note=note,
     )
@@ -164,11 +166,15 @@ def parse_outcomes(text: str, block: LtpBlock, reading: str = "") -> list[Expect
     return list(seen.values())
 
 
+# The model's ends that are outcomes as they are.
+_ENDS: dict[str, Outcome] = {"completed": "completed", "cancelled": "cancelled", "closed": "closed"}
+
+
 def outcome_name(v: str) -> Outcome:
     # "none": the side never gave a notice; the model ends there for an
     # orphaned receiver or one the session never reached, which a live run
     # sees as its time limit passing. "closed": closed with no notice.
-    return v if v in ("completed", "cancelled", "closed") else "timeout"  # type: ignore[return-value]
+    return _ENDS.get(v, "timeout")
 
 
 def block_constants(block: LtpBlock, max_retx: int | None = None) -> dict[str, int | bool]:

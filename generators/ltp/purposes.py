@@ -45,21 +45,25 @@ from conformance.core.types import (
 )
 from conformance.protocols.ltp import LtpBlock, LtpDelivery
 from generators import traps
-from generators.ltp import SPEC_DIR, outcomes
+from generators.ltp import SPEC_DIR as SPEC_DIR  # re-exported, as the model's folder
 from generators.ltp import catalogue as _catalogue
+from generators.ltp import outcomes
 from generators.ltp.trace import NEXT_BLOCKS
+from generators.outcomes import direction_of
 from generators.tlc import (
     REPO_ROOT,
+    TlaConstant,
     TlcProgress,
     TlcResult,
     TraceState,
     cfg_text,
     run_tlc,
     step_table,
-    steps,
     tla_value,
 )
-from generators.traps import GenerateReport, Purpose, TrapModel
+from generators.tlc import steps as steps  # re-exported: a trace's steps, for its table
+from generators.traps import GenerateReport, TrapModel
+from generators.traps import Purpose as Purpose  # re-exported: the LTP purposes are these
 from generators.traps import impairment_key as impairment_key
 
 MODEL = SPEC_DIR / "MCLTP.tla"
@@ -227,7 +231,12 @@ def trap_cfg(purpose: Purpose, constants: Mapping[str, int | bool] = GEN_CONSTAN
     """The text of the .cfg that traps one purpose."""
     # AnyLoss (a definition of MCLTPOutcomes, overridden here): the channel may
     # lose any segment, within MaxLoss.
-    consts = {**constants, "PurposeKind": purpose.kind, "PurposeOff": purpose.off, "AnyLoss": True}
+    consts: dict[str, TlaConstant] = {
+        **constants,
+        "PurposeKind": purpose.kind,
+        "PurposeOff": purpose.off,
+        "AnyLoss": True,
+    }
     return cfg_text(
         f"Trap for test purpose {purpose.name}: {purpose.description}",
         consts,
@@ -288,7 +297,7 @@ def impairments(trace: Sequence[TraceState], segment_size: int = SEGMENT_SIZE) -
                     tx.state = "lost"
                     out.append(
                         Impairment(
-                            direction=d,
+                            direction=direction_of(d),
                             match=tx.match,
                             occurrence=tx.occurrence,
                             note=f"{step.action} at step {step.index}: {describe_segment(seg)}",

@@ -19,7 +19,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from functools import cache
 
 from conformance.core import wire
-from conformance.core.contract import TraceModel, Unrepresentable, WireEvent
+from conformance.core.contract import TraceModel, Unrepresentable, WireEvent, field_int
 from conformance.core.types import Scenario, SegmentRecord
 from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpBlock
@@ -134,7 +134,7 @@ class _Geometry:
 def _ints(v: object) -> list[int]:
     if isinstance(v, list):
         return [int(x) for x in v]
-    return [] if v is None else [int(v)]  # type: ignore[call-overload]
+    return [] if v is None else [field_int(v)]
 
 
 def trace_model(
@@ -176,7 +176,7 @@ def trace_model(
     rss: dict[int, int] = {}
 
     def serial(table: dict[int, int], wire_serial: object, fresh: bool) -> int:
-        s = int(wire_serial)  # type: ignore[call-overload]
+        s = field_int(wire_serial)
         if s not in table:
             # A serial first seen where it is only referred to maps to a
             # number the model never uses (it is then, rightly, unknown).
@@ -203,20 +203,20 @@ def trace_model(
         where = f"{rec.summary or t} (frame {rec.frame})"
         if t in DATA_TYPES:
             red = bool(f.get("red"))
-            o = geo.data_index(int(f["offset"]), int(f["length"]), red)  # type: ignore[arg-type]
+            o = geo.data_index(field_int(f["offset"]), field_int(f["length"]), red)
             if f.get("checkpoint"):
                 units[k] = _mk(
                     t,
                     o,
                     cp=serial(cps, f.get("checkpoint_serial"), False),
                     rs=serial(rss, f.get("report_serial"), False)
-                    if int(f.get("report_serial") or 0)  # type: ignore[call-overload]
+                    if field_int(f.get("report_serial") or 0)
                     else 0,
                 )
             else:
                 units[k] = _mk(t, o)
         elif t == "RS":
-            lb, ub = int(f["lower_bound"]), int(f["upper_bound"])  # type: ignore[arg-type]
+            lb, ub = field_int(f["lower_bound"]), field_int(f["upper_bound"])
             units[k] = _mk(
                 "RS",
                 cp=serial(cps, f.get("checkpoint_serial"), False),
@@ -229,7 +229,7 @@ def trace_model(
             units[k] = _mk("RA", rs=serial(rss, f.get("report_serial"), False))
         elif t in ("CS", "CR"):
             code = f.get("reason")
-            name = reasons.get(code) if isinstance(code, int) else None  # type: ignore[call-overload]
+            name = reasons.get(code) if isinstance(code, int) else None
             if name not in MODELLED_REASONS[t]:
                 raise Unrepresentable(
                     f"{where} cancels with reason {name or code}; the model cancels only when a "

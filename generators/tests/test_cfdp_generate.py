@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conformance.core.errors import ToolMissing
+from conformance.core.modelcheck import GenerateReport
 from conformance.core.types import Impairment, Scenario, load_scenario
 from conformance.protocols.cfdp import SPEC, CfdpRequest, CfdpTransfer, Trigger
 from generators.cfdp import catalogue as cfdp_catalogue
@@ -63,7 +64,7 @@ def test_readings_matter_only_in_their_mode() -> None:
 
 
 @pytest.fixture(scope="module")
-def catalogue(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+def catalogue(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, GenerateReport]:
     try:
         find_jar()
     except ToolMissing as exc:
@@ -76,13 +77,19 @@ def _scenarios(out: Path) -> dict[str, Scenario]:
     return {p.stem: load_scenario(p) for p in sorted(out.glob("cfdp-*.json"))}
 
 
+def _transfer(scn: Scenario) -> CfdpTransfer:
+    """A CFDP scenario's parameters, with their type."""
+    assert isinstance(scn.params, CfdpTransfer), scn.params
+    return scn.params
+
+
 @pytest.mark.integration
-def test_catalogue_meets_the_targets(catalogue: tuple[Path, object]) -> None:
+def test_catalogue_meets_the_targets(catalogue: tuple[Path, GenerateReport]) -> None:
     out, report = catalogue
     scns = _scenarios(out)
     assert len(scns) >= 300
-    assert report.actions_uncovered == []  # type: ignore[attr-defined]
-    assert len(report.actions_total) == 48  # type: ignore[attr-defined]
+    assert report.actions_uncovered == []
+    assert len(report.actions_total) == 48
     cov = json.loads((out / "coverage.json").read_text(encoding="utf-8"))
     assert cov["scenarios"] == len(scns) and cov["uncovered"] == []
     # every purpose the issue names has scenarios: each PDU type lost, held
@@ -94,14 +101,14 @@ def test_catalogue_meets_the_targets(catalogue: tuple[Path, object]) -> None:
             assert any(a == act and cfdpcat.MATCHES[key].items() <= m.items()
                        for a, m in imps), (key, act)  # fmt: skip
     asked = {(r.entity, r.request) for s in scns.values()
-             for r in s.params.requests}  # type: ignore[union-attr]  # fmt: skip
+             for r in _transfer(s).requests}  # fmt: skip
     assert asked == {(w, r) for w in ("sender", "receiver") for r in ("cancel", "suspend")} | {
         ("sender", "prompt_nak"), ("sender", "prompt_keep_alive")}  # fmt: skip
     assert {a for a, _ in imps} == {"drop", "delay", "duplicate", "outage", "corrupt"}
 
 
 @pytest.mark.integration
-def test_catalogue_outcomes_follow_the_protocol(catalogue: tuple[Path, object]) -> None:
+def test_catalogue_outcomes_follow_the_protocol(catalogue: tuple[Path, GenerateReport]) -> None:
     """Spot checks against the procedures (727.0-B-5 as the model reads them)."""
     scns = _scenarios(catalogue[0])
 
@@ -141,7 +148,7 @@ def test_catalogue_outcomes_follow_the_protocol(catalogue: tuple[Path, object]) 
 
 @pytest.mark.integration
 def test_catalogue_outcomes_equal_the_outcome_sets(
-    catalogue: tuple[Path, object], tmp_path: Path
+    catalogue: tuple[Path, GenerateReport], tmp_path: Path
 ) -> None:
     """The catalogue groups one exploration by pattern; the outcome-set
     wrapper explores each pattern alone: they must agree, outcome for

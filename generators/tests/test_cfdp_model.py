@@ -85,9 +85,9 @@ def test_the_bug_bound_delivers_a_corrupted_file(
     """FaultyReceiver skips the checksum: the counterexample's last step is
     a Finished(no error) over a segment the channel corrupted."""
     r, _ = runs["bug"]
-    actions = [str(s.variables["lastEvent"]["action"]) for s in r.trace[1:]]  # type: ignore[index]
+    actions = [str(s.variables["lastEvent"]["action"]) for s in r.trace[1:]]
     assert "ChannelCorruptFileData" in actions and actions[-1] == "ReceiverTxFinished"
-    last = r.trace[-1].variables["rcv"][0]  # type: ignore[index]
+    last = r.trace[-1].variables["rcv"][0]
     assert last["bad"] is True and last["kept"] is True
 
 

@@ -13,13 +13,20 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from conformance.core.contract import Delivery
 from conformance.core.errors import ToolMissing
 from conformance.core.types import load_scenario
-from conformance.protocols.ltp import LtpBlock
+from conformance.protocols.ltp import LtpBlock, LtpDelivery
 from generators.ltp import purposes as ltp
 from generators.tlc import find_jar, parse_output
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _ltp_delivery(d: Delivery) -> LtpDelivery:
+    """An LTP outcome's delivery, with its counters' type."""
+    assert isinstance(d, LtpDelivery), d
+    return d
 
 
 def _trace(name: str):
@@ -128,7 +135,7 @@ def test_trap_cfg_names_the_purpose():
 
 
 @pytest.mark.integration
-def test_two_generate_runs_at_once_both_succeed(tmp_path):
+def test_two_generate_runs_at_once_both_succeed(tmp_path: Path) -> None:
     """generate() end to end, twice at once in one checkout (each run keeps
     its TLC files in its own folder): every purpose reached, distinct
     scenarios only, each with the outcome set the model allows. (The
@@ -164,7 +171,9 @@ def test_two_generate_runs_at_once_both_succeed(tmp_path):
     by_purpose = {st.purpose: st for st in a.purposes}
     assert by_purpose["receiver-cancels"].same_as == "two-reports-lost"
     assert by_purpose["sender-cancels"].same_as == "checkpoint-lost-twice"
-    assert "receiver-cancels" in scenarios["ltp-two-reports-lost"].origin.purposes  # type: ignore[union-attr]
+    origin = scenarios["ltp-two-reports-lost"].origin
+    assert origin is not None
+    assert "receiver-cancels" in origin.purposes
 
     rs = scenarios["ltp-report-lost"]
     assert [(i.direction, i.match, i.occurrence) for i in rs.impairments] == [
@@ -178,7 +187,7 @@ def test_two_generate_runs_at_once_both_succeed(tmp_path):
     assert (3000, 1000, "completed", "completed") in rs_set
     assert any(o.receiver_outcome == "cancelled" for o in rs.expect.outcomes)
     assert all(
-        o.delivered.red_bytes_delivered == 3000
+        _ltp_delivery(o.delivered).red_bytes_delivered == 3000
         for o in rs.expect.outcomes
         if o.receiver_outcome == "completed"
     )
@@ -187,7 +196,8 @@ def test_two_generate_runs_at_once_both_succeed(tmp_path):
     # are in the set, and nothing else is.
     two = scenarios["ltp-two-reports-lost"].expect.outcomes
     assert {
-        (o.delivered.red_bytes_delivered, o.sender_outcome, o.receiver_outcome) for o in two
+        (_ltp_delivery(o.delivered).red_bytes_delivered, o.sender_outcome, o.receiver_outcome)
+        for o in two
     } == {
         (3000, "cancelled", "cancelled"),
         (0, "cancelled", "cancelled"),

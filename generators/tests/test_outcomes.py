@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from conformance.core.contract import Delivery
 from conformance.core.errors import ToolMissing
-from conformance.core.types import Impairment
-from conformance.protocols.ltp import LtpBlock
+from conformance.core.types import Direction, FieldValue, Impairment
+from conformance.protocols.ltp import LtpBlock, LtpDelivery
 from generators import outcomes as common
 from generators.ltp import outcomes
 from generators.tlc import find_jar
@@ -17,13 +18,21 @@ from generators.tlc import find_jar
 BLOCK = LtpBlock(block_len=4000, red_len=3000, segment_size=1000)
 
 
-def _drop(direction: str, occurrence: int = 1, count: int = 1, **match: object) -> Impairment:
+def _drop(
+    direction: Direction, occurrence: int = 1, count: int = 1, **match: FieldValue
+) -> Impairment:
     return Impairment(
-        direction=direction,  # type: ignore[arg-type]
-        match=match,  # type: ignore[arg-type]
+        direction=direction,
+        match=match,
         occurrence=occurrence,
         count=count,
     )
+
+
+def _ltp_delivery(d: Delivery) -> LtpDelivery:
+    """An LTP outcome's delivery, with its counters' type."""
+    assert isinstance(d, LtpDelivery), d
+    return d
 
 
 def test_plan_names_losses_as_the_channel_does():
@@ -118,10 +127,10 @@ def test_a_duplicated_checkpoint_counts_against_the_report_limit(tlc: None, tmp_
     §6.8 b), so the RS timer that follows the lost RA finds the limit
     exceeded and the receiver may cancel: an outcome that only a channel
     that duplicates can reach (LTP.tla's ChannelDuplicateForward)."""
-    cp = {"kind": "red_data", "offset": 2000}
+    cp: dict[str, FieldValue] = {"kind": "red_data", "offset": 2000}
     ra = _drop("forward", type="RA")
     alone = outcomes.outcome_set(BLOCK, [ra], tmp_path / "alone")
-    dup = Impairment(direction="forward", match=cp, action="duplicate")  # type: ignore[arg-type]
+    dup = Impairment(direction="forward", match=cp, action="duplicate")
     both = outcomes.outcome_set(BLOCK, [ra, dup], tmp_path / "both")
     assert {(o.sender_outcome, o.receiver_outcome) for o in alone.outcomes} == {
         ("completed", "completed")
@@ -139,7 +148,7 @@ def test_every_checkpoint_lost_cancels_both_sides(tlc: None, tmp_path: Path):
     imps = [_drop("forward", 1, 2, kind="red_data", offset=2000)]
     got = outcomes.expectation(BLOCK, imps, tmp_path)
     assert {
-        (o.delivered.red_bytes_delivered, o.sender_outcome, o.receiver_outcome)
+        (_ltp_delivery(o.delivered).red_bytes_delivered, o.sender_outcome, o.receiver_outcome)
         for o in got.outcomes
     } == {(0, "cancelled", "cancelled")}
     assert "MCLTPOutcomes" in got.source

@@ -82,7 +82,7 @@ def test_records_are_immutable_and_hashable():
     r = Record({"a": 1})
     assert hash(r) == hash(Record({"a": 1}))
     with pytest.raises(TypeError):
-        r["b"] = 2  # type: ignore[index]
+        r["b"] = 2
 
 
 def test_to_json():

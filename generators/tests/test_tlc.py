@@ -58,7 +58,7 @@ def test_success_run():
     assert r.trace == []
 
 
-def test_progress_callback():
+def test_progress_callback() -> None:
     seen: list[TlcProgress] = []
     _parse("tlc_mcltp_ci.log", SPEC_DIR / "MCLTP_ci.cfg", progress=seen.append)
     assert seen and seen[-1].distinct_states > 0 and seen[-1].queue >= 0

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 from scapy.layers.inet import IP, UDP
@@ -59,7 +59,7 @@ from dissectors.cfdp.layer import (
     crc16,
     parse,
 )
-from dissectors.tshark import DecodedFrame, frames_of
+from dissectors.tshark import DecodedFrame, FieldValue, frames_of
 
 REPO = Path(__file__).resolve().parents[3]
 LUA = SPEC.dissector.lua
@@ -127,6 +127,12 @@ def write_pcap(path: Path, payloads: list[bytes], *, dport: int = PORT) -> Path:
     ]
     wrpcap(str(path), pkts)
     return path
+
+
+def listed(value: FieldValue) -> list[int | str | bool]:
+    """A repeated field's values (dissectors/tshark.py makes each a list)."""
+    assert isinstance(value, list), value
+    return value
 
 
 def experts_of(frame: DecodedFrame) -> set[str]:
@@ -240,7 +246,17 @@ def expected_fields(pdu: Packet) -> dict[str, Any]:
 # The PDUs of the round trip
 # ---------------------------------------------------------------------------
 
-IDS = dict(source_entity=1, transaction=3, dest_entity=2)
+
+class HeaderIds(TypedDict):
+    """The header's entity IDs and transaction sequence number, as keyword
+    arguments of the layer's PDUs."""
+
+    source_entity: int
+    transaction: int
+    dest_entity: int
+
+
+IDS: HeaderIds = {"source_entity": 1, "transaction": 3, "dest_entity": 2}
 FS_REQUESTS = [
     CFDPTLV(type="filestore_request", value=bytes([0x20, 5]) + b"/a.tx" + bytes([5]) + b"/b.tx"),
     CFDPTLV(type="filestore_request", value=bytes([0x10, 4]) + b"/old"),
@@ -715,7 +731,7 @@ def _nak(tx: int, start: int, end: int, requests: list[tuple[int, int]], **kw: A
                          **_ids(tx, **kw)))  # fmt: skip
 
 
-U = {"mode": "unacknowledged"}
+U: dict[str, Any] = {"mode": "unacknowledged"}
 # (frame payload, the analysis experts it must carry), in capture order
 CAPTURE: list[tuple[bytes, set[str]]] = [
     # tx 1: a correct Class 2 transfer: no expert at all
@@ -816,7 +832,8 @@ def test_correct_transfer_is_linked_and_silent(analysis_frames: list[DecodedFram
     assert f[6]["analysis.eof_frame"] == 4 and f[6]["analysis.ack_frame"] == [7]
     assert f[7]["analysis.acks_frame"] == 6
     for n in (5, 6, 7):
-        assert re.fullmatch(r"0\.[0-9]{9}", f[n]["analysis.response_time"])
+        response_time = f[n]["analysis.response_time"]
+        assert isinstance(response_time, str) and re.fullmatch(r"0\.[0-9]{9}", response_time)
     # the NAKs of tx 4: what they asked for that the capture had seen
     assert f[17]["analysis.requested_seen"] == 0
     assert f[20]["analysis.requested_seen"] == 0
@@ -966,7 +983,11 @@ def compare(ours: DecodedFrame, theirs: DecodedFrame) -> dict[str, tuple[Any, An
         value = ours.fields[key]
         other = theirs.fields.get(their_key)
         if key == "fault_location":  # the built-in shows the entity ID TLV's octets
-            value = [v for v in ours.fields["tlv.value"] if int(v, 16) == value][-1:]
+            tlv_values = listed(ours.fields["tlv.value"])  # hex strings
+            same: list[int | str | bool] = [
+                v for v in tlv_values if isinstance(v, str) and int(v, 16) == value
+            ]
+            value = same[-1:]
         if isinstance(value, list):
             mine: Any = [render(v) for v in value]
             if other is not None and not isinstance(other, list):
@@ -984,7 +1005,7 @@ def compare(ours: DecodedFrame, theirs: DecodedFrame) -> dict[str, tuple[Any, An
 # small-file FSS fields and no segment metadata, plus the cases where the
 # built-in differs.
 COMPARED = [(n, p) for n, p in ROUND_TRIP if "large1" not in n]
-BIG_IDS = dict(source_entity=2**40 + 1, dest_entity=2, transaction=2**60 + 3)
+BIG_IDS: HeaderIds = {"source_entity": 2**40 + 1, "transaction": 2**60 + 3, "dest_entity": 2}
 
 
 def builtin_cases() -> list[tuple[str, Packet]]:
@@ -1140,9 +1161,8 @@ def test_builtin_leaves_nak_segment_requests_raw(tmp_path: Path) -> None:
     nak = CFDPNak(start_of_scope=0, end_of_scope=4096, segment_requests=requests, **IDS)
     pcap = write_pcap(tmp_path / "nak.pcap", [bytes(nak)])
     (ours,), (theirs,) = decode(pcap), decode_builtin(pcap)
-    assert list(zip(ours.fields["segment.start"], ours.fields["segment.end"], strict=True)) == (
-        requests
-    )
+    starts, ends = listed(ours.fields["segment.start"]), listed(ours.fields["segment.end"])
+    assert list(zip(starts, ends, strict=True)) == requests
     assert theirs.fields["segment_requests"] == bytes(nak)[-24:].hex()
     assert not any(k.startswith("segment") and k != "segment_requests" for k in theirs.fields)
 
@@ -1155,7 +1175,9 @@ def test_builtin_reads_a_second_name_in_every_filestore_request(tmp_path: Path) 
     is lost. Ours keeps to the TLV's length."""
     messages = [b"hello, world", b"second message, long enough"]
     tail = [CFDPTLV(type="message_to_user", value=m) for m in messages]
-    names = dict(file_size=256, source_file_name=b"/src/file.bin", dest_file_name=b"/dst/file.bin")
+    names: dict[str, Any] = dict(
+        file_size=256, source_file_name=b"/src/file.bin", dest_file_name=b"/dst/file.bin"
+    )
     pdus = [
         CFDPMetadata(options=tail, **names, **IDS),
         CFDPMetadata(options=[CFDPTLV(type=0, value=b"\x10\x04/old"), *tail], **names, **IDS),

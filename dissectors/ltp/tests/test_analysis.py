@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,11 +24,11 @@ pytestmark = [
 ]
 
 
-def _seg(number: int, type_: str, **fields: object) -> bytes:
+def _seg(number: int, type_: str, **fields: Any) -> bytes:
     return bytes(LTP(type=type_, session_originator=1, session_number=number, **fields))
 
 
-def _data(number: int, type_: str, off: int, n: int, **fields: object) -> bytes:
+def _data(number: int, type_: str, off: int, n: int, **fields: Any) -> bytes:
     return _seg(number, type_, client_service_id=1, offset=off, data=b"d" * n, **fields)
 
 

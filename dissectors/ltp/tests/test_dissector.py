@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scapy.layers.inet import IP, UDP
@@ -48,7 +49,7 @@ def write_pcap(path: Path, payloads: list[bytes], *, dport: int = 1113) -> Path:
     return path
 
 
-def segment(type_code: int, originator: int, number: int, **fields: object) -> LTP:
+def segment(type_code: int, originator: int, number: int, **fields: Any) -> LTP:
     """An LTP segment of the Scapy layer, built from positional type code and
     session ID as this file writes them."""
     return LTP(type=type_code, session_originator=originator, session_number=number, **fields)

@@ -11,6 +11,7 @@ read at test time), whose expected fields :func:`classify` must equal.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from dissectors.ltp.layer import (
     LTPDataSegment,
     LtpDecodeError,
     LTPExtension,
+    LTPReceptionClaim,
     LTPReportAckSegment,
     LTPReportSegment,
     LTPUndefinedControlSegment,
@@ -62,6 +64,14 @@ EMULATOR = ROOT / "conformance" / "channel" / "emulator"
 
 def seg(code: int, originator: Any = 1, number: Any = 77, **fields: Any) -> LTP:
     return LTP(type=code, session_originator=originator, session_number=number, **fields)
+
+
+def tuple_fields(item_cls: object) -> tuple[str, ...]:
+    """The ``tuple_fields`` of the item class of a segment's list field
+    (extensions, reception claims)."""
+    assert isinstance(item_cls, type), item_cls
+    assert issubclass(item_cls, (LTPExtension, LTPReceptionClaim)), item_cls
+    return item_cls.tuple_fields
 
 
 # ---------------------------------------------------------------------------
@@ -132,8 +142,9 @@ def test_tables_are_the_wire_facts() -> None:
     assert wire.names("ltp", "cancel_reasons") == CANCEL_REASONS
     assert wire.names("ltp", "extension_tags") == EXTENSION_TAGS
     assert UDP_PORT == wire.load("ltp")["udp_port"] == 1113
-    assert SegmentType.RD_CP_EORP == 2 and SegmentType.CAR == 15
-    assert CancelReason.RXMTCYCEXC == 5
+    # the enums' members come from wire.json: by name, for the type checker
+    assert SegmentType["RD_CP_EORP"] == 2 and SegmentType["CAR"] == 15
+    assert CancelReason["RXMTCYCEXC"] == 5
     assert {1, 2, 3} == CHECKPOINT_TYPES
 
 
@@ -241,7 +252,7 @@ def test_session_management_segments() -> None:
     """RFC 5326 §3.2.4: a cancel segment is one reason octet, a cancel
     acknowledgment has no content; §3.1.4: with no content, header extensions
     are followed directly by trailer extensions."""
-    assert bytes(seg(14, reason=CancelReason.RXMTCYCEXC)).hex() == "0e014d0005"
+    assert bytes(seg(14, reason=CancelReason["RXMTCYCEXC"])).hex() == "0e014d0005"
     assert bytes(seg(12, reason="RLEXC")).hex() == "0c014d0002"
     for code in (13, 15, 10, 11):
         assert bytes(seg(code, 5, 6)) == bytes([code, 5, 6, 0])
@@ -301,7 +312,7 @@ def segments(draw: st.DrawFn) -> tuple[LTP, dict[str, Any]]:
             if code in CHECKPOINT_TYPES:
                 drawn[name] = draw(SDNVS)
         elif isinstance(field, PacketListField):
-            names = field.cls.tuple_fields
+            names = tuple_fields(field.cls)
             item = st.tuples(*(ITEM_VALUES[n] for n in names))
             drawn[name] = draw(st.lists(item, max_size=15 if "ext" in name else 4))
         elif isinstance(field, SDNVField):
@@ -324,7 +335,9 @@ def test_round_trip(case: tuple[LTP, dict[str, Any]]) -> None:
     for name, value in drawn.items():
         got = parsed.getfieldval(name)
         if isinstance(value, list):
-            names = parsed.get_field(name).cls.tuple_fields
+            field = parsed.get_field(name)
+            assert isinstance(field, PacketListField), name
+            names = tuple_fields(field.cls)
             got = [tuple(item.getfieldval(n) for n in names) for item in got]
         assert got == value, name
     assert bytes(type(parsed)(**parsed.fields)) == octets
@@ -335,8 +348,14 @@ def test_round_trip(case: tuple[LTP, dict[str, Any]]) -> None:
 # Malformed on purpose: built, then rejected by parse with the right message
 # ---------------------------------------------------------------------------
 
-RS = {"report_serial": 3, "checkpoint_serial": 2, "upper_bound": 6000, "lower_bound": 1000}
-GD = {"client_service_id": 1, "offset": 0}
+# field values for the Scapy layer (Packet(**fields: Any))
+RS: dict[str, Any] = {
+    "report_serial": 3,
+    "checkpoint_serial": 2,
+    "upper_bound": 6000,
+    "lower_bound": 1000,
+}
+GD: dict[str, Any] = {"client_service_id": 1, "offset": 0}
 MALFORMED: list[tuple[str, bytes, str]] = [
     ("empty", b"", "empty datagram"),
     ("version 1", bytes(seg(9, report_serial=5, version=1)), "version 1 is not 0"),
@@ -508,13 +527,16 @@ def rust_expected() -> dict[str, list[tuple[str, str, Any]]]:
     text = ltp_rs()
     body = text[text.index("fn expected()") :]
     body = body[: body.index("#[test]")]
+    convert: dict[str, Callable[[str], Any]] = {
+        "S": lambda x: x.strip('"'),
+        "I": int,
+        "B": lambda x: x == "true",
+    }
     out = {}
     for name, entries in re.findall(r"\(\s*(\w+),\s*vec!\[(.*?)\],\s*\)", body, re.S):
         fields = []
         for key, kind, value in re.findall(r'\("(\w+)", ([SIB])\(([^)]*)\)\)', entries):
-            v: Any = {"S": lambda x: x.strip('"'), "I": int, "B": lambda x: x == "true"}[kind](
-                value
-            )
+            v: Any = convert[kind](value)
             fields.append((key, type(v).__name__, v))
         out[name] = fields
     return out

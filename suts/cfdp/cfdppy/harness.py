@@ -68,10 +68,10 @@ try:
     from spacepackets.util import UnsignedByteField
 except ImportError as exc:  # pragma: no cover - reported as an "error" result
     _IMPORT_ERROR = f"cannot import cfdp-py/spacepackets: {exc}"
-    CheckTimerProvider = object  # type: ignore[assignment,misc]
-    CfdpUserBase = object  # type: ignore[assignment,misc]
-    DefaultFaultHandlerBase = object  # type: ignore[assignment,misc]
-    ProvidesSeqCount = object  # type: ignore[assignment,misc]
+    CheckTimerProvider = object
+    CfdpUserBase = object
+    DefaultFaultHandlerBase = object
+    ProvidesSeqCount = object
 
 # harnesskit (suts/cfdp/common/), appended so that suts/cfdp/cfdppy does not shadow cfdp-py
 sys.path.append(str(Path(__file__).resolve().parent.parent / "common"))
@@ -182,7 +182,7 @@ class Observer(common.Observed):
         self.record(text, self.settled)
 
 
-class HarnessUser(CfdpUserBase):  # type: ignore[misc,valid-type]
+class HarnessUser(CfdpUserBase):
     """cfdp-py's user: records each indication it gives."""
 
     def __init__(self, obs: Observer) -> None:
@@ -249,7 +249,7 @@ class HarnessUser(CfdpUserBase):  # type: ignore[misc,valid-type]
         self.obs.note("EOF-Recv.indication")
 
 
-class HarnessFaultHandlers(DefaultFaultHandlerBase):  # type: ignore[misc,valid-type]
+class HarnessFaultHandlers(DefaultFaultHandlerBase):
     """cfdp-py's defaults (mib.py:58-70), with the faults the model has set
     to notice of cancellation explicitly; File Checksum Failure, which
     cfdp-py ignores by default, per --checksum-fault-handler."""
@@ -294,7 +294,7 @@ class HarnessFaultHandlers(DefaultFaultHandlerBase):  # type: ignore[misc,valid-
         self._record("ignore", cond, progress)
 
 
-class HarnessCheckTimers(CheckTimerProvider):  # type: ignore[misc,valid-type]
+class HarnessCheckTimers(CheckTimerProvider):
     """Check timers (4.6.3.2, 4.6.3.3). The DestHandler counts its own
     expiries against RemoteEntityConfig.check_limit; the SourceHandler
     declares Check Limit Reached at the first expiry of the one timer it
@@ -311,7 +311,7 @@ class HarnessCheckTimers(CheckTimerProvider):  # type: ignore[misc,valid-type]
         return Countdown.from_millis(ms)
 
 
-class FixedSeqNum(ProvidesSeqCount):  # type: ignore[misc,valid-type]
+class FixedSeqNum(ProvidesSeqCount):
     """Yields --seq-num for the (one) transaction."""
 
     def __init__(self, first: int, width_octets: int) -> None:

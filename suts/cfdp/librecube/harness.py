@@ -62,8 +62,8 @@ except ImportError as exc:  # pragma: no cover - reported as an "error" result (
         f"cannot import LibreCube cfdp 0.2.0: {exc} (run suts/cfdp/librecube/setup.sh and use "
         "suts/cfdp/librecube/.venv/bin/python)"
     )
-    CfdpEntity = object  # type: ignore[assignment,misc]
-    Transport = object  # type: ignore[assignment,misc]
+    CfdpEntity = object
+    Transport = object
 
 # harnesskit (suts/cfdp/common/): the harnesses' command line, requests and result
 sys.path.append(str(Path(__file__).resolve().parent.parent / "common"))
@@ -247,7 +247,7 @@ class Observer(common.Observed):
         self.record(text, self.ended() if after is None else after)
 
 
-class HarnessEntity(CfdpEntity):  # type: ignore[misc,valid-type]
+class HarnessEntity(CfdpEntity):
     """LibreCube's CfdpEntity. The user's side is its indication methods
     (core.py:219-325), overridden here to record them. Two more overrides
     feed it what its Put.request cannot take: the transaction sequence
@@ -402,7 +402,7 @@ class FaultLog(logging.Handler):
 # --------------------------------------------------------------------------
 
 
-class HarnessTransport(Transport):  # type: ignore[misc,valid-type]
+class HarnessTransport(Transport):
     """A LibreCube Transport (transport/base.py) on the harness's socket:
     like its UdpTransport (transport/udp.py) with routing {"*": [peer]} it
     sends every PDU to --peer and passes every datagram, from any address,
@@ -705,7 +705,8 @@ def run(args: argparse.Namespace, t0: float) -> dict[str, Any]:
     def on_thread_exception(hook: threading.ExceptHookArgs) -> None:
         exc = hook.exc_value
         name = hook.thread.name if hook.thread is not None else "?"
-        text = f"{IMPLEMENTATION} raised {hook.exc_type.__name__}({exc}){where(exc)} in {name}"
+        at = where(exc) if exc is not None else ""
+        text = f"{IMPLEMENTATION} raised {hook.exc_type.__name__}({exc}){at} in {name}"
         if exc is not None and exc.__traceback__ is not None:
             LOG.error("%s\n%s", text, "".join(traceback.format_tb(exc.__traceback__)))
         crashes.append(text)

@@ -402,11 +402,15 @@ def test_cross_nak_retransmission(tmp_path: Path, direction: str) -> None:
     """The File Data at 1024 lost once: each receiver NAKs after the EOF
     (deferred), each sender fills the gap, both complete."""
     needs_cfdppy()
-    progs = (
-        {"receiver_prog": CFDPPY} if direction == "librecube_to_cfdppy" else {"sender_prog": CFDPPY}
-    )
+    to_cfdppy = direction == "librecube_to_cfdppy"
     rules = [Rule("forward", "file_data", offset=1024, times=[1])]
-    sent, received, _ = transfer(tmp_path, ["--mode", "class2"], rules=rules, **progs)
+    sent, received, _ = transfer(
+        tmp_path,
+        ["--mode", "class2"],
+        rules=rules,
+        sender_prog=None if to_cfdppy else CFDPPY,
+        receiver_prog=CFDPPY if to_cfdppy else None,
+    )
     assert received is not None
     assert sent["outcome"] == "completed", sent
     ct.assert_delivered(received, tmp_path / "r")
