@@ -87,11 +87,12 @@ def bench_validate(out: Console) -> dict[str, Figure]:
     import tempfile
     from pathlib import Path
 
-    from conformance import pcapkit, tracecheck
+    from conformance import pcapkit, protocols, tracecheck
     from conformance.core.types import Scenario
     from conformance.segments import records_from_captures
     from dissectors.ltp.layer import LTP
 
+    spec = protocols.get("ltp")  # this benchmark's entry point
     size, seg = 10_000_000, 1400
     n = -(-size // seg)
     scn = Scenario.model_validate(
@@ -125,11 +126,11 @@ def bench_validate(out: Console) -> dict[str, Figure]:
         folder = Path(tmp)
         a, b = wire.write(folder)
         t0 = time.perf_counter()
-        records, _ = records_from_captures("ltp", a, b, port=1113, ip_a=pcapkit.IP_A)
+        records, _ = records_from_captures(spec, a, b, port=1113, ip_a=pcapkit.IP_A)
         t1 = time.perf_counter()
         exits = {"sender": wire.t0 + t + 0.05, "receiver": wire.t0 + t + 0.05}
         tc = tracecheck.check(
-            scn, records, a, b, port=1113, ip_a=pcapkit.IP_A, exits=exits,
+            spec, scn, records, a, b, port=1113, ip_a=pcapkit.IP_A, exits=exits,
             workdir=folder / "trace", out=folder / "trace.ndjson",
         )  # fmt: skip
         t2 = time.perf_counter()

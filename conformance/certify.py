@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance import protocols
 from conformance.core.errors import InputError, NotRun
 from conformance.core.types import (
     RunOutcome,
@@ -29,6 +28,7 @@ from conformance.core.types import (
     load_model,
     load_scenario,
 )
+from conformance.protocols import ProtocolSpec
 from conformance.robot import suitefile
 from suts.base import SutAdapter
 
@@ -72,7 +72,7 @@ class Case:
         return stem if self.tester is None else f"{stem}--tester-{self.tester}"
 
 
-def cases(protocol: str, scenarios: list[Path], sut_roles: Sequence[str]) -> list[Case]:
+def cases(spec: ProtocolSpec, scenarios: list[Path], sut_roles: Sequence[str]) -> list[Case]:
     """Every scenario once per SUT role ("both": the SUT on each side;
     "sender": the SUT sends to the tester; "receiver": the tester sends to
     the SUT; a scenario one of whose sides only the tester plays, e.g. a
@@ -91,13 +91,13 @@ def cases(protocol: str, scenarios: list[Path], sut_roles: Sequence[str]) -> lis
     top = next((p.parent for p in scenarios if p.parent.name != CATALOGUE), scenarios[0].parent)
     for path in sorted((top / ROBUSTNESS).glob("*.json")):
         scn = load_scenario(path)
-        tester = probe_role(scn)
+        tester = probe_role(spec, scn)
         if tester is not None and {"sender": "receiver", "receiver": "sender"}[tester] in sut_roles:
             out.append(Case(path, tester))
     return out
 
 
-def unsupported(sut: SutAdapter, case: Case) -> str:
+def unsupported(spec: ProtocolSpec, sut: SutAdapter, case: Case) -> str:
     """Why ``sut`` cannot play its side(s) of a case, or the model-driven
     tester its own ('' if both can)."""
     scn = load_scenario(case.path)
@@ -110,27 +110,27 @@ def unsupported(sut: SutAdapter, case: Case) -> str:
         from conformance.tester.core import CannotPlay
 
         try:
-            launch.module(scn).check(scn, case.tester)
+            launch.module(spec).check(scn, case.tester)
         except CannotPlay as exc:
             why.append(f"the model-driven tester: {exc}")
     return "; ".join(why)
 
 
-def probe_role(scn: Scenario) -> str | None:
+def probe_role(spec: ProtocolSpec, scn: Scenario) -> str | None:
     """The tester role a scenario's probes are sent from (None: no probes)."""
     if not scn.probes:
         return None
-    spec = protocols.get(scn.protocol)
     probes = spec.need("probes", spec.capabilities.probes)
     return str(probes.PROBES[scn.probes[0].kind].role)
 
 
 def write_suite(
-    protocol: str, cases: list[Case], suite: Path, *, resource: Path = RESOURCE
+    spec: ProtocolSpec, cases: list[Case], suite: Path, *, resource: Path = RESOURCE
 ) -> None:
     """The Robot suite of ``cases``: every value in it (paths, names, tags)
     written through :func:`suitefile.cell`, so that a folder named
     ``${{...}}`` or with two spaces is read back as itself."""
+    protocol = spec.name
     lines = [
         "*** Settings ***",
         f"Documentation     Certification of {protocol.upper()} scenarios generated from the "
@@ -143,7 +143,7 @@ def write_suite(
     ]
     for case in cases:
         scn = load_scenario(case.path)
-        tags = scenario_tags(scn)
+        tags = scenario_tags(spec, scn)
         tags.append(f"tester:{case.tester}" if case.tester else "sut:both")
         tags += [f"probe:{p.kind}" for p in scn.probes]
         lines.append(
@@ -153,16 +153,16 @@ def write_suite(
     suite.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def scenario_tags(scn: Scenario) -> list[str]:
+def scenario_tags(spec: ProtocolSpec, scn: Scenario) -> list[str]:
     """A scenario's Robot tags: every purpose it stands for (``purpose:X``),
     the TLA+ actions of its trace, and the spec sections its description
     cites (``RFC5326-6.8``), so that ``--include`` finds tests by any of them."""
     purposes = (scn.origin.purposes or [scn.origin.purpose]) if scn.origin else ["hand-written"]
     tags = [f"purpose:{p}" for p in purposes]
     tags += list(dict.fromkeys(scn.origin.actions if scn.origin else []))
-    spec = protocols.get(scn.protocol).spec.replace(" ", "")
+    std = spec.spec.replace(" ", "")
     for cited in re.findall(r"§\s*(\d+(?:\.\d+)*)", scn.description):
-        tag = f"{spec}-{cited}"
+        tag = f"{std}-{cited}"
         if tag not in tags:
             tags.append(tag)
     return tags
@@ -392,7 +392,7 @@ def _settled(run_dir: Path) -> bool:
 
 
 def certify(
-    protocol: str,
+    spec: ProtocolSpec,
     sut: SutAdapter,
     out: Path,
     *,
@@ -412,8 +412,8 @@ def certify(
     ``lanes`` > 1: that many cases at once, under pabot."""
     from reports.html import render_certification
 
-    every = _chosen(cases(protocol, _scenarios(out, catalogue), sut_roles), out, only)
-    every = _supported(sut, every)
+    every = _chosen(cases(spec, _scenarios(out, catalogue), sut_roles), out, only)
+    every = _supported(spec, sut, every)
     runs_dir = out / "runs"
     todo = every
     if resume:
@@ -423,21 +423,25 @@ def certify(
     robot = RobotRun(out / "robot", 0)
     unrun: dict[str, str] = {}
     if todo:
-        robot, unrun = _run_cases(protocol, sut, out, todo, on_test, lanes)
+        robot, unrun = _run_cases(spec, sut, out, todo, on_test, lanes)
     runs = [
         load_outcome(runs_dir / c.name)
         for c in every
         if (runs_dir / c.name / "verdict.json").exists()
     ]
+    from conformance.provenance import planned_channel
+
+    paths = list(dict.fromkeys(c.path for c in every))
     report = render_certification(
-        protocol,
+        spec,
         sut,
         out,
-        list(dict.fromkeys(c.path for c in every)),
+        paths,
         runs,
         robot.log,
         coverage=read_coverage(out),
-        retx_table=_retx_table(protocol, sut, out) if retx_table else None,
+        retx_table=_retx_table(spec, sut, out) if retx_table else None,
+        planned={(scn := load_scenario(p)).name: planned_channel(scn) for p in paths},
     )
     if not todo:
         raise NotRun(
@@ -479,10 +483,10 @@ def _chosen(every: list[Case], out: Path, only: str | None) -> list[Case]:
     return chosen
 
 
-def _supported(sut: SutAdapter, every: list[Case]) -> list[Case]:
+def _supported(spec: ProtocolSpec, sut: SutAdapter, every: list[Case]) -> list[Case]:
     """The cases the implementation can take: "not supported" (its adapter
     says why) is no verdict on it, and such a case is not run."""
-    why = {c: unsupported(sut, c) for c in every}
+    why = {c: unsupported(spec, sut, c) for c in every}
     if all(why.values()):
         first = next(iter(why.items()))
         raise NotRun(
@@ -492,7 +496,7 @@ def _supported(sut: SutAdapter, every: list[Case]) -> list[Case]:
 
 
 def _run_cases(
-    protocol: str,
+    spec: ProtocolSpec,
     sut: SutAdapter,
     out: Path,
     todo: list[Case],
@@ -504,8 +508,8 @@ def _run_cases(
     caller reports the interrupt)."""
     runs_dir = out / "runs"
     sut.ensure_built()
-    suite = out / f"{protocol}_certification.robot"
-    write_suite(protocol, todo, suite)
+    suite = out / f"{spec.name}_certification.robot"
+    write_suite(spec, todo, suite)
     options = ",".join(f"{k}={v}" for k, v in getattr(sut, "options", {}).items())
     robot = run_robot(
         suite,
@@ -520,12 +524,11 @@ def _run_cases(
     return robot, no_verdicts([c.name for c in todo], runs_dir, robot, out / CONSOLE)
 
 
-def _retx_table(protocol: str, sut: SutAdapter, out: Path) -> Path:
+def _retx_table(spec: ProtocolSpec, sut: SutAdapter, out: Path) -> Path:
     """``--retx-table``: the retransmission table run into out/retx-table;
     its JSON, for the report."""
     from conformance import retxtable
 
-    spec = protocols.get(protocol)
     gen = spec.need("retx_table", spec.capabilities.retx_table)
     table = out / "retx-table"
     retxtable.build(gen.retx_scenarios(table / "tlc"), sut, table)

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from conformance.campaign.plan import Plan as CampaignPlan
     from conformance.campaign.store import Store
     from conformance.core.modelcheck import GenerateReport
-    from conformance.core.types import RunOutcome, RunResult, Scenario, TraceCheck
+    from conformance.core.types import RunOutcome, RunResult, Scenario, SegmentRecord, TraceCheck
     from conformance.protocols import ProtocolSpec
     from suts.base import SutAdapter
 
@@ -577,7 +577,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.tester or scn.probes:
         from conformance.tester import launch
 
-        launch.check(scn, args.tester)
+        launch.check(_protocol(scn.protocol), scn, args.tester)
     peer = get(args.receiver_sut) if args.receiver_sut else None
     params = scn.params.model_dump(mode="json")
     plays = [(sut, r) for r in ("sender", "receiver") if r != args.tester and not (
@@ -723,8 +723,8 @@ def _lanes(lanes: int) -> int:
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
-    _protocol(args.protocol)
-    from conformance import certify, protocols
+    spec = _protocol(args.protocol)
+    from conformance import certify
     from suts.registry import get
 
     sut = get(args.sut)
@@ -732,7 +732,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
     if sut.protocol != args.protocol:
         raise InputError(f"--sut {sut.name}: it plays {sut.protocol}, not {args.protocol}")
     lanes = _lanes(args.lanes)
-    has_tester = protocols.get(args.protocol).capabilities.tester is not None
+    has_tester = spec.capabilities.tester is not None
     given = args.sut_roles or ("both,sender,receiver" if has_tester else "both")
     roles = [r.strip() for r in given.split(",") if r.strip()]
     if not has_tester and any(r != "both" for r in roles):
@@ -760,7 +760,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
         try:
             outcome = certify.certify(
-                args.protocol,
+                spec,
                 sut,
                 out,
                 on_test=on_test,
@@ -1023,6 +1023,7 @@ def cmd_validate_trace(args: argparse.Namespace) -> int:
             if not (run_dir / name).is_file():
                 raise InputError(f"{run_dir}: no {name} to judge")
     scn = _load_scenario_file(run_dir / "scenario.json")
+    spec = _protocol(scn.protocol)
     for side in "ab":  # a file that is no capture is bad input, not a trace to check
         datagrams(run_dir / f"{side}.pcap", PORTS[scn.protocol])
     result = (
@@ -1046,7 +1047,7 @@ def cmd_validate_trace(args: argparse.Namespace) -> int:
     with _progress() as prog:
         prog.add_task(f"TLC: trace of {run_dir.name}", total=None, info="")
         tc = validate_trace(
-            scn, segments, run_dir, port=PORTS[scn.protocol], ip_a=None, result=result
+            spec, scn, segments, run_dir, port=PORTS[scn.protocol], ip_a=None, result=result
         )
     style = {"accepted": "green", "rejected": "red", "unchecked": "yellow", "error": "red"}[
         tc.status
@@ -1058,35 +1059,46 @@ def cmd_validate_trace(args: argparse.Namespace) -> int:
     if tc.states is not None:
         console.print(f"{tc.lines} lines, {tc.states} states, {tc.seconds:g} s of TLC")
     if args.judge:
-        return _rejudge(run_dir, scn, result, tc)
+        return _rejudge(spec, run_dir, scn, segments, result, tc)
     return {"accepted": 0, "rejected": 1, "unchecked": 2, "error": 2}[tc.status]
 
 
-def _rejudge(run_dir: Path, scn: Scenario, result: RunResult | None, tc: TraceCheck) -> int:
+def _rejudge(
+    spec: ProtocolSpec,
+    run_dir: Path,
+    scn: Scenario,
+    segments: list[SegmentRecord],
+    result: RunResult | None,
+    tc: TraceCheck,
+) -> int:
     """Judge a stored run again (after the model or its scenario's outcome
     set changed): its captures decoded anew, the trace check just made;
     verdict.json is rewritten, the old one kept as verdict.previous.json."""
     from conformance import judge
     from conformance.core.types import Verdict, dump_model, load_model
     from conformance.runner import PORTS
-    from conformance.segments import records_from_captures
+    from conformance.segments import datagrams, records_from_captures, sender_address
 
     if result is None:
         raise InputError(f"{run_dir}: no result.json to judge")
     if not (run_dir / "channel.jsonl").is_file():
         raise InputError(f"{run_dir}: no channel.jsonl to judge")
+    port = PORTS[scn.protocol]
+    # a stored run does not record the sender's address: its captures show it
+    sent_at_a = {d.number: d for d in datagrams(run_dir / "a.pcap", port)}
+    ip_a = sender_address(segments, sent_at_a)
+    if ip_a is None:
+        raise InputError(f"{run_dir}: a.pcap shows no segment the sender sent: nothing to judge")
     _segments, experts = records_from_captures(
-        scn.protocol,
+        spec,
         run_dir / "a.pcap",
         run_dir / "b.pcap",
-        port=PORTS[scn.protocol],
-        # a stored run: the sender's address is not known (segments.py
-        # takes None so, though it types the argument str)
-        ip_a=None,  # type: ignore[arg-type]
+        port=port,
+        ip_a=ip_a,
         channel_log=run_dir / "channel.jsonl",
     )
     verdict = judge.judge(
-        scn, result, run_dir / "channel.jsonl", experts, trace=tc, tester=result.tester
+        spec, scn, result, run_dir / "channel.jsonl", experts, trace=tc, tester=result.tester
     )
     old = run_dir / "verdict.json"
     if old.is_file():

@@ -268,7 +268,7 @@ def interop(
         for c in every
         if (out / "runs" / c.name / "verdict.json").exists()
     }
-    report = render_interop(protocol, suts, configs, every, runs, out, robot.log)
+    report = render_interop(protocols.get(protocol), suts, configs, every, runs, out, robot.log)
     return InteropOutcome(every, runs, report, robot.log, robot.rc, unrun)
 
 

@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from conformance import protocols
 from conformance.core.types import (
     ExpectedOutcome,
     Impairment,
@@ -37,7 +36,7 @@ from conformance.core.types import (
     Verdict,
     VerdictStatus,
 )
-from conformance.protocols import Rule
+from conformance.protocols import ProtocolSpec, Rule
 from generators.outcomes import stale as outcomes_stale
 
 if TYPE_CHECKING:
@@ -45,27 +44,26 @@ if TYPE_CHECKING:
     from conformance.segments import Finding
 
 
-def _rule(scn: Scenario, part: str, allowed: object, observed: object) -> Rule | None:
+def _rule(spec: ProtocolSpec, part: str, allowed: object, observed: object) -> Rule | None:
     """The rule a part of an outcome breaks: the one behind the value the
     model allows (the protocol's rule table), or, for a session that closed
     with no notice, that."""
-    spec = protocols.get(scn.protocol)
     if observed == "closed":
         return spec.closed_rule
     table = spec.rules.get(part, {})
     return table.get(str(allowed), table.get(""))
 
 
-def _cited(scn: Scenario, rule: Rule | None, **kw: Any) -> dict[str, Any]:
+def _cited(spec: ProtocolSpec, rule: Rule | None, **kw: Any) -> dict[str, Any]:
     """Reason fields for a rule: its citation, TLA+ actions and tags."""
     if rule is None:
         return kw
-    spec = protocols.get(scn.protocol).spec
-    return {**kw, "rule": rule.cite(spec), "actions": list(rule.actions), "tags": rule.tags(spec)}
+    std = spec.spec
+    return {**kw, "rule": rule.cite(std), "actions": list(rule.actions), "tags": rule.tags(std)}
 
 
 def outcome_reasons(
-    scn: Scenario, seen: ExpectedOutcome, reading: str | None = None
+    spec: ProtocolSpec, scn: Scenario, seen: ExpectedOutcome, reading: str | None = None
 ) -> list[Reason]:
     """Why an observed outcome is not in the scenario's set (under the
     reading that explained the trace, if given): one reason per part that
@@ -86,8 +84,8 @@ def outcome_reasons(
         reasons.append(
             Reason(
                 **_cited(
-                    scn,
-                    _rule(scn, f, nearest[f], value),
+                    spec,
+                    _rule(spec, f, nearest[f], value),
                     code=outcome_code(f),
                     message=f"{f}: observed {value}; with the other parts as observed, the "
                     f"model allows {nearest[f]} (over all allowed outcomes: {', '.join(options)})",
@@ -207,6 +205,7 @@ def uncovered(scn: Scenario, records: Sequence[ChannelRecord]) -> str:
 
 
 def judge(
+    spec: ProtocolSpec,
     scn: Scenario,
     result: RunResult,
     channel_log: Path,
@@ -238,13 +237,12 @@ def judge(
             )
         )
     elif not errors and not scn.expect.allows(seen, reading_judged):
-        spec = protocols.get(scn.protocol)
         stale = outcomes_stale(scn) if spec.capabilities.outcomes is not None else ""
         beyond = "" if stale else uncovered(scn, records)
         if not stale and not beyond:
-            fails += outcome_reasons(scn, seen, reading_judged)
+            fails += outcome_reasons(spec, scn, seen, reading_judged)
     probe_fails, probe_unsent = _probe_reasons(result)
-    fails += probe_fails + _payload_reasons(scn, result)
+    fails += probe_fails + _payload_reasons(spec, result)
     for f in findings:
         reason = Reason(
             code=f.name or "dissector-finding",
@@ -256,7 +254,7 @@ def judge(
     unmet = _unmet_reasons(scn, result, records) + probe_unsent + unjudged
     unmet += _requests_unmade(result) + _uncovered_reasons(seen, stale, beyond)
     status, reasons = _status(seen, errors, fails, unmet, notes)
-    readings, explained = _readings(scn, seen, trace, reading, status)
+    readings, explained = _readings(spec, scn, seen, trace, reading, status)
     return Verdict(
         scenario=scn.name,
         sut=result.sut,
@@ -335,15 +333,15 @@ def _probe_reasons(result: RunResult) -> tuple[list[Reason], list[Reason]]:
     return fails, unsent
 
 
-def _payload_reasons(scn: Scenario, result: RunResult) -> list[Reason]:
+def _payload_reasons(spec: ProtocolSpec, result: RunResult) -> list[Reason]:
     """Delivered bytes that are not the bytes sent."""
     if result.receiver.payload_ok is not False:
         return []
     return [
         Reason(
             **_cited(
-                scn,
-                protocols.get(scn.protocol).payload_rule,
+                spec,
+                spec.payload_rule,
                 code="payload-corrupt",
                 message="delivered bytes differ from the bytes the sender sent",
             )
@@ -428,6 +426,7 @@ def _status(
 
 
 def _readings(
+    spec: ProtocolSpec,
     scn: Scenario,
     seen: ExpectedOutcome,
     trace: TraceCheck | None,
@@ -453,7 +452,6 @@ def _readings(
     )
     explained: list[Reason] = []
     if status == "pass" and needed:
-        spec = protocols.get(scn.protocol)
         both = " together with the other alternative(s) named here" if "+" in needed else ""
         for rid in needed.split("+"):
             r = spec.reading(rid)

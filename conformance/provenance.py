@@ -169,6 +169,19 @@ def channel_as_run(
     }
 
 
+def planned_channel(scn: Scenario) -> dict[str, Any]:
+    """The channel a scenario asks for, as :func:`channel_as_run` writes it,
+    for a report row that no run recorded (the scenario's profile and seed
+    when the channel does not resolve, e.g. an unknown profile: its run says
+    why)."""
+    from conformance.channel import control as emulator
+
+    try:
+        return channel_as_run(scn, emulator.resolve(scn.channel))
+    except Exception:  # noqa: BLE001 - any failure to resolve: the run reports it
+        return {"profile": scn.channel.profile, "seed": scn.channel.seed}
+
+
 def _direction(d: DirectionChannel) -> dict[str, Any]:
     link = d.link
     return {

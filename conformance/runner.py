@@ -130,6 +130,7 @@ class _Run:
     preparation settled (the port, the timers, the clock's start)."""
 
     scn: Scenario
+    spec: protocols.ProtocolSpec  # the scenario's protocol, resolved once for the whole run
     sut: SutAdapter  # the sender's side (and the receiver's, but in interop)
     rx_sut: SutAdapter  # the receiver's side: ``receiver_sut`` or ``sut``
     receiver_sut: SutAdapter | None
@@ -179,7 +180,9 @@ def run_scenario(
     result = _result(run, ended, ends, segments)
     dump_model(result, run_dir / "result.json")
     run.say("validating the trace")
-    trace = validate_trace(scn, segments, run_dir, port=run.port, ip_a=ended.ip_a, result=result)
+    trace = validate_trace(
+        run.spec, scn, segments, run_dir, port=run.port, ip_a=ended.ip_a, result=result
+    )
     verdict = _judge(run, ended, result, trace, experts)
     dump_model(verdict, run_dir / "verdict.json")
     return RunOutcome(result, verdict, segments, run_dir)
@@ -201,8 +204,9 @@ def _prepare(
     if receiver_sut is not None and tester is not None:
         raise InputError("an interoperability run has no tester: two implementations play it")
     rx_sut = receiver_sut or sut
+    spec = protocols.get(scn.protocol)  # the one lookup of a run: every stage is handed it
     if tester is not None:
-        launch.check(scn, tester)
+        launch.check(spec, scn, tester)
     elif scn.probes:
         raise InputError(
             f"{scn.name}: probes: robustness probes are sent by the model-driven tester; run "
@@ -233,7 +237,7 @@ def _prepare(
         for w in notes:
             _log.warning("%s: warning: %s", scn.name, w)
             say(f"warning: {w}")
-    return _Run(scn, sut, rx_sut, receiver_sut, tester, run_dir, say, port, tm, started, t0)
+    return _Run(scn, spec, sut, rx_sut, receiver_sut, tester, run_dir, say, port, tm, started, t0)
 
 
 def _run_live(run: _Run) -> _Ended:
@@ -391,7 +395,7 @@ def _decode(
     """The captures decoded by our dissector into the run's segments (the
     probes' own left out) and its findings; segments.jsonl written."""
     segments, experts = records_from_captures(
-        run.scn.protocol,
+        run.spec,
         run.run_dir / "a.pcap",
         run.run_dir / "b.pcap",
         port=run.port,
@@ -399,7 +403,7 @@ def _decode(
         channel_log=run.run_dir / "channel.jsonl",
         skip=probe_payloads(ends.values()),
     )
-    segments = settle_probes(run.scn, ends, segments, run.run_dir)
+    segments = settle_probes(run.spec, ends, segments, run.run_dir)
     with (run.run_dir / "segments.jsonl").open("w") as fh:
         for rec in segments:
             fh.write(rec.model_dump_json() + "\n")
@@ -456,7 +460,13 @@ def _judge(
     channel died, a capture ended early), whatever the run showed."""
     scn = run.scn
     verdict = judge.judge(
-        scn, result, run.run_dir / "channel.jsonl", experts, trace=trace, tester=run.tester
+        run.spec,
+        scn,
+        result,
+        run.run_dir / "channel.jsonl",
+        experts,
+        trace=trace,
+        tester=run.tester,
     )
     ours: list[Reason] = []  # our side failed: the run is an error, whatever it showed
     if ended.crashed:
@@ -488,6 +498,7 @@ def _judge(
 
 
 def validate_trace(
+    spec: protocols.ProtocolSpec,
     scn: Scenario,
     segments: list[SegmentRecord],
     run_dir: Path,
@@ -516,11 +527,12 @@ def validate_trace(
     }
     # Readings that allow the observed outcome are tried first, so that one
     # reading explains both the trace and the outcome where one can.
-    every = protocols.get(scn.protocol).reading_ids()
+    every = spec.reading_ids()
     first = scn.expect.readings_allowing(result.outcome()) if result else []
     order = [*first, *(r for r in every if r not in first)]
     try:
         return tracecheck.check(
+            spec,
             scn,
             segments,
             run_dir / "a.pcap",
@@ -550,7 +562,10 @@ def probe_payloads(ends: Iterable[EndpointResult]) -> frozenset[bytes]:
 
 
 def settle_probes(
-    scn: Scenario, ends: Mapping[str, EndpointResult], segments: list[SegmentRecord], run_dir: Path
+    spec: protocols.ProtocolSpec,
+    ends: Mapping[str, EndpointResult],
+    segments: list[SegmentRecord],
+    run_dir: Path,
 ) -> list[SegmentRecord]:
     """After a run with robustness probes: a probe the channel did not
     deliver whole is 'undelivered' (nothing can be said of its answer), and
@@ -559,7 +574,7 @@ def settle_probes(
     probes = [pr for e in ends.values() for pr in e.probes]
     if not probes:
         return segments
-    port = PORTS[scn.protocol]
+    port = PORTS[spec.name]
     arrived = {
         side: {d.payload for d in datagrams(run_dir / f"{side}.pcap", port)} for side in "ab"
     }
@@ -574,7 +589,6 @@ def settle_probes(
     sessions = {tuple(s) for pr in probes for s in pr.sessions}
     if not sessions:
         return segments
-    spec = protocols.get(scn.protocol)
     gen = spec.need("trace", spec.capabilities.trace)
     # (a protocol's session is a tuple of its fields, as the probes list it)
     return [

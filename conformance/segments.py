@@ -17,14 +17,16 @@ from __future__ import annotations
 import logging
 import struct
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conformance.core.errors import InputError
-from conformance.core.types import Direction, FieldValue, Protocol, SegmentRecord
+from conformance.core.types import Direction, FieldValue, SegmentRecord
 
 if TYPE_CHECKING:
+    from conformance.core.contract import ProtocolSpec
     from dissectors.tshark import DecodedFrame
 
 
@@ -111,6 +113,17 @@ def datagrams(pcap: Path, port: int) -> list[Datagram]:
     return out
 
 
+def sender_address(
+    records: Sequence[SegmentRecord], sent_at_a: Mapping[int, Datagram]
+) -> str | None:
+    """A stored run's sender address, which it does not record: the source
+    of its first forward segment in the sender side's capture (None: the
+    run shows no segment the sender sent)."""
+    first = next((r for r in records if r.direction == "forward"), None)
+    sent = sent_at_a.get(first.frame) if first is not None else None
+    return sent.src if sent is not None else None
+
+
 def _payloads(pcap: Path, port: int) -> dict[int, tuple[str, bytes]]:
     """frame number -> (source IPv4, UDP payload) for datagrams on ``port``."""
     return {d.number: (d.src, d.payload) for d in datagrams(pcap, port) if d.payload or not d.cut}
@@ -135,7 +148,7 @@ def _channel_verdicts(channel_log: Path | None) -> dict[str, list[tuple[bool, in
 
 
 def records_from_captures(
-    protocol: Protocol,
+    spec: ProtocolSpec,
     a_pcap: Path,
     b_pcap: Path,
     *,
@@ -147,9 +160,12 @@ def records_from_captures(
     """The segments each side sent, decoded by our dissector, with whether
     the channel dropped each, and the dissector's expert findings. Datagrams
     whose payload is in ``skip`` (the tester's robustness probes and their
-    answers) are left out: they are judged by the probe, not as the run."""
+    answers) are left out: they are judged by the probe, not as the run.
+    ``spec``: the captures' protocol, as the caller resolved it."""
     from dissectors.tshark import decode
 
+    protocol = spec.name
+    extras = spec.dissector.record_extras
     records: list[SegmentRecord] = []
     findings: list[Finding] = []
     sides = {"a": a_pcap, "b": b_pcap}
@@ -189,7 +205,7 @@ def records_from_captures(
                     frame=frame.number,
                     length=len(payload),
                     summary=frame.summary,
-                    fields=_record_fields(frame),
+                    fields=_record_fields(frame, extras),
                     dropped=dropped,
                     copies=copies,
                     corrupted=corrupted,
@@ -210,13 +226,14 @@ def records_from_captures(
     return records, findings
 
 
-def _record_fields(frame: DecodedFrame) -> dict[str, FieldValue | list[FieldValue]]:
+def _record_fields(
+    frame: DecodedFrame, extras: Sequence[str]
+) -> dict[str, FieldValue | list[FieldValue]]:
     """The classifier's vocabulary (what impairments match on), plus the
-    dissector fields the protocol keeps on its records (LTP: the claims)."""
-    from conformance import protocols
-
+    dissector fields the protocol keeps on its records (``extras``; LTP:
+    the claims)."""
     fields: dict[str, FieldValue | list[FieldValue]] = dict(frame.match_fields())
-    for key in protocols.get(frame.protocol).dissector.record_extras:
+    for key in extras:
         if key in frame.fields:
             fields[key] = frame.fields[key]
     return fields

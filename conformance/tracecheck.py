@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from conformance import protocols
-from conformance.core.contract import TraceModel, Unrepresentable, WireEvent
+from conformance.core.contract import TlaConstant, TraceModel, Unrepresentable, WireEvent
 from conformance.core.errors import DtncError
 from conformance.core.types import Scenario, SegmentRecord, TraceCheck
-from conformance.segments import Datagram, datagrams
+from conformance.segments import Datagram, datagrams, sender_address
 
 if TYPE_CHECKING:
     from conformance.core.capabilities import TraceModels
@@ -192,12 +192,11 @@ def wire_events(
 
 
 def _sender_address(records: Sequence[SegmentRecord], sent_at_a: Mapping[int, Datagram]) -> str:
-    """A stored run's sender address: the source of its first segment."""
-    first = next((r for r in records if r.direction == "forward"), None)
-    sent = sent_at_a.get(first.frame) if first is not None else None
-    if sent is None:
+    """A stored run's sender address (:func:`conformance.segments.sender_address`)."""
+    src = sender_address(records, sent_at_a)
+    if src is None:
         raise Unrepresentable("a.pcap shows no segment the sender sent")
-    return sent.src
+    return src
 
 
 def _arrivals_of(
@@ -483,7 +482,7 @@ def _data_module(
 
 
 def _cfg(
-    constants: Mapping[str, int | bool | str],
+    constants: Mapping[str, TlaConstant],
     invariants: Sequence[str],
     overrides: Mapping[str, str],
 ) -> str:
@@ -927,6 +926,7 @@ def _late(
 
 
 def check(
+    spec: protocols.ProtocolSpec,
     scn: Scenario,
     records: Sequence[SegmentRecord],
     a_pcap: Path,
@@ -947,8 +947,8 @@ def check(
     model readings to try, in order ('' the default; None: the default,
     then each alternative the protocol declares); the first that accepts
     is the TraceCheck's ``reading``. ``tester``: the role our model-driven
-    tester played, whose actions a rejection blames only if it must."""
-    spec = protocols.get(scn.protocol)
+    tester played, whose actions a rejection blames only if it must.
+    ``spec``: the scenario's protocol, as the caller resolved it."""
     gen = spec.capabilities.trace
     if gen is None:
         why = spec.capabilities.missing.get("trace", "not built yet")

@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 from rich.table import Table
 
+from conformance.core.contract import TlaConstant as TlaConstant  # re-exported: the .cfg constants
 from conformance.core.errors import DtncError, ToolMissing
 from conformance.core.modelcheck import PropertyResult as PropertyResult  # these re-exported:
 from conformance.core.modelcheck import TlcMessage as TlcMessage
@@ -522,9 +523,6 @@ def terminate_all() -> None:
     for proc in procs:
         if proc.poll() is None:
             proc.kill()
-
-
-TlaConstant = int | bool | str | frozenset[str] | set[str]
 
 
 def tla_value(v: TlaConstant) -> str:

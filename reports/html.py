@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from conformance.core import registry as protocols
+from conformance.core.contract import ProtocolSpec
 from conformance.core.types import (
     Provenance,
     RunResult,
@@ -46,9 +46,9 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 # ---------------------------------------------------------------------------
 
 
-def segment_label(s: SegmentRecord) -> str:
+def segment_label(spec: ProtocolSpec, s: SegmentRecord) -> str:
     """One line for a unit on the ladder (the protocol's own label)."""
-    return protocols.get(s.protocol).label(s.fields)
+    return spec.label(s.fields)
 
 
 # ---------------------------------------------------------------------------
@@ -151,7 +151,7 @@ def _scale_note(px_per_s: float) -> str:
     return ""
 
 
-def ladder_svg(segments: list[SegmentRecord], title: str = "") -> str:
+def ladder_svg(spec: ProtocolSpec, segments: list[SegmentRecord], title: str = "") -> str:
     """The ladder diagram as an SVG element: block sender (A) left, block
     receiver (B) right, one arrow per segment at its send time; forward
     labels left of A, return labels right of B (never across an arrow);
@@ -215,11 +215,11 @@ def ladder_svg(segments: list[SegmentRecord], title: str = "") -> str:
     # One row per segment.
     for s, y in zip(segs, lay.ys, strict=True):
         kind = str(s.fields.get("kind", "?"))
-        color = protocols.get(s.protocol).colors.get(kind, "#666")
+        color = spec.colors.get(kind, "#666")
         forward = s.direction == "forward"
         x0, x1 = (A_X, B_X) if forward else (B_X, A_X)
         y1 = y + SLANT_PX
-        full = segment_label(s)
+        full = segment_label(spec, s)
         label = full if len(full) <= LABEL_CHARS else full[: LABEL_CHARS - 1] + "…"
         tip = f"frame {s.frame}, {s.length} B, {_fmt_time(s.time - t0)}: {full}"
         if s.summary:
@@ -328,15 +328,11 @@ def channel_rows(ch: Mapping[str, Any]) -> list[dict[str, str]]:
     return rows
 
 
-def _scenario_channel(scn: Scenario) -> dict[str, Any]:
+def _planned(scn: Scenario, planned: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
     """The channel a scenario asks for, when no run recorded its provenance."""
-    from conformance import provenance
-    from conformance.channel import control as emulator
-
-    try:
-        return provenance.channel_as_run(scn, emulator.resolve(scn.channel))
-    except Exception:  # noqa: BLE001 - e.g. an unknown profile: the run says why
-        return {"profile": scn.channel.profile, "seed": scn.channel.seed}
+    if planned is not None and scn.name in planned:
+        return dict(planned[scn.name])
+    return {"profile": scn.channel.profile, "seed": scn.channel.seed}
 
 
 def summarize_provenance(provs: list[Provenance]) -> dict[str, Any] | None:
@@ -425,7 +421,7 @@ def roles_label(sut: str, tester: str | None) -> str:
 
 
 def render_certification(
-    protocol: str,
+    spec: ProtocolSpec,
     sut: SutAdapter,
     out: Path,
     scenarios: list[Path],
@@ -433,9 +429,13 @@ def render_certification(
     robot_log: Path,
     coverage: Mapping[str, Any] | None = None,
     retx_table: Path | None = None,
+    planned: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Path:
     """The certification report; ``retx_table``: a retransmission table's
-    JSON (conformance/retxtable.py) to show as a section of its own."""
+    JSON (conformance/retxtable.py) to show as a section of its own.
+    ``planned``: scenario name -> the channel it asks for, shown where no
+    run recorded its provenance (the caller resolves it; without it, the
+    scenario's profile and seed)."""
     by_name: dict[str, list[RunOutcome]] = {}
     for r in runs:
         by_name.setdefault(r.verdict.scenario, []).append(r)
@@ -455,7 +455,7 @@ def render_certification(
             provs.append(prov)
         svg = ""
         if run is not None and run.segments:
-            svg = ladder_svg(run.segments, f"{scn.name} on {sut.name}")
+            svg = ladder_svg(spec, run.segments, f"{scn.name} on {sut.name}")
             (run.run_dir / "sequence.svg").write_text(svg + "\n", encoding="utf-8")
         observed = res.outcome() if res else None
         outcomes = [
@@ -479,7 +479,7 @@ def render_certification(
                 "observed": observed,
                 "observed_allowed": any(o["matched"] for o in outcomes),
                 "goodput": goodput_text(res),
-                "channel": prov.channel if prov and prov.channel else _scenario_channel(scn),
+                "channel": prov.channel if prov and prov.channel else _planned(scn, planned),
                 "ladder": Markup(svg) if svg else None,
                 "ladder_caption": ladder_caption(run.segments) if run else "",
                 "ladder_file": _rel(run.run_dir / "sequence.svg", out) if svg and run else None,
@@ -498,7 +498,6 @@ def render_certification(
         row["channel_rows"] = channel_rows(row["channel"])
     counts = Counter(r["status"] for r in rows)
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
-    spec = protocols.get(protocol)
     readings = [
         {
             "r": reading,
@@ -511,7 +510,7 @@ def render_certification(
         for reading in spec.readings
     ]
     page = env.get_template("certification.html").render(
-        protocol=protocol.upper(),
+        protocol=spec.name.upper(),
         spec_name=spec.spec,
         readings=readings,
         delivery_labels=spec.delivery.labels(),
@@ -565,7 +564,7 @@ def cell_status(statuses: Sequence[str]) -> str:
 
 
 def render_interop(
-    protocol: str,
+    spec: ProtocolSpec,
     suts: Sequence[Any],
     configs: Sequence[Any],
     cells: Sequence[Any],
@@ -625,8 +624,8 @@ def render_interop(
     counts = Counter(r["status"] for rs in by.values() for r in rs)
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
     page = env.get_template("interop.html").render(
-        protocol=protocol.upper(),
-        spec_name=protocols.get(protocol).spec,
+        protocol=spec.name.upper(),
+        spec_name=spec.spec,
         suts=[f"{s.name} {s.version}" for s in suts],
         names=names,
         configs=configs,

@@ -63,7 +63,7 @@ def bare_scenario(plan: Plan, spec: RunSpec, *, real_time: bool = False) -> Scen
     """The run's scenario with a placeholder outcome set (no TLC): its
     parameters checked against its channel, MTU included (a ValueError,
     or pydantic's ValidationError, otherwise)."""
-    proto = protocols.get(spec.protocol)
+    proto = plan.specs[spec.protocol]
     params = proto.params.model_validate(params_of(plan, spec))
     placeholder = ExpectedOutcome(
         sender_outcome="completed",
@@ -115,7 +115,7 @@ def scenario_of(plan: Plan, spec: RunSpec, workdir: Path, *, real_time: bool = F
     flags as computed for another channel; a transfer past the model's
     bounds (an LTP block of many segments): no set, the outcome unjudged
     (Expectation.unjudged), the trace still validated."""
-    proto = protocols.get(spec.protocol)
+    proto = plan.specs[spec.protocol]
     scn = bare_scenario(plan, spec, real_time=real_time)
     placeholder = scn.expect.outcomes[0]
     channel = scn.channel
@@ -133,7 +133,7 @@ def scenario_of(plan: Plan, spec: RunSpec, workdir: Path, *, real_time: bool = F
     return scn
 
 
-def unsupported(scn: Scenario, spec: RunSpec) -> str:
+def unsupported(plan: Plan, scn: Scenario, spec: RunSpec) -> str:
     """Why the pair cannot run the scenario ('' if it can)."""
     from conformance.tester import launch
     from suts.registry import get
@@ -143,7 +143,7 @@ def unsupported(scn: Scenario, spec: RunSpec) -> str:
     for name, role in ((spec.sender, "sender"), (spec.receiver, "receiver")):
         if name == TESTER:
             try:
-                launch.check(scn, role)
+                launch.check(plan.specs[scn.protocol], scn, role)
             except DtncError as exc:
                 why.append(f"tester: {exc}")
             except ValueError as exc:  # CannotPlay
@@ -226,7 +226,8 @@ def execute(
         )
     v = json.loads(vfile.read_text(encoding="utf-8"))
     trace = (v.get("trace") or {}).get("status", "")
-    fig = mx.of_run(run_dir, spec.protocol, spec.size, channel)
+    # a worker's entry point (it may be another host's): the protocol resolved here
+    fig = mx.of_run(run_dir, protocols.get(spec.protocol), spec.size, channel)
     reasons = "; ".join(
         f"{r['code']}: {r['message']}"
         for r in v.get("reasons", [])
@@ -409,7 +410,7 @@ def create(
             scn = scenario_of(plan, spec, work, real_time=real_time)
             dump_model(scn, scn_dir / f"{spec.slug}.json")
             phys.append(mx.physical_minimum(spec.size, scn.channel))
-            if w := unsupported(scn, spec):
+            if w := unsupported(plan, scn, spec):
                 why[spec.key] = w
         if len(why) == len(runs):
             key, w = next(iter(why.items()))

@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance import protocols
 from conformance.channel import control as emulator
+from conformance.core.contract import ProtocolSpec
 from conformance.core.types import Channel
 
 
@@ -63,9 +63,8 @@ class Metrics:
         return asdict(self)
 
 
-def of_run(run_dir: Path, protocol: str, size: int, channel: Channel) -> Metrics:
+def of_run(run_dir: Path, spec: ProtocolSpec, size: int, channel: Channel) -> Metrics:
     """The figures of one finished run (missing files: what can be told)."""
-    spec = protocols.get(protocol)
     phys_min_s = physical_minimum(size, channel)
     f_dir, r_dir, _k = emulator.resolve(channel)
     delay = {"forward": f_dir.link.delay_ms / 1000, "return": r_dir.link.delay_ms / 1000}

@@ -18,13 +18,14 @@ import random
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from conformance import protocols
-from conformance.core.contract import Strict
+from conformance.core.contract import ProtocolSpec, Strict
 from conformance.core.errors import InputError, first_error
 from conformance.core.types import Channel
 
@@ -111,6 +112,12 @@ class Plan(Strict):
     timeout_s: Annotated[float, Field(gt=0, le=86_400)] = Field(
         600, description="a run that takes longer is stopped and recorded as an error"
     )
+
+    @cached_property
+    def specs(self) -> dict[str, ProtocolSpec]:
+        """The plan's protocols, resolved once (the registry validated
+        their names when the plan was read): handed to what runs them."""
+        return {e.protocol: protocols.get(e.protocol) for e in self.protocols}
 
     @model_validator(mode="before")
     @classmethod
@@ -243,7 +250,7 @@ def params_of(plan: Plan, spec: RunSpec) -> dict[str, Any]:
     """The run's scenario parameters: the protocol's campaign defaults for
     its size, then the plan's."""
     e = plan.protocols[spec.entry]
-    return {"protocol": spec.protocol, **protocols.get(spec.protocol).sized(spec.size), **e.params}
+    return {"protocol": spec.protocol, **plan.specs[spec.protocol].sized(spec.size), **e.params}
 
 
 def digest(plan: Plan) -> str:

@@ -197,7 +197,7 @@ def statistics(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[d
     return per, between
 
 
-def _graphs(rows: list[dict[str, Any]], out: Path) -> list[tuple[str, str]]:
+def _graphs(rows: list[dict[str, Any]], plan: Plan, out: Path) -> list[tuple[str, str]]:
     """A time-sequence graph of each group and pair's first run."""
     from conformance.campaign import tsg
 
@@ -211,7 +211,8 @@ def _graphs(rows: list[dict[str, Any]], out: Path) -> list[tuple[str, str]]:
     for r in firsts.values():
         png = out / "tsg" / f"{Path(r['run_dir']).name}.png"
         title = f"{r['key']}: {r['verdict']}"
-        if png.is_file() or tsg.plot(Path(r["run_dir"]), png, title) is not None:
+        spec = plan.specs[r["protocol"]]
+        if png.is_file() or tsg.plot(spec, Path(r["run_dir"]), png, title) is not None:
             made.append((f"tsg/{png.name}", title))
     return made
 
@@ -384,7 +385,7 @@ def write(st: Store, out: Path) -> Path:
                 w.writeheader()
                 w.writerows(items)
                 fh.write("\n")
-    graphs = _graphs(rows, out)
+    graphs = _graphs(rows, plan, out)
     counts: dict[str, int] = defaultdict(int)
     for r in rows:
         counts[r["verdict"] or r["status"]] += 1

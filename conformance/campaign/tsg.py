@@ -12,14 +12,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conformance import protocols
 from conformance.channel import control as emulator
+from conformance.core.contract import ProtocolSpec
 from conformance.core.types import load_scenario
 
 
-def plot(run_dir: Path, out: Path, title: str = "") -> int | None:
+def plot(spec: ProtocolSpec, run_dir: Path, out: Path, title: str = "") -> int | None:
     """Write the run's graph to ``out``: the number of outage windows it
-    shades, or None (nothing written) for a run with no segments."""
+    shades, or None (nothing written) for a run with no segments. ``spec``:
+    the run's protocol, as the caller resolved it."""
     path = run_dir / "segments.jsonl"
     if not path.is_file():
         return None
@@ -27,7 +28,6 @@ def plot(run_dir: Path, out: Path, title: str = "") -> int | None:
     if not segs:
         return None
     scn = load_scenario(run_dir / "scenario.json")
-    spec = protocols.get(scn.protocol)
     import matplotlib
 
     matplotlib.use("Agg")

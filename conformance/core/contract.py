@@ -339,12 +339,17 @@ class WireEvent:
     corrupt: bool = False  # an arrival the channel corrupted (its bytes differ)
 
 
+# A model constant's value as a .cfg file can give it (a set of strings
+# written as a TLA+ set: generators.tlc.tla_value).
+TlaConstant = int | bool | str | frozenset[str] | set[str]
+
+
 @dataclass
 class TraceModel:
     """What a protocol's ``trace_model`` returns for one session."""
 
     module: Path  # the trace spec, e.g. specs/ltp/TraceLTP.tla
-    constants: dict[str, int | bool | str]
+    constants: dict[str, TlaConstant]
     units: dict[int, Any]  # record index -> the model's unit (a tlaval value)
     actions: list[str]  # the model's action names
     sections: Mapping[str, list[str]]  # action -> spec sections (for the rule)

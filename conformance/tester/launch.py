@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from conformance import protocols, timers
+from conformance import timers
 from conformance.core.capabilities import Tester
+from conformance.core.contract import ProtocolSpec
 from conformance.core.errors import InputError
 from conformance.core.types import Scenario
 from conformance.tester.core import CannotPlay, log_path
@@ -15,15 +16,15 @@ from suts.base import ENGINES, Endpoint
 ROLES = ("sender", "receiver")
 
 
-def module(scn: Scenario) -> Tester:
+def module(spec: ProtocolSpec) -> Tester:
     """The protocol's model-driven tester (InputError when it has none)."""
-    spec = protocols.get(scn.protocol)
     return spec.need("tester", spec.capabilities.tester)
 
 
-def check(scn: Scenario, role: str | None) -> None:
+def check(spec: ProtocolSpec, scn: Scenario, role: str | None) -> None:
     """InputError (exit 2), naming the scenario field, when the tester cannot
-    play ``role`` of this scenario (None: no tester, which probes need)."""
+    play ``role`` of this scenario (None: no tester, which probes need);
+    ``spec``: the scenario's protocol, as the caller resolved it."""
     if role is None:
         raise InputError(
             f"{scn.name}: probes: robustness probes are sent by the model-driven tester; run "
@@ -38,7 +39,7 @@ def check(scn: Scenario, role: str | None) -> None:
     if role not in ROLES:
         raise InputError(f"--tester: {role!r} is not a role (one of: {', '.join(ROLES)})")
     try:
-        module(scn).check(scn, role)
+        module(spec).check(scn, role)
     except CannotPlay as exc:
         raise InputError(f"{scn.name}: {exc}") from None
 

@@ -14,6 +14,7 @@ from conformance.campaign import metrics, plan, report
 from conformance.campaign.store import Store
 from conformance.core.errors import InputError
 from conformance.core.types import Channel
+from conformance.protocols.cfdp import SPEC as CFDP
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -149,7 +150,7 @@ def test_figures_of_a_run_with_a_retransmission(tmp_path: Path) -> None:
     (tmp_path / "result.json").write_text(json.dumps({"delivered_bytes": 2000, "duration_s": 1}))
     ch = Channel.model_validate({"forward": {"link": {"delay_ms": 10, "rate_bps": 1e6}},
                                  "return": {"link": {"delay_ms": 10, "rate_bps": 1e6}}})  # fmt: skip
-    m = metrics.of_run(tmp_path, "cfdp", 2000, ch)
+    m = metrics.of_run(tmp_path, CFDP, 2000, ch)
     assert (m.units_forward, m.units_return, m.lost_forward) == (6, 2, 1)
     assert (m.data_units, m.retransmissions) == (3, 1)
     assert m.bytes_forward == 40 + 3 * 1010 + 30 + 20
@@ -319,12 +320,12 @@ def test_time_sequence_graph_shades_the_outage(tmp_path: Path) -> None:
     })  # fmt: skip
     dump_model(scn, tmp_path / "scenario.json")
     (tmp_path / "channel-clock.json").write_text(json.dumps({"started_ns": int(99.95e9)}))
-    assert tsg.plot(tmp_path, tmp_path / "g.png") == 1
+    assert tsg.plot(CFDP, tmp_path, tmp_path / "g.png") == 1
     assert (tmp_path / "g.png").stat().st_size > 5000
     (tmp_path / "channel-clock.json").unlink()  # no clock: no window to place
-    assert tsg.plot(tmp_path, tmp_path / "g.png") == 0
+    assert tsg.plot(CFDP, tmp_path, tmp_path / "g.png") == 0
     (tmp_path / "segments.jsonl").write_text("")
-    assert tsg.plot(tmp_path, tmp_path / "h.png") is None
+    assert tsg.plot(CFDP, tmp_path, tmp_path / "h.png") is None
 
 
 def test_report_renders_in_a_headless_browser(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conformance.certify import certify
+from conformance.protocols.ltp import SPEC as LTP
 from suts.registry import get
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
@@ -40,7 +41,7 @@ def test_certify_runs_a_robot_suite_and_reports(tmp_path: Path) -> None:
     (scen / "b.json").write_text(json.dumps(_scenario("green-lost-wrong", 1000)))
     seen: list[tuple[int, int, str]] = []
     out = certify(
-        "ltp",
+        LTP,
         get("licklider"),
         tmp_path,
         on_test=lambda *a: seen.append(a),
@@ -84,7 +85,7 @@ def test_certify_runs_a_robot_suite_and_reports(tmp_path: Path) -> None:
     before = kept.stat().st_mtime_ns
     seen.clear()
     again = certify(
-        "ltp", get("licklider"), tmp_path, on_test=lambda *a: seen.append(a),
+        LTP, get("licklider"), tmp_path, on_test=lambda *a: seen.append(a),
         sut_roles=("both", "receiver"), resume=True,
     )  # fmt: skip
     assert seen[-1][:2] == (1, 1) and seen[-1][2] == cut.name

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from conformance.certify import cases
+from conformance.protocols.ltp import SPEC as LTP
 
 
 def _write(
@@ -44,7 +45,7 @@ def test_cases_per_role_with_catalogue_and_robustness(tmp_path: Path) -> None:
     cat = _write(top / "catalogue" / "c.json", "ltp-r1g0l1-RS.1")
     _write(top / "robustness" / "r.json", "rob-sender", ["truncated-checkpoint"])
     _write(top / "robustness" / "q.json", "rob-receiver", ["truncated-report"])
-    every = cases("ltp", [a, cat], ["both", "sender", "receiver"])
+    every = cases(LTP, [a, cat], ["both", "sender", "receiver"])
     assert [c.name for c in every] == [
         "a",
         "a--tester-receiver",
@@ -56,7 +57,7 @@ def test_cases_per_role_with_catalogue_and_robustness(tmp_path: Path) -> None:
         "rob-sender--tester-sender",
     ]
     # the SUT as receiver only: the tester sends, so only its sender's probes
-    only = cases("ltp", [a], ["receiver"])
+    only = cases(LTP, [a], ["receiver"])
     assert [c.name for c in only] == ["a--tester-sender", "rob-sender--tester-sender"]
 
 
@@ -66,6 +67,6 @@ def test_a_miscolored_sender_runs_with_the_tester_sending_only(tmp_path: Path) -
     no other role, whichever roles are asked for."""
     top = tmp_path / "scenarios"
     m = _write(top / "catalogue" / "m.json", "ltp-r2g1l1mis-nominal", miscolored=True)
-    every = cases("ltp", [m], ["both", "sender", "receiver"])
+    every = cases(LTP, [m], ["both", "sender", "receiver"])
     assert [c.name for c in every] == ["ltp-r2g1l1mis-nominal--tester-sender"]
-    assert cases("ltp", [m], ["both", "sender"]) == []
+    assert cases(LTP, [m], ["both", "sender"]) == []

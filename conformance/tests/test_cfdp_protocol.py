@@ -94,13 +94,13 @@ def test_an_unmade_request_leaves_the_run_unjudged(tmp_path: Path) -> None:
     )
     log = tmp_path / "channel.jsonl"
     log.write_text("")
-    v = judge(_scenario([cancelled]), _result(tx, rx), log, [])
+    v = judge(SPEC, _scenario([cancelled]), _result(tx, rx), log, [])
     assert v.status == "inconclusive"
     codes = [r.code for r in v.reasons]
     assert "request-unmade" in codes and not any(c.startswith("unexpected") for c in codes)
     # made, the same outcome is judged: it is not the one the set allows
     tx.requests_unmade = []
-    v = judge(_scenario([cancelled]), _result(tx, rx), log, [])
+    v = judge(SPEC, _scenario([cancelled]), _result(tx, rx), log, [])
     assert v.status == "fail"
     why = {r.code: r.rule for r in v.reasons}
     # each part that differs, with the rule behind the value the set allows

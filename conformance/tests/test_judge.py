@@ -8,6 +8,7 @@ from pathlib import Path
 
 from conformance.core.types import EndpointResult, Outcome, RunResult, Scenario, SegmentCounts
 from conformance.judge import judge
+from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpDelivery
 from conformance.segments import Finding
 
@@ -80,7 +81,7 @@ def _rs(i: int, rule: int | None) -> dict[str, object]:
 def test_any_allowed_outcome_passes(tmp_path: Path) -> None:
     log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
     for red in (3000, 0):
-        v = judge(_scenario(), _result(red, 1000, "cancelled", "cancelled"), log, [])
+        v = judge(LTP, _scenario(), _result(red, 1000, "cancelled", "cancelled"), log, [])
         assert v.status == "pass", v.reasons
 
 
@@ -88,7 +89,7 @@ def test_an_outcome_outside_the_set_fails_with_the_set_and_the_rule(tmp_path: Pa
     """licklider's §6.8 deviation: it resends the RS past the limit, so both
     sides complete where the model has both cancel."""
     log = _log(tmp_path, [_rs(1, 0), _rs(2, 0), _rs(3, None)])
-    v = judge(_scenario(), _result(3000, 1000, "completed", "completed"), log, [])
+    v = judge(LTP, _scenario(), _result(3000, 1000, "completed", "completed"), log, [])
     assert v.status == "fail"
     head = v.reasons[0]
     assert head.code == "outcome-not-allowed"
@@ -105,7 +106,7 @@ def test_an_outcome_outside_the_set_fails_with_the_set_and_the_rule(tmp_path: Pa
 
 def test_closed_without_delivery_is_a_fail_not_an_error(tmp_path: Path) -> None:
     log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
-    v = judge(_scenario(), _result(0, 1000, "cancelled", "closed"), log, [])
+    v = judge(LTP, _scenario(), _result(0, 1000, "cancelled", "closed"), log, [])
     assert v.status == "fail"
     rx = next(r for r in v.reasons if r.code == "unexpected-receiver-outcome")
     assert "§6.20" in rx.rule
@@ -113,14 +114,14 @@ def test_closed_without_delivery_is_a_fail_not_an_error(tmp_path: Path) -> None:
 
 def test_a_timeout_the_model_does_not_allow_fails(tmp_path: Path) -> None:
     log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
-    v = judge(_scenario(), _result(0, 1000, "timeout", "cancelled"), log, [])
+    v = judge(LTP, _scenario(), _result(0, 1000, "timeout", "cancelled"), log, [])
     assert v.status == "fail"
     assert any("§6.7" in r.rule for r in v.reasons)
 
 
 def test_only_a_harness_failure_is_an_error(tmp_path: Path) -> None:
     log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
-    v = judge(_scenario(), _result(0, 0, "error", "cancelled"), log, [])
+    v = judge(LTP, _scenario(), _result(0, 0, "error", "cancelled"), log, [])
     assert v.status == "error" and v.reasons[0].code == "sender-error"
 
 
@@ -135,7 +136,7 @@ def test_tlc_failing_on_the_trace_is_an_error_whatever_the_outcome(tmp_path: Pat
         _result(3000, 1000, "completed", "completed"),  # outside the set
         _result(3000, 1000, "cancelled", "cancelled"),  # inside it
     ):
-        v = judge(_scenario(), res, log, [], trace=broken)
+        v = judge(LTP, _scenario(), res, log, [], trace=broken)
         assert v.status == "error", v.reasons
         assert [r.code for r in v.reasons] == ["trace-error"]
         assert "parse error" in v.reasons[0].message
@@ -151,7 +152,7 @@ def test_unmet_impairment_is_inconclusive_and_says_what_the_channel_saw(tmp_path
     arp = {"t_ns": 1, "dir": "forward", "index": 1, "len": 42, "kind": "non-ip",
            "decision": "pass", "release_ns": 1}  # fmt: skip
     log = _log(tmp_path, [arp, frag, frag])
-    v = judge(scn, _result(3000, 1000, "completed", "completed"), log, [])
+    v = judge(LTP, scn, _result(3000, 1000, "completed", "completed"), log, [])
     assert v.status == "inconclusive"
     msg = v.reasons[0].message
     assert "3 forward frames" in msg and "2 IP fragments" in msg and "0 matching" in msg
@@ -164,7 +165,7 @@ def test_dissector_errors_fail_even_when_inconclusive(tmp_path: Path) -> None:
         impairments=[{"direction": "forward", "match": {"type": "CS"}}],
     )
     bad = Finding("a", 7, "dtnltp.expert.bad", "error", "malformed", "RFC 5326 §3.1 says no")
-    v = judge(scn, _result(3000, 1000, "completed", "completed"), _log(tmp_path, []), [bad])
+    v = judge(LTP, scn, _result(3000, 1000, "completed", "completed"), _log(tmp_path, []), [bad])
     assert v.status == "fail" and v.reasons[0].frames == [7] and v.reasons[0].rule
 
 
@@ -172,7 +173,7 @@ def test_corrupt_payload_fails(tmp_path: Path) -> None:
     log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
     res = _result(3000, 1000, "cancelled", "cancelled")
     res.receiver.payload_ok = False
-    v = judge(_scenario(), res, log, [])
+    v = judge(LTP, _scenario(), res, log, [])
     assert v.status == "fail" and v.reasons[0].code == "payload-corrupt"
 
 
@@ -185,12 +186,12 @@ def test_a_set_computed_for_another_channel_is_not_judged(tmp_path: Path) -> Non
         {"forward": {"link": {"reorder": {"probability": 0.5}}}}
     )
     log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
-    v = judge(scn, _result(3000, 1000, "completed", "completed"), log, [])
+    v = judge(LTP, scn, _result(3000, 1000, "completed", "completed"), log, [])
     assert v.status == "inconclusive"
     stale = next(r for r in v.reasons if r.code == "expectation-stale")
     assert "channels in order" in stale.message and "dtnconform expect" in stale.message
     scn.channel = scn.channel.model_validate({})  # back in order: judged, and it fails
-    assert judge(scn, _result(3000, 1000, "completed", "completed"), log, []).status == "fail"
+    assert judge(LTP, scn, _result(3000, 1000, "completed", "completed"), log, []).status == "fail"
 
 
 def test_more_random_losses_than_the_set_covers_are_not_judged(tmp_path: Path) -> None:
@@ -208,11 +209,11 @@ def test_more_random_losses_than_the_set_covers_are_not_judged(tmp_path: Path) -
         del rec["release_ns"]
         random.append(rec)
     seen = _result(3000, 1000, "completed", "completed")
-    v = judge(scn, seen, _log(tmp_path, [_rs(1, 0), _rs(2, 0), *random]), [])
+    v = judge(LTP, scn, seen, _log(tmp_path, [_rs(1, 0), _rs(2, 0), *random]), [])
     assert v.status == "inconclusive"
     bound = next(r for r in v.reasons if r.code == "expectation-bound")
     assert "lost 4 segment(s) no rule named, the set allows for 3" in bound.message
-    v = judge(scn, seen, _log(tmp_path, [_rs(1, 0), _rs(2, 0), *random[:3]]), [])
+    v = judge(LTP, scn, seen, _log(tmp_path, [_rs(1, 0), _rs(2, 0), *random[:3]]), [])
     assert v.status == "fail"
 
 
@@ -232,9 +233,9 @@ def test_what_a_planned_outage_swallowed_is_in_the_set(tmp_path: Path) -> None:
     seen = _result(3000, 1000, "completed", "completed")
     log = [_rs(1, 0), _rs(2, 0), *swallowed]
     scn.expect.outages = 1
-    assert judge(scn, seen, _log(tmp_path, log), []).status == "fail"
+    assert judge(LTP, scn, seen, _log(tmp_path, log), []).status == "fail"
     scn.expect.outages = 0
-    v = judge(scn, seen, _log(tmp_path, log), [])
+    v = judge(LTP, scn, seen, _log(tmp_path, log), [])
     assert v.status == "inconclusive"
     assert any(r.code == "expectation-bound" for r in v.reasons), v.reasons
 
@@ -265,7 +266,9 @@ def test_an_outcome_of_an_alternative_reading_passes_under_it(tmp_path: Path) ->
 
     log = _log(tmp_path, [_fwd(1, 0)])
     res = _result(0, 1000, "cancelled", "closed")
-    v = judge(_red_lost_scenario(), res, log, [], trace=TraceCheck(status="accepted", reading="5"))
+    v = judge(
+        LTP, _red_lost_scenario(), res, log, [], trace=TraceCheck(status="accepted", reading="5")
+    )
     assert v.status == "pass", v.reasons
     assert v.readings == ["5"]
     assert v.reasons[0].code == "reading-5" and "§6.20" in v.reasons[0].rule
@@ -279,12 +282,12 @@ def test_an_outcome_of_another_reading_than_the_traces_fails(tmp_path: Path) -> 
 
     log = _log(tmp_path, [_fwd(1, 0)])
     res = _result(0, 1000, "cancelled", "closed")
-    v = judge(_red_lost_scenario(), res, log, [], trace=TraceCheck(status="accepted"))
+    v = judge(LTP, _red_lost_scenario(), res, log, [], trace=TraceCheck(status="accepted"))
     assert v.status == "fail"
     assert v.readings == []
     assert "the outcome needs reading 5" in v.reasons[0].message
     # without a validated trace, any reading may explain the outcome
-    v = judge(_red_lost_scenario(), res, log, [])
+    v = judge(LTP, _red_lost_scenario(), res, log, [])
     assert v.status == "pass", v.reasons
     assert v.readings == ["5"]
 
@@ -303,6 +306,6 @@ def test_an_inconclusive_run_follows_a_reading_only_if_its_trace_showed_it(
     res = _result(0, 1000, "cancelled", "closed")
     for rejected, follows in ((False, []), (True, ["5"])):
         trace = TraceCheck(status="accepted", reading="5", default_rejected=rejected)
-        v = judge(_red_lost_scenario(), res, log, [], trace=trace)
+        v = judge(LTP, _red_lost_scenario(), res, log, [], trace=trace)
         assert v.status == "inconclusive", v.reasons
         assert v.readings == follows

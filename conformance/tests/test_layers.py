@@ -50,10 +50,6 @@ KNOWN: dict[str, tuple[set[str], str]] = {
         {"generators.ltp.outcomes"},
         "the LTP search space becomes a capability of LTP's spec",
     ),
-    "reports/html.py": (
-        {"conformance.provenance"},
-        "the caller hands the report each run's channel as run (resolve once)",
-    ),
 }
 
 

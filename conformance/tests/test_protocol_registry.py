@@ -148,9 +148,9 @@ def test_toy_verdicts_cite_the_toy_rules(toy: ProtocolSpec, tmp_path: Path) -> N
     scn = Scenario.model_validate(_toy_scenario())
     log = tmp_path / "channel.jsonl"
     log.write_text("")
-    ok = judge(scn, _result("completed", "completed", 500), log, [])
+    ok = judge(toy, scn, _result("completed", "completed", 500), log, [])
     assert ok.status == "pass", ok.reasons
-    bad = judge(scn, _result("completed", "completed", 200), log, [])
+    bad = judge(toy, scn, _result("completed", "completed", 200), log, [])
     assert bad.status == "fail"
     part = next(r for r in bad.reasons if r.code == "unexpected-file-bytes")
     assert part.rule == "TOY 1 §4.2 (the whole file is delivered)"

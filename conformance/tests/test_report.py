@@ -28,6 +28,7 @@ from conformance.core.types import (
     VerdictStatus,
     dump_model,
 )
+from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpBlock, LtpDelivery, cancel_reason
 from reports.html import (
     BREAK_PX,
@@ -285,7 +286,7 @@ def report(tmp_path: Path) -> str:
     outcomes = [load_outcome(runs / n) for n in ("cp-lost-twice", "instant-delivery")]
     scenarios = sorted(p for p in scen_dir.glob("*.json") if p.name != "coverage.json")
     page = render_certification(
-        "ltp", FakeSut(), tmp_path, scenarios, outcomes, tmp_path / "robot" / "log.html",
+        LTP, FakeSut(), tmp_path, scenarios, outcomes, tmp_path / "robot" / "log.html",
         coverage=read_coverage(tmp_path),
     )  # fmt: skip
     assert (runs / "cp-lost-twice" / "sequence.svg").exists()
@@ -328,7 +329,7 @@ def test_cancel_reason_by_name(report: str) -> None:
     assert cancel_reason(9) == "undefined reason (9)"
     cs = SegmentRecord(protocol="ltp", direction="return", time=0.0, frame=1, length=5,
                        fields={"type": "CR", "kind": "cancel", "reason": 3})  # fmt: skip
-    assert segment_label(cs) == "CR MISCOLORED (3)"
+    assert segment_label(LTP, cs) == "CR MISCOLORED (3)"
 
 
 def test_goodput_only_with_an_interval(report: str) -> None:
@@ -395,7 +396,7 @@ def test_report_without_provenance_says_so(tmp_path: Path) -> None:
     scn = _scenario("old-run", [_outcome(2000, 1000, "completed", "completed")])
     dump_model(scn, tmp_path / "old-run.json")
     page = render_certification(
-        "ltp", FakeSut(), tmp_path, [tmp_path / "old-run.json"], [], tmp_path / "log.html"
+        LTP, FakeSut(), tmp_path, [tmp_path / "old-run.json"], [], tmp_path / "log.html"
     ).read_text()
     assert "No run recorded its provenance" in page
     assert "not run" in page and "no result" in page

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conformance import retxtable
+from conformance.protocols.ltp import SPEC as LTP
 from generators.ltp import catalogue
 from suts.registry import get
 
@@ -42,7 +43,7 @@ def test_table_of_three_rows(tmp_path: Path) -> None:
     from reports.html import render_certification
 
     report = render_certification(
-        "ltp", get("licklider"), tmp_path, [], [], tmp_path / "none.html",
+        LTP, get("licklider"), tmp_path, [], [], tmp_path / "none.html",
         retx_table=tmp_path / "retx-table.json",
     )  # fmt: skip
     page = report.read_text()

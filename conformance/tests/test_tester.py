@@ -16,6 +16,7 @@ import pytest
 from conformance import judge as judging
 from conformance.core.errors import InputError
 from conformance.core.types import Channel, Scenario, TraceCheck
+from conformance.protocols.ltp import SPEC as LTP
 from conformance.tester import launch
 from conformance.tester.core import Context, Limits, open_socket, serve
 from conformance.tester.ltp import PROBES, LtpReceiver, LtpSender
@@ -260,8 +261,8 @@ def test_the_receiver_refuses_a_session_for_an_unknown_service(tmp_path: Path) -
     sender cancels and acknowledges, the refused session's other data is
     discarded, and the receiver's client hears nothing."""
     scn = _scenario(receiver_client_service_id=9)
-    launch.check(scn, "receiver")
-    launch.check(scn, "sender")
+    launch.check(LTP, scn, "receiver")
+    launch.check(LTP, scn, "sender")
     tx, rx, _ = _transfer(scn, tmp_path)
     assert rx is not None
     assert tx.result["outcome"] == "cancelled"
@@ -277,13 +278,13 @@ def test_the_receiver_refuses_a_session_for_an_unknown_service(tmp_path: Path) -
 
 def test_what_the_tester_cannot_play_names_the_field() -> None:
     with pytest.raises(InputError, match=r"probes\[0\].kind: unknown LTP probe 'nope'"):
-        launch.check(_scenario(["nope"]), "sender")
+        launch.check(LTP, _scenario(["nope"]), "sender")
     with pytest.raises(InputError, match=r"probes\[0\].kind: truncated-report is sent by the "):
-        launch.check(_scenario(["truncated-report"]), "sender")
+        launch.check(LTP, _scenario(["truncated-report"]), "sender")
     with pytest.raises(InputError, match=r"probes: robustness probes are sent by the model-"):
-        launch.check(_scenario(["truncated-report"]), None)
+        launch.check(LTP, _scenario(["truncated-report"]), None)
     with pytest.raises(InputError, match=r"--tester: 'both' is not a role"):
-        launch.check(_scenario(), "both")
+        launch.check(LTP, _scenario(), "both")
 
 
 def _rejected(actions: list[str]) -> TraceCheck:
@@ -300,10 +301,12 @@ def test_a_rejection_held_against_the_tester_alone_is_an_error() -> None:
     assert judging.tester_blamed(_rejected(["SenderRxReport"]), "sender")
     assert not judging.tester_blamed(_rejected(["SenderRxReport", "ReceiverRxCancel"]), "sender")
     assert not judging.tester_blamed(_rejected(["SenderRxReport"]), None)
-    v = judging.judge(scn, res, log, [], trace=_rejected(["SenderRxReport"]), tester="sender")
+    v = judging.judge(LTP, scn, res, log, [], trace=_rejected(["SenderRxReport"]), tester="sender")
     assert v.status == "error"
     assert [r.code for r in v.reasons] == ["tester-deviation"]
-    v = judging.judge(scn, res, log, [], trace=_rejected(["ReceiverRxCancel"]), tester="sender")
+    v = judging.judge(
+        LTP, scn, res, log, [], trace=_rejected(["ReceiverRxCancel"]), tester="sender"
+    )
     assert (v.status, [r.code for r in v.reasons]) == ("fail", ["trace-rejected"])
 
 

@@ -18,6 +18,7 @@ from scapy.layers.inet import IP
 
 from conformance import pcapkit, tracecheck
 from conformance.core.types import Scenario, TraceCheck
+from conformance.protocols.ltp import SPEC as LTP_SPEC
 from conformance.segments import records_from_captures
 from dissectors.ltp.layer import LTP
 
@@ -60,11 +61,11 @@ class Wire(pcapkit.Wire):
         scenario: dict[str, Any] | None = None,
     ) -> TraceCheck:
         a, b = self.write(tmp)
-        records, _ = records_from_captures("ltp", a, b, port=PORT, ip_a=IP_A)
+        records, _ = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
         scn = Scenario.model_validate(scenario or SCENARIO)
         ends = {k: (T0 + v if v is not None else None) for k, v in (exits or {}).items()}
         return tracecheck.check(
-            scn, records, a, b, port=PORT, ip_a=IP_A, exits=ends,
+            LTP_SPEC, scn, records, a, b, port=PORT, ip_a=IP_A, exits=ends,
             workdir=tmp / "trace", out=tmp / "trace.ndjson", readings=readings,
         )  # fmt: skip
 
@@ -108,10 +109,10 @@ def test_a_relative_workdir_is_checked_and_the_trace_module_is_compact(
     w = Wire()
     nominal(w)
     a, b = w.write(tmp_path)
-    records, _ = records_from_captures("ltp", a, b, port=PORT, ip_a=IP_A)
+    records, _ = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
     monkeypatch.chdir(tmp_path)
     tc = tracecheck.check(
-        Scenario.model_validate(SCENARIO), records, a, b, port=PORT, ip_a=IP_A,
+        LTP_SPEC, Scenario.model_validate(SCENARIO), records, a, b, port=PORT, ip_a=IP_A,
         exits={"sender": T0 + 0.010, "receiver": T0 + 0.012}, workdir=Path("trace"),
     )  # fmt: skip
     assert tc.status == "accepted", tc.message
@@ -231,7 +232,7 @@ def test_a_cancel_after_a_lost_first_copy_is_blamed_on_its_answer(tmp_path: Path
         if ln.strip()
     ]
     result = load_model(RunResult, run / "result.json")
-    tc = validate_trace(scn, segments, run, port=PORTS["ltp"], ip_a=None, result=result)
+    tc = validate_trace(LTP_SPEC, scn, segments, run, port=PORTS["ltp"], ip_a=None, result=result)
     assert tc.status == "rejected", tc.message
     assert "the sender had not answered the CR" in tc.message
     assert tc.actions == ["SenderRxCancel"] and "§6.17" in tc.rule
@@ -302,12 +303,12 @@ def test_a_copy_the_channel_made_is_checked_as_a_second_arrival(tmp_path: Path) 
         out = tmp_path / str(second_ra)
         out.mkdir()
         a, b = w.write(out)
-        records, _ = records_from_captures("ltp", a, b, port=PORT, ip_a=IP_A)
+        records, _ = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
         for r in records:
             if r.direction == "return":
                 r.copies = 2  # as the channel's log would say
         tc = tracecheck.check(
-            Scenario.model_validate(SCENARIO), records, a, b, port=PORT, ip_a=IP_A,
+            LTP_SPEC, Scenario.model_validate(SCENARIO), records, a, b, port=PORT, ip_a=IP_A,
             exits={}, workdir=out / "trace", out=out / "trace.ndjson",
         )  # fmt: skip
         arrivals = [x for x in (out / "trace.ndjson").read_text().splitlines() if '"RS"' in x]
@@ -330,11 +331,11 @@ def test_a_truncated_capture_is_unchecked_with_the_frame(tmp_path: Path) -> None
     w = Wire()
     nominal(w)
     a, b = w.write(tmp_path)
-    records, _ = records_from_captures("ltp", a, b, port=PORT, ip_a=IP_A)
+    records, _ = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
     with a.open("r+b") as fh:  # cut the last frame of A's capture short
         fh.truncate(a.stat().st_size - 10)
     tc = tracecheck.check(
-        Scenario.model_validate(SCENARIO), records, a, b, port=PORT, ip_a=IP_A, exits={},
+        LTP_SPEC, Scenario.model_validate(SCENARIO), records, a, b, port=PORT, ip_a=IP_A, exits={},
         workdir=tmp_path / "trace",
     )  # fmt: skip
     assert tc.status == "unchecked"
@@ -493,14 +494,14 @@ def test_a_long_block_whose_reports_need_no_split_is_checked(tmp_path: Path) -> 
                                 lower_bound=0, claims=[(0, 5000)]))  # fmt: skip
     w.send(0.010, "forward", seg("RA", report_serial=90))
     a, b = w.write(tmp_path)
-    records, _ = records_from_captures("ltp", a, b, port=PORT, ip_a=IP_A)
+    records, _ = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
     spec = dict(SCENARIO, params={"block_len": 5000, "red_len": 5000, "segment_size": 1000,
                                   "retransmission_limit": 1, "max_claims_per_rs": 2})  # fmt: skip
     spec["expect"] = {"outcomes": [{"sender_outcome": "completed", "receiver_outcome": "completed",
                                     "delivered": {"protocol": "ltp", "red_bytes_delivered": 5000,
                                                   "green_bytes_delivered": 0}}]}  # fmt: skip
     tc = tracecheck.check(
-        Scenario.model_validate(spec), records, a, b, port=PORT, ip_a=IP_A, exits={},
+        LTP_SPEC, Scenario.model_validate(spec), records, a, b, port=PORT, ip_a=IP_A, exits={},
         workdir=tmp_path / "trace", out=tmp_path / "trace.ndjson",
     )  # fmt: skip
     assert tc.status == "accepted", tc.message

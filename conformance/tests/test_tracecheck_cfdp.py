@@ -16,6 +16,7 @@ import pytest
 
 from conformance import pcapkit, tracecheck
 from conformance.core.types import Scenario
+from conformance.protocols.cfdp import SPEC as CFDP
 from conformance.segments import records_from_captures
 from dissectors.cfdp.layer import (
     CFDPEOF,
@@ -70,7 +71,7 @@ class Wire(pcapkit.Wire):
         **kw: Any,
     ) -> Any:
         a, b = self.write(tmp)
-        records, _ = records_from_captures("cfdp", a, b, port=PORT, ip_a=IP_A)
+        records, _ = records_from_captures(CFDP, a, b, port=PORT, ip_a=IP_A)
         for i, dropped in (lost or {}).items():
             # what the channel's log says where the captures alone cannot
             # tell which copy of a PDU sent twice was lost
@@ -81,7 +82,7 @@ class Wire(pcapkit.Wire):
                 update={"dropped": False, "corrupted": True}
             )
         return tracecheck.check(
-            scn, records, a, b, port=PORT, ip_a=IP_A, exits={}, workdir=tmp / "trace",
+            CFDP, scn, records, a, b, port=PORT, ip_a=IP_A, exits={}, workdir=tmp / "trace",
             out=tmp / "trace.ndjson", **kw,
         )  # fmt: skip
 

@@ -28,6 +28,7 @@ from conformance import certify, interop
 from conformance.certify import Case, RobotRun, no_verdicts, run_robot
 from conformance.core.errors import InputError, NotRun
 from conformance.core.types import Reason, Verdict, dump_model
+from conformance.protocols.ltp import SPEC as LTP
 from conformance.robot.suitefile import cell
 from suts.registry import get
 
@@ -154,7 +155,7 @@ def test_certification_suite_reads_paths_back_as_written(
     res, got = _recording_resource(tmp_path)
     suite = tmp_path / "suite.robot"
     cases = [Case(p, "sender" if i % 2 else None) for i, p in enumerate(nasty_scenarios)]
-    certify.write_suite("ltp", cases, suite, resource=res)
+    certify.write_suite(LTP, cases, suite, resource=res)
     runs_dir = tmp_path / "runs ${{1+1}}  two"
     robot = run_robot(suite, tmp_path, [f"RUNS_DIR:{runs_dir}"], len(cases), None, lanes)
     assert robot.rc == 0, (tmp_path / certify.CONSOLE).read_text()
@@ -241,7 +242,7 @@ def _certification(tmp_path: Path) -> Path:
 def test_only_matching_no_case_is_refused_before_any_run(tmp_path: Path) -> None:
     out = _certification(tmp_path)
     with pytest.raises(InputError, match=r"--only zzzz: no case's name holds it.*ltp-two-reports"):
-        certify.certify("ltp", get("licklider"), out, only="zzzz", sut_roles=["both"])
+        certify.certify(LTP, get("licklider"), out, only="zzzz", sut_roles=["both"])
     assert not (out / "runs").exists() and not (out / "robot").exists()
 
 
@@ -252,7 +253,7 @@ def test_resume_with_every_case_judged_has_nothing_to_resume(tmp_path: Path) -> 
     dump_model(Verdict(scenario="ltp-two-reports-lost", sut="licklider 0.1.1", status="fail",
                        reasons=[Reason(code="x", message="y")]), run / "verdict.json")  # fmt: skip
     with pytest.raises(NotRun, match="nothing to resume: each of its 1 cases has a verdict"):
-        certify.certify("ltp", get("licklider"), out, sut_roles=["both"], resume=True)
+        certify.certify(LTP, get("licklider"), out, sut_roles=["both"], resume=True)
     assert (out / "report.html").is_file()  # the report still covers them
 
 
@@ -262,7 +263,7 @@ def test_a_row_robot_cannot_read_is_a_case_with_no_verdict(tmp_path: Path) -> No
     the keyword, and returns 1 as for a failed verdict. The case has no
     verdict, and that is what is reported, with Robot's own words."""
     suite = tmp_path / "suite.robot"
-    certify.write_suite("ltp", [Case(LTP_SCENARIO, None)], suite)
+    certify.write_suite(LTP, [Case(LTP_SCENARIO, None)], suite)
     text = suite.read_text().replace(cell(str(LTP_SCENARIO)), str(LTP_SCENARIO) + "    two")
     suite.write_text(text)
     runs = tmp_path / "runs"

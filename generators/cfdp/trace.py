@@ -350,10 +350,7 @@ def trace_model(
     consts |= {"Modes": {MODEL_MODES[t.mode]}, "PrematureTimeouts": True, "MaxLate": 0}
     return TraceModel(
         module=TRACE_SPEC,
-        # Modes is a set: TraceModel.constants (conformance.core.contract) and
-        # tracecheck's _cfg, which reads it, name no set-valued constant yet,
-        # though tla_value() writes one
-        constants=consts,  # type: ignore[arg-type]
+        constants=consts,
         units=units,
         arrived=arrived,
         actions=model_actions(SPEC, NEXT_BLOCKS),
