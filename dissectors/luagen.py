@@ -30,8 +30,9 @@ in sorted order, each giving Lua ``local``\\ s named after the key in capitals):
   ``"RFC 5326 §3.2.4"``: ``SECTION.<fact>`` for a top-level fact, the
   ``section`` attribute inside an object of objects;
 * ``SPEC`` is the spec's name. Prose (``description``, ``meaning``,
-  ``nature``, ``note``, ``term``, ``title``) and the emulator's field
-  vocabulary (``fields``, ``values``) are left out.
+  ``nature``, ``note``, ``term``, ``title``), the emulator's field
+  vocabulary (``fields``, ``values``) and the test data pattern (``payload``)
+  are left out.
 
 Output is deterministic: keys sorted, codes ascending, and Lua that reads the
 same under Lua 5.2 (Wireshark 4.0-4.2) and Lua 5.4 (Wireshark 4.4 and later):
@@ -59,9 +60,20 @@ REPO = DISSECTORS.parent
 END = "-- END GENERATED"
 _BEGIN_PREFIX = "-- BEGIN GENERATED"
 
-# top-level keys that are not facts for a dissector
+# top-level keys that are not facts for a dissector ("payload" is the test data
+# dtnconform sends, not something a dissector decodes)
 _SKIP_TOP = frozenset(
-    {"schema", "protocol", "title", "description", "spec", "spec_text", "fields", "values"}
+    {
+        "schema",
+        "protocol",
+        "title",
+        "description",
+        "spec",
+        "spec_text",
+        "fields",
+        "values",
+        "payload",
+    }
 )
 # prose, kept in wire.json for people (and for the RFC check), left out of the Lua
 _PROSE = frozenset({"description", "meaning", "nature", "note", "term", "title"})

@@ -1,11 +1,12 @@
 """A protocol's wire facts, read from ``specs/<proto>/wire.json``.
 
 Each protocol's facts (segment or PDU types, codes, reasons, the fields an
-impairment may match on, the RFC/CCSDS section of each) are written once, in
-that file. The Rust channel emulator compiles the same files in, the Lua
-dissectors' tables are generated from them (:mod:`dissectors.luagen`), and
-Python reads them here. A protocol exists for the wire layer when its folder
-has a ``wire.json``: nothing else lists the protocols.
+impairment may match on, the RFC/CCSDS section of each, and the byte pattern
+dtnconform's transfers carry) are written once, in that file. The Rust
+channel emulator compiles the same files in, the Lua dissectors' tables are
+generated from them (:mod:`dissectors.luagen`), and Python reads them here.
+A protocol exists for the wire layer when its folder has a ``wire.json``:
+nothing else lists the protocols.
 """
 
 from __future__ import annotations
@@ -75,3 +76,16 @@ def table(protocol: str, name: str) -> dict[int, Code]:
 def names(protocol: str, name: str) -> dict[int, str]:
     """Code table ``name`` as code -> name."""
     return {code: entry.name for code, entry in table(protocol, name).items()}
+
+
+def payload(protocol: str, offset: int, length: int) -> bytes:
+    """Bytes [offset, offset + length) of the data dtnconform sends over
+    ``protocol``: its wire.json ``payload``, byte i = (i * multiplier +
+    increment) mod modulus. The SUT harnesses compute the same bytes from the
+    same entry, so a receiver can check what it was given."""
+    data = load(protocol)
+    if "payload" not in data:
+        raise WireFactsError(f"{path(protocol)} has no payload")
+    p = data["payload"]
+    mul, inc, mod = int(p["multiplier"]), int(p["increment"]), int(p["modulus"])
+    return bytes((i * mul + inc) % mod for i in range(offset, offset + length))

@@ -15,7 +15,8 @@ tester's (verdict ``error``), never as a fail of the implementation.
 The block is cut as the model counts it and as the SUT adapters configure
 their side: red segments of ``segment_size`` bytes from offset 0 (the last
 may be shorter), then green segments from ``red_len``. The client data is
-the pattern both sides of every adapter share, byte *i* = (31 i + 7) mod 251.
+the pattern both sides of every adapter share, the ``payload`` of
+specs/ltp/wire.json (:func:`pattern`).
 
 What the tester cannot play is refused before the run with
 :class:`~conformance.tester.core.CannotPlay`, naming the field (:func:`check`).
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from conformance.core import wire
 from conformance.core.types import Scenario
 from conformance.protocols.ltp import LtpBlock
 from conformance.tester.core import CannotPlay, Context, Role
@@ -51,7 +53,7 @@ MISCOLORED = 3
 
 def pattern(offset: int, length: int) -> bytes:
     """Client data of the block at [offset, offset + length)."""
-    return bytes((i * 31 + 7) % 251 for i in range(offset, offset + length))
+    return wire.payload("ltp", offset, length)
 
 
 def grid(p: LtpBlock) -> list[tuple[int, int]]:

@@ -4,6 +4,7 @@ probes answered and not, and the judge's attribution of a rejected trace."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import socket
 import threading
@@ -19,7 +20,7 @@ from conformance.core.types import Channel, Scenario, TraceCheck
 from conformance.protocols.ltp import SPEC as LTP
 from conformance.tester import launch
 from conformance.tester.core import Context, Limits, open_socket, serve
-from conformance.tester.ltp import PROBES, LtpReceiver, LtpSender
+from conformance.tester.ltp import PROBES, LtpReceiver, LtpSender, pattern
 from dissectors.ltp.layer import LtpDecodeError, parse
 
 LTP_TLA = Path(__file__).resolve().parents[2] / "specs" / "ltp" / "LTP.tla"
@@ -141,6 +142,21 @@ def _transfer(
     for s in (s_sock, r_sock, relay.sock):
         s.close()
     return tx, rx, relay
+
+
+# sha256 of the first 4096 bytes of an LTP block, as every run before the
+# pattern moved into specs/ltp/wire.json sent them (and as the captures in
+# reports/findings hold them). The licklider harness's unit test pins it too.
+LTP_PAYLOAD_4096_SHA256 = "5ab775379b00e0ca28b6ee8c0b71b2e54307875de77c156356740d946a181be6"
+
+
+def test_client_data_is_the_pattern_every_run_has_sent() -> None:
+    """specs/ltp/wire.json's payload, as the tester reads it, gives the bytes
+    it always gave; a segment at any offset carries the block's bytes there."""
+    block = pattern(0, 4096)
+    assert hashlib.sha256(block).hexdigest() == LTP_PAYLOAD_4096_SHA256
+    for offset, length in ((1, 250), (251, 1), (1000, 3096), (4095, 1)):
+        assert pattern(offset, length) == block[offset : offset + length]
 
 
 def test_nominal_transfer_between_the_two_roles(tmp_path: Path) -> None:

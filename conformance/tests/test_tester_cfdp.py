@@ -6,6 +6,7 @@ validation, are in test_live_tester_cfdp.py."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import threading
@@ -33,6 +34,23 @@ def scenario(**params: Any) -> Scenario:
                                                    "file_bytes_delivered": 2500}}]},
         }
     )  # fmt: skip
+
+
+# sha256 of the first 4096 octets of the file every CFDP run sends, as every
+# run before the pattern moved into specs/cfdp/wire.json sent them (and as the
+# captures in reports/findings hold them). The cfdp-rs harness's unit test pins
+# it too.
+CFDP_PAYLOAD_4096_SHA256 = "d41d438c379110c7f7b2c561b1f04f26c1b4549110791f8e022f48974280c13e"
+
+
+def test_file_is_the_pattern_every_run_has_sent() -> None:
+    """specs/cfdp/wire.json's payload, as harnesskit reads it for the tester
+    and the Python harnesses, gives the octets it always gave, whatever the
+    length asked for."""
+    file = cfdp.pattern(4096)
+    assert hashlib.sha256(file).hexdigest() == CFDP_PAYLOAD_4096_SHA256
+    for length in (0, 1, 255, 256, 257, 3000):
+        assert cfdp.pattern(length) == file[:length]
 
 
 def test_checksums_match_known_values() -> None:

@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 SOURCE_FILE = "dtnc-source.bin"  # the sender's file, in its --workdir
 DEST_FILE = "dtnc-received.bin"  # the Metadata's destination file name
 MAX_DATAGRAM = 65535
-# Tables 5-4 and 5-5 are read from the spec's one copy.
+# Tables 5-4 and 5-5, and the file's pattern, are read from the spec's one copy.
 WIRE_JSON = Path(__file__).resolve().parents[3] / "specs" / "cfdp" / "wire.json"
 # SANA checksum identifiers, by --checksum.
 CHECKSUM_IDS: dict[str, int] = {"modular": 0, "crc32c": 2, "crc32": 3, "null": 15}
@@ -39,21 +39,30 @@ PROMPTS = ("prompt_nak", "prompt_keep_alive")
 MATCH_KEYS = ("directive", "ack_of", "pdu_type", "offset", "condition")
 
 
-def _wire_tables() -> tuple[dict[int, str], dict[int, str], str | None]:
+def _wire_facts() -> tuple[dict[int, str], dict[int, str], bytes, str | None]:
     """Table 5-5 (wire.json "condition_codes") and Table 5-4 ("directives"),
-    code -> name; an error text instead if the file cannot be read."""
+    code -> name, and one period of the file's pattern (wire.json "payload");
+    an error text instead if the file cannot be read."""
     try:
         wire = json.loads(WIRE_JSON.read_text())
         tables = [
             {int(e["code"]): str(e["name"]) for e in wire[key]["entries"]}
             for key in ("condition_codes", "directives")
         ]
+        p = wire["payload"]
+        mul, inc, mod = int(p["multiplier"]), int(p["increment"]), int(p["modulus"])
+        # octet i is (i * multiplier + increment) mod modulus: it repeats
+        # every `modulus` octets, so one period is all a file needs
+        period = bytes((i * mul + inc) % mod for i in range(mod))
+        if not period:
+            raise ValueError("payload.modulus must be at least 1")
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        return {}, {}, f"cannot read Tables 5-4/5-5 from {WIRE_JSON}: {type(exc).__name__}: {exc}"
-    return tables[0], tables[1], None
+        detail = f"{type(exc).__name__}: {exc}"
+        return {}, {}, b"", f"cannot read Tables 5-4/5-5 and the payload from {WIRE_JSON}: {detail}"
+    return tables[0], tables[1], period, None
 
 
-CONDITION_NAMES, DIRECTIVE_NAMES, SPEC_ERROR = _wire_tables()
+CONDITION_NAMES, DIRECTIVE_NAMES, _PERIOD, SPEC_ERROR = _wire_facts()
 
 
 def condition_name(code: int | None) -> str:
@@ -64,9 +73,11 @@ def condition_name(code: int | None) -> str:
 
 
 def pattern(length: int) -> bytes:
-    """The file: octet i is (i * 31 + 7) & 0xFF (period 256)."""
-    block = bytes((i * 31 + 7) & 0xFF for i in range(256))
-    return (block * (length // 256 + 1))[:length]
+    """The file every harness sends and checks: specs/cfdp/wire.json's
+    "payload" for ``length`` octets."""
+    if SPEC_ERROR is not None:
+        raise RuntimeError(SPEC_ERROR)
+    return (_PERIOD * (length // len(_PERIOD) + 1))[:length]
 
 
 def is_pattern(data: bytes) -> bool:

@@ -23,13 +23,14 @@ from typing import Any
 
 import pytest
 
-from suts.cfdp.common.harnesskit import DIRECTIVE_NAMES
+from suts.cfdp.common.harnesskit import DIRECTIVE_NAMES, pattern
 
 LOOP = "127.0.0.1"
 REPO = Path(__file__).resolve().parents[3]
 WIRE_JSON = REPO / "specs" / "cfdp" / "wire.json"
-# The file every harness sends, by the formula (not the harnesses' code).
-PATTERN_3000 = bytes((i * 31 + 7) & 0xFF for i in range(3000))
+# The file every harness sends: harnesskit's pattern, specs/cfdp/wire.json's
+# payload (conformance/tests/test_tester_cfdp.py pins its bytes).
+PATTERN_3000 = pattern(3000)
 
 Result = dict[str, Any]
 

@@ -37,7 +37,8 @@ const EXIT_CLOSED: u8 = 5;
 ///
 /// Sends (or receives) exactly one LTP block, one segment per UDP datagram,
 /// then prints exactly one JSON object on stdout. Human logs go to stderr.
-/// Block content is the pattern byte[i] = (i*31 + 7) % 251.
+/// Block content is the `payload` pattern of specs/ltp/wire.json, compiled
+/// in: byte[i] = (i * multiplier + increment) % modulus.
 ///
 /// licklider arms every retransmission timer (checkpoint §6.2, report §6.3,
 /// cancel §6.15) when the segment is sent, for owlt_out + remote_delay +
@@ -282,10 +283,41 @@ impl Outcome {
     }
 }
 
+/// The `payload` entry of specs/ltp/wire.json: byte i of every block is
+/// (i * multiplier + increment) % modulus. The file is compiled in (the
+/// tester and the other side read the same entry), parsed on first use.
+struct Payload {
+    multiplier: u64,
+    increment: u64,
+    modulus: u64,
+}
+
+static PAYLOAD: std::sync::LazyLock<Payload> = std::sync::LazyLock::new(|| {
+    let wire: Value = serde_json::from_str(include_str!("../../../../../specs/ltp/wire.json"))
+        .expect("specs/ltp/wire.json is JSON");
+    let number = |key: &str| {
+        wire["payload"][key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("specs/ltp/wire.json: payload.{key} is a number"))
+    };
+    let payload = Payload {
+        multiplier: number("multiplier"),
+        increment: number("increment"),
+        modulus: number("modulus"),
+    };
+    // every value must fit the byte it becomes
+    assert!(
+        (1..=256).contains(&payload.modulus),
+        "specs/ltp/wire.json: payload.modulus is 1..=256"
+    );
+    payload
+});
+
 /// The deterministic block pattern shared by both sides.
 fn pattern_byte(i: u64) -> u8 {
-    #[allow(clippy::cast_possible_truncation)] // value < 251
-    let b = ((i.wrapping_mul(31).wrapping_add(7)) % 251) as u8;
+    let p = &*PAYLOAD;
+    #[allow(clippy::cast_possible_truncation)] // value < modulus <= 256
+    let b = ((i.wrapping_mul(p.multiplier).wrapping_add(p.increment)) % p.modulus) as u8;
     b
 }
 
@@ -1215,5 +1247,45 @@ impl Client for ReceiverState {
             "stats": link.stats_json(),
         });
         (v, outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    /// sha256 of the first 4096 bytes of a block: the digest
+    /// conformance/tests/test_tester.py pins for the tester, so both ends of
+    /// a run compute the bytes every run has sent.
+    const PAYLOAD_4096_SHA256: &str =
+        "5ab775379b00e0ca28b6ee8c0b71b2e54307875de77c156356740d946a181be6";
+
+    /// The hex sha256 of `data`, by coreutils' sha256sum (no hashing crate
+    /// is a dependency, and the harness runs on Linux only).
+    fn sha256_hex(data: &[u8]) -> String {
+        let mut child = Command::new("sha256sum")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("sha256sum runs");
+        child
+            .stdin
+            .take()
+            .expect("a stdin")
+            .write_all(data)
+            .expect("sha256sum reads");
+        let out = child.wait_with_output().expect("sha256sum ends");
+        let text = String::from_utf8(out.stdout).expect("sha256sum prints text");
+        text.split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    #[test]
+    fn block_is_the_pattern_every_run_has_sent() {
+        let block: Vec<u8> = (0..4096).map(super::pattern_byte).collect();
+        assert_eq!(sha256_hex(&block), PAYLOAD_4096_SHA256);
     }
 }
