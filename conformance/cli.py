@@ -789,7 +789,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
 def cmd_interop(args: argparse.Namespace) -> int:
     """The interoperability matrix (conformance/interop.py); exit 1 when a
     run did not pass (unsupported cells aside)."""
-    _protocol(args.protocol)
+    spec = _protocol(args.protocol)
+    spec.need("interop", spec.capabilities.interop)
     from conformance import interop
     from suts.registry import get
 
@@ -835,15 +836,16 @@ def cmd_interop(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     """Hypothesis search of impairment plans against a live implementation
     (conformance/search.py); exit 1 when it found a failure."""
-    _protocol(args.protocol)
-    if args.protocol != "ltp":
-        raise InputError(f"search: {args.protocol} has no search machine yet (ltp has)")
+    spec = _protocol(args.protocol)
+    spec.need("search_space", spec.capabilities.search_space)
     if args.examples < 1:
         raise InputError(f"--examples: {args.examples}: at least 1")
     from conformance import search
     from suts.registry import get
 
     sut = get(args.sut)
+    if sut.protocol != args.protocol:  # the search is of the protocol the SUT plays
+        raise InputError(f"--sut {sut.name}: it plays {sut.protocol}, not {args.protocol}")
     out = _live_dir(args, sut, f"search-{args.protocol}-{sut.name}", "search directory")
     with _progress() as prog:
         task = prog.add_task(f"search {args.protocol} on {sut.name}", total=None, info="")
@@ -884,6 +886,8 @@ def cmd_retx_table(args: argparse.Namespace) -> int:
     from suts.registry import get
 
     sut = get(args.sut)
+    if sut.protocol != args.protocol:  # the table is of the protocol the SUT plays
+        raise InputError(f"--sut {sut.name}: it plays {sut.protocol}, not {args.protocol}")
     out = _live_dir(args, sut, f"retx-table-{args.protocol}-{sut.name}", "table directory")
     with _progress() as prog:
         task = prog.add_task("TLC: loss patterns", total=None, info="")

@@ -38,18 +38,6 @@ REGISTRY_ENTRIES = ("conformance/protocols/__init__.py", "suts/registry.py")
 
 # file -> modules it may still import across a line above, and why.
 KNOWN: dict[str, tuple[set[str], str]] = {
-    "conformance/bench.py": (
-        {"dissectors.ltp.layer", "generators.ltp.purposes"},
-        "the LTP benchmark becomes a capability of LTP's spec (the typed contract)",
-    ),
-    "conformance/interop.py": (
-        {"generators.cfdp.catalogue", "generators.cfdp.outcomes"},
-        "CFDP's interop configurations become a capability of CFDP's spec",
-    ),
-    "conformance/search.py": (
-        {"generators.ltp.outcomes"},
-        "the LTP search space becomes a capability of LTP's spec",
-    ),
     "reports/html.py": (
         {"conformance.provenance"},
         "the caller hands the report each run's channel as run (resolve once)",

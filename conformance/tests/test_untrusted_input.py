@@ -29,6 +29,7 @@ from conformance.certify import Case, RobotRun, no_verdicts, run_robot
 from conformance.core.errors import InputError, NotRun
 from conformance.core.types import Reason, Verdict, dump_model
 from conformance.robot.suitefile import cell
+from generators.cfdp.interop import CONFIGS as CFDP_CONFIGS
 from suts.registry import get
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,7 +191,7 @@ def test_interop_suite_reads_paths_and_reasons_back(
     ``${{…}}`` in it (Skip If takes it as a value, never as Python text)."""
     res, got = _recording_resource(tmp_path)
     suite = tmp_path / "suite.robot"
-    cfg = interop.CFDP_CONFIGS[0]
+    cfg = CFDP_CONFIGS[0]
     cells = [
         interop.Cell(cfg, p, "cfdp-py", "cfdp-rs", "" if i else 'no "${{1/0}}" here  ok')
         for i, p in enumerate(nasty_scenarios)
@@ -210,7 +211,7 @@ def test_interop_suite_reads_paths_and_reasons_back(
 def test_the_real_resource_skips_an_unsupported_cell_by_its_reason(tmp_path: Path) -> None:
     """res_dtnconform.robot's Skip If with a reason full of quotes: the
     cell is skipped with the reason as its message, and nothing runs."""
-    cfg = interop.CFDP_CONFIGS[0]
+    cfg = CFDP_CONFIGS[0]
     why = "cfdp-rs: \"quoted\" ${{__import__('os').system('touch PWNED')}}"
     cells = [interop.Cell(cfg, CFDP_SCENARIO, "cfdp-py", "cfdp-rs", why)]
     suite = tmp_path / "suite.robot"
