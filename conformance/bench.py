@@ -3,6 +3,10 @@ figures on the last line (the convention every benchmark follows).
 
 Figures that are compared are ratios measured in the same run: machines here
 are noisy, absolute numbers are not.
+
+The benchmarks are LTP's (:data:`PROTOCOL`): what is protocol-specific in
+them, the codec and the traffic they time, is the protocol's ``bench``
+capability (LTP's: dissectors/ltp/bench.py), its model the ``checker``.
 """
 
 from __future__ import annotations
@@ -10,32 +14,39 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from rich.console import Console
 
+from conformance import protocols
 from conformance.channel.bench import bench_emulator
+from conformance.core.capabilities import BenchTraffic
+from conformance.core.contract import ProtocolSpec
 from conformance.core.errors import DtncError, InputError
 
 # One figure of a benchmark's JSON line: a number, a status, a flag.
 Figure = float | str | bool | None
 
+# The protocol every benchmark but the emulator's runs on: their figures,
+# recorded in docs/measurements.md, are LTP's.
+PROTOCOL = "ltp"
+
+
+def _spec() -> ProtocolSpec:
+    """The benchmarked protocol: this command's one registry lookup."""
+    return protocols.get(PROTOCOL)
+
+
+def _traffic() -> tuple[ProtocolSpec, BenchTraffic]:
+    spec = _spec()
+    return spec, spec.need("bench", spec.capabilities.bench)
+
 
 def bench_codec(out: Console) -> dict[str, Figure]:
     """LTP Scapy layer: strict parse, build and classify rate of a mixed segment
     stream, and the cost of classify() relative to parse()."""
-    from dissectors.ltp.layer import LTP, classify, parse
-
-    segs = [
-        LTP(type=0, session_originator=1, session_number=99, client_service_id=1,
-            offset=i * 1000, data=bytes(1000))
-        for i in range(8)
-    ] + [
-        LTP(type=8, session_originator=1, session_number=99, report_serial=7,
-            checkpoint_serial=3, upper_bound=8000, lower_bound=0,
-            claims=[(0, 3000), (4000, 4000)]),
-        LTP(type=9, session_originator=1, session_number=99, report_serial=7),
-    ]  # fmt: skip
+    spec, traffic = _traffic()
+    parse, classify = traffic.parse, traffic.classify
+    segs = traffic.mixed_units()
     wire = [bytes(s) for s in segs]
     n = 20000
 
@@ -49,9 +60,9 @@ def bench_codec(out: Console) -> dict[str, Figure]:
     build_rate = rate(lambda: [bytes(s) for s in segs] and None)
     parsed = [parse(w) for w in wire]
     classify_rate = rate(lambda: [classify(p) for p in parsed] and None)
-    out.print(f"parse    {parse_rate:12,.0f} segments/s")
-    out.print(f"build    {build_rate:12,.0f} segments/s")
-    out.print(f"classify {classify_rate:12,.0f} segments/s")
+    out.print(f"parse    {parse_rate:12,.0f} {spec.unit}s/s")
+    out.print(f"build    {build_rate:12,.0f} {spec.unit}s/s")
+    out.print(f"classify {classify_rate:12,.0f} {spec.unit}s/s")
     return {
         "parse_per_s": round(parse_rate),
         "build_per_s": round(build_rate),
@@ -62,9 +73,8 @@ def bench_codec(out: Console) -> dict[str, Figure]:
 
 def bench_tlc(out: Console) -> dict[str, Figure]:
     """TLC on the LTP model's CI bound: states, seconds, states per second."""
-    from generators.ltp import purposes as gen
-
-    res = gen.check("ci")
+    spec = _spec()
+    res = spec.need("checker", spec.capabilities.checker).check("ci")
     states = res.distinct_states
     if states is None:  # TLC ended before its statistics
         raise DtncError(f"TLC reported no distinct states (log: {res.log_path})")
@@ -87,54 +97,29 @@ def bench_validate(out: Console) -> dict[str, Figure]:
     import tempfile
     from pathlib import Path
 
-    from conformance import pcapkit, protocols, tracecheck
-    from conformance.core.types import Scenario
+    from conformance import pcapkit, tracecheck
+    from conformance.runner import PORTS
     from conformance.segments import records_from_captures
-    from dissectors.ltp.layer import LTP
 
-    spec = protocols.get("ltp")  # this benchmark's entry point
-    size, seg = 10_000_000, 1400
-    n = -(-size // seg)
-    scn = Scenario.model_validate(
-        {"name": "bench-validate", "protocol": "ltp",
-         "params": {"block_len": size, "red_len": size, "segment_size": seg,
-                    "retransmission_limit": 1},
-         "timers": {"retransmission_ms": 1000.0},
-         "expect": {"outcomes": [{"sender_outcome": "completed", "receiver_outcome": "completed",
-                                  "delivered": {"protocol": "ltp", "red_bytes_delivered": size,
-                                                "green_bytes_delivered": 0}}]}}
-    )  # fmt: skip
-    wire = pcapkit.Wire(port=1113, delay=0.010)
-    t, gap = 0.0, seg * 8 / 100e6  # 100 Mb/s
-    for i in range(n):
-        off = i * seg
-        last = i == n - 1
-        body = bytes(min(seg, size - off))
-        kind = "RD-CP-EORP-EOB" if last else "RD"
-        # (scapy's Packet takes its fields as **Any)
-        extra: dict[str, Any] = {"checkpoint_serial": 5, "report_serial": 0} if last else {}
-        s = LTP(type=kind, session_originator=1, session_number=9, client_service_id=1,
-                offset=off, data=body, **extra)  # fmt: skip
-        wire.send(t, "forward", bytes(s))
-        t += gap
-    rs = LTP(type="RS", session_originator=1, session_number=9, report_serial=8,
-             checkpoint_serial=5, upper_bound=size, lower_bound=0, claims=[(0, size)])  # fmt: skip
-    wire.send(t + 0.011, "return", bytes(rs))
-    wire.send(t + 0.022, "forward", bytes(LTP(type="RA", session_originator=1,
-                                               session_number=9, report_serial=8)))  # fmt: skip
+    spec, traffic = _traffic()
+    port = PORTS[spec.name]
+    transfer = traffic.crafted_transfer(10_000_000, 1400)
+    wire = pcapkit.Wire(port=port, delay=0.010)
+    for t, direction, payload in transfer.datagrams:
+        wire.send(t, direction, payload)
     with tempfile.TemporaryDirectory(prefix="dtnc-bench-validate-") as tmp:
         folder = Path(tmp)
         a, b = wire.write(folder)
         t0 = time.perf_counter()
-        records, _ = records_from_captures(spec, a, b, port=1113, ip_a=pcapkit.IP_A)
+        records, _ = records_from_captures(spec, a, b, port=port, ip_a=pcapkit.IP_A)
         t1 = time.perf_counter()
-        exits = {"sender": wire.t0 + t + 0.05, "receiver": wire.t0 + t + 0.05}
+        exits = {"sender": wire.t0 + transfer.end, "receiver": wire.t0 + transfer.end}
         tc = tracecheck.check(
-            spec, scn, records, a, b, port=1113, ip_a=pcapkit.IP_A, exits=exits,
+            spec, transfer.scenario, records, a, b, port=port, ip_a=pcapkit.IP_A, exits=exits,
             workdir=folder / "trace", out=folder / "trace.ndjson",
         )  # fmt: skip
         t2 = time.perf_counter()
-    out.print(f"{len(records):,} segments, {tc.lines:,} trace lines: {tc.status}")
+    out.print(f"{len(records):,} {spec.unit}s, {tc.lines:,} trace lines: {tc.status}")
     out.print(f"decode {t1 - t0:.1f} s, trace validation {t2 - t1:.1f} s "
               f"(TLC {tc.seconds:.1f} s, {tc.states:,} states)")  # fmt: skip
     return {
@@ -160,31 +145,25 @@ def bench_dissect(out: Console) -> dict[str, Figure]:
     from pathlib import Path
 
     from conformance import pcapkit
-    from dissectors.ltp.layer import LTP
-    from dissectors.tshark import dissector
+    from conformance.runner import PORTS
 
+    spec, traffic = _traffic()
+    port, ours_proto, builtin = PORTS[spec.name], spec.dissector, traffic.BUILTIN_PROTO
     quick = os.environ.get("DTNC_BENCH_QUICK") == "1"
     sessions, per = (6, 500) if quick else (30, 1500)
-    wire = pcapkit.Wire(port=1113)
+    wire = pcapkit.Wire(port=port)
     t = 0.0
-    for n in range(sessions):
-        for i in range(per):
-            last = i == per - 1
-            extra: dict[str, Any] = {"checkpoint_serial": 7 + n, "report_serial": 0} if last else {}
-            seg = LTP(type="RD-CP-EORP-EOB" if last else "RD", session_originator=1,
-                      session_number=1000 + n, client_service_id=1, offset=i * 1024,
-                      data=bytes(1024), **extra)  # fmt: skip
-            wire.send(t, "forward", bytes(seg), lost=True)
-            t += 1e-4
-    lua = dissector("ltp").lua
-    ours = ["-X", f"lua_script:{lua}", "--disable-protocol", "ltp"]
+    for payload in traffic.capture_units(sessions, per):
+        wire.send(t, "forward", payload, lost=True)
+        t += 1e-4
+    ours = ["-X", f"lua_script:{ours_proto.lua}", "--disable-protocol", builtin]
     runs = {
         # decoding alone, as the built-in (4.0 has no session analysis)
-        "ours": [*ours, "-o", "dtnltp.analysis:FALSE"],
+        "ours": [*ours, "-o", f"{ours_proto.proto}.{ours_proto.analysis_pref}:FALSE"],
         # with our session analysis, the preference's default
         "ours_analysis": ours,
-        "builtin": ["-d", "udp.port==1113,ltp"],
-        "plain_udp": ["--disable-protocol", "ltp"],
+        "builtin": ["-d", f"udp.port=={port},{builtin}"],
+        "plain_udp": ["--disable-protocol", builtin],
     }
     best: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="dtnc-bench-dissect-") as tmp:

@@ -531,5 +531,5 @@ def _retx_table(spec: ProtocolSpec, sut: SutAdapter, out: Path) -> Path:
 
     gen = spec.need("retx_table", spec.capabilities.retx_table)
     table = out / "retx-table"
-    retxtable.build(gen.retx_scenarios(table / "tlc"), sut, table)
+    retxtable.build(spec, gen.retx_scenarios(table / "tlc"), sut, table)
     return table / "retx-table.json"

@@ -345,6 +345,16 @@ def _protocol(name: str) -> ProtocolSpec:
     return protocols.get(name)
 
 
+def _sut_playing(name: str, spec: ProtocolSpec) -> SutAdapter:
+    """The implementation ``--sut name``, which must play ``spec``."""
+    from suts.registry import get
+
+    sut = get(name)
+    if sut.protocol != spec.name:
+        raise InputError(f"--sut {sut.name}: it plays {sut.protocol}, not {spec.name}")
+    return sut
+
+
 def _registered() -> str:
     from conformance import protocols
 
@@ -725,12 +735,9 @@ def _lanes(lanes: int) -> int:
 def cmd_certify(args: argparse.Namespace) -> int:
     spec = _protocol(args.protocol)
     from conformance import certify
-    from suts.registry import get
 
-    sut = get(args.sut)
+    sut = _sut_playing(args.sut, spec)
     sut.set_options(args.sut_option)
-    if sut.protocol != args.protocol:
-        raise InputError(f"--sut {sut.name}: it plays {sut.protocol}, not {args.protocol}")
     lanes = _lanes(args.lanes)
     has_tester = spec.capabilities.tester is not None
     given = args.sut_roles or ("both,sender,receiver" if has_tester else "both")
@@ -789,7 +796,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
 def cmd_interop(args: argparse.Namespace) -> int:
     """The interoperability matrix (conformance/interop.py); exit 1 when a
     run did not pass (unsupported cells aside)."""
-    _protocol(args.protocol)
+    spec = _protocol(args.protocol)
+    spec.need("interop", spec.capabilities.interop)
     from conformance import interop
     from suts.registry import get
 
@@ -815,7 +823,7 @@ def cmd_interop(args: argparse.Namespace) -> int:
 
         try:
             outcome = interop.interop(
-                args.protocol, names, out, only=args.only, on_test=on_test, lanes=lanes
+                spec, names, out, only=args.only, on_test=on_test, lanes=lanes
             )
         except SystemExit:
             if interrupted():
@@ -835,15 +843,13 @@ def cmd_interop(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     """Hypothesis search of impairment plans against a live implementation
     (conformance/search.py); exit 1 when it found a failure."""
-    _protocol(args.protocol)
-    if args.protocol != "ltp":
-        raise InputError(f"search: {args.protocol} has no search machine yet (ltp has)")
+    spec = _protocol(args.protocol)
+    spec.need("search_space", spec.capabilities.search_space)
     if args.examples < 1:
         raise InputError(f"--examples: {args.examples}: at least 1")
     from conformance import search
-    from suts.registry import get
 
-    sut = get(args.sut)
+    sut = _sut_playing(args.sut, spec)  # the search is of the protocol the SUT plays
     out = _live_dir(args, sut, f"search-{args.protocol}-{sut.name}", "search directory")
     with _progress() as prog:
         task = prog.add_task(f"search {args.protocol} on {sut.name}", total=None, info="")
@@ -853,6 +859,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         try:
             log, minimal, text = search.search(
+                spec,
                 sut.name,
                 out,
                 examples=args.examples,
@@ -881,9 +888,8 @@ def cmd_retx_table(args: argparse.Namespace) -> int:
     spec = _protocol(args.protocol)
     gen = spec.need("retx_table", spec.capabilities.retx_table)
     from conformance import retxtable
-    from suts.registry import get
 
-    sut = get(args.sut)
+    sut = _sut_playing(args.sut, spec)  # the table is of the protocol the SUT plays
     out = _live_dir(args, sut, f"retx-table-{args.protocol}-{sut.name}", "table directory")
     with _progress() as prog:
         task = prog.add_task("TLC: loss patterns", total=None, info="")
@@ -894,7 +900,7 @@ def cmd_retx_table(args: argparse.Namespace) -> int:
             prog.update(task, completed=done, total=total, info=name)
 
         try:
-            rows = retxtable.build(scenarios, sut, out, on_row=on_row)
+            rows = retxtable.build(spec, scenarios, sut, out, on_row=on_row)
         except KeyboardInterrupt:
             err_console.print(f"interrupted; the rows so far are in {out}")
             return 130

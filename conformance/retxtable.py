@@ -2,8 +2,9 @@
 ns-3 LTP paper): for one block geometry, one row per loss pattern of data
 segments and reports, with the bytes the model expects the receiver to get
 (red and green, every value it allows) and the bytes the implementation
-delivered, its verdict and its trace validation. The rows come from the
-catalogue (generators/ltp/catalogue.py); each is run live like any scenario.
+delivered, its verdict and its trace validation. The rows and their geometry
+come from the protocol's ``retx_table`` capability (LTP's catalogue,
+generators/ltp/catalogue.py); each is run live like any scenario.
 
 Written as ``retx-table.json``, ``retx-table.md`` and ``retx-table.html`` in
 the table's folder, row by row, so an interrupted table keeps its rows.
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from conformance.core.contract import ProtocolSpec
 from conformance.core.types import Impairment, RunOutcome, Scenario
 from conformance.runner import error_outcome, run_scenario
 from suts.base import SutAdapter
@@ -94,6 +96,7 @@ def write(rows: list[Row], out: Path, title: str) -> None:
 
 
 def build(
+    spec: ProtocolSpec,
     scenarios: list[Scenario],
     sut: SutAdapter,
     out: Path,
@@ -101,19 +104,11 @@ def build(
     on_row: Callable[[int, int, str], None] | None = None,
 ) -> list[Row]:
     """Run every row's scenario into ``out/runs/<name>`` and write the table
-    after each row."""
+    after each row. ``spec``: the protocol ``sut`` plays, which the table is of."""
     rows: list[Row] = []
-    # The table's scenarios are LTP's (its RetxTable capability), read here by
-    # field name: this generic module may not import LTP's LtpBlock
-    # (conformance/tests/test_layers.py), the type that would name them.
-    p = scenarios[0].params.model_dump() if scenarios else None
-    geometry = (
-        f"block {p['block_len']} B (red {p['red_len']} B) in {p['segment_size']}-byte segments, "
-        f"retransmission limit {p['retransmission_limit']}"
-        if p is not None
-        else "no rows"
-    )
-    title = f"LTP retransmission table, {sut.name} {sut.version}: {geometry}"
+    table = spec.need("retx_table", spec.capabilities.retx_table)
+    geometry = table.retx_geometry(scenarios[0]) if scenarios else "no rows"
+    title = f"{spec.name.upper()} retransmission table, {sut.name} {sut.version}: {geometry}"
     for i, scn in enumerate(scenarios, 1):
         run_dir = out / "runs" / scn.name
         try:

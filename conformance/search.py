@@ -2,23 +2,26 @@
 with the model as the oracle, shrunk to a minimal regression scenario.
 
 A ``RuleBasedStateMachine`` builds one scenario per example. Its rules are
-the model's channel actions (specs/ltp/LTP.tla): ``ChannelLose…`` loses the
-n-th segment of a type in one direction, ``ChannelDelay…`` holds it back
-past the retransmission timers (``DELAY_MS``), ``ChannelDuplicate…`` delivers
-it twice, ``ChannelLinkDown`` takes the link down both ways as that segment
-crosses it, for as long (at most one outage per plan; the model's link
-swallows what it carries then and the timers run on); each is named by
-protocol fields as every impairment is. Its initialize
-rule (``Init``) picks the retransmission limit and who plays which side: the
-implementation on both, or the model-driven tester on one
+the model's channel actions, named as LTP's model names them
+(specs/ltp/LTP.tla): ``ChannelLose…`` loses the n-th unit of a kind in one
+direction, ``ChannelDelay…`` holds it back past the retransmission timers
+(``DELAY_MS``), ``ChannelDuplicate…`` delivers it twice, ``ChannelLinkDown``
+takes the link down both ways as that unit crosses it, for as long (at most
+one outage per plan; the model's link swallows what it carries then and the
+timers run on); each is named by protocol fields as every impairment is.
+The units each direction can impair and the transfer every example runs are
+the protocol's search space (its ``search_space`` capability: LTP's is
+generators/ltp/search.py), the protocol the one the implementation plays.
+Its initialize rule (``Init``) picks the retransmission limit and who plays
+which side: the implementation on both, or the model-driven tester on one
 (conformance.tester), whose steps are the model's sender or receiver
 actions. At the end of the example (teardown) TLC computes every outcome the
-model allows under exactly those losses (generators.outcomes), the scenario
-runs between namespaces, and the verdict is the oracle: ``fail`` (an outcome
-or a trace the model does not allow) fails the example. Hypothesis then
-shrinks the plan (fewer losses, earlier occurrences, the simplest roles),
-re-running each candidate live, and the smallest plan that still fails is
-saved as a regression scenario.
+model allows under exactly those losses (the protocol's ``outcomes``
+capability), the scenario runs between namespaces, and the verdict is the
+oracle: ``fail`` (an outcome or a trace the model does not allow) fails the
+example. Hypothesis then shrinks the plan (fewer losses, earlier
+occurrences, the simplest roles), re-running each candidate live, and the
+smallest plan that still fails is saved as a regression scenario.
 
 A plan the model cannot express is skipped before anything runs (logged as
 rejected); a run whose verdict is
@@ -40,33 +43,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from conformance.core.errors import DtncError
+from conformance.core.contract import ProtocolSpec
+from conformance.core.errors import DtncError, InputError
 from conformance.core.types import Impairment, Scenario, Verdict, dump_model, load_scenario
 
 if TYPE_CHECKING:
+    from conformance.core.capabilities import OutcomeSets, SearchSpace
     from suts.base import SutAdapter
-
-# What each channel direction can lose, as the model names it: a data
-# segment by its kind and byte offset, a control segment by its type.
-FORWARD = (
-    "red_data@0",
-    "red_data@1000",
-    "red_data@2000",
-    "green_data@3000",
-    "RA",
-    "CS",
-    "CAR",
-)
-RETURN = ("RS", "CR", "CAS")
-
-
-def match_of(segment: str) -> dict[str, str | int]:
-    """ "red_data@1000" -> {kind, offset}; "RS" -> {type}."""
-    if "@" in segment:
-        kind, offset = segment.split("@")
-        return {"kind": kind, "offset": int(offset)}
-    return {"type": segment}
-
 
 ROLES = ("none", "sender", "receiver")  # the tester's role; none: the SUT on both sides
 MAX_LOSSES = 3  # impairments per plan: losses, delays, duplicates and an outage together
@@ -74,7 +57,7 @@ MAX_LOSSES = 3  # impairments per plan: losses, delays, duplicates and an outage
 # retransmission timers (conformance/timers.py), so that it is overtaken
 # and its timer expires first (the model's release may come at any time).
 DELAY_MS = 1500.0
-# (direction, segment, occurrence, act): act is the emulator rule's action
+# (direction, unit, occurrence, act): act is the emulator rule's action
 Planned = tuple[str, str, int, str]
 
 
@@ -95,38 +78,11 @@ class SearchLog:
             fh.write(json.dumps(line, sort_keys=True) + "\n")
 
 
-def base_scenario(name: str, limit: int) -> Scenario:
-    """The block every example transfers: 3 red segments and 1 green, 1000
-    bytes each (the model's CI geometry), the given retransmission limit."""
-    return Scenario.model_validate(
-        {
-            "name": name,
-            "protocol": "ltp",
-            "description": "Hypothesis search (conformance/search.py)",
-            "params": {
-                "block_len": 4000,
-                "red_len": 3000,
-                "segment_size": 1000,
-                "retransmission_limit": limit,
-            },
-            "expect": {
-                "red_bytes_delivered": 0,
-                "green_bytes_delivered": 0,
-                "sender_outcome": "cancelled",
-                "receiver_outcome": "cancelled",
-            },
-            "time_limit_s": 30,
-        }
-    )
-
-
 _ACT = {"drop": "", "delay": "late-", "duplicate": "dup-", "outage": "down-"}
 
 
-def plan_name(tester: str, limit: int, losses: list[Planned]) -> str:
-    parts = [f"{_ACT[a]}{d[0]}{t.replace('_data@', '')}.{k}" for d, t, k, a in losses] or [
-        "nominal"
-    ]
+def plan_name(space: SearchSpace, tester: str, limit: int, losses: list[Planned]) -> str:
+    parts = [f"{_ACT[a]}{d[0]}{space.short(t)}.{k}" for d, t, k, a in losses] or ["nominal"]
     who = "" if tester == "none" else f"-tester-{tester}"
     key = hashlib.sha1(repr((tester, limit, losses)).encode()).hexdigest()[:6]
     return f"search-l{limit}{who}-" + "-".join(parts)[:60] + f"-{key}"
@@ -138,19 +94,19 @@ def fail(message: str) -> None:
     raise AssertionError(message)
 
 
-def plan_scenario(tester: str, limit: int, planned: list[Planned]) -> Scenario:
-    """The scenario of a plan: the base block, one impairment per segment
-    occurrence (the emulator acts once on it; the first act planned for it
-    stands), in a fixed order."""
+def plan_scenario(space: SearchSpace, tester: str, limit: int, planned: list[Planned]) -> Scenario:
+    """The scenario of a plan: the space's base transfer, one impairment per
+    unit occurrence (the emulator acts once on it; the first act planned for
+    it stands), in a fixed order."""
     first: dict[tuple[str, str, int], str] = {}
     for d, t, k, a in planned:
         first.setdefault((d, t, k), a)
     losses = sorted((d, t, k, a) for (d, t, k), a in first.items())
-    scn = base_scenario(plan_name(tester, limit, losses), limit)
+    scn = space.base_scenario(plan_name(space, tester, limit, losses), limit)
     scn.impairments = [
         Impairment(
             direction=d,  # type: ignore[arg-type]
-            match=match_of(t),
+            match=space.match_of(t),
             occurrence=k,
             action=a,  # type: ignore[arg-type]
             delay_ms=DELAY_MS if a in ("delay", "outage") else 0.0,
@@ -163,13 +119,30 @@ def plan_scenario(tester: str, limit: int, planned: list[Planned]) -> Scenario:
 @dataclass
 class _Search:
     """What every example of one search shares: the implementation, the
-    log, the budget of live runs, and each plan's failure (None: it did not
-    fail), so that a plan drawn again is not run again."""
+    log, the budget of live runs, the protocol's search space and outcome
+    sets, and each plan's failure (None: it did not fail), so that a plan
+    drawn again is not run again."""
 
     sut: SutAdapter
     log: SearchLog
     budget: int
+    space: SearchSpace
+    outcomes: OutcomeSets
     seen: dict[str, str | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, spec: ProtocolSpec, sut_name: str, log: SearchLog, budget: int) -> _Search:
+        """A search of ``sut_name`` in ``spec``, the protocol it plays (an
+        InputError naming the reason when that protocol has no search space
+        or the implementation plays another)."""
+        from suts.registry import get
+
+        sut = get(sut_name)
+        if sut.protocol != spec.name:
+            raise InputError(f"--sut {sut.name}: it plays {sut.protocol}, not {spec.name}")
+        space = spec.need("search_space", spec.capabilities.search_space)
+        outcomes = spec.need("outcomes", spec.capabilities.outcomes)
+        return cls(sut, log, budget, space, outcomes)
 
 
 def run_plan(search: _Search, tester: str, limit: int, planned: list[Planned]) -> None:
@@ -177,10 +150,9 @@ def run_plan(search: _Search, tester: str, limit: int, planned: list[Planned]) -
     verdict the oracle; a fail is saved as a regression scenario and fails
     the example (:func:`fail`)."""
     from conformance.runner import error_outcome, run_scenario
-    from generators.ltp import outcomes
 
     log, seen, sut = search.log, search.seen, search.sut
-    scn = plan_scenario(tester, limit, planned)
+    scn = plan_scenario(search.space, tester, limit, planned)
     if scn.name in seen:
         # the same plan again (Hypothesis drew other choices that
         # give it): its verdict stands, nothing is run twice
@@ -191,7 +163,7 @@ def run_plan(search: _Search, tester: str, limit: int, planned: list[Planned]) -
         return
     work = log.out / "tlc" / scn.name
     try:
-        scn.expect = outcomes.expectation_for(scn, work)
+        scn.expect = search.outcomes.expectation_for(scn, work)
     except DtncError as exc:  # Unplannable, or no end with exactly these losses
         # (teardown cannot reject an example: it is skipped, as a pass)
         log.rejected += 1
@@ -256,18 +228,17 @@ def _keep_failure(
 # search, not at module level, so that Hypothesis is imported only when a
 # search runs and each search's class holds its own implementation, log and
 # plans. What an example does at its end is run_plan's.
-def machine(sut_name: str, log: SearchLog, budget: int) -> type:
+def machine(spec: ProtocolSpec, sut_name: str, log: SearchLog, budget: int) -> type:
     """The state machine class for one search (its runs go under log.out):
     ``budget`` live runs of new plans, and twice as many more to shrink a
     failure once one is found."""
     from hypothesis import strategies as st
     from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-    from suts.registry import get
+    search = _Search.of(spec, sut_name, log, budget)
+    forward, back = search.space.FORWARD, search.space.RETURN
 
-    search = _Search(get(sut_name), log, budget)
-
-    class LtpChannelMachine(RuleBasedStateMachine):
+    class ChannelMachine(RuleBasedStateMachine):
         """Rules: the model's channel actions. Teardown: the live run."""
 
         def __init__(self) -> None:
@@ -281,10 +252,10 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
             limit=st.integers(1, 2),
             first=st.one_of(
                 st.tuples(
-                    st.just("forward"), st.sampled_from(FORWARD), st.integers(1, 3), st.just("drop")
+                    st.just("forward"), st.sampled_from(forward), st.integers(1, 3), st.just("drop")
                 ),
                 st.tuples(
-                    st.just("return"), st.sampled_from(RETURN), st.integers(1, 3), st.just("drop")
+                    st.just("return"), st.sampled_from(back), st.integers(1, 3), st.just("drop")
                 ),
             ),
         )
@@ -295,34 +266,34 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
             self.tester, self.limit = tester, limit
             self.losses.append(first)
 
-        @rule(segment=st.sampled_from(FORWARD), occurrence=st.integers(1, 3))
+        @rule(segment=st.sampled_from(forward), occurrence=st.integers(1, 3))
         def ChannelLoseForward(self, segment: str, occurrence: int) -> None:  # noqa: N802
             self.losses.append(("forward", segment, occurrence, "drop"))
 
-        @rule(segment=st.sampled_from(RETURN), occurrence=st.integers(1, 3))
+        @rule(segment=st.sampled_from(back), occurrence=st.integers(1, 3))
         def ChannelLoseReturn(self, segment: str, occurrence: int) -> None:  # noqa: N802
             self.losses.append(("return", segment, occurrence, "drop"))
 
-        @rule(segment=st.sampled_from(FORWARD), occurrence=st.integers(1, 2))
+        @rule(segment=st.sampled_from(forward), occurrence=st.integers(1, 2))
         def ChannelDelayForward(self, segment: str, occurrence: int) -> None:  # noqa: N802
             self.losses.append(("forward", segment, occurrence, "delay"))
 
-        @rule(segment=st.sampled_from(RETURN), occurrence=st.integers(1, 2))
+        @rule(segment=st.sampled_from(back), occurrence=st.integers(1, 2))
         def ChannelDelayReturn(self, segment: str, occurrence: int) -> None:  # noqa: N802
             self.losses.append(("return", segment, occurrence, "delay"))
 
-        @rule(segment=st.sampled_from(FORWARD), occurrence=st.integers(1, 2))
+        @rule(segment=st.sampled_from(forward), occurrence=st.integers(1, 2))
         def ChannelDuplicateForward(self, segment: str, occurrence: int) -> None:  # noqa: N802
             self.losses.append(("forward", segment, occurrence, "duplicate"))
 
-        @rule(segment=st.sampled_from(RETURN), occurrence=st.integers(1, 2))
+        @rule(segment=st.sampled_from(back), occurrence=st.integers(1, 2))
         def ChannelDuplicateReturn(self, segment: str, occurrence: int) -> None:  # noqa: N802
             self.losses.append(("return", segment, occurrence, "duplicate"))
 
         @precondition(lambda self: all(a != "outage" for *_, a in self.losses))
         @rule(
             segment=st.sampled_from(
-                [("forward", x) for x in FORWARD] + [("return", x) for x in RETURN]
+                [("forward", x) for x in forward] + [("return", x) for x in back]
             ),
             occurrence=st.integers(1, 2),
         )
@@ -330,15 +301,20 @@ def machine(sut_name: str, log: SearchLog, budget: int) -> type:
             self.losses.append((segment[0], segment[1], occurrence, "outage"))
 
         def scenario(self) -> Scenario:
-            return plan_scenario(self.tester, self.limit, self.losses)
+            return plan_scenario(search.space, self.tester, self.limit, self.losses)
 
         def teardown(self) -> None:
             run_plan(search, self.tester, self.limit, self.losses)
 
-    return LtpChannelMachine
+    # Hypothesis prints a failing example as steps of this class by its
+    # name, the protocol's ("LtpChannelMachine"); its qualified name stays,
+    # by which Hypothesis finds its source for the example database's key
+    ChannelMachine.__name__ = f"{search.sut.protocol.capitalize()}ChannelMachine"
+    return ChannelMachine
 
 
 def search(
+    spec: ProtocolSpec,
     sut_name: str,
     out: Path,
     *,
@@ -356,7 +332,7 @@ def search(
 
     out.mkdir(parents=True, exist_ok=True)
     log = SearchLog(out, on_example=on_example)
-    cls = machine(sut_name, log, budget=examples)
+    cls = machine(spec, sut_name, log, budget=examples)
     config = settings(
         # plans the model cannot realize (a cancel that never happens) are
         # skipped without a run: draw more than the runs asked for

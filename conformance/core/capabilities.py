@@ -15,10 +15,10 @@ is ``generators.ltp.purposes``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, SupportsBytes
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -137,9 +137,120 @@ class Probes(Protocol):
 
 
 class RetxTable(Protocol):
-    """``certify --retx-table``: the scenarios of the retransmission table."""
+    """``retx-table`` and ``certify --retx-table`` (conformance/retxtable.py):
+    the retransmission table's scenarios, one row each, all of one geometry."""
 
     def retx_scenarios(self, workdir: Path) -> list[Scenario]: ...
+
+    def retx_geometry(self, scn: Scenario) -> str:
+        """The geometry a row's scenario has (every row's), for the table's title."""
+        ...
+
+
+class SearchSpace(Protocol):
+    """``dtnconform search`` (conformance/search.py): what a plan's
+    impairments are drawn from, and the transfer every example runs. A unit
+    is named as the model names it; FORWARD and RETURN are what each
+    channel direction can impair."""
+
+    @property
+    def FORWARD(self) -> Sequence[str]: ...  # noqa: N802
+
+    @property
+    def RETURN(self) -> Sequence[str]: ...  # noqa: N802
+
+    def match_of(self, unit: str) -> dict[str, str | int]:
+        """The impairment's match (protocol fields) for a unit of FORWARD or RETURN."""
+        ...
+
+    def short(self, unit: str) -> str:
+        """The unit in a plan's scenario name."""
+        ...
+
+    def base_scenario(self, name: str, limit: int) -> Scenario:
+        """The transfer every example runs, at retransmission limit ``limit``,
+        before its impairments and outcome set."""
+        ...
+
+
+@dataclass(frozen=True)
+class InteropConfig:
+    """One interoperability configuration: scenario parameters both
+    implementations are set up with, and the link MTU it needs."""
+
+    name: str
+    params: dict[str, object]
+    mtu: int = 1500
+    losses: bool = False  # also every loss scenario of its mode (else one)
+
+    def describe(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.params.items())
+
+
+class InteropConfigs(Protocol):
+    """``dtnconform interop`` (conformance/interop.py): the configurations
+    every pair of the protocol's implementations runs in, and each one's
+    scenarios."""
+
+    @property
+    def CONFIGS(self) -> Sequence[InteropConfig]: ...  # noqa: N802
+
+    def config_names(self, cfg: InteropConfig) -> list[str]:
+        """The names of the configuration's scenarios, with no TLC run (the
+        matrix's cells are chosen by name before any outcome set is computed)."""
+        ...
+
+    def config_scenarios(
+        self, cfg: InteropConfig, workdir: Path, names: Collection[str] | None = None
+    ) -> list[Scenario]:
+        """The configuration's scenarios (``names``: those of them only),
+        each with the outcome set the model computes for it."""
+        ...
+
+
+# One datagram of crafted traffic: (seconds from the start, direction, bytes).
+Datagram = tuple[float, str, bytes]
+
+
+@dataclass(frozen=True)
+class CraftedTransfer:
+    """A transfer made by hand: its scenario, its datagrams in the order
+    sent, and when both ends are done (seconds from the start)."""
+
+    scenario: Scenario
+    datagrams: list[Datagram]
+    end: float
+
+
+class BenchTraffic(Protocol):
+    """``dtnconform bench`` (conformance/bench.py): the protocol's side of
+    the benchmarks, its codec and the traffic they time."""
+
+    @property
+    def BUILTIN_PROTO(self) -> str:  # noqa: N802
+        """Wireshark's own dissector of the protocol, by its Proto name."""
+        ...
+
+    def mixed_units(self) -> Sequence[SupportsBytes]:
+        """Units of each kind, as the codec builds them (``bytes(unit)``)."""
+        ...
+
+    def parse(self, payload: bytes) -> Any:
+        """One unit, strictly parsed."""
+        ...
+
+    def classify(self, unit: Any) -> Mapping[str, object]:
+        """A parsed unit's fields, as the channel's classifier names them."""
+        ...
+
+    def crafted_transfer(self, size: int, unit_size: int) -> CraftedTransfer:
+        """A transfer of ``size`` bytes in units of ``unit_size`` that
+        completes with nothing lost."""
+        ...
+
+    def capture_units(self, sessions: int, per: int) -> list[bytes]:
+        """``sessions`` transfers of ``per`` data units each, forward, in order."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -156,4 +267,7 @@ class Capabilities:
     tester: Tester | None = None
     probes: Probes | None = None
     retx_table: RetxTable | None = None
+    search_space: SearchSpace | None = None
+    interop: InteropConfigs | None = None
+    bench: BenchTraffic | None = None
     missing: Mapping[str, str] = field(default_factory=dict)

@@ -289,7 +289,7 @@ def provides() -> Capabilities:
     """What CFDP provides. Imported when first asked for: each of these
     modules builds on the types above."""
     from conformance.tester import cfdp as tester
-    from generators.cfdp import outcomes, purposes, trace
+    from generators.cfdp import interop, outcomes, purposes, trace
 
     return Capabilities(
         checker=purposes,
@@ -297,11 +297,16 @@ def provides() -> Capabilities:
         outcomes=outcomes,
         trace=trace,
         tester=tester,
+        interop=interop,
         missing={
             "catalogue": "CFDP's catalogue is part of its generation (generate makes it)",
             "robustness": "the CFDP tester has no robustness probes yet",
             "probes": "the CFDP tester has no robustness probes yet",
             "retx_table": "the retransmission table is LTP's (licklider's limits)",
+            "search_space": "not built yet for CFDP (the PDUs a plan may impair, the transfer "
+            "each example runs)",
+            "bench": "the benchmarks run on LTP (conformance/bench.py); CFDP has no benchmark "
+            "traffic yet",
         },
     )
 

@@ -239,7 +239,8 @@ def provides() -> Capabilities:
     """What LTP provides. Imported when first asked for: each of these
     modules builds on the types above."""
     from conformance.tester import ltp as tester
-    from generators.ltp import outcomes, purposes, trace
+    from dissectors.ltp import bench
+    from generators.ltp import catalogue, outcomes, purposes, search, trace
 
     return Capabilities(
         checker=purposes,
@@ -250,7 +251,12 @@ def provides() -> Capabilities:
         trace=trace,
         tester=tester,
         probes=tester,
-        retx_table=purposes,
+        retx_table=catalogue,
+        search_space=search,
+        bench=bench,
+        missing={
+            "interop": "interoperability needs two implementations; LTP has one so far (licklider)",
+        },
     )
 
 

@@ -300,6 +300,38 @@ def test_what_the_tester_cannot_play_is_refused_before_any_run(tmp_path: Path) -
     )
 
 
+@pytest.mark.parametrize(
+    ("argv", "protocol", "capability"),
+    [
+        (["search", "cfdp", "--sut", "cfdp-py"], "cfdp", "search_space"),
+        (["interop", "ltp"], "ltp", "interop"),
+        (["retx-table", "cfdp", "--sut", "cfdp-py"], "cfdp", "retx_table"),
+    ],
+)
+def test_a_capability_the_protocol_lacks_is_named_with_its_reason(
+    tmp_path: Path, argv: list[str], protocol: str, capability: str
+) -> None:
+    """Before any folder, root check or run: the protocol's own reason."""
+    from conformance import protocols
+
+    why = protocols.get(protocol).capabilities.missing[capability]
+    out = tmp_path / "out"
+    one_line_error(
+        cli(*argv, "--out", str(out)), f"{protocol}: no {capability.replace('_', ' ')}: {why}"
+    )
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["search", "retx-table"])
+def test_a_sut_of_another_protocol_is_refused(tmp_path: Path, command: str) -> None:
+    out = tmp_path / "out"
+    one_line_error(
+        cli(command, "ltp", "--sut", "cfdp-py", "--out", str(out)),
+        "--sut cfdp-py: it plays cfdp, not ltp",
+    )
+    assert not out.exists()
+
+
 # ---------------------------------------------------------------------------
 # 3. --out is a file, or a non-empty directory
 # ---------------------------------------------------------------------------

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from conformance import interop
-from conformance.interop import CFDP_CONFIGS
+from conformance.protocols.cfdp import SPEC as CFDP
+from generators.cfdp.interop import CONFIGS as CFDP_CONFIGS
 from reports.html import cell_status
 from suts.registry import get
 
@@ -48,8 +49,8 @@ def test_cells_an_implementation_cannot_take_say_why(tmp_path: Path) -> None:
     cfg = next(c for c in CFDP_CONFIGS if c.params["segment_size"] == 4096)
     scn = tmp_path / f"cfdp-interop-{cfg.name}-nominal.json"
     scn.write_text(json.dumps({"params": cfg.params}))
-    by = {(c.sender, c.receiver): c for c in interop.cells([cfg], [get("cfdp-py"),
-                                                                  get("cfdp-rs")], tmp_path)}  # fmt: skip
+    by = {(c.sender, c.receiver): c for c in interop.cells([(cfg, scn)], [get("cfdp-py"),
+                                                                         get("cfdp-rs")])}  # fmt: skip
     assert by[("cfdp-py", "cfdp-py")].unsupported == ""
     assert "cfdp-rs: File Data segments of at most 4080" in by[("cfdp-py", "cfdp-rs")].unsupported
     assert "cfdp-rs" in by[("cfdp-rs", "cfdp-py")].unsupported
@@ -66,7 +67,7 @@ def test_two_implementations_interoperate_live(tmp_path: Path) -> None:
     cfg = CFDP_CONFIGS[:1]
     seen: list[tuple[int, int, str]] = []
     # two lanes: pabot runs the four cells two at once, in processes of its own
-    out = interop.interop("cfdp", ["cfdp-py", "cfdp-rs"], tmp_path, configs=cfg,
+    out = interop.interop(CFDP, ["cfdp-py", "cfdp-rs"], tmp_path, configs=cfg,
                           only="-nominal", on_test=lambda *a: seen.append(a),
                           lanes=2)  # fmt: skip
     assert len(out.cells) == 4 and len(out.runs) == 4

@@ -37,20 +37,7 @@ LOWER = ("generators", "suts", "dissectors", "reports")
 REGISTRY_ENTRIES = ("conformance/protocols/__init__.py", "suts/registry.py")
 
 # file -> modules it may still import across a line above, and why.
-KNOWN: dict[str, tuple[set[str], str]] = {
-    "conformance/bench.py": (
-        {"dissectors.ltp.layer", "generators.ltp.purposes"},
-        "the LTP benchmark becomes a capability of LTP's spec (the typed contract)",
-    ),
-    "conformance/interop.py": (
-        {"generators.cfdp.catalogue", "generators.cfdp.outcomes"},
-        "CFDP's interop configurations become a capability of CFDP's spec",
-    ),
-    "conformance/search.py": (
-        {"generators.ltp.outcomes"},
-        "the LTP search space becomes a capability of LTP's spec",
-    ),
-}
+KNOWN: dict[str, tuple[set[str], str]] = {}
 
 
 def python_files() -> list[str]:

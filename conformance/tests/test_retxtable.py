@@ -32,7 +32,7 @@ def test_table_of_three_rows(tmp_path: Path) -> None:
     wanted = {f"ltp-r3g1l1-{x}" for x in ("nominal", "red0.1", "green3000.1")}
     scenarios = [s for s in catalogue.retx_scenarios(tmp_path / "tlc") if s.name in wanted]
     assert len(scenarios) == 3
-    rows = retxtable.build(scenarios, get("licklider"), tmp_path)
+    rows = retxtable.build(LTP, scenarios, get("licklider"), tmp_path)
     assert [r.within for r in rows] == [True, True, True], rows
     table = json.loads((tmp_path / "retx-table.json").read_text())
     assert [r["scenario"] for r in table["rows"]] == [s.name for s in scenarios]

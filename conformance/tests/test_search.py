@@ -13,6 +13,7 @@ import pytest
 
 from conformance import search
 from conformance.core.types import load_scenario
+from conformance.protocols.ltp import SPEC as LTP
 from conformance.runner import run_scenario
 from suts.registry import get
 
@@ -21,7 +22,7 @@ pytestmark = [pytest.mark.netns, pytest.mark.integration]
 
 def test_rules_are_the_models_channel_actions() -> None:
     text = (Path(search.__file__).parents[1] / "specs" / "ltp" / "LTP.tla").read_text()
-    cls = search.machine("licklider", search.SearchLog(Path("/nonexistent")), budget=0)
+    cls = search.machine(LTP, "licklider", search.SearchLog(Path("/nonexistent")), budget=0)
     rules = {n for n, f in vars(cls).items() if hasattr(f, "hypothesis_stateful_rule")}
     assert rules == {
         f"Channel{act}{d}" for act in ("Lose", "Delay", "Duplicate") for d in ("Forward", "Return")
@@ -34,7 +35,7 @@ def test_rules_are_the_models_channel_actions() -> None:
 
 def test_a_failing_plan_leaves_a_regression_that_reproduces(tmp_path: Path) -> None:
     log = search.SearchLog(tmp_path)
-    cls = search.machine("licklider", log, budget=5)
+    cls = search.machine(LTP, "licklider", log, budget=5)
     m = cls()
     # licklider on both sides, limit 1, the checkpoint lost twice: the sender
     # cancels, and the first CS gets no CAS (finding
@@ -67,7 +68,7 @@ def test_a_duplicate_plan_is_judged_with_its_copy(tmp_path: Path) -> None:
     rule, its expectation allows the receiver's cancel only a duplicating
     channel reaches, and the run's trace takes the copy's second arrival."""
     log = search.SearchLog(tmp_path)
-    cls = search.machine("licklider", log, budget=5)
+    cls = search.machine(LTP, "licklider", log, budget=5)
     m = cls()
     m.Init(tester="none", limit=1, first=("forward", "RA", 1, "drop"))
     m.ChannelDuplicateForward(segment="red_data@2000", occurrence=1)
@@ -97,7 +98,7 @@ def test_an_outage_plan_is_planned_as_the_models_link_going_down(tmp_path: Path)
     outage, no random losses); the live run's channel drops what crossed the
     dead link as the outage's, and the run is judged on its outcome."""
     log = search.SearchLog(tmp_path)
-    cls = search.machine("licklider", log, budget=5)
+    cls = search.machine(LTP, "licklider", log, budget=5)
     m = cls()
     m.Init(tester="none", limit=1, first=("return", "RS", 2, "drop"))
     m.ChannelLinkDown(segment=("forward", "red_data@2000"), occurrence=1)
@@ -120,7 +121,7 @@ def test_an_outage_plan_is_planned_as_the_models_link_going_down(tmp_path: Path)
 
 
 def test_a_short_search_runs_each_plan_once(tmp_path: Path) -> None:
-    log, minimal, _text = search.search("licklider", tmp_path, examples=2, deterministic=True)
+    log, minimal, _text = search.search(LTP, "licklider", tmp_path, examples=2, deterministic=True)
     lines = [json.loads(x) for x in (tmp_path / "search.jsonl").read_text().splitlines()]
     ran = [x["scenario"] for x in lines if "verdict" in x]
     assert ran and len(ran) == len(set(ran)) == log.examples

@@ -1,8 +1,8 @@
 """A toy protocol with every capability, registered through the contract
 (conformance/core/capabilities.py) as a new protocol would be: the CLI's
-check, generate (with catalogue and robustness), expect and retx-table
-reach it with no generic module knowing it, and its model checking is real
-TLC on a small TLA+ module of its own.
+check, generate (with catalogue and robustness) and expect reach it with no
+generic module knowing it, the search plans in its units, and its model
+checking is real TLC on a small TLA+ module of its own.
 
 The toy transfers ``file_len`` bytes in steps of 100; its model counts the
 steps. Its parameter and delivery types are those of
@@ -12,24 +12,29 @@ test_protocol_registry.py.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.table import Table
 
-from conformance import cli, protocols
+from conformance import cli, protocols, search
 from conformance.core.capabilities import (
+    BenchTraffic,
     Capabilities,
     Catalogue,
+    CraftedTransfer,
     Generator,
+    InteropConfig,
+    InteropConfigs,
     ModelChecker,
     OutcomeSets,
     Probes,
     RetxTable,
     Robustness,
+    SearchSpace,
     TraceModels,
 )
 from conformance.core.capabilities import (
@@ -189,6 +194,53 @@ class ToyModel:
     def retx_scenarios(self, workdir: Path) -> list[Scenario]:
         return [self._scenario("toy-retx", 1)]
 
+    def retx_geometry(self, scn: Scenario) -> str:
+        return f"file {getattr(scn.params, 'file_len', 0)} B"
+
+    # -- search space, interop, bench ----------------------------------------
+
+    FORWARD = ("step@0", "step@100")
+    RETURN = ("ack",)
+
+    def match_of(self, unit: str) -> dict[str, str | int]:
+        kind, _, offset = unit.partition("@")
+        return {"kind": kind, "offset": int(offset)} if offset else {"kind": kind}
+
+    def short(self, unit: str) -> str:
+        return unit.replace("@", "")
+
+    def base_scenario(self, name: str, limit: int) -> Scenario:
+        return self._scenario(name, 2)
+
+    CONFIGS = (InteropConfig("two-steps", {"file_len": 2 * STEP}),)
+
+    def config_names(self, cfg: InteropConfig) -> list[str]:
+        return [f"toy-interop-{cfg.name}-nominal"]
+
+    def config_scenarios(
+        self, cfg: InteropConfig, workdir: Path, names: Collection[str] | None = None
+    ) -> list[Scenario]:
+        return [self._scenario(n, 2) for n in self.config_names(cfg) if not names or n in names]
+
+    BUILTIN_PROTO = "toy"
+
+    def mixed_units(self) -> list[bytes]:
+        return [bytes(STEP), bytes(STEP // 2)]
+
+    def parse(self, payload: bytes) -> bytes:
+        return payload
+
+    def classify(self, unit: Any) -> Mapping[str, object]:
+        return {"len": len(unit)}
+
+    def crafted_transfer(self, size: int, unit_size: int) -> CraftedTransfer:
+        steps = -(-size // unit_size)
+        units = [(i * 0.001, "forward", bytes(unit_size)) for i in range(steps)]
+        return CraftedTransfer(self._scenario("toy-crafted", steps), units, steps * 0.001)
+
+    def capture_units(self, sessions: int, per: int) -> list[bytes]:
+        return [bytes(STEP)] * (sessions * per)
+
     # -- trace model, tester, probes -----------------------------------------
 
     def trace_model(
@@ -229,6 +281,9 @@ def _capabilities(model: ToyModel) -> Capabilities:
     tester: RoleTester = ToyTester()
     probes: Probes = model
     retx: RetxTable = model
+    space: SearchSpace = model
+    interop: InteropConfigs = model
+    bench: BenchTraffic = model
     return Capabilities(
         checker=checker,
         generator=generator,
@@ -239,6 +294,9 @@ def _capabilities(model: ToyModel) -> Capabilities:
         tester=tester,
         probes=probes,
         retx_table=retx,
+        search_space=space,
+        interop=interop,
+        bench=bench,
     )
 
 
@@ -263,18 +321,9 @@ def test_every_capability_is_reached_through_the_contract(
 ) -> None:
     spec = protocols.get("toy")
     caps = spec.capabilities
-    for name in (
-        "checker",
-        "generator",
-        "catalogue",
-        "robustness",
-        "outcomes",
-        "trace",
-        "tester",
-        "probes",
-        "retx_table",
-    ):
-        assert spec.need(name, getattr(caps, name)) is not None, name
+    for f in fields(Capabilities):  # every capability the contract declares
+        if f.name != "missing":
+            assert spec.need(f.name, getattr(caps, f.name)) is not None, f.name
 
     # check: real TLC on the toy's module, its table in the toy's words
     assert cli.main(["check", "toy", "--out", str(tmp_path / "check")]) == 0
@@ -302,6 +351,40 @@ def test_every_capability_is_reached_through_the_contract(
     assert "the toy model: every step arrives" in capsys.readouterr().out
 
 
+def test_each_protocol_gives_its_reason_for_what_it_lacks() -> None:
+    """A registered protocol's ``missing`` names exactly the capabilities it
+    lacks, so the CLI never falls back to "not built yet" for them (a
+    misspelt name would)."""
+    names = {f.name for f in fields(Capabilities)} - {"missing"}
+    for spec in protocols.all_specs():
+        caps = spec.capabilities
+        lacks = {n for n in names if getattr(caps, n) is None}
+        assert set(caps.missing) == lacks, spec.name
+
+
+def test_the_search_plans_in_the_protocols_units(toy_model: ToyModel) -> None:
+    """A plan's scenario is made of the search space's parts: the toy's
+    base transfer, its units' matches and short names; the first act
+    planned for a unit occurrence stands."""
+    spec = protocols.get("toy")
+    space = spec.need("search_space", spec.capabilities.search_space)
+    planned = [
+        ("forward", "step@100", 2, "delay"),
+        ("return", "ack", 1, "drop"),
+        ("forward", "step@100", 2, "drop"),
+    ]
+    scn = search.plan_scenario(space, "none", 1, planned)
+    assert scn.protocol == "toy"
+    assert scn.params == toy_model.base_scenario("any", 1).params
+    assert [
+        (i.direction, i.match, i.occurrence, i.action, i.delay_ms) for i in scn.impairments
+    ] == [
+        ("forward", {"kind": "step", "offset": 100}, 2, "delay", search.DELAY_MS),
+        ("return", {"kind": "ack"}, 1, "drop", 0.0),
+    ]
+    assert scn.name.startswith("search-l1-late-fstep100.2-rack.1-")
+
+
 def test_what_the_toy_lacks_is_named_with_its_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -315,5 +398,14 @@ def test_what_the_toy_lacks_is_named_with_its_reason(
         assert "toy: no generator: the toy has no test purposes" in capsys.readouterr().err
         assert cli.main(["check", "toy"]) == 2
         assert "toy: no checker: not built yet" in capsys.readouterr().err
+        # the live commands ask before any folder, root check or run
+        for argv, name in (
+            (["search", "toy"], "search space"),
+            (["interop", "toy"], "interop"),
+            (["retx-table", "toy"], "retx table"),
+        ):
+            assert cli.main([*argv, "--out", str(tmp_path / "live")]) == 2
+            assert f"toy: no {name}: not built yet" in capsys.readouterr().err
+        assert not (tmp_path / "live").exists()
     finally:
         protocols.unregister("toy")

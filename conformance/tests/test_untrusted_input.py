@@ -28,8 +28,10 @@ from conformance import certify, interop
 from conformance.certify import Case, RobotRun, no_verdicts, run_robot
 from conformance.core.errors import InputError, NotRun
 from conformance.core.types import Reason, Verdict, dump_model
+from conformance.protocols.cfdp import SPEC as CFDP
 from conformance.protocols.ltp import SPEC as LTP
 from conformance.robot.suitefile import cell
+from generators.cfdp.interop import CONFIGS as CFDP_CONFIGS
 from suts.registry import get
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -191,7 +193,7 @@ def test_interop_suite_reads_paths_and_reasons_back(
     ``${{…}}`` in it (Skip If takes it as a value, never as Python text)."""
     res, got = _recording_resource(tmp_path)
     suite = tmp_path / "suite.robot"
-    cfg = interop.CFDP_CONFIGS[0]
+    cfg = CFDP_CONFIGS[0]
     cells = [
         interop.Cell(cfg, p, "cfdp-py", "cfdp-rs", "" if i else 'no "${{1/0}}" here  ok')
         for i, p in enumerate(nasty_scenarios)
@@ -211,7 +213,7 @@ def test_interop_suite_reads_paths_and_reasons_back(
 def test_the_real_resource_skips_an_unsupported_cell_by_its_reason(tmp_path: Path) -> None:
     """res_dtnconform.robot's Skip If with a reason full of quotes: the
     cell is skipped with the reason as its message, and nothing runs."""
-    cfg = interop.CFDP_CONFIGS[0]
+    cfg = CFDP_CONFIGS[0]
     why = "cfdp-rs: \"quoted\" ${{__import__('os').system('touch PWNED')}}"
     cells = [interop.Cell(cfg, CFDP_SCENARIO, "cfdp-py", "cfdp-rs", why)]
     suite = tmp_path / "suite.robot"
@@ -288,7 +290,7 @@ def test_robot_failing_as_a_tool_is_exit_2(tmp_path: Path) -> None:
 
 def test_interop_only_matching_no_cell_is_refused_before_tlc(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="--only zzzz: no cell's name"):
-        interop.interop("cfdp", ["cfdp-py"], tmp_path / "i", only="zzzz")
+        interop.interop(CFDP, ["cfdp-py"], tmp_path / "i", only="zzzz")
     assert not (tmp_path / "i" / "tlc").exists()
 
 

@@ -373,6 +373,17 @@ def retx_scenarios(workdir: Path, b: Bound = TABLE_BOUND) -> list[Scenario]:
     return [scenario(p, states) for p in rows]
 
 
+def retx_geometry(scn: Scenario) -> str:
+    """The block a row of the retransmission table transfers, for its title."""
+    p = scn.params
+    if not isinstance(p, LtpBlock):
+        raise TypeError(f"{scn.name}: not an LTP scenario ({scn.protocol})")
+    return (
+        f"block {p.block_len} B (red {p.red_len} B) in {p.segment_size}-byte segments, "
+        f"retransmission limit {p.retransmission_limit}"
+    )
+
+
 # ---------------------------------------------------------------------------
 # Outages during each sender and receiver state
 # ---------------------------------------------------------------------------

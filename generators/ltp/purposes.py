@@ -470,11 +470,6 @@ def robustness(outdir: Path, report: GenerateReport) -> list[Path]:
     return written
 
 
-def retx_scenarios(workdir: Path) -> list[Scenario]:
-    """The retransmission table's rows (:func:`generators.ltp.catalogue.retx_scenarios`)."""
-    return _catalogue.retx_scenarios(workdir)
-
-
 def describe_segment(seg: Mapping[str, Any]) -> str:
     """A one-line summary of a model segment: type, offset, serials, claims."""
     t = seg["type"]

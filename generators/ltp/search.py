@@ -1,0 +1,60 @@
+"""LTP's search space (the ``search_space`` capability): what the Hypothesis
+search (conformance/search.py) impairs, and the block every example
+transfers.
+
+A data segment is named by its kind and byte offset, a control segment by
+its type, as the model names them (specs/ltp/LTP.tla); the offsets are those
+of the block below.
+"""
+
+from __future__ import annotations
+
+from conformance.core.types import Scenario
+from conformance.protocols.ltp import LtpBlock
+
+# What each channel direction can impair.
+FORWARD = (
+    "red_data@0",
+    "red_data@1000",
+    "red_data@2000",
+    "green_data@3000",
+    "RA",
+    "CS",
+    "CAR",
+)
+RETURN = ("RS", "CR", "CAS")
+
+
+def match_of(unit: str) -> dict[str, str | int]:
+    """ "red_data@1000" -> {kind, offset}; "RS" -> {type}."""
+    if "@" in unit:
+        kind, offset = unit.split("@")
+        return {"kind": kind, "offset": int(offset)}
+    return {"type": unit}
+
+
+def short(unit: str) -> str:
+    """ "red_data@1000" -> "red1000"; "RS" -> "RS"."""
+    return unit.replace("_data@", "")
+
+
+def base_scenario(name: str, limit: int) -> Scenario:
+    """The block every example transfers: 3 red segments and 1 green, 1000
+    bytes each (the model's CI geometry), the given retransmission limit."""
+    return Scenario.model_validate(
+        {
+            "name": name,
+            "protocol": "ltp",
+            "description": "Hypothesis search (conformance/search.py)",
+            "params": LtpBlock(
+                block_len=4000, red_len=3000, segment_size=1000, retransmission_limit=limit
+            ),
+            "expect": {
+                "red_bytes_delivered": 0,
+                "green_bytes_delivered": 0,
+                "sender_outcome": "cancelled",
+                "receiver_outcome": "cancelled",
+            },
+            "time_limit_s": 30,
+        }
+    )
