@@ -30,7 +30,7 @@ import struct
 import subprocess
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,6 +120,10 @@ class DecodedFrame:
     # one field dict per protocol layer in the frame; ``fields`` is layers[0]
     layers: list[dict[str, FieldValue]] = field(default_factory=list)
     protocol: str = ""
+    # the emulator classifier's vocabulary and the dissector's names for it
+    # (match_fields), looked up once per capture by frames_of
+    vocabulary: frozenset[str] = field(default_factory=frozenset, repr=False, compare=False)
+    renames: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def expert_names(self) -> list[str]:
@@ -129,14 +133,10 @@ class DecodedFrame:
         """The fields in the emulator classifier's vocabulary (``fields`` of
         specs/<proto>/wire.json), under the classifier's names (the
         dissector's ``match_renames``); no display-only extras."""
-        from conformance.core.classifiers import vocabulary
-
-        known = vocabulary(self.protocol)
-        renames = dissector(self.protocol).match_renames
         out: dict[str, int | str | bool] = {}
         for key, value in self.fields.items():
-            name = renames.get(key, key)
-            if name in known and not isinstance(value, list):
+            name = self.renames.get(key, key)
+            if name in self.vocabulary and not isinstance(value, list):
                 out[name] = value
         return out
 
@@ -342,11 +342,24 @@ def _collect_experts(proto_el: ET.Element) -> list[dict[str, str]]:
 
 
 def frames_of(
-    root: ET.Element, proto: str, types: FieldTypes, *, label: str = "", protocol: str = ""
+    root: ET.Element,
+    proto: str,
+    types: FieldTypes,
+    *,
+    label: str = "",
+    protocol: str = "",
+    renames: Mapping[str, str] | None = None,
 ) -> list[DecodedFrame]:
     """Every packet of a PDML document with a ``proto`` layer. ``label``: the
     dissector's tree label, which its summary follows (``label, summary``);
-    empty: the whole label is the summary."""
+    empty: the whole label is the summary. ``protocol``: the registered
+    protocol whose classifier vocabulary the frames' match_fields speak;
+    ``renames``: its dissector's names for it, when the caller has them."""
+    from conformance.core.classifiers import vocabulary
+
+    known = frozenset(vocabulary(protocol)) if protocol else frozenset()
+    if renames is None:
+        renames = dissector(protocol).match_renames if protocol else {}
     frames = []
     for packet in root.iter("packet"):
         protos = [p for p in packet.iter("proto") if p.get("name") == proto]
@@ -374,6 +387,8 @@ def frames_of(
                 experts=experts,
                 layers=layers,
                 protocol=protocol,
+                vocabulary=known,
+                renames=renames,
             )
         )
     return frames
@@ -487,7 +502,9 @@ def decode_capture(
     for name, value in (prefs or {}).items():
         args += ["-o", f"{d.proto}.{name}:{value}"]
     root, truncated = _tshark_pdml(args)
-    frames = frames_of(root, d.proto, d.fields, label=d.label, protocol=protocol)
+    frames = frames_of(
+        root, d.proto, d.fields, label=d.label, protocol=protocol, renames=d.match_renames
+    )
     skipped, read = _skipped_udp(root, d.proto)
     end = None
     if truncated:
