@@ -84,7 +84,7 @@ test: setup
 	cd $(EMULATOR) && cargo test --release --locked --quiet
 	cd $(HARNESS) && cargo test --release --locked --quiet
 	cd $(CFDPRS) && cargo test --release --locked --quiet
-	$(VENV)/bin/pytest -q --durations=25
+	$(VENV)/bin/pytest -q --durations=40
 
 test-deep: setup
 	DTNC_DEEP=1 $(VENV)/bin/pytest -q
