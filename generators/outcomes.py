@@ -10,8 +10,13 @@ expectation is not one interleaving's end state.
 This module holds what every protocol's outcome planning shares: a planned
 impairment (:class:`PlannedLoss`) and its expansion from a scenario's rules
 (:func:`expand`), what the model must know of the channel
-(:func:`channel_shape`, :func:`stale`), and the cache of computed sets.
-Each protocol's own half is ``generators/<proto>/outcomes.py``. Anything
+(:func:`channel_shape`, :func:`stale`), the runs under each model reading
+(:func:`under_readings`), and the cache of computed sets. The catalogue's
+TLC runs are here too (:func:`catalogue_run`, :func:`merge_readings`): a
+catalogue module enumerates every pattern of planned impairments within a
+budget, each with the outcomes the model reaches with exactly that pattern.
+Each protocol's own half is ``generators/<proto>/outcomes.py`` (and
+``generators/<proto>/catalogue.py``). Anything
 without a model counterpart (a corruption the application sees, a field
 the model abstracts away) is :class:`Unplannable`, which says which
 impairment and why.
@@ -20,9 +25,10 @@ impairment and why.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, Protocol, TypeVar
 
 from conformance.core.errors import DtncError as DtncError  # re-exported: Unplannable's base
 from conformance.core.types import (
@@ -33,6 +39,8 @@ from conformance.core.types import (
     ImpairmentAction,
     Scenario,
 )
+from generators.tlaval import TlaValue
+from generators.tlc import TlaConstant, TlcProgress, cfg_text, printed, run_tlc
 
 
 class Unplannable(DtncError):
@@ -104,9 +112,27 @@ class OutcomeSet:
     distinct_states: int | None
     seconds: float
     log: Path
-    # the model actions its behaviours took (MCLTPOutcomes' ActionSeen)
+    # the model actions its behaviours took (the outcome module's ActionSeen)
     actions: set[str] = field(default_factory=set)
     outages: int = 0  # the link outages it planned
+
+
+def under_readings(
+    readings: Sequence[str],
+    outcome_set: Callable[[str], OutcomeSet],
+    seen: set[str] | None = None,
+) -> tuple[list[OutcomeSet], list[ExpectedOutcome]]:
+    """The runs of one expectation, ``outcome_set(reading)`` for each of
+    ``readings`` in order (the default reading, '', first, then each
+    alternative that can make a difference), and every outcome they reached,
+    each with the reading it was reached under (an Expectation made of them
+    merges one reached under several readings into one with all of them).
+    ``seen`` gets the model actions of every run."""
+    runs = [outcome_set(r) for r in readings]
+    if seen is not None:
+        for x in runs:
+            seen |= x.actions
+    return runs, [o for x in runs for o in x.outcomes]
 
 
 def expand(
@@ -238,3 +264,133 @@ _CACHE: dict[str, tuple[Expectation, frozenset[str]]] = {}
 
 
 _CACHE_LOCK = threading.Lock()
+
+
+# ---------------------------------------------------------------------------
+# The catalogue: every pattern of planned impairments within a bound's budgets
+# ---------------------------------------------------------------------------
+
+
+class CatalogueBound(Protocol):
+    """What a catalogue run reads of a protocol's bound (its own dataclass,
+    which also gives the run's constants)."""
+
+    @property
+    def tag(self) -> str:
+        """The bound's name in files, scenario names and errors."""
+        ...
+
+    @property
+    def max_late(self) -> int:
+        """The delays and duplicates the bound allows (0: none)."""
+        ...
+
+
+B = TypeVar("B", bound=CatalogueBound)
+# A terminal outcome as the catalogue module printed it, in a form fit for a
+# dict key; each protocol makes its own from the printed values.
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass
+class Pattern(Generic[B, K]):
+    """One pattern of a catalogue bound: the planned impairments, and each
+    outcome the model reaches with exactly them, with the readings that
+    reach it."""
+
+    bound: B
+    losses: frozenset[PlannedLoss]
+    outcomes: dict[K, set[str]] = field(default_factory=dict)
+
+
+@dataclass
+class CatalogueRun(Generic[B, K]):
+    """The patterns of one bound, the model actions their behaviours took,
+    the distinct states and the seconds of TLC."""
+
+    patterns: list[Pattern[B, K]]
+    actions: set[str]
+    states: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class CatalogueModule(Generic[K]):
+    """A protocol's catalogue module (specs/<proto>/MC<P>Catalogue.tla). It
+    has ``CatalogueSpec``, ``OutcomeView`` and two invariants that print:
+    ``CatalogueReport``, ``<<"dtnc-pattern", planHit, outcome...>>`` at each
+    terminal state, and ``ActionSeen``, ``<<"dtnc-action", name>>``."""
+
+    path: Path
+    # the action constraint that keeps only impairments a live run can make
+    # (none of a segment the receiver already holds)
+    action_constraint: str
+    # the printed outcome (the values after planHit) as the key of Pattern.outcomes
+    outcome_key: Callable[[Sequence[TlaValue]], K]
+
+
+def catalogue_run(
+    module: CatalogueModule[K],
+    bound: B,
+    reading: str,
+    workdir: Path,
+    *,
+    cfg_name: str,
+    comment: str,
+    constants: Mapping[str, TlaConstant],
+    progress: Callable[[TlcProgress], None] | None = None,
+) -> CatalogueRun[B, K]:
+    """One TLC run of a catalogue module with ``constants`` (the bound's,
+    under ``reading``): its patterns, each outcome tagged with ``reading``.
+    A bound that allows late segments keeps only the patterns with one (the
+    others are those of the bound without), and a pattern with two acts on
+    one transmission (say, duplicated and then lost) is left out: the live
+    channel applies one rule per segment."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    cfg = workdir / cfg_name
+    cfg.write_text(
+        cfg_text(
+            comment,
+            constants,
+            spec="CatalogueSpec",
+            view="OutcomeView",
+            invariants=["CatalogueReport", "ActionSeen"],
+            action_constraint=module.action_constraint,
+        ),
+        encoding="utf-8",
+    )
+    # (runs of seconds, two at once: the JVM's quick compiler serves them best)
+    res = run_tlc(module.path, cfg, workers=1, workdir=workdir, progress=progress, short=True)
+    if res.violated or res.errors:
+        raise DtncError(f"TLC failed on the catalogue ({bound.tag}): {res.errors} ({res.log_path})")
+    text = res.log_path.read_text(encoding="utf-8")
+    found: dict[frozenset[PlannedLoss], Pattern[B, K]] = {}
+    for records, *outcome in printed(text, "dtnc-pattern"):
+        losses = frozenset(
+            PlannedLoss(str(x["dir"]), str(x["key"]), int(x["off"]), int(x["occ"]), str(x["act"]))
+            for x in records
+        )
+        if bound.max_late and not any(x.late for x in losses):
+            continue
+        if len({(x.dir, x.key, x.off, x.occ) for x in losses}) < len(losses):
+            continue
+        p = found.setdefault(losses, Pattern(bound, losses))
+        p.outcomes.setdefault(module.outcome_key(outcome), set()).add(reading)
+    actions = {str(v[0]) for v in printed(text, "dtnc-action")}
+    return CatalogueRun(list(found.values()), actions, res.distinct_states or 0, res.seconds)
+
+
+def merge_readings(runs: Sequence[CatalogueRun[B, K]], bound: B) -> CatalogueRun[B, K]:
+    """One bound's runs under each reading (the default first) as one: a
+    pattern reached under several readings is one pattern of ``bound``, each
+    outcome tagged with every reading that reaches it; the actions of all
+    runs, the default reading's states and the seconds of all."""
+    found: dict[frozenset[PlannedLoss], Pattern[B, K]] = {}
+    actions: set[str] = set()
+    for run in runs:
+        actions |= run.actions
+        for p in run.patterns:
+            have = found.setdefault(p.losses, Pattern(bound, p.losses))
+            for o, rs in p.outcomes.items():
+                have.outcomes.setdefault(o, set()).update(rs)
+    return CatalogueRun(list(found.values()), actions, runs[0].states, sum(r.seconds for r in runs))

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -51,8 +51,17 @@ from generators.cfdp.outcomes import (
     outcome_of,
     reading_ids,
 )
-from generators.outcomes import PlannedLoss, Unplannable
-from generators.tlc import REPO_ROOT, TlcProgress, cfg_text, printed, run_tlc
+from generators.outcomes import (
+    CatalogueModule,
+    CatalogueRun,
+    PlannedLoss,
+    Unplannable,
+    catalogue_run,
+    merge_readings,
+)
+from generators.outcomes import Pattern as GenericPattern
+from generators.tlaval import TlaValue
+from generators.tlc import REPO_ROOT, TlcProgress
 from generators.traps import GenerateReport, PurposeStatus
 
 CATALOGUE = SPEC_DIR / "MCCFDPCatalogue.tla"
@@ -141,49 +150,36 @@ def _order(x: PlannedLoss) -> tuple[str, str, int, int, str]:
     return (x.dir, x.key, x.off, x.occ, x.act)
 
 
-@dataclass
-class Pattern:
-    bound: Bound
-    losses: frozenset[PlannedLoss]
-    outcomes: dict[tuple[object, ...], set[str]] = field(default_factory=dict)
+# A printed terminal outcome (MCCFDPOutcomes Outcome): <<sender out, sender
+# condition, receiver out, receiver condition, delivered>>.
+Outcome = tuple[object, ...]
+Pattern = GenericPattern[Bound, Outcome]
+Run = CatalogueRun[Bound, Outcome]
+
+
+def _outcome(v: Sequence[TlaValue]) -> Outcome:
+    (outcome,) = v
+    return tuple(outcome)
+
+
+CATALOGUE_MODULE = CatalogueModule(CATALOGUE, "NoStaleImpairment", _outcome)
 
 
 def run_bound(
     b: Bound, reading: str, workdir: Path, progress: Callable[[TlcProgress], None] | None = None
-) -> tuple[list[Pattern], set[str], int, float]:
+) -> Run:
     """One TLC run of the catalogue: the patterns of a bound under a reading,
     the actions taken, distinct states and seconds."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    cfg = workdir / f"MCCFDPCatalogue_{b.tag}.cfg"
-    cfg.write_text(
-        cfg_text(
-            f"Catalogue: every pattern within {b.max_loss} losses and {b.max_late} late PDUs.",
-            constants(b.transfer(), reading, losses=b.max_loss, late=b.max_late),
-            spec="CatalogueSpec",
-            view="OutcomeView",
-            invariants=["CatalogueReport", "ActionSeen"],
-            action_constraint="NoStaleImpairment",
-        ),
-        encoding="utf-8",
+    return catalogue_run(
+        CATALOGUE_MODULE,
+        b,
+        reading,
+        workdir,
+        cfg_name=f"MCCFDPCatalogue_{b.tag}.cfg",
+        comment=f"Catalogue: every pattern within {b.max_loss} losses and {b.max_late} late PDUs.",
+        constants=constants(b.transfer(), reading, losses=b.max_loss, late=b.max_late),
+        progress=progress,
     )
-    res = run_tlc(CATALOGUE, cfg, workers=1, workdir=workdir, progress=progress, short=True)
-    if res.violated or res.errors:
-        raise DtncError(f"TLC failed on the catalogue ({b.tag}): {res.errors} ({res.log_path})")
-    text = res.log_path.read_text(encoding="utf-8")
-    found: dict[frozenset[PlannedLoss], Pattern] = {}
-    for hit, outcome in printed(text, "dtnc-pattern"):
-        losses = frozenset(
-            PlannedLoss(str(x["dir"]), str(x["key"]), int(x["off"]), int(x["occ"]), str(x["act"]))
-            for x in hit
-        )
-        if b.max_late and not any(x.late for x in losses):
-            continue  # a bound without late PDUs has it
-        if len({(x.dir, x.key, x.off, x.occ) for x in losses}) < len(losses):
-            continue  # two acts on one transmission: a live rule takes one
-        p = found.setdefault(losses, Pattern(b, losses))
-        p.outcomes.setdefault(tuple(outcome), set()).add(reading)
-    actions = {str(v[0]) for v in printed(text, "dtnc-action")}
-    return list(found.values()), actions, res.distinct_states or 0, res.seconds
 
 
 def pattern_scenario(p: Pattern, states: int) -> Scenario:
@@ -359,7 +355,7 @@ def generate(
             if on_purpose:
                 on_purpose(done, total, name)
 
-    def bound_job(job: tuple[Bound, str]) -> tuple[list[Pattern], set[str], int, float]:
+    def bound_job(job: tuple[Bound, str]) -> Run:
         b, r = job
         res = run_bound(b, r, work / b.tag / (f"reading{r}" if r else ""))
         tick(b.tag + (f" (reading {r})" if r else ""))
@@ -384,31 +380,26 @@ def generate(
     with ThreadPoolExecutor(max_workers=max(1, lanes)) as pool:
         bound_runs = list(pool.map(bound_job, jobs))
         planned_runs = list(pool.map(planned_job, planned))
-    seconds = sum(r[3] for r in bound_runs)
+    seconds = sum(r.seconds for r in bound_runs)
     statuses: list[PurposeStatus] = []
     scenarios: list[Path] = []
     per_bound: dict[str, int] = {}
     for b in bounds:
-        runs = [res for (bb, _r), res in zip(jobs, bound_runs, strict=True) if bb == b]
-        merged: dict[frozenset[PlannedLoss], Pattern] = {}
-        for patterns, acts, _states, _secs in runs:
-            covered |= acts
-            for p in patterns:
-                have = merged.setdefault(p.losses, Pattern(b, p.losses))
-                for o, rs in p.outcomes.items():
-                    have.outcomes.setdefault(o, set()).update(rs)
-        states = runs[0][2]
-        for p in sorted(merged.values(), key=lambda x: sorted(map(_order, x.losses))):
-            scn = pattern_scenario(p, states)
+        merged = merge_readings(
+            [res for (bb, _r), res in zip(jobs, bound_runs, strict=True) if bb == b], b
+        )
+        covered |= merged.actions
+        for p in sorted(merged.patterns, key=lambda x: sorted(map(_order, x.losses))):
+            scn = pattern_scenario(p, merged.states)
             path = outdir / f"{scn.name}.json"
             dump_model(scn, path)
             scenarios.append(path)
-        per_bound[b.tag] = len(merged)
+        per_bound[b.tag] = len(merged.patterns)
         statuses.append(
             PurposeStatus(
                 f"catalogue {b.tag}",
                 "reached",
-                detail=f"{len(merged)} scenarios ({states:,} distinct states)",
+                detail=f"{len(merged.patterns)} scenarios ({merged.states:,} distinct states)",
             )
         )
     for purpose, made in zip(planned, planned_runs, strict=True):

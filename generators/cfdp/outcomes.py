@@ -7,14 +7,14 @@ whether the file was delivered. A run passes with any of them.
 
 The machinery is shared with LTP's: :class:`generators.outcomes.PlannedLoss`
 names an impairment, :func:`generators.tlc.printed` reads what TLC printed,
-the readings come from the protocol registry (specs/cfdp/readings.json).
+:func:`generators.outcomes.under_readings` runs the set under each reading,
+and the readings come from the protocol registry (specs/cfdp/readings.json).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.core.errors import DtncError
@@ -37,12 +37,14 @@ from conformance.protocols.cfdp import (
 from generators.cfdp import SPEC_DIR
 from generators.outcomes import (
     ACTS,
+    OutcomeSet,
     PlannedLoss,
     action_of,
     cached,
     channel_shape,
     direction_of,
     expand,
+    under_readings,
 )
 from generators.outcomes import Unplannable as Unplannable  # re-exported: what plan() raises
 from generators.tlc import TlaConstant, TlcProgress, cfg_text, printed, run_tlc
@@ -228,14 +230,6 @@ def outcome_of(
     )
 
 
-@dataclass
-class OutcomeSet:
-    outcomes: list[ExpectedOutcome]
-    distinct_states: int
-    seconds: float
-    actions: set[str] = field(default_factory=set)
-
-
 def outcome_set(
     t: CfdpTransfer,
     impairments: Sequence[Impairment],
@@ -293,6 +287,7 @@ def outcome_set(
         list(seen.values()),
         res.distinct_states or 0,
         res.seconds,
+        res.log_path,
         {str(v[0]) for v in printed(text, "dtnc-action")},
     )
 
@@ -326,16 +321,13 @@ def expectation(
             f"files of up to {MAX_OUTCOME_SEGMENTS} (the model's NSeg: its states grow "
             "exponentially with it)"
         )
-    runs = [
-        outcome_set(
+    runs, every = under_readings(
+        reading_ids(t),
+        lambda r: outcome_set(
             t, impairments, workdir, name=name, reading=r, in_order=in_order, progress=progress
-        )
-        for r in reading_ids(t)
-    ]
-    if seen is not None:
-        for x in runs:
-            seen |= x.actions
-    every = [o for x in runs for o in x.outcomes]
+        ),
+        seen,
+    )
     if not every:
         raise Unplannable(
             f"{name}: the model reaches no end with exactly these impairments and requests "

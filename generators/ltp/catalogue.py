@@ -7,18 +7,20 @@ A pattern is a set of channel rules as the live channel applies them (a
 direction, the segment's wire key and its occurrence: "drop the 2nd RS on
 the return channel"), so two scenarios differ exactly where the segment
 traces they ask for differ. One TLC run per geometry prints each terminal
-state's pattern and outcome, and the actions the run took; this module
-groups them. The test purposes of generators/ltp/purposes.py stay the curated set
-`make demo` runs; the catalogue is the breadth behind them.
+state's pattern and outcome, and the actions the run took;
+generators/outcomes.py groups them by pattern (as it does CFDP's), and this
+module makes each pattern a scenario. The test purposes of
+generators/ltp/purposes.py stay the curated set `make demo` runs; the
+catalogue is the breadth behind them.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from conformance.core.modelcheck import CatalogueReport as CatalogueReport  # what run() returns
@@ -35,8 +37,16 @@ from conformance.core.types import (
 from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpBlock
 from generators.ltp.outcomes import impairment_of, outcome_of
-from generators.outcomes import PlannedLoss
-from generators.tlc import REPO_ROOT, TlcProgress, cfg_text, printed, run_tlc
+from generators.outcomes import (
+    CatalogueModule,
+    CatalogueRun,
+    PlannedLoss,
+    catalogue_run,
+    merge_readings,
+)
+from generators.outcomes import Pattern as GenericPattern
+from generators.tlaval import TlaValue
+from generators.tlc import REPO_ROOT, TlcProgress
 
 MODULE = REPO_ROOT / "specs" / "ltp" / "MCLTPCatalogue.tla"
 SEGMENT_SIZE = 1000
@@ -115,12 +125,19 @@ BOUNDS = (
 )
 
 
-@dataclass
-class Pattern:
-    bound: Bound
-    losses: frozenset[PlannedLoss]
-    # (sender, receiver, deliveries, green offsets) -> the readings reaching it
-    outcomes: dict[tuple[str, str, int, frozenset[int]], set[str]] = field(default_factory=dict)
+# A printed terminal outcome: (sender's end, receiver's notice, red part
+# deliveries, green offsets).
+Outcome = tuple[str, str, int, frozenset[int]]
+Pattern = GenericPattern[Bound, Outcome]
+Run = CatalogueRun[Bound, Outcome]
+
+
+def _outcome(v: Sequence[TlaValue]) -> Outcome:
+    s, r, deliveries, green = v
+    return (str(s), str(r), int(deliveries), frozenset(green))
+
+
+CATALOGUE_MODULE = CatalogueModule(MODULE, "NoStaleLoss", _outcome)
 
 
 # A delayed segment is held back this long: past the retransmission timers of
@@ -209,72 +226,30 @@ def scenario(p: Pattern, states: int) -> Scenario:
 
 def run_bound(
     b: Bound, workdir: Path, progress: Callable[[TlcProgress], None] | None = None
-) -> tuple[list[Pattern], set[str], int, float]:
-    """One TLC run: the patterns of a bound, the actions it took, its
-    distinct states and seconds."""
-    workdir.mkdir(parents=True, exist_ok=True)
+) -> Run:
+    """One TLC run: the patterns of a bound under its reading, the actions
+    it took, its distinct states and seconds."""
     under = f"_reading{b.reading}" if b.reading else ""
-    cfg = workdir / f"MCLTPCatalogue_{b.tag}m{b.max_loss}{under}.cfg"
-    cfg.write_text(
-        cfg_text(
-            f"Catalogue: every loss pattern within {b.max_loss} losses.",
-            b.constants(),
-            spec="CatalogueSpec",
-            view="OutcomeView",
-            invariants=["CatalogueReport", "ActionSeen"],
-            action_constraint="NoStaleLoss",
-        ),
-        encoding="utf-8",
+    return catalogue_run(
+        CATALOGUE_MODULE,
+        b,
+        b.reading,
+        workdir,
+        cfg_name=f"MCLTPCatalogue_{b.tag}m{b.max_loss}{under}.cfg",
+        comment=f"Catalogue: every loss pattern within {b.max_loss} losses.",
+        constants=b.constants(),
+        progress=progress,
     )
-    # (runs of seconds, two at once: the JVM's quick compiler serves them best)
-    res = run_tlc(MODULE, cfg, workers=1, workdir=workdir, progress=progress, short=True)
-    if res.violated or res.errors:
-        raise RuntimeError(f"TLC failed on the catalogue ({b.tag}): {res.errors} ({res.log_path})")
-    text = res.log_path.read_text(encoding="utf-8")
-    found: dict[frozenset[PlannedLoss], Pattern] = {}
-    for v in printed(text, "dtnc-pattern"):
-        records, s, r, deliveries, green = v
-        losses = frozenset(
-            PlannedLoss(str(x["dir"]), str(x["key"]), int(x["off"]), int(x["occ"]), str(x["act"]))
-            for x in records
-        )
-        if b.max_late and not any(x.late for x in losses):
-            continue
-        if len({(x.dir, x.key, x.off, x.occ) for x in losses}) < len(losses):
-            # two acts on one transmission (say, duplicated and then lost):
-            # the live channel applies one rule per segment
-            continue
-        p = found.setdefault(losses, Pattern(b, losses))
-        key = (str(s), str(r), int(deliveries), frozenset(green))
-        p.outcomes.setdefault(key, set()).add(b.reading)
-    actions = {str(v[0]) for v in printed(text, "dtnc-action")}
-    return list(found.values()), actions, res.distinct_states or 0, res.seconds
 
 
 READING_CONSTS = {r.constant for r in LTP.readings}
 
 
-def merge(
-    runs: list[tuple[list[Pattern], set[str], int, float]],
-) -> tuple[list[Pattern], set[str], int, float]:
-    """One bound's runs under each reading as one: a pattern reached under
-    several readings is one scenario, each outcome tagged with the readings
-    that reach it; the states are the default reading's."""
-    found: dict[frozenset[PlannedLoss], Pattern] = {}
-    actions: set[str] = set()
-    for patterns, acts, _states, _secs in runs:
-        actions |= acts
-        for p in patterns:
-            have = found.setdefault(p.losses, Pattern(replace(p.bound, reading=""), p.losses))
-            for o, rs in p.outcomes.items():
-                have.outcomes.setdefault(o, set()).update(rs)
-    return list(found.values()), actions, runs[0][2], sum(r[3] for r in runs)
-
-
-def run_readings(b: Bound, workdir: Path) -> tuple[list[Pattern], set[str], int, float]:
+def run_readings(b: Bound, workdir: Path) -> Run:
     """:func:`run_bound` under the default reading and each alternative, merged."""
-    return merge(
-        [run_bound(b.under(r), workdir / (f"reading{r}" if r else "")) for r in b.readings()]
+    return merge_readings(
+        [run_bound(b.under(r), workdir / (f"reading{r}" if r else "")) for r in b.readings()],
+        b.under(""),
     )
 
 
@@ -292,9 +267,9 @@ def catalogue(
     (counts per bound, action coverage)."""
     outdir.mkdir(parents=True, exist_ok=True)
     work = outdir / "tlc"
-    results: dict[Bound, tuple[list[Pattern], set[str], int, float]] = {}
+    results: dict[Bound, Run] = {}
     done = 0
-    runs: dict[Bound, list[tuple[list[Pattern], set[str], int, float]]] = {b: [] for b in bounds}
+    runs: dict[Bound, list[Run]] = {b: [] for b in bounds}
     jobs = [(b, r) for b in bounds for r in b.readings()]
     with ThreadPoolExecutor(max_workers=lanes) as pool:
         futures = {
@@ -308,20 +283,20 @@ def catalogue(
             if on_bound:
                 on_bound(done, len(jobs), b.tag + (f" (reading {r})" if r else ""))
     for b in bounds:
-        results[b] = merge(runs[b])
+        results[b] = merge_readings(runs[b], b.under(""))
     scenarios: list[Scenario] = []
     covered: set[str] = set()
     seconds = 0.0
     per_bound: dict[str, int] = {}
     states: dict[str, int] = {}
     for b in bounds:
-        patterns, actions, n_states, secs = results[b]
-        covered |= actions
-        seconds += secs
-        per_bound[f"{b.tag}m{b.max_loss}"] = len(patterns)
-        states[f"{b.tag}m{b.max_loss}"] = n_states
-        for p in sorted(patterns, key=lambda x: sorted(map(_order, x.losses))):
-            scen = scenario(p, n_states)
+        res = results[b]
+        covered |= res.actions
+        seconds += res.seconds
+        per_bound[f"{b.tag}m{b.max_loss}"] = len(res.patterns)
+        states[f"{b.tag}m{b.max_loss}"] = res.states
+        for p in sorted(res.patterns, key=lambda x: sorted(map(_order, x.losses))):
+            scen = scenario(p, res.states)
             dump_model(scen, outdir / f"{scen.name}.json")
             scenarios.append(scen)
     if outages:
@@ -367,10 +342,10 @@ TABLE_KEYS = frozenset({"red_data", "green_data", "RS"})
 def retx_scenarios(workdir: Path, b: Bound = TABLE_BOUND) -> list[Scenario]:
     """The retransmission table's rows: every loss pattern of the bound made
     of data segments and reports only, nominal first, then by loss count."""
-    patterns, _actions, states, _secs = run_readings(b, workdir)
-    rows = [p for p in patterns if all(x.key in TABLE_KEYS for x in p.losses)]
+    res = run_readings(b, workdir)
+    rows = [p for p in res.patterns if all(x.key in TABLE_KEYS for x in p.losses)]
     rows.sort(key=lambda p: (len(p.losses), sorted(map(_order, p.losses))))
-    return [scenario(p, states) for p in rows]
+    return [scenario(p, res.states) for p in rows]
 
 
 def retx_geometry(scn: Scenario) -> str:

@@ -47,6 +47,7 @@ from generators.outcomes import (
     channel_shape,
     direction_of,
     expand,
+    under_readings,
 )
 from generators.tlc import TlcProgress, cfg_text, printed, run_tlc
 
@@ -306,8 +307,9 @@ def expectation(
     # an outcome carries every reading it was reached under.
     n_red, n_green = _segments(block)
     rids = LTP.reading_ids(block_constants(block))
-    runs = [
-        outcome_set(
+    runs, every = under_readings(
+        rids,
+        lambda rid: outcome_set(
             block,
             impairments,
             workdir,
@@ -317,14 +319,10 @@ def expectation(
             random_losses=extra,
             random_late=extra_late,
             reading=rid,
-        )
-        for rid in rids
-    ]
+        ),
+        seen,
+    )
     res = runs[0]
-    if seen is not None:
-        for x in runs:
-            seen |= x.actions
-    every = [o for x in runs for o in x.outcomes]
     if not every:
         raise DtncError(
             f"{name}: the model reaches no end with exactly these losses under any reading "
