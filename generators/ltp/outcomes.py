@@ -70,13 +70,15 @@ def plan(impairments: Sequence[Impairment], block: LtpBlock) -> list[PlannedLoss
         if set(m) == {"type"} and m["type"] in CTRL_TYPES:
             return str(m["type"]), 0
         if set(m) == {"kind", "offset"} and m["kind"] in ("red_data", "green_data"):
-            offset = int(m["offset"])
-            if offset % block.segment_size:
+            kind, offset = str(m["kind"]), int(m["offset"])
+            index = _segment_index(kind, offset, block)
+            if index is None:
                 raise Unplannable(
-                    f"{where}: offset {offset} is not at a segment boundary "
-                    f"(segment_size {block.segment_size})"
+                    f"{where}: offset {offset} is not at a segment boundary of the block's "
+                    f"{kind.split('_')[0]} part (segment_size {block.segment_size}, red_len "
+                    f"{block.red_len})"
                 )
-            return str(m["kind"]), offset // block.segment_size
+            return kind, index
         raise Unplannable(
             f"{where}: match {m} is not one the model names "
             "(type of a control segment, or kind + offset of a data segment)"
@@ -91,7 +93,7 @@ def impairment_of(
     """The channel rule that makes planned impairment ``x`` (the inverse of :func:`plan`);
     ``delay_ms``: a delay's or an outage's length."""
     match: dict[str, FieldValue] = (
-        {"kind": x.key, "offset": x.off * block.segment_size}
+        {"kind": x.key, "offset": _segment_offset(x.key, x.off, block)}
         if x.key in ("red_data", "green_data")
         else {"type": x.key}
     )
@@ -114,6 +116,29 @@ def plan_module(losses: Sequence[PlannedLoss], in_order: bool) -> str:
         f"InOrder == {'TRUE' if in_order else 'FALSE'}\n"
         "====\n"
     )
+
+
+def _segment_index(kind: str, offset: int, block: LtpBlock) -> int | None:
+    """The model's index of the data segment of ``kind`` at block offset
+    ``offset`` (None: no segment starts there). The block is cut as the
+    model counts it (conformance/tester/ltp.py): red segments from offset
+    0, green ones from ``red_len``, each ``segment_size`` long, so a green
+    segment's offset is a multiple of the size only when ``red_len`` is."""
+    n_red, _ = _segments(block)
+    base, first = (0, 0) if kind == "red_data" else (block.red_len, n_red)
+    rel = offset - base
+    if rel < 0 or rel % block.segment_size:
+        return None
+    return first + rel // block.segment_size
+
+
+def _segment_offset(kind: str, index: int, block: LtpBlock) -> int:
+    """The block offset of the model's data segment ``index`` (the inverse
+    of :func:`_segment_index`)."""
+    n_red, _ = _segments(block)
+    if kind == "red_data":
+        return index * block.segment_size
+    return block.red_len + (index - n_red) * block.segment_size
 
 
 def _segments(block: LtpBlock) -> tuple[int, int]:

@@ -75,6 +75,26 @@ def test_unplannable_impairments_say_why(imp: Impairment, why: str):
         outcomes.plan([imp], BLOCK)
 
 
+def test_green_segments_are_planned_from_the_red_parts_end():
+    """The ns-3 LTP paper's geometry: 1500 red bytes in 1461-byte segments,
+    so the green segments start at 1500, 2961 and 4422 (RFC 5326 §2 (4):
+    the green-part begins at the octet following the end of the red-part;
+    the tester cuts it from red_len), not at multiples of the segment size."""
+    block = LtpBlock(block_len=5000, red_len=1500, segment_size=1461)
+    imps = [
+        _drop("forward", kind="red_data", offset=1461),
+        _drop("forward", kind="green_data", offset=2961),
+    ]
+    plan = outcomes.plan(imps, block)
+    # the model's indices: red 0-1, green 2-4
+    assert [(p.key, p.off) for p in plan] == [("red_data", 1), ("green_data", 3)]
+    back = [outcomes.impairment_of(p, block) for p in plan]
+    assert [dict(i.match) for i in back] == [dict(i.match) for i in imps]
+    for bad in (2922, 1461):  # a red-part multiple of the size, and red's own offset
+        with pytest.raises(common.Unplannable, match="green part"):
+            outcomes.plan([_drop("forward", kind="green_data", offset=bad)], block)
+
+
 def test_outcome_lines_become_byte_counts():
     block = LtpBlock(block_len=3500, red_len=2000, segment_size=1000)  # last green is 500 B
     text = (
