@@ -254,9 +254,16 @@ def test_channel_crash_is_an_error_verdict_and_leaves_no_namespaces(
 ) -> None:
     real = emulator.binary()
     wrapper = tmp_path / "crashing-emu"
-    # Starts the real emulator, lets it come up, then kills it mid-run.
+    # Starts the real emulator and kills it mid-run: once its decision log
+    # (--log) shows it has carried a segment. A fixed pause does not do
+    # under load: a kill before the emulator is up is a channel that never
+    # started, another error.
     wrapper.write_text(
-        f'#!/bin/sh\n"{real}" "$@" &\npid=$!\nsleep 0.4\nkill -KILL $pid\nexit 137\n'
+        f'#!/bin/sh\n"{real}" "$@" &\npid=$!\n'
+        'log=""; prev=""\n'
+        'for a in "$@"; do [ "$prev" = "--log" ] && log="$a"; prev="$a"; done\n'
+        'i=0; while [ ! -s "$log" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\n'
+        "kill -KILL $pid\nexit 137\n"
     )
     wrapper.chmod(0o755)
     monkeypatch.setenv("DTNC_EMU", str(wrapper))
