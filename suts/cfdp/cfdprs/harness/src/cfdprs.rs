@@ -37,43 +37,19 @@ use crate::wire::{condition_name, FILE_STATUSES};
 
 pub const IMPLEMENTATION: &str = "cfdp-rs 0.3.0";
 
-/// The `payload` entry of specs/cfdp/wire.json: octet i of the file is
-/// (i * multiplier + increment) % modulus. The file is compiled in (the
-/// Python harnesses and the tester read the same entry), parsed on first use.
-struct Payload {
-    multiplier: u64,
-    increment: u64,
-    modulus: u64,
-}
-
-static PAYLOAD: std::sync::LazyLock<Payload> = std::sync::LazyLock::new(|| {
-    let wire: serde_json::Value =
-        serde_json::from_str(include_str!("../../../../../specs/cfdp/wire.json"))
-            .expect("specs/cfdp/wire.json is JSON");
-    let number = |key: &str| {
-        wire["payload"][key]
-            .as_u64()
-            .unwrap_or_else(|| panic!("specs/cfdp/wire.json: payload.{key} is a number"))
-    };
-    let payload = Payload {
-        multiplier: number("multiplier"),
-        increment: number("increment"),
-        modulus: number("modulus"),
-    };
-    // every value must fit the octet it becomes
-    assert!(
-        (1..=256).contains(&payload.modulus),
-        "specs/cfdp/wire.json: payload.modulus is 1..=256"
-    );
-    payload
+/// The payload pattern of specs/cfdp/wire.json (suts/payload.rs), compiled
+/// in (the Python harnesses and the tester read the same entry), parsed on
+/// first use.
+static PAYLOAD: std::sync::LazyLock<crate::payload::Payload> = std::sync::LazyLock::new(|| {
+    crate::payload::Payload::from_wire(
+        include_str!("../../../../../specs/cfdp/wire.json"),
+        "specs/cfdp/wire.json",
+    )
 });
 
 /// The file's content: `len` octets of the payload pattern.
 pub fn pattern(len: u64) -> Vec<u8> {
-    let p = &*PAYLOAD;
-    (0..len)
-        .map(|i| (i.wrapping_mul(p.multiplier).wrapping_add(p.increment) % p.modulus) as u8)
-        .collect()
+    (0..len).map(|i| PAYLOAD.byte(i)).collect()
 }
 
 fn cond(c: ConditionCode) -> String {
@@ -572,9 +548,6 @@ impl Driver for DestDriver {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-
     /// sha256 of the first 4096 octets of the file: the digest
     /// conformance/tests/test_tester_cfdp.py pins for harnesskit (the
     /// tester and the Python harnesses), so every side sends the octets
@@ -582,30 +555,11 @@ mod tests {
     const PAYLOAD_4096_SHA256: &str =
         "d41d438c379110c7f7b2c561b1f04f26c1b4549110791f8e022f48974280c13e";
 
-    /// The hex sha256 of `data`, by coreutils' sha256sum (no hashing crate
-    /// is a dependency, and the harness runs on Linux only).
-    fn sha256_hex(data: &[u8]) -> String {
-        let mut child = Command::new("sha256sum")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("sha256sum runs");
-        child
-            .stdin
-            .take()
-            .expect("a stdin")
-            .write_all(data)
-            .expect("sha256sum reads");
-        let out = child.wait_with_output().expect("sha256sum ends");
-        let text = String::from_utf8(out.stdout).expect("sha256sum prints text");
-        text.split_whitespace()
-            .next()
-            .unwrap_or_default()
-            .to_string()
-    }
-
     #[test]
     fn file_is_the_pattern_every_run_has_sent() {
-        assert_eq!(sha256_hex(&super::pattern(4096)), PAYLOAD_4096_SHA256);
+        assert_eq!(
+            crate::payload::sha256_hex(&super::pattern(4096)),
+            PAYLOAD_4096_SHA256
+        );
     }
 }

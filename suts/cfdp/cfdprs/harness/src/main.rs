@@ -14,6 +14,8 @@
 //! are those of suts/cfdp/cfdppy/harness.py: README.md.
 
 mod cfdprs;
+#[path = "../../../../payload.rs"]
+mod payload;
 mod wire;
 
 use std::{

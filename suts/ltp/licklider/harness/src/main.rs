@@ -9,6 +9,9 @@
 //! the engine, maps CLI knobs onto licklider's `Config`/`PeerConfig`, and
 //! turns the engine's RFC 5326 §7 notices into one JSON result line.
 
+#[path = "../../../../payload.rs"]
+mod payload;
+
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
@@ -283,42 +286,18 @@ impl Outcome {
     }
 }
 
-/// The `payload` entry of specs/ltp/wire.json: byte i of every block is
-/// (i * multiplier + increment) % modulus. The file is compiled in (the
-/// tester and the other side read the same entry), parsed on first use.
-struct Payload {
-    multiplier: u64,
-    increment: u64,
-    modulus: u64,
-}
-
-static PAYLOAD: std::sync::LazyLock<Payload> = std::sync::LazyLock::new(|| {
-    let wire: Value = serde_json::from_str(include_str!("../../../../../specs/ltp/wire.json"))
-        .expect("specs/ltp/wire.json is JSON");
-    let number = |key: &str| {
-        wire["payload"][key]
-            .as_u64()
-            .unwrap_or_else(|| panic!("specs/ltp/wire.json: payload.{key} is a number"))
-    };
-    let payload = Payload {
-        multiplier: number("multiplier"),
-        increment: number("increment"),
-        modulus: number("modulus"),
-    };
-    // every value must fit the byte it becomes
-    assert!(
-        (1..=256).contains(&payload.modulus),
-        "specs/ltp/wire.json: payload.modulus is 1..=256"
-    );
-    payload
+/// The payload pattern of specs/ltp/wire.json (suts/payload.rs), compiled
+/// in (the tester and the other side read the same entry), parsed on first use.
+static PAYLOAD: std::sync::LazyLock<payload::Payload> = std::sync::LazyLock::new(|| {
+    payload::Payload::from_wire(
+        include_str!("../../../../../specs/ltp/wire.json"),
+        "specs/ltp/wire.json",
+    )
 });
 
 /// The deterministic block pattern shared by both sides.
 fn pattern_byte(i: u64) -> u8 {
-    let p = &*PAYLOAD;
-    #[allow(clippy::cast_possible_truncation)] // value < modulus <= 256
-    let b = ((i.wrapping_mul(p.multiplier).wrapping_add(p.increment)) % p.modulus) as u8;
-    b
+    PAYLOAD.byte(i)
 }
 
 fn emit(value: &Value) {
@@ -1252,40 +1231,15 @@ impl Client for ReceiverState {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-
     /// sha256 of the first 4096 bytes of a block: the digest
     /// conformance/tests/test_tester.py pins for the tester, so both ends of
     /// a run compute the bytes every run has sent.
     const PAYLOAD_4096_SHA256: &str =
         "5ab775379b00e0ca28b6ee8c0b71b2e54307875de77c156356740d946a181be6";
 
-    /// The hex sha256 of `data`, by coreutils' sha256sum (no hashing crate
-    /// is a dependency, and the harness runs on Linux only).
-    fn sha256_hex(data: &[u8]) -> String {
-        let mut child = Command::new("sha256sum")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("sha256sum runs");
-        child
-            .stdin
-            .take()
-            .expect("a stdin")
-            .write_all(data)
-            .expect("sha256sum reads");
-        let out = child.wait_with_output().expect("sha256sum ends");
-        let text = String::from_utf8(out.stdout).expect("sha256sum prints text");
-        text.split_whitespace()
-            .next()
-            .unwrap_or_default()
-            .to_string()
-    }
-
     #[test]
     fn block_is_the_pattern_every_run_has_sent() {
         let block: Vec<u8> = (0..4096).map(super::pattern_byte).collect();
-        assert_eq!(sha256_hex(&block), PAYLOAD_4096_SHA256);
+        assert_eq!(super::payload::sha256_hex(&block), PAYLOAD_4096_SHA256);
     }
 }
