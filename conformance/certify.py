@@ -431,17 +431,16 @@ def certify(
     ]
     from conformance.provenance import planned_channel
 
-    paths = list(dict.fromkeys(c.path for c in every))
     report = render_certification(
         spec,
         sut,
         out,
-        paths,
+        list(dict.fromkeys(c.path for c in every)),
         runs,
         robot.log,
         coverage=read_coverage(out),
         retx_table=_retx_table(spec, sut, out) if retx_table else None,
-        planned={(scn := load_scenario(p)).name: planned_channel(scn) for p in paths},
+        planned=planned_channel,
     )
     if not todo:
         raise NotRun(

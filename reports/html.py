@@ -17,7 +17,7 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from suts.base import SutAdapter
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+# a scenario -> the channel it asks for, as a run's provenance records it
+PlannedChannel = Callable[[Scenario], dict[str, Any]]
 
 
 # ---------------------------------------------------------------------------
@@ -328,10 +330,10 @@ def channel_rows(ch: Mapping[str, Any]) -> list[dict[str, str]]:
     return rows
 
 
-def _planned(scn: Scenario, planned: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
+def _planned(scn: Scenario, planned: PlannedChannel | None) -> dict[str, Any]:
     """The channel a scenario asks for, when no run recorded its provenance."""
-    if planned is not None and scn.name in planned:
-        return dict(planned[scn.name])
+    if planned is not None:
+        return planned(scn)
     return {"profile": scn.channel.profile, "seed": scn.channel.seed}
 
 
@@ -429,13 +431,13 @@ def render_certification(
     robot_log: Path,
     coverage: Mapping[str, Any] | None = None,
     retx_table: Path | None = None,
-    planned: Mapping[str, Mapping[str, Any]] | None = None,
+    planned: PlannedChannel | None = None,
 ) -> Path:
     """The certification report; ``retx_table``: a retransmission table's
     JSON (conformance/retxtable.py) to show as a section of its own.
-    ``planned``: scenario name -> the channel it asks for, shown where no
-    run recorded its provenance (the caller resolves it; without it, the
-    scenario's profile and seed)."""
+    ``planned``: the channel a scenario asks for, shown where no run
+    recorded its provenance (the caller's, e.g. conformance.provenance's
+    planned_channel; without it, the scenario's profile and seed)."""
     by_name: dict[str, list[RunOutcome]] = {}
     for r in runs:
         by_name.setdefault(r.verdict.scenario, []).append(r)
