@@ -15,6 +15,7 @@ EMULATOR    := conformance/channel/emulator
 # test files run this many at once (pytest-xdist; each file's tests in one
 # lane, so a module's fixture is built once): most of the suite waits on
 # live runs' timers and links, not on the CPU. TEST_LANES=1: one at a time.
+# Files marked `first` start first (conftest.py), longest first.
 TEST_LANES  ?= 4
 APT_PKGS    := tshark tcpdump ethtool iproute2 libnorm-dev default-jdk-headless maven python3-venv chromium-headless-shell lua5.4
 step         = @printf '\n==> setup step: %s\n' '$(1)'
@@ -88,10 +89,10 @@ test: setup
 	cd $(EMULATOR) && cargo test --release --locked --quiet
 	cd $(HARNESS) && cargo test --release --locked --quiet
 	cd $(CFDPRS) && cargo test --release --locked --quiet
-	$(VENV)/bin/pytest -q -n $(TEST_LANES) --dist loadfile --durations=40
+	$(VENV)/bin/pytest -q -n $(TEST_LANES) --dist loadfile --no-loadscope-reorder --durations=40
 
 test-deep: setup
-	DTNC_DEEP=1 $(VENV)/bin/pytest -q -n $(TEST_LANES) --dist loadfile
+	DTNC_DEEP=1 $(VENV)/bin/pytest -q -n $(TEST_LANES) --dist loadfile --no-loadscope-reorder
 
 lint: apt venv
 	$(VENV)/bin/ruff check .

@@ -16,6 +16,9 @@ from generators.ltp import catalogue, outcomes
 from generators.ltp import purposes as ltp
 from generators.traps import impairment_key
 
+# the LTP catalogue: minutes (conftest.py)
+pytestmark = pytest.mark.first(3)
+
 
 @pytest.fixture(scope="module")
 def cat(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, catalogue.CatalogueReport]:

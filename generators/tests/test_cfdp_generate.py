@@ -20,6 +20,9 @@ from generators.cfdp import purposes as cfdp
 from generators.outcomes import PlannedLoss
 from generators.tlc import find_jar
 
+# the CFDP catalogue: minutes (conftest.py)
+pytestmark = pytest.mark.first(2)
+
 T = CfdpTransfer(file_len=3000, segment_size=1000)
 
 

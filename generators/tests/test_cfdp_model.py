@@ -29,7 +29,8 @@ COVERAGE = re.compile(
     r"^<([A-Za-z]+) line \d+, col \d+ to .* of module CFDP(?: \([\d ]+\))?>: (\d+):(\d+)$"
 )
 
-pytestmark = pytest.mark.integration
+# every bound but the deep one, with coverage: minutes (conftest.py)
+pytestmark = [pytest.mark.integration, pytest.mark.first(1)]
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,9 @@ from conformance.protocols.ltp import LtpBlock, LtpDelivery
 from generators.ltp import purposes as ltp
 from generators.tlc import find_jar, parse_output
 
+# LTP's purposes, generated twice at once: minutes (conftest.py)
+pytestmark = pytest.mark.first(5)
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
