@@ -40,7 +40,7 @@ from rich.table import Table
 
 from conformance.core.capabilities import Catalogue
 from conformance.core.errors import DtncError, InputError, ToolMissing, first_error
-from conformance.core.types import ExpectedOutcome
+from conformance.core.types import ExpectedOutcome, mark_status
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -667,7 +667,7 @@ def print_verdicts(outcomes: Sequence[RunOutcome]) -> None:
             from reports.html import roles_label
 
             name += f"\n[dim]{roles_label(v.sut.split()[0], r.tester)}[/]"
-        table.add_row(name, allowed, observed, segs, trace, f"[{style}]{v.status}[/]")
+        table.add_row(name, allowed, observed, segs, trace, f"[{style}]{v.mark}[/]")
     console.print(table)
     for o in outcomes:
         v = o.verdict
@@ -709,7 +709,7 @@ def _exit_status(verdicts: Iterable[str]) -> int:
         from conformance.core.errors import NotRun
 
         raise NotRun("no run was judged")
-    return 0 if all(v == "pass" for v in seen) else 1
+    return 0 if all(mark_status(v) == "pass" for v in seen) else 1
 
 
 def _raise_if_unrun(outcome: Any, out: Path) -> None:
@@ -908,7 +908,7 @@ def cmd_retx_table(args: argparse.Namespace) -> int:
     for col in ("#", "losses", "expected red/green B", "observed", "verdict", "trace"):
         table.add_column(col)
     for i, r in enumerate(rows, 1):
-        style = STATUS_STYLE.get(r.verdict, "")
+        style = STATUS_STYLE.get(mark_status(r.verdict), "")
         table.add_row(str(i), r.loss_text, " or ".join(r.expected),
                       r.observed if r.within else f"[red]{r.observed}[/]",
                       f"[{style}]{r.verdict}[/]", r.trace)  # fmt: skip
@@ -1108,13 +1108,17 @@ def _rejudge(
     )
     old = run_dir / "verdict.json"
     if old.is_file():
-        before = load_model(Verdict, old).status
+        before = load_model(Verdict, old).mark
         old.replace(run_dir / "verdict.previous.json")
         console.print(f"verdict was {before}")
     dump_model(verdict, old)
     console.print(
-        f"verdict: {verdict.status}"
-        + (f" (readings {', '.join(verdict.readings)})" if verdict.readings else "")
+        f"verdict: {verdict.mark}"
+        + (
+            f" (readings {', '.join(verdict.readings)})"
+            if verdict.readings and verdict.status != "pass"
+            else ""
+        )
     )
     for r in verdict.reasons:
         console.print(f"  {r.code}: {r.message}", markup=False)

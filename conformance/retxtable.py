@@ -57,7 +57,7 @@ def row_of(scn: Scenario, outcome: RunOutcome) -> Row:
         expected=expected,
         observed=observed,
         within=observed in expected,
-        verdict=outcome.verdict.status,
+        verdict=outcome.verdict.mark,
         trace=trace.status if trace is not None else "-",
     )
 

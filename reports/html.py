@@ -17,7 +17,7 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +32,9 @@ from conformance.core.types import (
     Scenario,
     SegmentRecord,
     load_scenario,
+    mark_readings,
+    mark_status,
+    verdict_mark,
 )
 
 if TYPE_CHECKING:
@@ -477,6 +480,7 @@ def render_certification(
                 "res": res,
                 "prov": prov,
                 "status": run.verdict.status if run else "not run",
+                "mark": run.verdict.mark if run else "not run",
                 "outcomes": outcomes,
                 "observed": observed,
                 "observed_allowed": any(o["matched"] for o in outcomes),
@@ -498,7 +502,7 @@ def render_certification(
             else {}
         )
         row["channel_rows"] = channel_rows(row["channel"])
-    counts = Counter(r["status"] for r in rows)
+    counts = mark_counts(r["mark"] for r in rows)
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
     readings = [
         {
@@ -565,6 +569,60 @@ def cell_status(statuses: Sequence[str]) -> str:
     return "unsupported" if all(s == "unsupported" for s in statuses) else "pass"
 
 
+def _reading_order(rid: str) -> tuple[int, str]:
+    return (len(rid), rid)  # "2" before "12"
+
+
+def cell_mark(marks: Sequence[str]) -> str:
+    """The verdict a cell of runs shows (:func:`cell_status` over their
+    statuses): a pass names every alternative reading one of its runs
+    needed, ``pass (reading 5)``."""
+    status = cell_status([mark_status(m) for m in marks])
+    if status != "pass":
+        return status
+    needed = {r for m in marks for r in mark_readings(m)}
+    return verdict_mark(status, sorted(needed, key=_reading_order))
+
+
+def mark_counts(marks: Iterable[str]) -> list[tuple[str, str, int]]:
+    """(mark, status, count) of verdicts, worst status last and each pass
+    under an alternative reading apart from the plain passes."""
+    order = ["pass", "fail", "inconclusive", "error", "unsupported", "not run"]
+    counts = Counter(marks)
+    return sorted(
+        ((m, mark_status(m), n) for m, n in counts.items()),
+        key=lambda x: (order.index(x[1]) if x[1] in order else len(order), x[0] != x[1], x[0]),
+    )
+
+
+def reading_hazard(followed: Mapping[str, frozenset[str]], tx: str, rx: str) -> str:
+    """Why a pair of implementations is an interoperability hazard, or "":
+    each follows the alternative readings its runs with itself needed
+    (``followed``, from the matrix's diagonal), and two that follow
+    different ones disagree where the standard leaves the choice open, so
+    what passes against each may not work between them."""
+    if tx == rx or tx not in followed or rx not in followed or followed[tx] == followed[rx]:
+        return ""
+
+    def said(name: str) -> str:
+        got = sorted(followed[name], key=_reading_order)
+        return f"{name} follows " + (
+            "the default readings" if not got else "reading " + ", ".join(got) + "'s alternative"
+        )
+
+    return f"interoperability hazard: {said(tx)}, {said(rx)} (with itself)"
+
+
+def readings_followed(cells: Mapping[tuple[str, str], Sequence[str]]) -> dict[str, frozenset[str]]:
+    """Each implementation's alternative readings, as its runs with itself
+    (the diagonal cells) needed them: implementation -> reading ids."""
+    return {
+        tx: frozenset(r for m in marks for r in mark_readings(m))
+        for (tx, rx), marks in cells.items()
+        if tx == rx and marks
+    }
+
+
 def render_interop(
     spec: ProtocolSpec,
     suts: Sequence[Any],
@@ -587,6 +645,7 @@ def render_interop(
                 "cell": c,
                 "scenario": c.scenario.stem,
                 "status": status,
+                "mark": run.verdict.mark if run and not c.unsupported else status,
                 "run": run,
                 "reasons": [r for r in run.verdict.reasons if r.code != "observed-outcome"]
                 if run
@@ -596,17 +655,24 @@ def render_interop(
                 "dir": _rel(run.run_dir, out) if run else None,
             }
         )
+    pairs: dict[tuple[str, str], list[str]] = {}
+    for (tx, rx, _cfg), cell_runs in by.items():
+        pairs.setdefault((tx, rx), []).extend(r["mark"] for r in cell_runs)
+    followed = readings_followed(pairs)
     matrix = [
         {
             "sender": tx,
             "cells": [
                 {
                     "receiver": rx,
+                    "hazard": reading_hazard(followed, tx, rx),
                     "marks": [
                         {
                             "config": cfg.name,
-                            "status": (st := cell_status([r["status"] for r in rs])),
+                            "label": (label := cell_mark([r["mark"] for r in rs])),
+                            "status": (st := mark_status(label)),
                             "mark": MARKS[st],
+                            "readings": ", ".join(mark_readings(label)),
                             "anchor": f"{tx}--{rx}--{cfg.name}",
                         }
                         for cfg in configs
@@ -623,7 +689,7 @@ def render_interop(
          "runs": by[(tx, rx, cfg.name)]}
         for tx in names for rx in names for cfg in configs if (tx, rx, cfg.name) in by
     ]  # fmt: skip
-    counts = Counter(r["status"] for rs in by.values() for r in rs)
+    counts = mark_counts(r["mark"] for rs in by.values() for r in rs)
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
     page = env.get_template("interop.html").render(
         protocol=spec.name.upper(),

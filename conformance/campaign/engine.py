@@ -37,7 +37,14 @@ from conformance.campaign import metrics as mx
 from conformance.campaign.plan import TESTER, Plan, RunSpec, link_of, params_of
 from conformance.campaign.store import Row, Store
 from conformance.core.errors import DtncError, InputError, NotRun, first_error
-from conformance.core.types import Channel, Expectation, ExpectedOutcome, Scenario, dump_model
+from conformance.core.types import (
+    Channel,
+    Expectation,
+    ExpectedOutcome,
+    Scenario,
+    dump_model,
+    verdict_mark,
+)
 from generators.outcomes import Unplannable
 
 # The set-up and tear-down a run costs beyond its physical minimum, until
@@ -233,7 +240,9 @@ def execute(
         for r in v.get("reasons", [])
         if r.get("code") != "observed-outcome"
     )
-    return Done(v["status"], trace, fig.as_dict(), reasons[:2000], where)
+    # the verdict as shown: a pass under an alternative reading says so
+    mark = verdict_mark(v["status"], v.get("readings") or [])
+    return Done(mark, trace, fig.as_dict(), reasons[:2000], where)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

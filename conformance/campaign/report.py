@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from conformance.campaign.store import Row, Store
+from conformance.core.types import mark_readings, mark_status
 
 if TYPE_CHECKING:
     from conformance.campaign.plan import Plan
@@ -315,24 +316,31 @@ def matrices(rows: list[dict[str, Any]]) -> dict[str, dict[tuple[str, str], dict
     """Per protocol, the ACTS-style interoperability matrix of the runs:
     (sender, receiver) -> the cell's mark (reports.html.cell_status over
     its runs' verdicts, every link and size together) and its counts."""
-    from reports.html import cell_status
+    from reports.html import cell_mark, reading_hazard, readings_followed
 
     out: dict[str, dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
     by: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by[(r["protocol"], r["sender"], r["receiver"])].append(r)
+    marks = {key: [r["verdict"] or "not run" for r in rs] for key, rs in by.items()}
+    followed = {
+        proto: readings_followed({(tx, rx): m for (p, tx, rx), m in marks.items() if p == proto})
+        for proto in {p for p, _, _ in by}
+    }
     for (proto, tx, rx), rs in by.items():
-        statuses = [r["verdict"] or "not run" for r in rs]
-        counts = Counter(statuses)
+        statuses = marks[(proto, tx, rx)]
         links: dict[str, list[str]] = defaultdict(list)
         for r, x in zip(rs, statuses, strict=True):
             links[r["link"]].append(x)
+        # a cell of runs still to come is marked by those that ran
+        label = cell_mark([x for x in statuses if x != "not run"])
         out[proto][(tx, rx)] = {
-            # a cell of runs still to come is marked by those that ran
-            "status": cell_status([x for x in statuses if x != "not run"]),
-            "counts": dict(counts),
+            "status": mark_status(label),
+            "label": label,
+            "counts": dict(Counter(statuses)),
             "traces": sum(1 for r in rs if r["trace"] == "accepted"),
-            "links": {k: cell_status(v) for k, v in sorted(links.items())},
+            "links": {k: cell_mark(v) for k, v in sorted(links.items())},
+            "hazard": reading_hazard(followed[proto], tx, rx),
         }
     return dict(out)
 
@@ -358,9 +366,15 @@ def _matrix_html(rows: list[dict[str, Any]]) -> str:
                 n = sum(c["counts"].values())
                 counts = ", ".join(f"{k} {v}" for k, v in sorted(c["counts"].items()))
                 title = "; ".join(f"{k}: {v}" for k, v in c["links"].items())
+                if c["hazard"]:
+                    title = f"{c['hazard']}; {title}"
+                readings = ", ".join(mark_readings(c["label"]))
                 body += (
                     f"<td class='{html.escape(c['status'])}' title='{html.escape(title)}'>"
-                    f"<b>{MARKS[c['status']]}</b> {html.escape(counts)}"
+                    f"<b>{MARKS[c['status']]}</b>"
+                    + (f"<sup>r{html.escape(readings)}</sup>" if readings else "")
+                    + (" <b class='hazard'>⚠</b>" if c["hazard"] else "")
+                    + f" {html.escape(counts)}"
                     f"<br><small>traces accepted {c['traces']}/{n}</small></td>"
                 )
             body += "</tr>"
@@ -465,7 +479,7 @@ def _runs_table(rows: list[dict[str, Any]], out: Path) -> str:
     body = "".join(
         "<tr>"
         + "".join(
-            f"<td class='{html.escape(str(r['verdict']))}'>"
+            f"<td class='{html.escape(mark_status(str(r['verdict'])))}'>"
             + (
                 f"<a href='{html.escape(_rel(r['run_dir'], out))}'>{html.escape(str(r[c]))}</a>"
                 if c == "key" and r["run_dir"]

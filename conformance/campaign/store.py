@@ -34,7 +34,7 @@ CREATE TABLE IF NOT EXISTS runs (
     finished REAL,
     phys_min_s REAL,                -- the physical minimum (metrics.physical_minimum)
     run_dir TEXT,
-    verdict TEXT,                   -- pass, fail, inconclusive, error, unsupported
+    verdict TEXT,                   -- pass, pass (reading N), fail, inconclusive, error, unsupported
     trace TEXT,                     -- accepted, rejected, unchecked, or ''
     metrics TEXT,                   -- JSON (metrics.Metrics)
     detail TEXT                     -- why an error or unsupported

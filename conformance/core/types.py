@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, Union
@@ -66,6 +67,30 @@ FieldValue = int | str | bool
 Outcome = Literal["completed", "cancelled", "abandoned", "closed", "timeout", "error"]
 
 VerdictStatus = Literal["pass", "fail", "inconclusive", "error"]
+
+
+def verdict_mark(status: str, readings: Sequence[str]) -> str:
+    """A verdict as every table, report, matrix, campaign and Robot tag
+    shows it: its status, and for a pass that needed an alternative model
+    reading, which: ``pass (reading 5)``, ``pass (reading 2, 5)``. Such a
+    pass holds only if the standard admits that reading; a reader must see
+    it without opening the run."""
+    if status != "pass" or not readings:
+        return status
+    return f"pass (reading {', '.join(readings)})"
+
+
+def mark_status(mark: str) -> str:
+    """The status under a mark: ``pass (reading 5)`` is a ``pass``."""
+    return mark.split(" (", 1)[0]
+
+
+def mark_readings(mark: str) -> list[str]:
+    """The alternative readings a mark names: ``pass (reading 2, 5)`` ->
+    ``["2", "5"]``; none for any other mark."""
+    head, _, rest = mark.partition(" (reading ")
+    return rest.rstrip(")").split(", ") if head == "pass" and rest else []
+
 
 # Final: their literal values are the defaults of the Literal "schema" fields.
 SCENARIO_SCHEMA: Final = "dtnconform/scenario/1"
@@ -833,6 +858,12 @@ class Verdict(Strict):
     )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @property
+    def mark(self) -> str:
+        """The verdict as shown: ``pass (reading 5)`` for a pass that needed
+        reading 5's alternative (:func:`verdict_mark`)."""
+        return verdict_mark(self.status, self.readings)
 
 
 # ---------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from robot.api import logger
 from robot.api.deco import keyword, library
+from robot.libraries.BuiltIn import BuiltIn
 
 from conformance.core.types import RunOutcome, load_scenario
 from conformance.runner import error_outcome, run_scenario
@@ -55,7 +56,10 @@ class DtnConformance:
         except Exception as exc:  # set-up failure: still leave a verdict behind
             self.last = error_outcome(scn, adapter, run_dir, exc, tester=role, receiver_sut=peer)
         v = self.last.verdict
-        logger.info(f"verdict {v.status} for {scn.name}; run directory {run_dir}")
+        logger.info(f"verdict {v.mark} for {scn.name}; run directory {run_dir}")
+        # the verdict as a tag (a pass under an alternative reading says
+        # which, "verdict:pass (reading 5)"), and each such reading
+        BuiltIn().set_tags(f"verdict:{v.mark}", *(f"reading:{r}" for r in v.readings))
         for reason in v.reasons:
             logger.info(f"{reason.code}: {reason.message} {reason.rule}".strip())
         return v.status

@@ -207,6 +207,28 @@ def test_interop_matrix_marks_each_pair_by_its_worst_verdict(tmp_path: Path) -> 
     assert "class='fail'" in table and "✘" in table and "✔" in table
 
 
+def test_a_campaign_counts_and_marks_passes_under_a_reading(tmp_path: Path) -> None:
+    """A pass that needed an alternative reading is counted apart, in the
+    page, the matrix (a superscript) and results.csv."""
+    p, runs = runs_of(tmp_path)
+    st = Store.create(tmp_path / "campaign.sqlite", p, runs, [0.5] * len(runs))
+    rows = st.rows()
+    for r in rows:
+        st.start(r.seq, "lane 1", tmp_path / "runs" / f"r{r.seq}")
+        mark = "pass (reading 5)" if r.spec.sender == "licklider" else "pass"
+        st.finish(r.seq, verdict=mark, trace="accepted")
+    flat = [report.flat(x) for x in st.rows()]
+    cells = report.matrices(flat)["ltp"]
+    own = cells[("licklider", "licklider")]
+    assert own["status"] == "pass" and own["label"] == "pass (reading 5)"
+    assert own["counts"] == {"pass (reading 5)": len(runs) // 2}
+    page = report.write(st, tmp_path).read_text()
+    assert f"pass (reading 5): {len(runs) // 2}" in page
+    table = page[page.index("id='matrix-ltp'") :]
+    assert "<sup>r5</sup>" in table[: table.index("</table>")]
+    assert "pass (reading 5)" in (tmp_path / "results.csv").read_text()
+
+
 def test_eta_fits_a_line_to_the_finished_runs(tmp_path: Path) -> None:
     """Before any run: each run's physical minimum plus the first guess;
     with runs of one minimum only, plus their median overhead; once three

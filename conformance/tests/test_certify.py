@@ -65,6 +65,10 @@ def test_certify_runs_a_robot_suite_and_reports(tmp_path: Path) -> None:
     failed = tests["green-lost-wrong"]
     assert failed is not None and failed.get("status") == "FAIL"
     assert "expected verdict pass, observed fail" in (failed.text or "")
+    # each test is tagged with the verdict it got
+    tags = {t.get("name"): {x.text for x in t.iter("tag")} for t in root.iter("test")}
+    assert "verdict:pass" in tags["green-lost-right"]
+    assert "verdict:fail" in tags["green-lost-wrong"]
     assert (tmp_path / "robot" / "log.html").exists() and out.robot_log.exists()
     html = out.report.read_text()
     assert "green-lost-wrong" in html and "sequence.svg" in html and "<svg" in html

@@ -4,12 +4,14 @@ observed outcome with the expectation."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
-from conformance import netns
+from conformance import cli, netns
 from conformance.channel import control as emulator
 from conformance.core.types import EndpointResult, Scenario
 from conformance.protocols.ltp import LtpBlock, LtpDelivery
@@ -281,7 +283,9 @@ def test_channel_crash_is_an_error_verdict_and_leaves_no_namespaces(
     assert {ns for ns in netns.ours() if ns.startswith(mine)} == before, "namespaces left behind"
 
 
-def test_an_alternative_reading_is_named_not_failed(tmp_path: Path) -> None:
+def test_an_alternative_reading_is_named_not_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """licklider configured to take RFC 5326 §6.11's MAY upper bound
     (report-upper-bound=max-seen): with the second red segment lost, its
     secondary report reaches past the retransmitted checkpoint, which the
@@ -304,6 +308,11 @@ def test_an_alternative_reading_is_named_not_failed(tmp_path: Path) -> None:
     assert out.verdict.readings == ["2"]
     assert out.verdict.reasons[0].code == "reading-2"
     assert "[report-upper-bound=max-seen]" in out.verdict.sut
+    # the verdicts table says so too, not a plain pass
+    shown = io.StringIO()
+    monkeypatch.setattr(cli, "console", Console(file=shown, width=200, highlight=False))
+    cli.print_verdicts([out])
+    assert "pass (reading 2)" in shown.getvalue()
     out = run_scenario(scn, get("licklider"), tmp_path / "default")
     assert out.verdict.status == "pass", out.verdict.reasons
     assert out.verdict.readings == []

@@ -452,4 +452,9 @@ def test_report_says_which_reading_a_run_needed(report: str) -> None:
     assert "green end-of-block" in section
     assert '<a href="#cp-lost-twice">cp-lost-twice</a>' in section
     assert "instant-delivery" not in section
-    assert "(reading 5)" in _section(report, "summary")
+    # the verdict itself is marked, in the row, the run's heading and the counts
+    summary = _section(report, "summary")
+    assert '<td class="pass">pass (reading 5)</td>' in summary
+    assert "pass (reading 5)&nbsp;</span></h2>" in _section(report, "cp-lost-twice")
+    head = report[: report.index('<h2 id="provenance">')]
+    assert "1 pass (reading 5)" in head and "1 fail" in head
