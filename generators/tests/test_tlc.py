@@ -134,10 +134,7 @@ def test_tlc_matches_manifest(bound):
 @pytest.mark.parametrize(
     "cfg",
     [
-        "MCLTP_early.cfg",
         "MCLTP_orphan.cfg",
-        "MCLTP_reading2.cfg",
-        "MCLTP_reading5.cfg",
         "MCLTP_unknown.cfg",
         "MCLTP_reading12.cfg",
         "MCLTP_miscolored.cfg",
