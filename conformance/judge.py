@@ -71,6 +71,53 @@ def outcome_reasons(
     allowed = [
         o for o in scn.expect.outcomes if reading is None or reading in o.readings
     ] or scn.expect.outcomes
+    reasons = part_reasons(spec, allowed, seen)
+    under = ""
+    if reading is not None and scn.expect.allows(seen):
+        under = (
+            f" under the reading that explains the trace ({reading or 'the default'}; the "
+            f"outcome needs reading {', '.join(x or 'default' for x in scn.expect.readings_allowing(seen))})"
+        )
+    head = Reason(
+        code="outcome-not-allowed",
+        message=f"observed outcome ({seen.describe()}) is none of the {len(allowed)} the model "
+        f"allows under the scenario's losses{under}: " + " | ".join(o.describe() for o in allowed),
+        **_gathered(reasons),
+    )
+    return [head, *reasons]
+
+
+def end_reasons(spec: ProtocolSpec, trace: TraceCheck, seen: ExpectedOutcome) -> list[Reason]:
+    """Why an observed outcome is none of those the model holds at the end
+    of the run's validated trace (TraceCheck.ends): the wire was the
+    model's, what the endpoints reported is not. One reason per part that
+    differs from the nearest end, each with its rule."""
+    reasons = part_reasons(spec, trace.ends, seen)
+    under = f" under reading {trace.reading}'s alternative" if trace.reading else ""
+    head = Reason(
+        code="outcome-not-at-end",
+        message=f"observed outcome ({seen.describe()}) is none of the {len(trace.ends)} the "
+        f"model holds at the end of the run's trace{under} (what each endpoint must have "
+        "reported, the wire being what it was): " + " | ".join(o.describe() for o in trace.ends),
+        **_gathered(reasons),
+    )
+    return [head, *reasons]
+
+
+def _gathered(reasons: Sequence[Reason]) -> dict[str, Any]:
+    """The rules, actions and tags of ``reasons``, for the reason heading them."""
+    return {
+        "rule": "; ".join(dict.fromkeys(r.rule for r in reasons if r.rule)),
+        "actions": list(dict.fromkeys(a for r in reasons for a in r.actions)),
+        "tags": list(dict.fromkeys(t for r in reasons for t in r.tags)),
+    }
+
+
+def part_reasons(
+    spec: ProtocolSpec, allowed: Sequence[ExpectedOutcome], seen: ExpectedOutcome
+) -> list[Reason]:
+    """One reason per part of ``seen`` that differs from the nearest of
+    ``allowed``, each with the rule behind the value the model allows."""
     have = seen.parts()
     nearest = min(
         allowed,
@@ -92,21 +139,7 @@ def outcome_reasons(
                 )
             )
         )
-    under = ""
-    if reading is not None and scn.expect.allows(seen):
-        under = (
-            f" under the reading that explains the trace ({reading or 'the default'}; the "
-            f"outcome needs reading {', '.join(x or 'default' for x in scn.expect.readings_allowing(seen))})"
-        )
-    head = Reason(
-        code="outcome-not-allowed",
-        message=f"observed outcome ({seen.describe()}) is none of the {len(allowed)} the model "
-        f"allows under the scenario's losses{under}: " + " | ".join(o.describe() for o in allowed),
-        rule="; ".join(dict.fromkeys(r.rule for r in reasons if r.rule)),
-        actions=list(dict.fromkeys(a for r in reasons for a in r.actions)),
-        tags=list(dict.fromkeys(t for r in reasons for t in r.tags)),
-    )
-    return [head, *reasons]
+    return reasons
 
 
 def outcome_code(part: str) -> str:
@@ -229,7 +262,14 @@ def judge(
     reading_judged = None if reading and "+" in reading else reading
     unjudged: list[Reason] = []
     stale = beyond = ""
-    if not errors and scn.expect.unjudged:
+    ends = trace.ends if trace is not None and trace.status == "accepted" else []
+    if not errors and ends:
+        # Judged from the trace: exact, whatever the run's size; the
+        # scenario's outcome set (TLC's enumeration) is not consulted.
+        if not any(e.key() == seen.key() for e in ends):
+            assert trace is not None
+            fails += end_reasons(spec, trace, seen)
+    elif not errors and scn.expect.unjudged:
         unjudged.append(
             Reason(
                 code="outcome-unjudged",
@@ -255,6 +295,12 @@ def judge(
     unmet += _requests_unmade(result) + _uncovered_reasons(seen, stale, beyond)
     status, reasons = _status(seen, errors, fails, unmet, notes)
     readings, explained = _readings(spec, scn, seen, trace, reading, status)
+    forbidden = _deviations(spec, readings)
+    if forbidden and status in ("pass", "inconclusive"):
+        # the run is the model's only under an alternative the standard
+        # forbids: a deviation, whatever else was or was not exercised
+        status, explained = "fail", []
+        reasons = forbidden + [r for r in reasons if r.code != "observed-outcome"]
     return Verdict(
         scenario=scn.name,
         sut=result.sut,
@@ -465,6 +511,26 @@ def _readings(
                 )
             )
     return readings, explained
+
+
+def _deviations(spec: ProtocolSpec, readings: Sequence[str]) -> list[Reason]:
+    """A reason for each reading the run needed whose alternative the
+    standard forbids (Reading.deviation), quoting the passage it breaks."""
+    out = []
+    for rid in readings:
+        r = spec.reading(rid)
+        if not r.deviation:
+            continue
+        breaks = f': {r.breaks.cite()}: "{r.breaks.text}"' if r.breaks else ""
+        out.append(
+            Reason(
+                code=f"reading-{rid}-deviation",
+                message=f"explained only by {r.label(spec.spec)}'s alternative, "
+                f"{r.alternative_text}, which the standard forbids{breaks}",
+                rule=f"{spec.spec} §{r.breaks.section}" if r.breaks else "",
+            )
+        )
+    return out
 
 
 def _rule_in(message: str) -> str:

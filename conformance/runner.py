@@ -545,6 +545,7 @@ def validate_trace(
             skip=probe_payloads([result.sender, result.receiver]) if result else frozenset(),
             readings=order,
             tester=result.tester if result else None,
+            observed=result.outcome() if result else None,
         )
     except DtncError as exc:
         return TraceCheck(status="error", message=f"trace validation could not run: {exc}")

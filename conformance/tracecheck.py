@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from conformance import protocols
 from conformance.core.contract import TlaConstant, TraceModel, Unrepresentable, WireEvent
 from conformance.core.errors import DtncError
-from conformance.core.types import Scenario, SegmentRecord, TraceCheck
+from conformance.core.types import ExpectedOutcome, Scenario, SegmentRecord, TraceCheck
 from conformance.segments import Datagram, datagrams, sender_address
 
 if TYPE_CHECKING:
@@ -507,6 +507,8 @@ class _Pass:
     diag: list[Any] = field(default_factory=list)
     # some state's next line was held back by a deadline (TraceCore's Hurried)
     hurried: bool = False
+    # the outcomes at the trace's end (a pass that explored to it)
+    ends: list[ExpectedOutcome] = field(default_factory=list)
 
 
 def _run(
@@ -548,7 +550,10 @@ def _run(
     diag = printed(text, "dtnc-trace-diag")
     accepted = '"dtnc-trace-accepted"' in text
     hurried = '"dtnc-trace-deadline"' in text
-    out = _Pass(accepted, furthest, res.distinct_states, res.seconds, diag, hurried)
+    ends = (
+        tm.end_outcomes(text) if accepted and tm.end_outcomes and "EndReport" in invariants else []
+    )
+    out = _Pass(accepted, furthest, res.distinct_states, res.seconds, diag, hurried, ends)
     return clock.run(out) if clock is not None else out
 
 
@@ -788,9 +793,14 @@ class _Session:
             self.tm.hold_us,
         )
 
-    def data(self, diag: int, eager: bool) -> str:
+    def data(self, diag: int, eager: bool, ends: bool = False) -> str:
+        """The module for one pass; ``ends``: explore every behaviour that
+        takes the trace to its end (TraceCore's StopAtEnd FALSE)."""
         eager_text = "TRUE" if eager else "FALSE"
-        return f"{self._body}\nDiagLine == {diag}\nEager == {eager_text}\n====\n"
+        stop = "FALSE" if ends else "TRUE"
+        return (
+            f"{self._body}\nDiagLine == {diag}\nEager == {eager_text}\nStopAtEnd == {stop}\n====\n"
+        )
 
 
 def _tries(
@@ -828,10 +838,28 @@ def _validate(
     tries: Sequence[tuple[str, Mapping[str, int | bool | str]]] = (("", {}),),
     tester: str | None = None,
     clock: _Clock | None = None,
-) -> tuple[int, float, dict[str, Any] | None, str, list[tuple[str, Mapping[str, Any]]]]:
-    """(states, seconds, None, reading, []) for an accepted session, else
-    the rejection's TraceCheck fields and the tries in which a deadline held
-    some line back (only there can a longer window take the trace further).
+    observed: ExpectedOutcome | None = None,
+) -> tuple[
+    int,
+    float,
+    dict[str, Any] | None,
+    str,
+    list[tuple[str, Mapping[str, Any]]],
+    list[ExpectedOutcome],
+]:
+    """(states, seconds, None, reading, [], ends) for an accepted session,
+    else the rejection's TraceCheck fields, the tries in which a deadline
+    held some line back (only there can a longer window take the trace
+    further) and no ends.
+
+    ``ends``: where the protocol's trace module reports them
+    (TraceModel.end_outcomes), the outcomes the model holds at the trace's
+    end under the reading that accepted it. With ``observed`` (the outcome
+    the harnesses reported), a try is taken when it accepts the trace with
+    that outcome among its ends; an eager pass that reaches other ends only
+    is followed by the full pass, whose ends are every behaviour's. If no
+    try reaches the observed outcome, the first that accepted the trace is
+    returned with its ends, against which the outcome is then judged.
     Under each try in turn (``_tries``: its id and model constants): the
     eager pass first (the first try only: once the full pass has rejected
     the trace under one reading, it is most likely a deviation, and the
@@ -844,25 +872,34 @@ def _validate(
     states, seconds = 0, 0.0
     reached: list[tuple[int, str, TraceModel]] = []
     hurried: list[tuple[str, Mapping[str, Any]]] = []
+    with_ends = sess.tm.end_outcomes is not None
+    first: tuple[str, list[ExpectedOutcome]] | None = None
     for n, (rid, consts) in enumerate(tries):
         tm = replace(sess.tm, constants={**sess.tm.constants, **consts})
         for eager in (True, False) if n == 0 else (False,):
             inv = ["Furthest"] if eager else ["Furthest", "Hurried"]
             res = _run(
                 tm,
-                sess.data(0, eager),
+                sess.data(0, eager, ends=with_ends),
                 workdir,
-                inv,
+                inv + ["EndReport"] * with_ends,
                 ("eager" if eager else "trace") + _tag(rid),
                 clock,
             )
             states += res.states or 0
             seconds += res.seconds
-            if res.accepted:
-                return states, seconds, None, rid, []
-        reached.append((res.furthest, rid, tm))
-        if res.hurried:
-            hurried.append((rid, consts))
+            ends = [e.model_copy(update={"readings": [rid]}) for e in res.ends]
+            if res.accepted and (observed is None or not with_ends or _reaches(ends, observed)):
+                return states, seconds, None, rid, [], ends
+            if res.accepted and not eager:
+                first = first or (rid, ends)
+        if not res.accepted:
+            reached.append((res.furthest, rid, tm))
+            if res.hurried:
+                hurried.append((rid, consts))
+    if first is not None:
+        # the wire is the model's, the outcome reported none of its ends
+        return states, seconds, None, first[0], [], first[1]
     bad, diag_rid, diag_tm = max(reached, key=lambda x: x[0])
     diag = _run(diag_tm, sess.data(bad, False), workdir, ["Diag"], "diag")
     seconds += diag.seconds
@@ -899,7 +936,12 @@ def _validate(
         },
         "",
         hurried,
+        [],
     )
+
+
+def _reaches(ends: Sequence[ExpectedOutcome], observed: ExpectedOutcome) -> bool:
+    return any(e.key() == observed.key() for e in ends)
 
 
 def _late(
@@ -908,21 +950,32 @@ def _late(
     tries: Sequence[tuple[str, Mapping[str, Any]]],
     late_us: int,
     clock: _Clock,
-) -> tuple[int, float, str | None]:
+    observed: ExpectedOutcome | None = None,
+) -> tuple[int, float, str | None, list[ExpectedOutcome]]:
     """The full pass again under ``tries``, with each actor's reaction
     window lengthened to ``late_us`` (a suspension's hold is kept if
-    longer): (states, seconds, the first try that accepts, else None)."""
+    longer): (states, seconds, the first try that accepts, else None, and
+    its ends; with ``observed``, the first whose ends reach it, as in
+    :func:`_validate`)."""
     hold = {a: max(late_us, sess.tm.hold_us.get(a, 0)) for a in ("sender", "receiver")}
     slow = replace(sess, tm=replace(sess.tm, hold_us=hold))
+    with_ends = sess.tm.end_outcomes is not None
     states, seconds = 0, 0.0
+    first: tuple[str, list[ExpectedOutcome]] | None = None
     for rid, consts in tries:
         tm = replace(slow.tm, constants={**slow.tm.constants, **consts})
-        res = _run(tm, slow.data(0, False), workdir, ["Furthest"], "late" + _tag(rid), clock)
+        inv = ["Furthest"] + ["EndReport"] * with_ends
+        res = _run(tm, slow.data(0, False, ends=with_ends), workdir, inv, "late" + _tag(rid), clock)
         states += res.states or 0
         seconds += res.seconds
+        ends = [e.model_copy(update={"readings": [rid]}) for e in res.ends]
+        if res.accepted and (observed is None or not with_ends or _reaches(ends, observed)):
+            return states, seconds, rid, ends
         if res.accepted:
-            return states, seconds, rid
-    return states, seconds, None
+            first = first or (rid, ends)
+    if first is not None:
+        return states, seconds, first[0], first[1]
+    return states, seconds, None, []
 
 
 def check(
@@ -940,6 +993,7 @@ def check(
     skip: frozenset[bytes] = frozenset(),
     readings: Sequence[str] | None = None,
     tester: str | None = None,
+    observed: ExpectedOutcome | None = None,
 ) -> TraceCheck:
     """Validate the run's trace, session by session; never raises for what
     the trace holds (that is 'rejected' or 'unchecked'), only when TLC
@@ -948,6 +1002,10 @@ def check(
     then each alternative the protocol declares); the first that accepts
     is the TraceCheck's ``reading``. ``tester``: the role our model-driven
     tester played, whose actions a rejection blames only if it must.
+    ``observed``: the outcome the harnesses reported; where the protocol's
+    trace module reports the outcomes at the trace's end, a reading that
+    explains both the trace and that outcome is looked for, and the
+    TraceCheck's ``ends`` are what the run's outcome is judged against.
     ``spec``: the scenario's protocol, as the caller resolved it."""
     gen = spec.capabilities.trace
     if gen is None:
@@ -982,7 +1040,7 @@ def check(
     clock = _Clock(float(os.environ.get("DTNC_TRACE_BUDGET_S", TRACE_BUDGET_S)))
     try:
         return _check_sessions(
-            sessions, records, workdir, spec, order, tester, clock, scn, w_ms, common
+            sessions, records, workdir, spec, order, tester, clock, scn, w_ms, common, observed
         )
     except _OverBudget as over:
         return TraceCheck(
@@ -1046,9 +1104,13 @@ def _check_sessions(
     scn: Scenario,
     w_ms: float,
     common: dict[str, Any],
+    observed: ExpectedOutcome | None = None,
 ) -> TraceCheck:
-    """check()'s TLC passes, session by session, under ``clock``."""
+    """check()'s TLC passes, session by session, under ``clock``. The
+    outcomes at the trace's end are kept for a run of one session (the
+    harnesses report one outcome per run)."""
     states, seconds = 0, 0.0
+    ends: list[ExpectedOutcome] = []
     needed = ""
     default_rejected = False
     late: list[str] = []
@@ -1060,8 +1122,9 @@ def _check_sessions(
         tries = _tries(
             [(r, spec.reading_constants(r)) for r in order], spec.reading_ids(sess.tm.constants)
         )
-        st, sec, rejected, rid, hurried = _validate(
-            sess, records, workdir / f"session-{n}", spec.spec, tries, tester, clock
+        seen = observed if len(sessions) == 1 else None
+        st, sec, rejected, rid, hurried, ends = _validate(
+            sess, records, workdir / f"session-{n}", spec.spec, tries, tester, clock, seen
         )
         if rejected is not None and late_us > 0 and hurried:
             # Late only? The same trace with reaction times of up to
@@ -1071,8 +1134,8 @@ def _check_sessions(
             # machine, a slow implementation): the model is untimed, so that
             # is no deviation. Only the readings under which a deadline held
             # a line back can go further with a longer window.
-            st2, sec2, late_rid = _late(
-                sess, workdir / f"session-{n}-late", hurried, late_us, clock
+            st2, sec2, late_rid, ends = _late(
+                sess, workdir / f"session-{n}-late", hurried, late_us, clock, seen
             )
             states, seconds = states + st2, seconds + sec2
             if late_rid is not None:
@@ -1111,6 +1174,7 @@ def _check_sessions(
         f"{within}{under}",
         states=states,
         seconds=round(seconds, 3),
+        ends=ends if len(sessions) == 1 else [],
         **common,
     )
 

@@ -20,7 +20,7 @@ from conformance.core.capabilities import Capabilities
 from conformance.core.errors import DtncError, InputError
 
 if TYPE_CHECKING:
-    from conformance.core.types import Scenario
+    from conformance.core.types import ExpectedOutcome, Scenario
 
 
 T = TypeVar("T")
@@ -185,11 +185,28 @@ class Dissector:
 
 
 @dataclass(frozen=True)
+class Quote:
+    """A passage of the standard, verbatim: its section, and where it was
+    read when not from the standard's own text (an implementation's source
+    that quotes a book not reachable here, file:line)."""
+
+    section: str
+    text: str
+    source: str = ""
+
+    def cite(self) -> str:
+        return f"§{self.section}" + (f" ({self.source})" if self.source else "")
+
+
+@dataclass(frozen=True)
 class Reading:
     """A question the protocol's standard leaves open, answered by a model
     constant: ``default`` is the model's first reading, ``alternative`` the
-    other (specs/<proto>/readings.json). A run is judged under the default
-    first; one that only an alternative explains passes, and says so."""
+    other (specs/<proto>/readings.json), each with the passages that support
+    it. A run is judged under the default first; one that only an
+    admissible alternative explains passes, and says so. A ``deviation``
+    alternative is one the text forbids (``breaks``: the passage it breaks):
+    the model keeps it to name the behaviour, and a run that needs it fails."""
 
     id: str
     constant: str
@@ -203,6 +220,16 @@ class Reading:
     # does (its action can never be enabled): constant -> a value it must
     # have, or ">0". Empty: it can matter everywhere.
     matters_when: tuple[tuple[str, bool | int | str], ...] = ()
+    default_quotes: tuple[Quote, ...] = ()
+    alternative_quotes: tuple[Quote, ...] = ()
+    standing: str = "admissible"  # or "deviation"
+    audit: str = ""
+    breaks: Quote | None = None
+
+    @property
+    def deviation(self) -> bool:
+        """Does the standard forbid the alternative (it never excuses a run)?"""
+        return self.standing == "deviation"
 
     def matters(self, constants: Mapping[str, object]) -> bool:
         """Can the alternative make a difference under these model constants?"""
@@ -240,9 +267,18 @@ def load_readings(path: Path) -> tuple[Reading, ...]:
             default_text=r["default_text"],
             alternative_text=r["alternative_text"],
             matters_when=tuple(sorted(r.get("matters_when", {}).items())),
+            default_quotes=tuple(_quote(q) for q in r.get("default_quotes", [])),
+            alternative_quotes=tuple(_quote(q) for q in r.get("alternative_quotes", [])),
+            standing=r.get("standing", "admissible"),
+            audit=r.get("audit", ""),
+            breaks=_quote(r["breaks"]) if r.get("breaks") else None,
         )
         for r in raw["readings"]
     )
+
+
+def _quote(raw: Mapping[str, str]) -> Quote:
+    return Quote(section=raw["section"], text=raw["text"], source=raw.get("source", ""))
 
 
 @dataclass(frozen=True)
@@ -367,3 +403,8 @@ class TraceModel:
     # actor -> the longest its user may hold it suspended, in microseconds:
     # its reaction window is that much longer (TraceCore's Hold)
     hold_us: Mapping[str, int] = field(default_factory=dict)
+    # the outcomes the trace module prints at the trace's end (its
+    # EndReport invariant), read from TLC's output: what each endpoint must
+    # have reported, judged exactly whatever the run's size. None: the
+    # protocol's outcome is judged against the scenario's outcome set.
+    end_outcomes: Callable[[str], list[ExpectedOutcome]] | None = None

@@ -836,6 +836,13 @@ class TraceCheck(Strict):
         description="the default reading was tried on the trace and rejected it before the "
         "alternative that accepted it (readings the observed outcome allows are tried first)",
     )
+    ends: list[ExpectedOutcome] = Field(
+        default_factory=list,
+        description="the outcomes the model holds at the trace's end, under the reading that "
+        "accepted it: what each endpoint must have reported, whatever the run's size (empty "
+        "where the protocol's trace module does not report them, or the run has several "
+        "sessions; then the scenario's outcome set judges the outcome)",
+    )
     late: bool = Field(
         False,
         description="accepted only with reaction times longer than the window, yet shorter "

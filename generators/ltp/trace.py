@@ -13,6 +13,7 @@ the reason, never a fail.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
@@ -24,6 +25,7 @@ from conformance.core.types import Scenario, SegmentRecord
 from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpBlock
 from generators.ltp import SPEC_DIR
+from generators.ltp.outcomes import parse_outcomes
 from generators.tlaval import Record
 from generators.traps import action_comments, model_actions
 
@@ -265,6 +267,8 @@ def trace_model(
         actions=model_actions(MODEL, NEXT_BLOCKS),
         sections=action_sections(),
         overrides={"Arrivals": "TraceArrivals", "Losable": "TraceLosable"},
+        # TraceLTP's EndReport prints OutcomeLine, as MCLTPOutcomes' Report does
+        end_outcomes=functools.partial(parse_outcomes, block=block),
         # RFC 5326 6.19: on cancel, the session's queued segments "can be
         # deleted"; the actions that invoke it cite it
         purging=sorted(a for a, secs in action_sections().items() if "6.19" in secs),

@@ -69,9 +69,14 @@ ChannelRestoreCopy ==
            /\ rtn' = rtn \cup {p}
            /\ UNCHANGED <<mode, snd, rcv, fwd, held, spent, lostLog, lastEvent, coreVars>>
 
+\* No step is held prompt yet: a CFDP run's outcome is still judged against
+\* its scenario's outcome set, not at the trace's end as LTP's is (TraceLTP
+\* Prompt, EndReport; issue 29).
+Settled(a) == TRUE
+
 TraceNext ==
     \/ Step /\ ModelStep(AsTraceEvent(lastEvent'))
-    \/ UNCHANGED vars /\ LineStep
+    \/ UNCHANGED vars /\ LineStep(Settled)
     \/ ChannelRestoreCopy
 
 \* What the .cfg puts in place of CFDP.tla's Arrivals and Losable: the

@@ -26,6 +26,21 @@ ProtocolState == <<senderVars, receiverVars, fwd, rtn, late, link>>
 \* that produced them.
 CheckView == <<ProtocolState, lostLog>>
 
+\* What the receiver's client saw last: a notice, "closed" for a session
+\* that closed with none (reading 5's alternative), or "none".
+\* (A refused session, ServiceKnown = FALSE, was never the client's: "none".)
+\* generators/ltp.trace_outcome reads a trap trace's end state the same way.
+ReceiverNotice ==
+    IF rOutcome = "none" /\ rState = "closed" /\ ServiceKnown THEN "closed" ELSE rOutcome
+
+\* An end state as an outcome, as generators/ltp/outcomes.py parses it: each
+\* side's last notice, the red deliveries and the green segments received.
+\* MCLTPOutcomes prints it at each terminal state, TraceLTP at the end of a
+\* validated trace.
+OutcomeLine ==
+    "dtnc-outcome sender=" \o sOutcome \o " receiver=" \o ReceiverNotice
+        \o " delivered=" \o ToString(rDeliveries) \o " green=" \o ToString(rGreen)
+
 \* One trace state as a flat record (channels, both sides, the last step).
 Alias ==
     [ event    |-> lastEvent,

@@ -196,18 +196,9 @@ NoStaleLoss ==
     (IsImpairment(ev) /\ ev.dir = "forward" /\ IsData(ev.lost[1]))
         => ev.lost[1].off \notin rRed \cup rGreen
 
-\* What the receiver's client saw last: a notice, "closed" for a session
-\* that closed with none (reading 5's alternative), or "none".
-\* (A refused session, ServiceKnown = FALSE, was never the client's: "none".)
-\* generators/ltp.trace_outcome reads a trap trace's end state the same way.
-ReceiverNotice ==
-    IF rOutcome = "none" /\ rState = "closed" /\ ServiceKnown THEN "closed" ELSE rOutcome
-
-\* Never fails: prints each terminal outcome reached with every planned loss.
-Report ==
-    ((AnyLoss \/ planHit = Plan) /\ Terminal) =>
-        PrintT("dtnc-outcome sender=" \o sOutcome \o " receiver=" \o ReceiverNotice
-               \o " delivered=" \o ToString(rDeliveries) \o " green=" \o ToString(rGreen))
+\* Never fails: prints each terminal outcome reached with every planned loss
+\* (OutcomeLine, MCLTP.tla).
+Report == ((AnyLoss \/ planHit = Plan) /\ Terminal) => PrintT(OutcomeLine)
 
 ASSUME TLCSet(3, {})
 

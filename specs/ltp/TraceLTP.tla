@@ -45,12 +45,25 @@ ChannelRestoreCopy ==
            /\ rtn' = rtn \cup {s}
            /\ UNCHANGED <<senderVars, receiverVars, fwd, lostLog, late, link, lastEvent, coreVars>>
 
+\* The prompt steps: what follows at once from what an actor holds, with
+\* nothing on the wire.  The red-part reception notice once the red part is
+\* in (7.3), the sender's completion notice and close once it is claimed
+\* (6.12, 7.4), and the receiver's close at the RA that leaves no report
+\* timer (6.14: "then the session is closed").  Timer expiries are not
+\* prompt (a trace model's timers expire at any time), nor are the
+\* alternative readings' optional steps.
+Prompt == {"ReceiverDeliverRedPart", "SenderSignalCompletion", "ReceiverCloseSession"}
+
+\* Actor a owes no prompt step (TraceCore's LineStep asks it at a's exit
+\* and at the captures' end).
+Settled(a) == ~ENABLED (Step /\ lastEvent'.actor = a /\ lastEvent'.action \in Prompt)
+
 \* A step of the model (Step: Next without the Terminating stutter) under the
 \* trace's rules, a trace line the model takes no step for, or a copy put
 \* back in a channel (below).
 TraceNext ==
     \/ Step /\ ModelStep(lastEvent')
-    \/ UNCHANGED vars /\ LineStep
+    \/ UNCHANGED vars /\ LineStep(Settled)
     \/ ChannelRestoreCopy
 
 \* What the .cfg puts in place of LTP's Arrivals and Losable: the oldest
@@ -73,6 +86,13 @@ TraceView == <<ProtocolState, coreState>>
 ASSUME TLCSet(1, 0) /\ TLCSet(2, 0) /\ TLCSet(3, Never) /\ TLCSet(4, 0)
 
 \* The invariant Furthest (progress report and acceptance) is TraceCore's.
+
+\* Never fails: past the last line, in a state where every actor still
+\* running is settled, prints the outcome the model holds there (OutcomeLine,
+\* MCLTP.tla): what each endpoint must have reported.  The set of them,
+\* over every behaviour that takes the trace (StopAtEnd FALSE), is the
+\* run's outcome judged exactly, whatever the block's size.
+EndReport == (l > TraceLen /\ \A a \in Actors \ gone : Settled(a)) => PrintT(OutcomeLine)
 
 \* The model's actions that could take a step here, whatever the trace says.
 Enabled == {a \in ActionNames : ENABLED (Next /\ lastEvent'.action = a)}

@@ -16,7 +16,7 @@
 (*                                                                         *)
 (* The protocol's trace module extends this one and its model, and runs   *)
 (*     TraceNext == \/ Next /\ ModelStep(lastEvent')                        *)
-(*                  \/ UNCHANGED model /\ LineStep                          *)
+(*                  \/ UNCHANGED model /\ LineStep(Settled)                   *)
 (* where the model's lastEvent records each step: the actor, the unit it    *)
 (* consumed (rx), the units it emitted (tx) and, for the channel, the unit *)
 (* it lost.                                                                *)
@@ -59,6 +59,9 @@
 (*   Hold     actor -> the microseconds its user may hold it suspended     *)
 (*   SendsLeft  SendsLeft[i] is the number of "send" lines from line i on   *)
 (*   Eager    the cheaper first pass (above)?                              *)
+(*   StopAtEnd  stop at the first state past the last line?  FALSE: explore *)
+(*            every behaviour that takes the trace, so that the protocol's *)
+(*            trace module can print each outcome reached at the end       *)
 (*   Purging  the model's actions that cancel a session, whose queued      *)
 (*            emissions may then be deleted                                *)
 (* They are definitions, not constants bound in the .cfg: TLC evaluates a  *)
@@ -221,13 +224,22 @@ ModelStep(e) ==
     /\ UNCHANGED gone
 
 \* A line the model takes no step for (the model's variables unchanged).
-LineStep ==
+\* Settled(a): actor a owes no prompt step (the protocol's trace module says
+\* which steps are prompt: a notice or a close that follows at once from
+\* what the actor holds, with nothing on the wire).  An actor is settled
+\* when its process exits, and so is every actor still running when the
+\* captures end: what each must have reported is then its state at the
+\* trace's end.
+LineStep(Settled(_)) ==
     LET L == cur
         k == <<L.dir, L.seg>>
     IN
     /\ l <= TraceLen
     /\ L.kind # "lose"
     /\ IF L.kind \in {"exit", "end"} THEN TimelyAtEnd(L.t) ELSE Timely(L.t)
+    /\ CASE L.kind = "exit" -> Settled(L.actor)
+         [] L.kind = "end" -> \A a \in Actors \ gone : Settled(a)
+         [] OTHER -> TRUE
     /\ IF Eager
        THEN \* arrivals are processed at once (ModelStep), except at an actor
             \* that has exited
@@ -258,14 +270,18 @@ LineStep ==
 \* An invariant that never fails: it prints the cursor each time it reaches
 \* a line no state reached before (TLC register 1 holds the furthest line),
 \* so that a rejected trace names the line it stopped at; past the last line
-\* the trace is accepted, and TLC stops there.  (Not a violated invariant:
+\* the trace is accepted, and TLC stops there (unless StopAtEnd is FALSE).  (Not a violated invariant:
 \* TLC would print the whole behaviour, thousands of states of a long
 \* trace.)
 Furthest ==
     l > TLCGet(1) =>
         /\ TLCSet(1, l)
         /\ PrintT(<<"dtnc-trace-line", l>>)
-        /\ l > TraceLen => PrintT(<<"dtnc-trace-accepted", l>>) /\ TLCSet("exit", TRUE)
+        /\ l > TraceLen =>
+               /\ PrintT(<<"dtnc-trace-accepted", l>>)
+               \* the end's outcomes wanted (StopAtEnd FALSE): every
+               \* behaviour that takes the trace is explored to its end
+               /\ IF StopAtEnd THEN TLCSet("exit", TRUE) ELSE TRUE
 \* An invariant that never fails either: it prints once (TLC register 4),
 \* the first time a state's next line is held back by a deadline, the
 \* reaction window above.  Timely is the only guard that reads the time, so

@@ -15,6 +15,7 @@ Window == 250000
 Hold == [sender |-> 0, receiver |-> 0]
 SendsLeft == <<0>>
 Eager == TRUE
+StopAtEnd == TRUE
 ActionNames == {}
 DiagLine == 0
 Purging == {}
