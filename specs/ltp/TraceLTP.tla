@@ -47,12 +47,13 @@ ChannelRestoreCopy ==
 
 \* The prompt steps: what follows at once from what an actor holds, with
 \* nothing on the wire.  The red-part reception notice once the red part is
-\* in (7.3), the sender's completion notice and close once it is claimed
-\* (6.12, 7.4), and the receiver's close at the RA that leaves no report
-\* timer (6.14: "then the session is closed").  Timer expiries are not
-\* prompt (a trace model's timers expire at any time), nor are the
-\* alternative readings' optional steps.
-Prompt == {"ReceiverDeliverRedPart", "SenderSignalCompletion", "ReceiverCloseSession"}
+\* in (7.3), and the sender's completion notice and close once it is
+\* claimed (6.12, 7.4).  Not the receiver's close at the RA (6.14: "then
+\* the session is closed"): 8.2 closes the receiver only from WAIT_RP_REC,
+\* after the EOB, so a receiver still open for a late green segment has
+\* text for it too.  Timer expiries are not prompt (a trace model's timers
+\* expire at any time), nor are the alternative readings' optional steps.
+Prompt == {"ReceiverDeliverRedPart", "SenderSignalCompletion"}
 
 \* Actor a owes no prompt step (TraceCore's LineStep asks it at a's exit
 \* and at the captures' end).
