@@ -269,6 +269,17 @@ def judge(
         if not any(e.key() == seen.key() for e in ends):
             assert trace is not None
             fails += end_reasons(spec, trace, seen)
+        elif not scn.expect.unjudged and not scn.expect.allows(seen):
+            # said, so that the scenario's author sees it: the set does not
+            # decide here, and it is wrong or stale
+            notes.append(
+                Reason(
+                    code="expectation-disagrees",
+                    message=f"the scenario's outcome set does not hold the outcome the model "
+                    f"reaches at the trace's end ({seen.describe()}): the set is stale or was "
+                    "written by hand; `dtnconform expect SCENARIO --write` recomputes it",
+                )
+            )
     elif not errors and scn.expect.unjudged:
         unjudged.append(
             Reason(

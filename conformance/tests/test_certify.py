@@ -4,6 +4,7 @@ scenario, Robot's outputs kept, verdicts and the HTML report written."""
 from __future__ import annotations
 
 import json
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -12,6 +13,8 @@ import pytest
 from conformance.certify import certify
 from conformance.protocols.ltp import SPEC as LTP
 from suts.registry import get
+
+FINDINGS = Path(__file__).resolve().parents[2] / "reports" / "findings" / "ltp" / "scenarios"
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 
@@ -38,7 +41,9 @@ def test_certify_runs_a_robot_suite_and_reports(tmp_path: Path) -> None:
     scen = tmp_path / "scenarios"
     scen.mkdir()
     (scen / "a.json").write_text(json.dumps(_scenario("green-lost-right", 0)))
-    (scen / "b.json").write_text(json.dumps(_scenario("green-lost-wrong", 1000)))
+    # a run that fails: licklider refuses an unknown client service with no
+    # cancel timer (reading 12's alternative, a deviation, RFC 5326 §6.15)
+    shutil.copy(FINDINGS / "ltp-unknown-service.json", scen / "b.json")
     seen: list[tuple[int, int, str]] = []
     out = certify(
         LTP,
@@ -52,26 +57,26 @@ def test_certify_runs_a_robot_suite_and_reports(tmp_path: Path) -> None:
     status = {r.run_dir.name: r.verdict.status for r in out.runs}
     assert status == {
         "green-lost-right": "pass",
-        "green-lost-wrong": "fail",
+        "ltp-unknown-service": "fail",
         "green-lost-right--tester-sender": "pass",
-        "green-lost-wrong--tester-sender": "fail",
+        "ltp-unknown-service--tester-sender": "fail",
     }
-    # Robot saw the same: one test per scenario, the wrong one failed with
+    # Robot saw the same: one test per scenario, the failing one with
     # expected vs observed in its message.
     root = ET.parse(tmp_path / "robot" / "output.xml").getroot()
     tests = {t.get("name"): t.find("status") for t in root.iter("test")}
     passed = tests["green-lost-right"]
     assert passed is not None and passed.get("status") == "PASS"
-    failed = tests["green-lost-wrong"]
+    failed = tests["ltp-unknown-service"]
     assert failed is not None and failed.get("status") == "FAIL"
     assert "expected verdict pass, observed fail" in (failed.text or "")
     # each test is tagged with the verdict it got
     tags = {t.get("name"): {x.text for x in t.iter("tag")} for t in root.iter("test")}
     assert "verdict:pass" in tags["green-lost-right"]
-    assert "verdict:fail" in tags["green-lost-wrong"]
+    assert "verdict:fail" in tags["ltp-unknown-service"]
     assert (tmp_path / "robot" / "log.html").exists() and out.robot_log.exists()
     html = out.report.read_text()
-    assert "green-lost-wrong" in html and "sequence.svg" in html and "<svg" in html
+    assert "ltp-unknown-service" in html and "sequence.svg" in html and "<svg" in html
     # Every run records where it comes from, and the report shows it.
     prov = out.runs[0].result.provenance if out.runs[0].result else None
     assert prov is not None and prov.sut == "licklider" and prov.knobs and prov.tshark
@@ -82,7 +87,7 @@ def test_certify_runs_a_robot_suite_and_reports(tmp_path: Path) -> None:
     # Resumed after an interruption: the run cut short (no verdict yet) is
     # redone from scratch, the finished ones are kept as they are, and the
     # report still covers all four.
-    cut = tmp_path / "runs" / "green-lost-wrong--tester-sender"
+    cut = tmp_path / "runs" / "ltp-unknown-service--tester-sender"
     (cut / "verdict.json").write_text(json.dumps({"status": "error"}))  # cut by a signal
     (cut / "stale.txt").write_text("from the run that was cut")
     kept = tmp_path / "runs" / "green-lost-right" / "verdict.json"
