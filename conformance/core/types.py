@@ -960,7 +960,16 @@ def rebuild() -> None:
     ExpectedOutcome.model_fields["delivered"].annotation = g["AnyDelivery"]
     EndpointResult.model_fields["delivered"].annotation = g["AnyDelivery"] | None
     Scenario.model_fields["params"].annotation = g["AnyParams"]
-    for model in (ExpectedOutcome, Expectation, Scenario, EndpointResult, RunResult):
+    # (TraceCheck holds ExpectedOutcomes, its ends; Verdict a TraceCheck)
+    for model in (
+        ExpectedOutcome,
+        Expectation,
+        Scenario,
+        EndpointResult,
+        RunResult,
+        TraceCheck,
+        Verdict,
+    ):
         model.model_rebuild(force=True)
 
 

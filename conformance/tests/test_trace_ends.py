@@ -19,6 +19,7 @@ from conformance.core.types import (
     SegmentCounts,
     SegmentRecord,
     TraceCheck,
+    Verdict,
 )
 from conformance.judge import judge
 from conformance.protocols.ltp import SPEC as LTP_SPEC
@@ -116,6 +117,10 @@ def test_a_clean_run_is_judged_at_its_traces_end(tmp_path: Path) -> None:
     assert [e.key() for e in tc.ends] == [whole.key()]
     assert v.status == "pass", v.reasons
     assert not any(r.code == "outcome-unjudged" for r in v.reasons)
+    # the ends survive verdict.json whole (the protocol's delivery counters)
+    again = Verdict.model_validate_json(v.model_dump_json())
+    assert again.trace is not None and [e.key() for e in again.trace.ends] == [whole.key()]
+    assert '"green_bytes_delivered":1000' in v.model_dump_json()
 
 
 def test_a_receiver_that_drops_green_data_on_a_clean_link_fails(tmp_path: Path) -> None:
