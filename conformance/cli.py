@@ -909,7 +909,7 @@ def cmd_retx_table(args: argparse.Namespace) -> int:
         table.add_column(col)
     for i, r in enumerate(rows, 1):
         style = STATUS_STYLE.get(mark_status(r.verdict), "")
-        table.add_row(str(i), r.loss_text, " or ".join(r.expected),
+        table.add_row(str(i), r.loss_text, r.expected_text,
                       r.observed if r.within else f"[red]{r.observed}[/]",
                       f"[{style}]{r.verdict}[/]", r.trace)  # fmt: skip
     console.print(table)

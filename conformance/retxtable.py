@@ -19,24 +19,40 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from conformance.core.contract import ProtocolSpec
-from conformance.core.types import Impairment, RunOutcome, Scenario
+from conformance.core.types import Impairment, RunOutcome, Scenario, mark_status
 from conformance.runner import error_outcome, run_scenario
 from suts.base import SutAdapter
+
+_SOURCE = (
+    "Expected: the bytes the model holds at the end of the run's validated trace, exactly; "
+    "marked (set) where the trace was not judged at its end, every value the scenario's "
+    "outcome set allows."
+)
 
 
 @dataclass
 class Row:
     scenario: str
     losses: list[str]
-    expected: list[str]  # "red/green" bytes the model allows
+    # "red/green" bytes the model expects: at the end of the run's validated
+    # trace (exact: the model's state for what the wire showed), else every
+    # value the scenario's outcome set allows
+    expected: list[str]
     observed: str  # "red/green" bytes delivered, or "-"
     within: bool  # observed is one of expected
     verdict: str
     trace: str
+    exact: bool = False  # expected comes from the trace's end
 
     @property
     def loss_text(self) -> str:
         return ", ".join(self.losses) or "none"
+
+    @property
+    def expected_text(self) -> str:
+        """The expected bytes; "(set)" where they are the outcome set's,
+        the trace not having been judged at its end."""
+        return " or ".join(self.expected) + ("" if self.exact else " (set)")
 
 
 def loss_text(imp: Impairment) -> str:
@@ -46,11 +62,12 @@ def loss_text(imp: Impairment) -> str:
 
 
 def row_of(scn: Scenario, outcome: RunOutcome) -> Row:
-    expected = sorted({o.delivered.cell() for o in scn.expect.outcomes})
+    trace = outcome.verdict.trace
+    ends = trace.ends if trace is not None and trace.status == "accepted" else []
+    expected = sorted({o.delivered.cell() for o in (ends or scn.expect.outcomes)})
     res = outcome.result
     delivered = res.receiver.delivered if res is not None else None
     observed = delivered.cell() if delivered is not None else "-"
-    trace = outcome.verdict.trace
     return Row(
         scenario=scn.name,
         losses=[loss_text(imp) for imp in scn.impairments],
@@ -59,6 +76,7 @@ def row_of(scn: Scenario, outcome: RunOutcome) -> Row:
         within=observed in expected,
         verdict=outcome.verdict.mark,
         trace=trace.status if trace is not None else "-",
+        exact=bool(ends),
     )
 
 
@@ -72,15 +90,16 @@ def write(rows: list[Row], out: Path, title: str) -> None:
     for i, r in enumerate(rows, 1):
         mark = "" if r.within else " (not allowed)"
         lines.append(
-            f"| {i} | {r.loss_text} | {' or '.join(r.expected)} | {r.observed}{mark} "
+            f"| {i} | {r.loss_text} | {r.expected_text} | {r.observed}{mark} "
             f"| {r.verdict} | {r.trace} |"
         )
+    lines += ["", _SOURCE]
     (out / "retx-table.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     cells = "".join(
         f"<tr><td>{i}</td><td>{html.escape(r.loss_text)}</td>"
-        f"<td>{html.escape(' or '.join(r.expected))}</td>"
+        f"<td>{html.escape(r.expected_text)}</td>"
         f"<td class='{'ok' if r.within else 'bad'}'>{html.escape(r.observed)}</td>"
-        f"<td class='{r.verdict}'>{r.verdict}</td><td>{r.trace}</td></tr>"
+        f"<td class='{mark_status(r.verdict)}'>{html.escape(r.verdict)}</td><td>{r.trace}</td></tr>"
         for i, r in enumerate(rows, 1)
     )
     page = (
@@ -90,7 +109,7 @@ def write(rows: list[Row], out: Path, title: str) -> None:
         ".fail,.bad{background:#fadbd8}.inconclusive{background:#fcf3cf}</style>"
         f"<h1>{html.escape(title)}</h1><table><tr><th>#</th><th>losses</th>"
         "<th>expected red/green bytes (model)</th><th>observed red/green bytes</th>"
-        f"<th>verdict</th><th>trace</th></tr>{cells}</table>"
+        f"<th>verdict</th><th>trace</th></tr>{cells}</table><p>{html.escape(_SOURCE)}</p>"
     )
     (out / "retx-table.html").write_text(page + "\n", encoding="utf-8")
 

@@ -34,10 +34,13 @@ def test_table_of_three_rows(tmp_path: Path) -> None:
     assert len(scenarios) == 3
     rows = retxtable.build(LTP, scenarios, get("licklider"), tmp_path)
     assert [r.within for r in rows] == [True, True, True], rows
+    # each judged at its trace's end: one exact value, the one delivered
+    assert all(r.exact and r.expected == [r.observed] for r in rows), rows
     table = json.loads((tmp_path / "retx-table.json").read_text())
     assert [r["scenario"] for r in table["rows"]] == [s.name for s in scenarios]
     md = (tmp_path / "retx-table.md").read_text()
     assert "red_data 0 #1" in md and "3000/1000" in md
+    assert "(set)" not in md.split("\n\n")[1] and "end of the run's validated trace" in md
     assert "<table>" in (tmp_path / "retx-table.html").read_text()
     # and as a section of the certification report
     from reports.html import render_certification
