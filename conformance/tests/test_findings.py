@@ -278,3 +278,52 @@ def test_finding_still_shows(name: str, tmp_path: Path) -> None:
         except NotExercised as e:
             missed.append(str(e))
     pytest.fail(f"the finding was not reached in {ATTEMPTS} runs: {missed}")
+
+
+# CFDP: the findings the readings audit of 2026-11-29 turned from passes
+# under a reading into deviations (reports/findings/cfdp/). The tester
+# receives, so only the implementation's sender is judged.
+CFDP_SCENARIOS = SCENARIOS.parents[1] / "cfdp" / "scenarios"
+
+
+def deviation_of(reading: str) -> Callable[[RunOutcome], None]:
+    """The run fails on the reading's alternative, a deviation, quoting the
+    passage of 727.0-B-5 it breaks (4.7.2 Note 2 for readings 1 and 4)."""
+
+    def check(out: RunOutcome) -> None:
+        assert out.verdict.status == "fail", out.verdict.reasons
+        head = out.verdict.reasons[0]
+        assert head.code == f"reading-{reading}-deviation", out.verdict.reasons
+        assert "regardless of the status of the transaction" in head.message
+        tc = out.verdict.trace
+        assert tc is not None and tc.status == "accepted" and tc.reading == reading, tc
+
+    return check
+
+
+CFDP_CHECKS: dict[str, tuple[str, str, Callable[[RunOutcome], None]]] = {
+    "cfdp-rs-finished-before-eof-ack-ignored": (
+        "cfdp-c2-a1n1k1-l3-ackeof.1.json",
+        "cfdp-rs",
+        deviation_of("4"),
+    ),
+    "cfdp-rs-finished-after-completion-not-acknowledged": (
+        "cfdp-c2-a1n1k1-l3-ackfin.1.json",
+        "cfdp-rs",
+        deviation_of("1"),
+    ),
+    "cfdp-py-finished-after-completion-not-acknowledged": (
+        "cfdp-c2-a1n1k1-l3-ackfin.1.json",
+        "cfdp-py",
+        deviation_of("1"),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CFDP_CHECKS))
+def test_cfdp_finding_still_shows(name: str, tmp_path: Path) -> None:
+    path, sut, check = CFDP_CHECKS[name]
+    out = run_scenario(
+        load_scenario(CFDP_SCENARIOS / path), get(sut), tmp_path / "run", tester="receiver"
+    )
+    check(out)
