@@ -888,8 +888,8 @@ def _validate(
             )
             states += res.states or 0
             seconds += res.seconds
-            ends = [e.model_copy(update={"readings": [rid]}) for e in res.ends]
-            if res.accepted and (observed is None or not with_ends or _reaches(ends, observed)):
+            ends, taken = _taken(res, rid, observed)
+            if taken:
                 return states, seconds, None, rid, [], ends
             if res.accepted and not eager:
                 first = first or (rid, ends)
@@ -940,8 +940,15 @@ def _validate(
     )
 
 
-def _reaches(ends: Sequence[ExpectedOutcome], observed: ExpectedOutcome) -> bool:
-    return any(e.key() == observed.key() for e in ends)
+def _taken(
+    res: _Pass, rid: str, observed: ExpectedOutcome | None
+) -> tuple[list[ExpectedOutcome], bool]:
+    """A pass's ends (under reading ``rid``), and whether its try is taken:
+    it accepted the trace and, where it reports ends and the harnesses'
+    outcome is known, that outcome is among them."""
+    ends = [e.model_copy(update={"readings": [rid]}) for e in res.ends]
+    reached = not res.ends or observed is None or any(e.key() == observed.key() for e in ends)
+    return ends, res.accepted and reached
 
 
 def _late(
@@ -968,8 +975,8 @@ def _late(
         res = _run(tm, slow.data(0, False, ends=with_ends), workdir, inv, "late" + _tag(rid), clock)
         states += res.states or 0
         seconds += res.seconds
-        ends = [e.model_copy(update={"readings": [rid]}) for e in res.ends]
-        if res.accepted and (observed is None or not with_ends or _reaches(ends, observed)):
+        ends, taken = _taken(res, rid, observed)
+        if taken:
             return states, seconds, rid, ends
         if res.accepted:
             first = first or (rid, ends)
