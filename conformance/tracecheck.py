@@ -878,14 +878,22 @@ def _validate(
         tm = replace(sess.tm, constants={**sess.tm.constants, **consts})
         for eager in (True, False) if n == 0 else (False,):
             inv = ["Furthest"] if eager else ["Furthest", "Hurried"]
-            res = _run(
-                tm,
-                sess.data(0, eager, ends=with_ends),
-                workdir,
-                inv + ["EndReport"] * with_ends,
-                ("eager" if eager else "trace") + _tag(rid),
-                clock,
-            )
+            try:
+                res = _run(
+                    tm,
+                    sess.data(0, eager, ends=with_ends),
+                    workdir,
+                    inv + ["EndReport"] * with_ends,
+                    ("eager" if eager else "trace") + _tag(rid),
+                    clock,
+                )
+            except _OverBudget:
+                if first is None:
+                    raise
+                # out of budget while looking for a reading whose ends hold
+                # the reported outcome: the trace is accepted all the same,
+                # and its outcome judged against the first reading's ends
+                return states, seconds, None, first[0], [], first[1]
             states += res.states or 0
             seconds += res.seconds
             ends, taken = _taken(res, rid, observed)
@@ -972,7 +980,13 @@ def _late(
     for rid, consts in tries:
         tm = replace(slow.tm, constants={**slow.tm.constants, **consts})
         inv = ["Furthest"] + ["EndReport"] * with_ends
-        res = _run(tm, slow.data(0, False, ends=with_ends), workdir, inv, "late" + _tag(rid), clock)
+        data = slow.data(0, False, ends=with_ends)
+        try:
+            res = _run(tm, data, workdir, inv, "late" + _tag(rid), clock)
+        except _OverBudget:
+            if first is None:
+                raise
+            break  # as in _validate: the first accepting reading's ends judge
         states += res.states or 0
         seconds += res.seconds
         ends, taken = _taken(res, rid, observed)
