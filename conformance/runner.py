@@ -481,6 +481,7 @@ def _judge(
         )
     elif not ended.channel_stats:
         run.say("the channel emulator left no statistics")
+    ours += channel_missed(ended.channel_stats)
     # a capture that ended by itself (a full disk, say) is a hole in the evidence
     ours += [
         Reason(code="capture-failed", message=f"capture {side}.pcap ended early: {why}")
@@ -495,6 +496,27 @@ def _judge(
             trace=verdict.trace,
         )
     return verdict
+
+
+def channel_missed(stats: dict[str, Any]) -> list[Reason]:
+    """Frames our channel lost without deciding on them: read too late (its
+    receive ring was full, so the kernel dropped them) or not sent on. The
+    model's channel never lost them, so nothing the endpoints did after can
+    be judged: the run is ours to answer for (status ``error``)."""
+    reasons = []
+    for way in ("forward", "return"):
+        st = stats.get(way) or {}
+        missed = {k: int(st.get(k) or 0) for k in ("ring_drops", "send_failed")}
+        if any(missed.values()):
+            reasons.append(
+                Reason(
+                    code="channel-missed",
+                    message=f"the channel emulator lost {way} frames it did not decide on: "
+                    f"{missed['ring_drops']} dropped unread (receive ring full: the machine "
+                    f"was too loaded), {missed['send_failed']} not sent on",
+                )
+            )
+    return reasons
 
 
 def validate_trace(

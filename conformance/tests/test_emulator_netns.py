@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import netns
+from conformance import netns, runner
 from conformance.channel import control as emulator
 from conformance.channel.bench import forward_schedule, scheduled_bps, scheduled_delay_err_ns
 from conformance.core.types import Channel, Impairment
@@ -254,7 +254,7 @@ def test_rate_limits_throughput_and_queue_drops_the_tail(tmp_path: Path) -> None
         chan = _channel(topo, tmp_path,
                         {"forward": {"link": {"rate_bps": rate, "queue_bytes": 200_000}}})  # fmt: skip
         # offered: 1066-byte frames at 4000/s = 34 Mb/s for 1.5 s
-        _, got = emulator.traffic(topo, pps=4000, count=6000, size=1024)
+        sent, got = emulator.traffic(topo, pps=4000, count=6000, size=1024)
         stats = chan.stop()
     # The channel serialized the frames that waited for the link back to back
     # at exactly the rate. The rate measured at the receiver (got["eth_bps"])
@@ -263,8 +263,18 @@ def test_rate_limits_throughput_and_queue_drops_the_tail(tmp_path: Path) -> None
     scheduled, busy = scheduled_bps(forward_schedule(tmp_path / "channel.jsonl"))
     assert busy > 1000 and scheduled is not None, (busy, scheduled)
     assert abs(scheduled - rate) / rate < 1e-6, scheduled
-    assert stats["forward"]["dropped"].get("queue", 0) > 1000
-    assert got["received"] + stats["forward"]["dropped"]["queue"] == 6000
+    fwd = stats["forward"]
+    assert fwd["dropped"].get("queue", 0) > 1000
+    # Every frame is accounted for, link by link: the sender's 6000 reached
+    # the channel's receive ring or overflowed it (a loaded machine; the
+    # runner makes such a run an error, `channel-missed`); the channel read
+    # the rest and passed or dropped each; what it passed reached the
+    # receiving application or overflowed that socket's buffer (the kernel
+    # says how many, SO_RXQ_OVFL).
+    assert sent["sent"] == fwd["frames"] + fwd["ring_drops"] == 6000, (sent, fwd)
+    assert fwd["frames"] == fwd["passed"] + sum(fwd["dropped"].values()), fwd
+    delivered = fwd["passed"] - fwd["send_failed"]
+    assert got["received"] + got["kernel_drops"] == delivered, (got, fwd)
 
 
 def test_multicast_crosses_the_channel(tmp_path: Path) -> None:
@@ -390,3 +400,27 @@ def test_duplication_and_bounded_reordering(tmp_path: Path) -> None:
     overtaken = [sum(1 for later in arrivals[max(0, i - 10) : i] if later > seq)
                  for i, seq in enumerate(arrivals)]  # fmt: skip
     assert max(overtaken) == 3, max(overtaken)
+
+
+def test_frames_the_channel_never_read_make_the_run_ours_to_answer_for(tmp_path: Path) -> None:
+    """A stalled emulator (here stopped with SIGSTOP, on a machine: starved
+    of CPU) lets its receive ring fill; the kernel drops what follows. Those
+    frames were never decided on or logged, so the stats count them and the
+    runner calls the run an `error` (`channel-missed`)."""
+    with netns.topology(static_arp=True) as topo:
+        chan = _channel(topo, tmp_path)
+        os.kill(chan.proc.pid, signal.SIGSTOP)
+        try:
+            # 60,000 frames of 1,442 bytes: more than the 64 MiB ring holds
+            sent, _ = emulator.traffic(topo, pps=40_000, count=60_000, size=1400, idle=0.5)
+        finally:
+            os.kill(chan.proc.pid, signal.SIGCONT)
+        time.sleep(1.0)  # it reads what the ring held
+        stats = chan.stop()
+    fwd = stats["forward"]
+    assert fwd["ring_drops"] > 0, fwd
+    assert fwd["frames"] + fwd["ring_drops"] == sent["sent"] == 60_000, (sent, fwd)
+    (reason,) = runner.channel_missed(stats)
+    assert reason.code == "channel-missed"
+    assert f"{fwd['ring_drops']} dropped unread" in reason.message
+    assert runner.channel_missed({"forward": {"ring_drops": 0, "send_failed": 0}}) == []

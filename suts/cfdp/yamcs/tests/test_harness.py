@@ -140,7 +140,12 @@ def test_cfdppy_sends_to_yamcs(tmp_path: Path, mode: str) -> None:
     assert (tmp_path / "r" / "bucket" / "dtnc-received.bin").read_bytes() == PATTERN_3000
     assert received["pdus_received"]["file_data"] == 3
     if mode == "class2":
-        assert received["pdus_sent"] == {"ack(eof,no_error)": 1, "finished(no_error)": 1}
+        # Yamcs acknowledges each EOF it gets. cfdp-py sends its EOF again
+        # when the ACK is later than its timer (a loaded machine: CI saw
+        # two), so one ACK per EOF received, not exactly one.
+        eofs = received["pdus_received"]["eof(no_error)"]
+        assert eofs >= 1
+        assert received["pdus_sent"] == {"ack(eof,no_error)": eofs, "finished(no_error)": 1}
         assert received["pdus_received"]["ack(finished,no_error)"] == 1
     else:
         assert received["pdus_sent"] == {}

@@ -226,6 +226,32 @@ impl RxRing {
         self.fd.0
     }
 
+    /// Frames the kernel dropped because the ring was full since the last
+    /// call (PACKET_STATISTICS; reading them resets the kernel's counters).
+    /// Such a frame never reached the channel: not decided, not logged.
+    pub fn take_drops(&self) -> io::Result<u64> {
+        let mut st = libc::tpacket_stats_v3 {
+            tp_packets: 0,
+            tp_drops: 0,
+            tp_freeze_q_cnt: 0,
+        };
+        let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
+        // SAFETY: st and len are valid for the call and len is st's size.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.0,
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                std::ptr::addr_of_mut!(st).cast(),
+                &mut len,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(u64::from(st.tp_drops))
+    }
+
     fn block(&self, i: usize) -> *mut libc::tpacket_block_desc {
         // SAFETY: i < BLOCK_NR, inside the mapping.
         unsafe { self.map.add(i * BLOCK_SIZE).cast() }
