@@ -85,7 +85,7 @@ class DerivedTimers:
     for a session that delivered its red part to close (licklider never
     closes one whose green EOB was lost)."""
     time_limit_s: float
-    """The longest the run may take; open sessions then count as 'timeout'."""
+    """The longest the run may take; open sessions then count as 'open'."""
     margin_ms: float
     path: PathFigures
     serialization_ms: float

@@ -572,12 +572,20 @@ def _pend(d: Any) -> Mapping[Any, Any]:
     return d[2] if isinstance(d[2], Mapping) else {}
 
 
+def _owes(d: Any) -> Mapping[Any, Any]:
+    """The obligations open in diagnosis state ``d`` (TraceCore's owes:
+    <<dir, unit>> -> [due, at, ...]; <<>> when none)."""
+    return d[6] if len(d) > 6 and isinstance(d[6], Mapping) else {}
+
+
 def _owed(d: Any, t: int, window_us: int, hold_us: Mapping[str, int]) -> int:
     """Overdue answers in diagnosis state ``d`` at time ``t``: arrivals left
-    unprocessed past the actor's window, emissions due before ``t``."""
+    unprocessed past the actor's window, emissions due before ``t``,
+    obligations lapsed before ``t``."""
     inq, pend = d[1], _pend(d)
     late = sum(1 for who, q in inq.items() if q and q[0]["t"] + window_us + hold_us.get(who, 0) < t)
-    return late + sum(1 for dues in pend.values() for x in dues if x < t)
+    lapsed = sum(1 for o in _owes(d).values() if o["due"] < t)
+    return late + lapsed + sum(1 for dues in pend.values() for x in dues if x < t)
 
 
 def _made_by(d: Any) -> Mapping[Any, Any]:
@@ -624,7 +632,16 @@ def _diagnose(
     actor = line.get("actor", "")
     diag = _best_states(diag, t, window_us, tm.hold_us)
     enabled: list[str] = sorted({a for d in diag for a in d[0]})
-    overdue, blame = _overdue(diag, t, window_us, tm.hold_us, describe)
+
+    def request(at: int, who: str) -> str:
+        """The line (and frame) of the request that reached ``who`` at ``at``."""
+        toward = "forward" if who == "receiver" else "return"
+        for i, ln in enumerate(lines, 1):
+            if ln["t_us"] == at and ln["kind"] == "arrive" and ln.get("dir") == toward:
+                return f"line {i}, {label(i)}"
+        return f"at {_ms(at)}"
+
+    overdue, blame = _overdue(diag, t, window_us, tm.hold_us, describe, request)
     kind = line["kind"]
     if kind == "end":
         where = f"the trace's end ({_ms(t)})"
@@ -672,14 +689,28 @@ def _overdue(
     window_us: int,
     hold: Mapping[str, int],
     describe: Callable[[Any], str],
+    request: Callable[[int, str], str] = lambda at, who: f"at {_ms(at)}",
 ) -> tuple[list[str], list[str]]:
     """(what was overdue at ``t``, the actions blamed for it) over the
     diagnosis states: an arrival left unanswered past its actor's window
     (the model's answers to it, else what the actor could do), an emission
-    the wire never showed (the action that made it, else the actor's last)."""
+    the wire never showed (the action that made it, else the actor's last),
+    an obligation lapsed (what the actor could do to send it: its
+    retransmissions, else its enabled actions), naming the request
+    (``request``: its line and frame)."""
     overdue: list[str] = []
     blame: list[str] = []
     for d in diag:
+        for (d_, u), o in _owes(d).items():
+            if o["due"] < t:
+                who = "sender" if d_ == "forward" else "receiver"
+                overdue.append(
+                    f"the request that reached the {who} at {_ms(o['at'])} ({request(o['at'], who)}) "
+                    f"obliged it to send the {describe(u)} by {_ms(o['due'])}, and the wire "
+                    "shows none by then"
+                )
+                could = [a for a in d[0] if a.lower().startswith(who)]
+                blame += sorted(a for a in could if "Retransmit" in a) or sorted(could)
         en, inq, pend, last, answers = d[0], d[1], _pend(d), d[3], d[4]
         for who, queue in inq.items():
             mine = window_us + hold.get(who, 0)
@@ -908,6 +939,12 @@ def _validate(
     if first is not None:
         # the wire is the model's, the outcome reported none of its ends
         return states, seconds, None, first[0], [], first[1]
+    observing = (
+        f"with each side ending as its harness reported (sender {observed.sender_outcome}, "
+        f"receiver {observed.receiver_outcome}): "
+        if observed is not None and sess.tm.observe is not None
+        else ""
+    )
     bad, diag_rid, diag_tm = max(reached, key=lambda x: x[0])
     diag = _run(diag_tm, sess.data(bad, False), workdir, ["Diag"], "diag")
     seconds += diag.seconds
@@ -922,6 +959,7 @@ def _validate(
     )
     others = [f"{'reading ' + r if r else 'the default reading'} stops at line {n}"
               for n, r, _tm in reached if r != diag_rid]  # fmt: skip
+    message = observing + message
     if diag_rid:
         message = f"under reading {diag_rid}'s alternative, which takes the trace furthest: " + (
             message
@@ -1144,6 +1182,13 @@ def _check_sessions(
             [(r, spec.reading_constants(r)) for r in order], spec.reading_ids(sess.tm.constants)
         )
         seen = observed if len(sessions) == 1 else None
+        if seen is not None and sess.tm.observe is not None:
+            # Only the behaviours in which each side ends as its harness
+            # reported are the run's (the implementation said how it
+            # ended): a rejection is then diagnosed where the model and
+            # the implementation's own account part (TraceCFDP Consistent).
+            confined = {**sess.tm.constants, **sess.tm.observe(seen)}
+            sess = replace(sess, tm=replace(sess.tm, constants=confined))
         st, sec, rejected, rid, hurried, ends = _validate(
             sess, records, workdir / f"session-{n}", spec.spec, tries, tester, clock, seen
         )

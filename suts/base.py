@@ -12,12 +12,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
 
 from pydantic import ValidationError
 
 from conformance.core import registry as protocols
-from conformance.core.types import EndpointResult, Outcome, ProbeResult, Scenario
+from conformance.core.types import OUTCOMES, EndpointResult, ProbeResult, Scenario, outcome_alias
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -111,7 +110,7 @@ class SutAdapter(ABC):
     ) -> EndpointResult:
         """Default: the role printed one JSON object as its last stdout line,
         whose ``outcome`` is one of :data:`~conformance.core.types.Outcome`
-        ("completed", "cancelled", "closed", "timeout", "error"). The exit
+        ("completed", "cancelled", "closed", "open", "error"). The exit
         code is kept but not interpreted: the JSON line is the result. An
         optional ``stopped_at`` (seconds since the epoch) says when the role
         stopped taking protocol steps, if that is before its process ends
@@ -136,9 +135,9 @@ class SutAdapter(ABC):
                 "outcome": "error",
                 "detail": f"result line is not an object: {lines[-1][:200]}",
             }
-        outcome = data.get("outcome", "error")
+        outcome = outcome_alias(data.get("outcome", "error"))
         detail = str(data.get("detail", ""))
-        if outcome not in get_args(Outcome):
+        if outcome not in OUTCOMES:
             # "error" is the harness's own failure; an outcome word we do not
             # know is one too, and says so.
             detail = f"unknown outcome {outcome!r} (exit {exit_code}); {detail}"
@@ -169,7 +168,7 @@ class SutAdapter(ABC):
         return EndpointResult(
             requests_unmade=unmade,
             role=role,  # type: ignore[arg-type]
-            outcome=outcome,
+            outcome=outcome,  # type: ignore[arg-type]  # one of OUTCOMES, checked above
             exited_at=float(stopped) if isinstance(stopped, int | float) else None,
             probes=probes,
             delivered=delivered,

@@ -408,3 +408,8 @@ class TraceModel:
     # have reported, judged exactly whatever the run's size. None: the
     # protocol's outcome is judged against the scenario's outcome set.
     end_outcomes: Callable[[str], list[ExpectedOutcome]] | None = None
+    # the constants that confine the trace module's behaviours to those in
+    # which each side ends as its harness reported (None: the module has
+    # none): a run's passes take them, so that a rejection names the line
+    # where the model and the implementation's own account part
+    observe: Callable[[ExpectedOutcome | None], dict[str, TlaConstant]] | None = None

@@ -16,11 +16,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, Union
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, Union, get_args
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -57,14 +58,27 @@ FieldValue = int | str | bool
 
 # How one side of a session ended: its last notice. "completed": the
 # protocol's own success notice (LTP: transmission-session completion at the
-# sender, RFC 5326 §7.4; red-part delivery at the receiver, §7.3);
-# "cancelled": a cancellation notice (§7.5, §7.6), also after a delivery
-# (the delivered bytes still count); "abandoned": CFDP's abandonment (727.0-B-5
-# 4.8: the transaction ends with no notice to the peer); "closed": the session closed with no
-# notice at all (never allowed by the model); "timeout": the run's time limit
-# passed with the session still open; "error": the endpoint crashed or could
-# not be started (the harness's fault, never the protocol's).
-Outcome = Literal["completed", "cancelled", "abandoned", "closed", "timeout", "error"]
+# sender, RFC 5326 §7.4; at the receiver, red-part delivery, §7.3, in a
+# session that then closed, §6.20); "cancelled": a cancellation notice (§7.5,
+# §7.6), also after a delivery (the delivered bytes still count);
+# "abandoned": CFDP's abandonment (727.0-B-5 4.8: the transaction ends with no
+# notice to the peer); "closed": the session closed with no notice at all;
+# "open": no end notice when the endpoint stopped (its time limit, or it
+# stopped waiting), whatever it delivered: never "completed", the model
+# judges whether the session may still be open; "error": the endpoint
+# crashed or could not be started (the harness's fault, never the
+# protocol's).
+OutcomeName = Literal["completed", "cancelled", "abandoned", "closed", "open", "error"]
+OUTCOMES: Final[tuple[str, ...]] = get_args(OutcomeName)
+
+
+def outcome_alias(v: object) -> object:
+    """ "timeout" was "open"'s name until 2026-11-29: results stored before,
+    and harnesses written against the older contract, still say it."""
+    return "open" if v == "timeout" else v
+
+
+Outcome = Annotated[OutcomeName, BeforeValidator(outcome_alias)]
 
 VerdictStatus = Literal["pass", "fail", "inconclusive", "error"]
 
@@ -528,7 +542,7 @@ class Scenario(Strict):
     origin: Origin | None = None
     time_limit_s: Annotated[float, Field(gt=0, le=86400)] | None = Field(
         None,
-        description="the longest a run may take before its open sides count as 'timeout' "
+        description="the longest a run may take before its open sides count as 'open' "
         "(default: derived from the channel and the retransmission limits)",
     )
 

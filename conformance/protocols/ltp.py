@@ -325,7 +325,7 @@ SPEC = ProtocolSpec(
                 "the checkpoint retransmission limit, or a CR, cancels the sending session",
                 ("SenderCancelSession", "SenderRxCancel"),
             ),
-            "timeout": Rule("6", "no procedure ends this sending session"),
+            "open": Rule("6", "no procedure ends this sending session"),
         },
         "receiver_outcome": {
             "completed": Rule(
@@ -343,7 +343,7 @@ SPEC = ProtocolSpec(
                     "ReceiverRxCancel",
                 ),
             ),
-            "timeout": Rule(
+            "open": Rule(
                 "6, 6.17, 8.2",
                 "no procedure ends a receiving session that got no checkpoint and no cancel, "
                 "and a receiver the session never reached gives no notice",

@@ -596,7 +596,7 @@ class CfdpSender(_Entity):
             self.end("cancelled")
 
     def result(self) -> dict[str, Any]:
-        out = "timeout" if self.out == "open" else self.out
+        out = self.out
         if self.out == "open":
             self.detail.append(f"transaction open in phase {self.phase}")
         return {
@@ -841,7 +841,7 @@ class CfdpReceiver(_Entity):
             self.fault(INACTIVITY, "ReceiverFaultInactivity")
 
     def result(self) -> dict[str, Any]:
-        out = "timeout" if self.out == "open" else self.out
+        out = self.out
         if self.phase == "none":
             self.detail.append("no transaction reached this entity")
         elif self.out == "open":

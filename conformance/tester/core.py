@@ -13,7 +13,7 @@ outcome and its delivery counters, plus the tester's own observations.
 
 A role keeps serving after it closed (a resent report or cancel must still be
 answered, RFC 5326 §6.13, §6.17), for ``linger_s`` of quiet; the time limit
-ends everything with outcome ``timeout``.
+ends everything with outcome ``open``.
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ class Role(ABC):
 
 def serve(role: Role, sock: socket.socket, limits: Limits) -> dict[str, Any]:
     """Run ``role`` until it has been idle for ``limits.linger_s`` or the
-    time limit passes; return its result object (outcome ``timeout`` if the
+    time limit passes; return its result object (outcome ``open`` if the
     limit cut it short)."""
     ctx = role.ctx
     deadline = role.started + limits.time_limit_s
@@ -212,7 +212,7 @@ def serve(role: Role, sock: socket.socket, limits: Limits) -> dict[str, Any]:
         # No notice to the client: the model's "none" (a session refused or
         # never reached), which a live side shows as its time limit passing
         # (generators.ltp.outcomes.outcome_name).
-        out["outcome"] = "timeout"
+        out["outcome"] = "open"
         out["detail"] = (
             f"no outcome within the time limit of {limits.time_limit_s:g} s"
             if timed_out

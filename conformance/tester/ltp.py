@@ -909,6 +909,10 @@ class LtpReceiver(_Side):
 
     def result(self) -> dict[str, Any]:
         out = super().result()
+        if self.outcome == "completed" and self.state != "closed":
+            # MCLTP's ReceiverNotice: the red-part notice (7.3) is not the
+            # session's end; one not closed (6.20) when we stopped is open
+            out["outcome"] = "open"
         out["red_bytes_delivered"] = self.p.red_len if self.delivered else 0
         out["green_bytes_delivered"] = sum(self.green.values())
         out["payload_ok"] = self.payload_ok

@@ -114,7 +114,7 @@ def test_closed_without_delivery_is_a_fail_not_an_error(tmp_path: Path) -> None:
 
 def test_a_timeout_the_model_does_not_allow_fails(tmp_path: Path) -> None:
     log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
-    v = judge(LTP, _scenario(), _result(0, 1000, "timeout", "cancelled"), log, [])
+    v = judge(LTP, _scenario(), _result(0, 1000, "open", "cancelled"), log, [])
     assert v.status == "fail"
     assert any("§6.7" in r.rule for r in v.reasons)
 

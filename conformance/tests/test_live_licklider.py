@@ -109,6 +109,13 @@ def test_a_wrong_expectation_does_not_decide_the_verdict(tmp_path: Path) -> None
     delivered = out.result.receiver.delivered
     assert isinstance(delivered, LtpDelivery), delivered
     assert delivered.green_bytes_delivered == 0
+    # The lost segment was the EOB: licklider never closes such a session
+    # (suts/ltp/licklider/README.md), and its harness says so: "open", its
+    # red part delivered, never "completed" (the model may leave it open:
+    # 8.2 closes a receiver only after the EOB).
+    assert out.result.receiver.outcome == "open", out.result.receiver
+    assert delivered.red_bytes_delivered == 2000
+    assert "still open at exit" in out.result.receiver.detail
 
 
 def test_impairment_that_never_matches_is_inconclusive(tmp_path: Path) -> None:

@@ -180,15 +180,15 @@ def test_harness_results_use_the_protocols_counters(toy: ProtocolSpec) -> None:
         "receiver", '{"outcome": "completed", "file_bytes": -1}', "", 0
     )
     assert bad.outcome == "error" and "file_bytes" in bad.detail
-    assert isinstance(EndpointResult.model_validate({"role": "sender", "outcome": "timeout"}),
+    assert isinstance(EndpointResult.model_validate({"role": "sender", "outcome": "open"}),
                       EndpointResult)  # fmt: skip
     # a role that says when it stopped taking steps: that is its exit
     # (the runner keeps the earlier of it and its process's end)
     stopped = _ToyAdapter().parse_result(
-        "sender", '{"outcome": "timeout", "stopped_at": 1800000000.25}', "", 0
+        "sender", '{"outcome": "open", "stopped_at": 1800000000.25}', "", 0
     )
     assert stopped.exited_at == 1800000000.25
-    assert _ToyAdapter().parse_result("sender", '{"outcome": "timeout"}', "", 0).exited_at is None
+    assert _ToyAdapter().parse_result("sender", '{"outcome": "open"}', "", 0).exited_at is None
 
 
 def test_cli_lists_and_dispatches_registered_protocols(

@@ -82,9 +82,9 @@ def test_a_run_only_a_deviation_explains_fails_quoting_the_rule(tmp_path: Path) 
     from conformance.judge import judge
     from conformance.tests.test_judge import _log, _result, _scenario
 
-    scn = _scenario([(0, 0, "cancelled", "timeout")], impairments=[])
+    scn = _scenario([(0, 0, "cancelled", "open")], impairments=[])
     scn.expect.outcomes[0].readings = ["", "2", "12"]
-    res = _result(0, 0, "cancelled", "timeout")
+    res = _result(0, 0, "cancelled", "open")
     log = _log(tmp_path, [])
     v = judge(LTP, scn, res, log, [], trace=TraceCheck(status="accepted", reading="12"))
     assert v.status == "fail", v.reasons
@@ -93,7 +93,7 @@ def test_a_run_only_a_deviation_explains_fails_quoting_the_rule(tmp_path: Path) 
     assert "de-queuing (for transmission) of a Cx segment" in head.message
     assert v.mark == "fail"
     unmet = _scenario(
-        [(0, 0, "cancelled", "timeout")],
+        [(0, 0, "cancelled", "open")],
         impairments=[{"direction": "forward", "match": {"type": "RD"}, "occurrence": 9}],
     )
     unmet.expect.outcomes[0].readings = ["", "12"]

@@ -65,7 +65,7 @@ def _unjudged(params: dict[str, Any] | None = None) -> Scenario:
     as a campaign plans a transfer past the model's bounds."""
     raw = dict(SCENARIO, params=params or SCENARIO["params"])
     raw["expect"] = {
-        "outcomes": [json.loads(_outcome(0, 0, "timeout", "timeout").model_dump_json())],
+        "outcomes": [json.loads(_outcome(0, 0, "open", "open").model_dump_json())],
         "unjudged": "past the outcome sets' bounds (this test)",
     }
     return Scenario.model_validate(raw)
@@ -140,6 +140,44 @@ def test_a_receiver_that_drops_green_data_on_a_clean_link_fails(tmp_path: Path) 
     assert "green 1000 B" in head.message and "green 0 B" in head.message
     part = next(r for r in v.reasons if r.code == "unexpected-green-bytes-delivered")
     assert "observed 0" in part.message and "allows 1000" in part.message
+
+
+def test_a_receiver_that_never_closes_fails(tmp_path: Path) -> None:
+    """A stand-in receiver that delivers everything but never closes its
+    session, so its harness reports no end (``open``), on a clean link: the
+    EOB and the RA for its only report reached it, so RFC 5326 §6.14 and
+    §8.2 (WAIT_RP_REC to CLOSED) close the model's receiver at once. The run
+    fails, naming the receiver's end the model holds."""
+    w = Wire()
+    nominal(w)
+    never = _outcome(2000, 1000, rx="open")
+    tc, v = _judged(w, tmp_path, never, _unjudged(), LINGER)
+    assert tc.status == "accepted", tc.message
+    assert [e.key() for e in tc.ends] == [_outcome(2000, 1000).key()]
+    assert v.status == "fail"
+    assert v.reasons[0].code == "outcome-not-at-end"
+    part = next(r for r in v.reasons if r.code == "unexpected-receiver-outcome")
+    assert "observed open" in part.message and "allows completed" in part.message
+
+
+def test_a_receiver_whose_green_eob_was_lost_may_stay_open(tmp_path: Path) -> None:
+    """The green EOB lost: the red part is delivered and acknowledged, but
+    8.2 keeps a receiver that never saw the EOB out of WAIT_RP_REC, so the
+    model may leave it open (and §6.14 may close it at the RA). A receiver
+    still open at the end, reported as such, passes; it is never
+    ``completed`` for a session that did not close."""
+    w = LossWire()
+    w.send(0.000, "forward", data("RD", 0))
+    w.send(0.001, "forward", data("RD-CP-EORP", 1000, checkpoint_serial=40, report_serial=0))
+    w.send(0.002, "forward", data("GD-EOB", 2000), lost=True)
+    w.send(0.004, "return", seg("RS", report_serial=90, checkpoint_serial=40, upper_bound=2000,
+                                lower_bound=0, claims=[(0, 2000)]))  # fmt: skip
+    w.send(0.007, "forward", seg("RA", report_serial=90))
+    still_open = _outcome(2000, 0, rx="open")
+    tc, v = _judged(w, tmp_path, still_open, _unjudged(), LINGER)
+    assert tc.status == "accepted", tc.message
+    assert still_open.key() in [e.key() for e in tc.ends]
+    assert v.status == "pass", v.reasons
 
 
 def test_a_block_of_many_segments_with_losses_is_judged(tmp_path: Path) -> None:

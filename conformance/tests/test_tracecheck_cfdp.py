@@ -36,18 +36,19 @@ HEAD: dict[str, Any] = {"source_entity": 1, "dest_entity": 2, "transaction": 9}
 
 
 def scenario(**params: Any) -> Scenario:
+    file_len = params.pop("file_len", len(FILE))
     return Scenario.model_validate(
         {
             "schema": "dtnconform/scenario/1",
             "name": "crafted",
             "protocol": "cfdp",
-            "params": {"protocol": "cfdp", "file_len": len(FILE), "segment_size": SEG,
+            "params": {"protocol": "cfdp", "file_len": file_len, "segment_size": SEG,
                        "ack_limit": 1, "nak_limit": 1, **params},
             "timers": {"retransmission_ms": 1000.0},
             "expect": {"outcomes": [{"sender_outcome": "completed",
                                      "receiver_outcome": "completed",
                                      "delivered": {"protocol": "cfdp",
-                                                   "file_bytes_delivered": len(FILE)}}]},
+                                                   "file_bytes_delivered": file_len}}]},
         }
     )  # fmt: skip
 
@@ -362,3 +363,68 @@ def test_suspended_receiver_answers_after_its_resumption(tmp_path: Path, suspend
         # the answer was due within the 250 ms window of the EOF's arrival
         assert "with reaction times of up to 900 ms" in tc.message
         assert "receiver had to send a ACK(EOF) t1 NoError by 255.0 ms" in tc.message
+
+
+def _four_segments(w: Wire, resend: list[tuple[float, int]], renak: bool) -> Scenario:
+    """A four-segment file whose segments 1 and 2 are lost; the receiver
+    NAKs both in one request after the EOF, and the sender resends
+    ``resend`` ([(t, offset)]); with ``renak`` the receiver's NAK timer asks
+    again, a second later, for what is still missing."""
+    body = bytes(range(256)) * 16  # 4096 octets, segments at 0, 1024, 2048, 3072
+    head = dict(HEAD)
+
+    def seg(off: int) -> Any:
+        return CFDPFileData(offset=off, data=body[off : off + SEG], **head)
+
+    w.pdu(0.000, "forward", CFDPMetadata(file_size=len(body), checksum_type=15,
+                                         source_file_name=b"a", dest_file_name=b"b", **head))  # fmt: skip
+    for i, off in enumerate(range(0, len(body), SEG)):
+        w.pdu(0.001 + 0.001 * i, "forward", seg(off), lost=off in (SEG, 2 * SEG))
+    w.pdu(0.005, "forward", CFDPEOF(condition="no_error", file_size=len(body), checksum=0, **head))
+    w.pdu(0.008, "return", ack("eof"))
+    w.pdu(0.009, "return", CFDPNak(start_of_scope=0, end_of_scope=len(body),
+                                   segment_requests=[(SEG, 3 * SEG)], **head))  # fmt: skip
+    for t, off in resend:
+        w.pdu(t, "forward", seg(off))
+    if renak:
+        w.pdu(1.020, "return", CFDPNak(start_of_scope=0, end_of_scope=len(body),
+                                       segment_requests=[(2 * SEG, 3 * SEG)], **head))  # fmt: skip
+        w.pdu(1.025, "forward", seg(2 * SEG))
+    closed(w, 1.030)
+    return scenario(file_len=len(body), nak_limit=2)
+
+
+def test_a_nak_is_answered_with_every_segment_it_asks_for(tmp_path: Path) -> None:
+    """The NAK asks for segments 1 and 2 in one range; the sender resends
+    both at once: the obligation the NAK made is met."""
+    w = Wire()
+    scn = _four_segments(w, [(0.012, SEG), (0.013, 2 * SEG)], renak=False)
+    seen = scn.expect.outcomes[0]
+    tc = w.check(tmp_path, scn, observed=seen)
+    assert tc.status == "accepted", tc.message
+    # judged at the trace's end: both sides completed, the file delivered
+    assert seen.key() in [e.key() for e in tc.ends], tc.ends
+
+
+def test_a_sender_resending_only_the_first_segment_of_a_naked_range_is_rejected(
+    tmp_path: Path,
+) -> None:
+    """A stand-in sender that answers a NAK of segments 1-2 with segment 1
+    only, as cfdp-rs 0.3.0 does (suts/cfdp/cfdprs/README.md): the
+    receiver's NAK timer recovers the rest a second later, within its limit,
+    so without a deadline the run would pass. The NAK obliged the sender to
+    resend both (4.6.4) within its reaction window; the trace is rejected
+    at the first line past that deadline, naming the NAK's frame, what was
+    owed and the action that should have sent it."""
+    w = Wire()
+    scn = _four_segments(w, [(0.012, SEG)], renak=True)
+    # the stand-in reports both sides completed, as cfdp-rs does
+    tc = w.check(tmp_path, scn, observed=scn.expect.outcomes[0])
+    assert tc.status == "rejected", tc.message
+    assert "as its harness reported (sender completed, receiver completed)" in tc.message
+    assert tc.line is not None and tc.line < 20, tc  # the re-NAK, past the deadline
+    assert "obliged it to send the FD t1 seg=2 by 261.0 ms" in tc.message, tc.message
+    # the request named by its line and frame: the NAK's arrival at the sender
+    assert "arrive NAK" in tc.message and "frame" in tc.message, tc.message
+    assert "SenderTxRetransmittedData" in tc.actions, tc.actions
+    assert "4.6.4" in tc.rule, tc.rule

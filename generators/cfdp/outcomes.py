@@ -209,7 +209,7 @@ def _end(v: str) -> Outcome:
     # the model's out: open (never here: terminal states are ended), completed,
     # cancelled, abandoned; "none": the transaction never reached the receiving
     # entity, which a live run sees as its time limit passing
-    return _ENDS.get(v, "timeout")
+    return _ENDS.get(v, "open")
 
 
 def outcome_of(
@@ -279,17 +279,40 @@ def outcome_set(
     if res.violated or res.errors:
         raise DtncError(f"{name}: TLC failed on the outcome set: {res.errors} ({res.log_path})")
     text = res.log_path.read_text(encoding="utf-8")
-    seen: dict[tuple[int | str, ...], ExpectedOutcome] = {}
-    for v in printed(text, "dtnc-outcome"):
-        o = outcome_of(v[0], t, (reading,))
-        seen.setdefault(o.key(), o)
     return OutcomeSet(
-        list(seen.values()),
+        parse_outcomes(text, t, reading),
         res.distinct_states or 0,
         res.seconds,
         res.log_path,
         {str(v[0]) for v in printed(text, "dtnc-action")},
     )
+
+
+def parse_outcomes(text: str, t: CfdpTransfer, reading: str = "") -> list[ExpectedOutcome]:
+    """The distinct ends a TLC log printed as <<"dtnc-outcome", EndOf(1)>>
+    (MCCFDPOutcomes at terminal states, TraceCFDP at a trace's end)."""
+    seen: dict[tuple[int | str, ...], ExpectedOutcome] = {}
+    for v in printed(text, "dtnc-outcome"):
+        o = outcome_of(v[0], t, (reading,))
+        seen.setdefault(o.key(), o)
+    return list(seen.values())
+
+
+# A reported outcome as the model's out (TraceCFDP ObservedSender and
+# ObservedReceiver); any other ("closed", "error") constrains nothing.
+_MODEL_OUT = {"completed": "completed", "cancelled": "cancelled", "abandoned": "abandoned",
+              "open": "open"}  # fmt: skip
+
+
+def observed_constants(seen: ExpectedOutcome | None) -> dict[str, TlaConstant]:
+    """TraceCFDP's ObservedSender and ObservedReceiver for the outcome the
+    harnesses reported (``None``: "any", nothing known)."""
+    if seen is None:
+        return {"ObservedSender": "any", "ObservedReceiver": "any"}
+    return {
+        "ObservedSender": _MODEL_OUT.get(seen.sender_outcome, "any"),
+        "ObservedReceiver": _MODEL_OUT.get(seen.receiver_outcome, "any"),
+    }
 
 
 def reading_ids(t: CfdpTransfer) -> list[str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Hashable, Mapping, Sequence
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 from conformance.core.contract import TraceModel, Unrepresentable, WireEvent, field_int
@@ -25,7 +25,7 @@ from conformance.core.types import Scenario, SegmentRecord
 from conformance.protocols.cfdp import MODEL_CONDITIONS, MODEL_MODES, CfdpTransfer
 from generators.cfdp import SPEC_DIR
 from generators.cfdp.outcomes import constants as model_constants
-from generators.cfdp.outcomes import n_segments
+from generators.cfdp.outcomes import n_segments, observed_constants, parse_outcomes
 from generators.tlaval import Record
 from generators.traps import action_comments, model_actions
 
@@ -348,6 +348,7 @@ def trace_model(
     )
     consts = model_constants(t, losses=losses, corrupt=corrupt, requests=t.requests)
     consts |= {"Modes": {MODEL_MODES[t.mode]}, "PrematureTimeouts": True, "MaxLate": 0}
+    consts |= observed_constants(None)
     return TraceModel(
         module=TRACE_SPEC,
         constants=consts,
@@ -357,7 +358,15 @@ def trace_model(
         sections=action_sections(),
         describe=describe_pdu,
         hold_us=suspension_us(t),
-        overrides={"Arrivals": "TraceArrivals", "Losable": "TraceLosable", "KaPdu": "TraceKaPdu"},
+        end_outcomes=partial(parse_outcomes, t=t),
+        observe=observed_constants,
+        overrides={
+            "Arrivals": "TraceArrivals",
+            "Losable": "TraceLosable",
+            "KaPdu": "TraceKaPdu",
+            "OwesAfter": "NakOwes",
+            "OwesMet": "NakMet",
+        },
         # the actions that cancel or abandon the transaction (a user's
         # request, a fault, the sender's notice of cancellation reaching the
         # receiver): what the entity still had queued for it need not go out

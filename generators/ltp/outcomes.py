@@ -193,14 +193,21 @@ def parse_outcomes(text: str, block: LtpBlock, reading: str = "") -> list[Expect
 
 
 # The model's ends that are outcomes as they are.
-_ENDS: dict[str, Outcome] = {"completed": "completed", "cancelled": "cancelled", "closed": "closed"}
+_ENDS: dict[str, Outcome] = {
+    "completed": "completed",
+    "cancelled": "cancelled",
+    "closed": "closed",
+    "open": "open",
+}
 
 
 def outcome_name(v: str) -> Outcome:
     # "none": the side never gave a notice; the model ends there for an
     # orphaned receiver or one the session never reached, which a live run
-    # sees as its time limit passing. "closed": closed with no notice.
-    return _ENDS.get(v, "timeout")
+    # sees as a session still open when its time limit passes. "open": a
+    # red part delivered, the session not closed. "closed": closed with no
+    # notice.
+    return _ENDS.get(v, "open")
 
 
 def block_constants(block: LtpBlock, max_retx: int | None = None) -> dict[str, int | bool]:

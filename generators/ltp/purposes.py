@@ -320,18 +320,21 @@ def trace_outcome(
     """The outcome at the end of one trace: one member of the scenario's set.
     The receiver's notice as MCLTPOutcomes' ReceiverNotice has it: "closed"
     for a session closed with no notice, except a refused one (the service
-    unknown: it never was the client's)."""
+    unknown: it never was the client's); "open" for a red part delivered in
+    a session not closed yet."""
+    closed = final.get("rState") == "closed"
+    notice = str(final["rOutcome"])
+    if notice == "none" and closed and service_known:
+        notice = "closed"
+    elif notice == "completed" and not closed:
+        notice = "open"
     return ExpectedOutcome(
         delivered=LtpDelivery(
             red_bytes_delivered=n_red * segment_size if int(final["rDeliveries"]) > 0 else 0,
             green_bytes_delivered=len(final["rGreen"]) * segment_size,
         ),
         sender_outcome=outcomes.outcome_name(str(final["sOutcome"])),
-        receiver_outcome=outcomes.outcome_name(
-            "closed"
-            if final["rOutcome"] == "none" and final.get("rState") == "closed" and service_known
-            else final["rOutcome"]
-        ),
+        receiver_outcome=outcomes.outcome_name(notice),
     )
 
 

@@ -266,7 +266,12 @@ def trace_model(
         units=units,
         actions=model_actions(MODEL, NEXT_BLOCKS),
         sections=action_sections(),
-        overrides={"Arrivals": "TraceArrivals", "Losable": "TraceLosable"},
+        overrides={
+            "Arrivals": "TraceArrivals",
+            "Losable": "TraceLosable",
+            "OwesAfter": "OwesKept",
+            "OwesMet": "Met",
+        },
         # TraceLTP's EndReport prints OutcomeLine, as MCLTPOutcomes' Report does
         end_outcomes=functools.partial(parse_outcomes, block=block),
         # RFC 5326 6.19: on cancel, the session's queued segments "can be

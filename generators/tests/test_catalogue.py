@@ -61,7 +61,7 @@ def test_catalogue_scenarios_are_distinct_and_load(
             assert s.name.endswith("mis-nominal")
             continue
         refused = p.service_at_receiver != p.client_service_id
-        want = ("cancelled", "timeout") if refused else ("completed", "completed")
+        want = ("cancelled", "open") if refused else ("completed", "completed")
         assert ends == {want}
 
 

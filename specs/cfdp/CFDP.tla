@@ -903,6 +903,16 @@ ChannelFault ==
     \/ ChannelCorruptFileData
     \/ ChannelCutLink
 
+\* Each side's end in transaction t: how it ended ("open" while it has not),
+\* its condition code (Table 5-5), and for the receiver whether the file
+\* was delivered; "none" for a receiving entity the transaction never
+\* reached.  MCCFDPOutcomes prints it at each terminal state, TraceCFDP at
+\* the end of a validated trace (generators/cfdp/outcomes.py outcome_of).
+EndOf(t) ==
+    <<snd[t].out, snd[t].cc,
+      IF rcv[t].phase = "none" THEN "none" ELSE rcv[t].out,
+      rcv[t].cc, rcv[t].kept>>
+
 Ended(t) == ~Open(snd, t) /\ (rcv[t].phase = "none" \/ ~Open(rcv, t))
 AllEnded == \A t \in Tx : Ended(t)
 Quiet == fwd = {} /\ rtn = {} /\ held = {}

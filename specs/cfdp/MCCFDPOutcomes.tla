@@ -201,13 +201,8 @@ OutcomeView == <<protoVars, wrapperVars>>
 
 Terminal == AllEnded /\ Quiet
 
-\* Each side's end: how it ended, its condition code (Table 5-5), and for
-\* the receiver whether the file was delivered; "none" for a receiving
-\* entity the transaction never reached.
-Outcome ==
-    <<snd[1].out, snd[1].cc,
-      IF rcv[1].phase = "none" THEN "none" ELSE rcv[1].out,
-      rcv[1].cc, rcv[1].kept>>
+\* The transaction's end at both sides (CFDP's EndOf).
+Outcome == EndOf(1)
 
 \* Never fails: prints each terminal outcome reached with the whole plan.
 Report ==

@@ -27,11 +27,15 @@ ProtocolState == <<senderVars, receiverVars, fwd, rtn, late, link>>
 CheckView == <<ProtocolState, lostLog>>
 
 \* What the receiver's client saw last: a notice, "closed" for a session
-\* that closed with none (reading 5's alternative), or "none".
+\* that closed with none (reading 5's alternative), or "none". The red-part
+\* reception notice (7.3) is not the session's end: a receiver that
+\* delivered and has not closed (6.20) is "open".
 \* (A refused session, ServiceKnown = FALSE, was never the client's: "none".)
 \* generators/ltp.trace_outcome reads a trap trace's end state the same way.
 ReceiverNotice ==
-    IF rOutcome = "none" /\ rState = "closed" /\ ServiceKnown THEN "closed" ELSE rOutcome
+    CASE rOutcome = "none" /\ rState = "closed" /\ ServiceKnown -> "closed"
+      [] rOutcome = "completed" /\ rState # "closed" -> "open"
+      [] OTHER -> rOutcome
 
 \* An end state as an outcome, as generators/ltp/outcomes.py parses it: each
 \* side's last notice, the red deliveries and the green segments received.

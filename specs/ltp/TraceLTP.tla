@@ -48,16 +48,24 @@ ChannelRestoreCopy ==
 \* The prompt steps: what follows at once from what an actor holds, with
 \* nothing on the wire.  The red-part reception notice once the red part is
 \* in (7.3), and the sender's completion notice and close once it is
-\* claimed (6.12, 7.4).  Not the receiver's close at the RA (6.14: "then
-\* the session is closed"): 8.2 closes the receiver only from WAIT_RP_REC,
-\* after the EOB, so a receiver still open for a late green segment has
-\* text for it too.  Timer expiries are not prompt (a trace model's timers
-\* expire at any time), nor are the alternative readings' optional steps.
+\* claimed (6.12, 7.4).  The receiver's close at the last RA (6.14: "then
+\* the session is closed") only once the EOB is in: 8.2 moves a receiver in
+\* WAIT_RP_REC (entered at the EOB) to CLOSED "upon full red-part
+\* reception", but keeps one that has not seen the EOB in DS_REC, so a
+\* receiver still open for a late green segment has text for it too.
+\* Timer expiries are not prompt (a trace model's timers expire at any
+\* time), nor are the alternative readings' optional steps.
 Prompt == {"ReceiverDeliverRedPart", "SenderSignalCompletion"}
+
+EobIn == NSeg - 1 \in rRed \cup rGreen
+
+PromptStep ==
+    \/ lastEvent'.action \in Prompt
+    \/ lastEvent'.action = "ReceiverCloseSession" /\ EobIn
 
 \* Actor a owes no prompt step (TraceCore's LineStep asks it at a's exit
 \* and at the captures' end).
-Settled(a) == ~ENABLED (Step /\ lastEvent'.actor = a /\ lastEvent'.action \in Prompt)
+Settled(a) == ~ENABLED (Step /\ lastEvent'.actor = a /\ PromptStep)
 
 \* A step of the model (Step: Next without the Terminating stutter) under the
 \* trace's rules, a trace line the model takes no step for, or a copy put
@@ -127,5 +135,5 @@ Diag ==
         \/ Queued = TLCGet(3) /\ TLCGet(2) < 8) =>
         (/\ TLCSet(2, IF Queued < TLCGet(3) THEN 1 ELSE TLCGet(2) + 1)
          /\ TLCSet(3, Queued)
-         /\ PrintT(<<"dtnc-trace-diag", Enabled, inq, pend, lastEvent, Answers, madeBy>>))
+         /\ PrintT(<<"dtnc-trace-diag", Enabled, inq, pend, lastEvent, Answers, madeBy, owes>>))
 =============================================================================

@@ -29,6 +29,13 @@
 (*     more may wait than the rest of the trace sends, and by the trace's  *)
 (*     end every timer's emission has been sent;                           *)
 (*   - the channel loses a unit only at a "lose" line for it;              *)
+(*   - obligations: a request the standard says must be answered with      *)
+(*     given units (a CFDP NAK: every segment it asks for) obliges its       *)
+(*     actor to put each of them on the wire by a deadline; the protocol's   *)
+(*     trace module says which step obliges what (OwesAfter, substituted in  *)
+(*     the .cfg), and a line later than an unmet deadline is not taken.      *)
+(*     Unlike pend, what a model step emits, an obligation is met by any     *)
+(*     send of the unit, however the model came to send it;                 *)
 (*   - reaction window: before a line at time t is taken, every unit that  *)
 (*     arrived before t - Window has been processed, and every unit a      *)
 (*     processed arrival made the model emit is on the wire by             *)
@@ -71,21 +78,35 @@
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets, TLC, TraceData
 
+\* OwesAfter(e, t0): owes once model step e (lastEvent') is taken, t0 the
+\* time the arrival it processes reached its actor (for a step that
+\* processes none, the time of the next line).  The protocol's trace module
+\* defines it from owes, the model's state before and after, and e; the
+\* .cfg substitutes it (OwesAfter <- ...).  TraceCore removes what the
+\* taken line sends.
+CONSTANT OwesAfter(_, _)
+\* OwesMet(o, L): the obligations o without those the taken line L meets
+\* (Met: a send of the unit owed; a protocol may add others, as a notice
+\* of cancellation ends what its session owed).
+CONSTANT OwesMet(_, _)
+
 VARIABLES
     l,          \* the next trace line
     cur,        \* that line, LineAt(l) (the last one once all are taken)
     pend,       \* <<dir, unit>> -> <<due time, ...>>: emitted, not yet on the wire
     inq,        \* actor -> Seq([seg, t]): arrived, not yet processed
     gone,       \* actors whose process has exited
-    madeBy      \* <<dir, unit>> -> <<action, answer?>>: the model's action
+    madeBy,     \* <<dir, unit>> -> <<action, answer?>>: the model's action
                 \* that made the emission last put in pend, and whether it
                 \* answered an arrival (diagnosis pass only, else <<>>)
+    owes        \* <<dir, unit>> -> [due, at]: a unit a request obliged its
+                \* actor to send by time due (the request reached it at at)
 
-coreVars == <<l, cur, pend, inq, gone, madeBy>>
+coreVars == <<l, cur, pend, inq, gone, madeBy, owes>>
 \* The trace's state (madeBy is a note for the diagnosis, not state: a
 \* view without it keeps the states of behaviours that differ only in
 \* which action made an emission from counting as different).
-coreState == <<l, cur, pend, inq, gone>>
+coreState == <<l, cur, pend, inq, gone, owes>>
 Actors == {"sender", "receiver"}
 
 TxDir(a) == IF a = "sender" THEN "forward" ELSE "return"
@@ -121,12 +142,21 @@ EmitAll(p, d, tx, due) ==
 Timely(t) ==
     /\ \A a \in Actors : IF inq[a] = <<>> THEN TRUE ELSE Head(inq[a]).t + WindowOf(a) >= t
     /\ \A k \in DOMAIN pend : \A i \in DOMAIN pend[k] : pend[k][i] >= t
+    /\ \A k \in DOMAIN owes : owes[k].due >= t
 \* At an actor's exit and at the trace's end, an arrival left unprocessed
 \* is forgiven only within Window itself: what an actor holds longer (Hold)
 \* it must have answered before it exits, or the wire would not show it.
 TimelyAtEnd(t) ==
     /\ \A a \in Actors : IF inq[a] = <<>> THEN TRUE ELSE Head(inq[a]).t + Window >= t
     /\ \A k \in DOMAIN pend : \A i \in DOMAIN pend[k] : pend[k][i] >= t
+    /\ \A k \in DOMAIN owes : owes[k].due >= t
+
+\* No obligations; what a protocol without any substitutes for OwesAfter.
+NoOwes == [k \in {} |-> [due |-> 0, at |-> 0]]
+OwesKept(e, t0) == owes
+
+\* o without the obligation the line L meets (a send of the unit owed).
+Met(o, L) == IF L.kind = "send" THEN [k \in DOMAIN o \ {<<L.dir, L.seg>>} |-> o[k]] ELSE o
 
 \* The number of lines.
 TraceLen == Len(TraceTime)
@@ -147,6 +177,7 @@ CoreInit ==
     /\ inq = [a \in Actors |-> <<>>]
     /\ gone = {}
     /\ madeBy = <<>>
+    /\ owes = NoOwes
 
 \* The emissions a step finds still waiting: pend, or, for a step that
 \* cancels its session (Purging: the actions that invoke the protocol's
@@ -213,6 +244,9 @@ ModelStep(e) ==
                /\ l' = l
                /\ UNCHANGED inq
     /\ Owed(pend') <= SendsLeft[l']
+    /\ LET t0 == IF e.rx # <<>> /\ ~Eager /\ inq[a] # <<>> THEN Head(inq[a]).t ELSE L.t
+           o == OwesAfter(e, t0)
+       IN owes' = IF l' = l + 1 THEN OwesMet(o, L) ELSE o
     /\ cur' = LineAt(l')
     /\ madeBy' =
            LET new == [k \in {<<d, e.tx[i]>> : i \in DOMAIN e.tx} |-> <<e.action, e.rx # <<>>>>]
@@ -263,6 +297,7 @@ LineStep(Settled(_)) ==
                 \* every timer's emission went out
                 /\ \A x \in DOMAIN pend : \A i \in DOMAIN pend[x] : pend[x][i] # Never
                 /\ UNCHANGED <<pend, inq, gone>>
+    /\ owes' = OwesMet(owes, L)
     /\ l' = l + 1
     /\ cur' = LineAt(l + 1)
     /\ UNCHANGED madeBy

@@ -371,6 +371,7 @@ class Entity:
         self.dropped: dict[str, int] = {}
         self.started = False
         self.ended_at: float | None = None
+        self.more = False  # the last run of the state machine sent something
         self.fatal: str | None = None
 
         local_id = UnsignedByteField(args.entity_id, args.entity_id_len)
@@ -501,20 +502,21 @@ class Entity:
         return f"{IMPLEMENTATION} raised {type(exc).__name__}({exc}){at} while {where}"
 
     def pump(self) -> None:
-        """Run the state machine without a PDU (timers, the next File Data
-        PDU) until it has nothing more to send."""
-        for _ in range(256):
-            if not self.busy():
-                break
+        """Run the state machine once without a PDU (timers, the next File
+        Data PDU: one per run, source.py's flow control). ``more``: it sent
+        something and may send again, so the next read does not wait. The
+        socket is read between every two runs, so that a NAK reaches a
+        sender still sending (docs/implementers.md); the harness once ran
+        256 in a row."""
+        self.more = False
+        if self.busy():
             try:
                 self.handler.state_machine()
             except Exception as exc:
                 raise Fatal(self.describe_exc(exc, "running its state machine")) from exc
             self.note_activity()
-            sent = self.drain()
+            self.more = self.drain() > 0
             self.make_due_requests()
-            if sent == 0:
-                break
         self.note_activity()
 
     def note_activity(self) -> None:
@@ -609,7 +611,7 @@ class Entity:
             self.on_datagram(data)
             self.check_ended()
 
-        common.read_datagrams(self.sock, timeout, take, LOG)
+        common.read_datagrams(self.sock, 0.0 if self.more else timeout, take, LOG)
         self.pump()
         self.check_ended()
 

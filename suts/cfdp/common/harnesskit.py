@@ -503,7 +503,7 @@ class Observed:
         the first of ``cancel_conditions`` there is. "": none of them, the
         harness decides. ``stopped`` is (timed out, why the run stopped)."""
         timed_out, why_stopped = stopped
-        out = Outcome("timeout")
+        out = Outcome("open")
         crashed = run.fatal is not None and run.ended_at is None
         if run.fatal is not None and not crashed:
             self.after_end.append(run.fatal)

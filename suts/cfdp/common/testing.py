@@ -11,6 +11,7 @@ import importlib.util
 import json
 import select
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -351,3 +352,72 @@ def check_tables(harness: Any) -> None:
         assert name in wire["fields"]
     assert common.pattern(300)[:3] == bytes([7, 38, 69])
     assert common.pattern(300)[256:259] == bytes([7, 38, 69])
+
+
+# --------------------------------------------------------------------------
+# Feedback mid-transfer
+# --------------------------------------------------------------------------
+
+
+def nak_reaches_sender_still_sending(
+    prog: list[str], pair: Pair, tmp_path: Path, *, seg: int = 256, n: int = 4000
+) -> None:
+    """A harness reads the network between every PDU it sends
+    (docs/implementers.md), so a NAK that arrives while its sender is still
+    sending new data reaches the implementation at once, as it would in
+    flight. A stand-in receiver NAKs the first segment of an ``n``-segment
+    Class 2 transfer as soon as it arrives; that segment must come again
+    before the EOF, after fewer than 32 new segments sent after the NAK (by
+    the kernel's receive timestamps)."""
+    from dissectors.cfdp.layer import CFDP, CFDPNak
+
+    stand_in = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    # Linux's SO_RCVBUFFORCE (as root) and SO_TIMESTAMPNS; Python names neither
+    stand_in.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), 16 << 20)
+    stand_in.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_TIMESTAMPNS", 35), 1)
+    stand_in.bind((LOOP, 0))
+    stand_in.settimeout(pair.launch.timeout)
+    send_port = free_port()
+    args = [*pair.before, "--mode", "class2", *pair.after,
+            "--file-len", str(seg * n), "--segment-size", str(seg)]  # fmt: skip
+    (tmp_path / "s").mkdir(parents=True)
+    arrivals: list[tuple[str, int | None, int]] = []  # kind, offset, kernel time (ns)
+    naked: list[int] = []  # when the NAK left (ns)
+
+    def receive() -> None:
+        # reading from before the sender starts: the NAK leaves as soon as
+        # the first segment arrives
+        while not any(k == "eof" for k, _, _ in arrivals):
+            try:
+                data, anc, _, _ = stand_in.recvmsg(65535, 64)
+            except OSError:
+                return
+            sec, nsec = struct.unpack("qq", anc[0][2][:16])
+            kind, offset = pdu_kind(data)
+            arrivals.append((kind, offset, sec * 1_000_000_000 + nsec))
+            if kind == "file_data" and offset == 0 and not naked:
+                first = CFDP(data)
+                nak = CFDPNak(start_of_scope=0, end_of_scope=seg * 8, segment_requests=[(0, seg)])
+                for f in ("source_entity", "dest_entity", "transaction", "entity_id_length",
+                          "sequence_number_length", "mode", "crc"):  # fmt: skip
+                    nak.setfieldval(f, first.getfieldval(f))
+                stand_in.sendto(bytes(nak), (LOOP, send_port))
+                naked.append(time.time_ns())
+
+    reader = threading.Thread(target=receive, daemon=True)
+    reader.start()
+    tx = start_role(prog, "send", send_port, stand_in.getsockname()[1], args, tmp_path / "s",
+                    pair.launch)  # fmt: skip
+    try:
+        reader.join(pair.launch.timeout)
+    finally:
+        tx.kill()
+        tx.wait()
+        stand_in.close()
+    assert naked, "no File Data at offset 0 arrived"
+    nak_at = naked[0]
+    again = [i for i, (k, o, _) in enumerate(arrivals) if k == "file_data" and o == 0][1:]
+    eof = next(i for i, (k, _, _) in enumerate(arrivals) if k == "eof")
+    assert again and again[0] < eof, "the NAKed segment came only after the EOF"
+    after_nak = [a for a in arrivals[: again[0]] if a[2] > nak_at and a[0] == "file_data"]
+    assert len(after_nak) < 32, f"{len(after_nak)} new segments sent after the NAK came first"

@@ -32,7 +32,7 @@ const LTP_PORT: u16 = 1113;
 const EXIT_COMPLETED: u8 = 0;
 const EXIT_CANCELLED: u8 = 1;
 const EXIT_BAD_ARGS: u8 = 2;
-const EXIT_TIMEOUT: u8 = 3;
+const EXIT_OPEN: u8 = 3;
 const EXIT_ERROR: u8 = 4;
 const EXIT_CLOSED: u8 = 5;
 
@@ -92,8 +92,8 @@ struct RecvArgs {
     /// After red-part delivery, once licklider has no timer armed (every RS
     /// acknowledged, no cancel under way) but the session is still open (a
     /// lost green EOB: licklider never closes such a session), wait at most
-    /// this long for it to close before exiting with outcome "completed"
-    /// anyway [default: no cap, i.e. until --time-limit-ms]
+    /// this long for it to close before exiting with outcome "open" (red
+    /// bytes delivered kept) [default: no cap, i.e. until --time-limit-ms]
     #[arg(long, value_name = "MS")]
     close_wait_ms: Option<u64>,
 }
@@ -216,7 +216,7 @@ struct Common {
     rng_seed: Option<u64>,
 
     // --- harness ---------------------------------------------------------
-    /// Overall time limit; on expiry print outcome "timeout" and exit 3.
+    /// Overall time limit; on expiry print outcome "open" and exit 3.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     time_limit_ms: u64,
     /// Log every datagram sent/received (decoded with licklider's codec).
@@ -259,7 +259,10 @@ enum Outcome {
     /// The session closed with no notice at all (neither §7.3/§7.4 nor
     /// §7.5/§7.6).
     Closed,
-    Timeout,
+    /// No end notice: the session had not ended when the harness stopped
+    /// (its time limit, or --close-wait-ms). Never reported as completed:
+    /// the model judges whether the session may still be open.
+    Open,
     /// The harness failed (socket, engine set-up), never the protocol.
     Error,
 }
@@ -270,7 +273,7 @@ impl Outcome {
             Outcome::Completed => "completed",
             Outcome::Cancelled => "cancelled",
             Outcome::Closed => "closed",
-            Outcome::Timeout => "timeout",
+            Outcome::Open => "open",
             Outcome::Error => "error",
         }
     }
@@ -280,7 +283,7 @@ impl Outcome {
             Outcome::Completed => EXIT_COMPLETED,
             Outcome::Cancelled => EXIT_CANCELLED,
             Outcome::Closed => EXIT_CLOSED,
-            Outcome::Timeout => EXIT_TIMEOUT,
+            Outcome::Open => EXIT_OPEN,
             Outcome::Error => EXIT_ERROR,
         }
     }
@@ -616,9 +619,13 @@ impl Link {
         }
     }
 
-    /// Drain every engine output in order: transmit segments, hand notices
-    /// to `on_notice`.
-    fn pump(&mut self, now: Instant, on_notice: &mut dyn FnMut(&Link, Notice)) {
+    /// Take the engine's outputs in order, handing notices to `on_notice`,
+    /// up to and including the first segment transmitted; true if one was
+    /// (more may wait). The caller reads the socket before the next
+    /// segment leaves, so that the peer's feedback (a report, a cancel)
+    /// reaches licklider while it is still sending, as it would in flight
+    /// (docs/implementers.md).
+    fn pump(&mut self, now: Instant, on_notice: &mut dyn FnMut(&Link, Notice)) -> bool {
         let ts = self.ts(now);
         while let Some(out) = self.engine.poll_output(ts) {
             match out {
@@ -637,20 +644,30 @@ impl Link {
                             self.log(&format!("send_to {} failed: {e}", self.peer_addr));
                         }
                     }
+                    return true;
                 }
                 Output::Notice(n) => on_notice(self, n),
             }
         }
+        false
     }
 
-    /// Wait for one datagram until `until`; feed it to the engine.
-    fn receive(&mut self, buf: &mut [u8], until: Instant) -> io::Result<()> {
+    /// Wait for one datagram until `until` (`poll`: only take one already
+    /// there); feed it to the engine.
+    fn receive(&mut self, buf: &mut [u8], until: Instant, poll: bool) -> io::Result<()> {
         let wait = until.saturating_duration_since(Instant::now());
-        if wait.is_zero() {
+        if wait.is_zero() && !poll {
             return Ok(());
         }
-        self.sock.set_read_timeout(Some(wait))?;
-        match self.sock.recv_from(buf) {
+        self.sock.set_nonblocking(poll)?;
+        if !poll {
+            self.sock.set_read_timeout(Some(wait))?;
+        }
+        let got = self.sock.recv_from(buf);
+        if poll {
+            self.sock.set_nonblocking(false)?;
+        }
+        match got {
             Ok((n, src)) => {
                 let now = Instant::now();
                 if self.strict_source && src != self.peer_addr {
@@ -808,7 +825,7 @@ fn run(setup: Setup) -> (Value, Outcome) {
     loop {
         let now = Instant::now();
         link.service_timers(now);
-        link.pump(now, &mut |l: &Link, n: Notice| client.on_notice(l, n, now));
+        let sent = link.pump(now, &mut |l: &Link, n: Notice| client.on_notice(l, n, now));
         client.on_tick(&link, now);
         if client.exit_at().is_some_and(|t| now >= t) {
             return client.result(&link, None);
@@ -819,7 +836,7 @@ fn run(setup: Setup) -> (Value, Outcome) {
             }
             link.log("time limit reached");
             let detail = format!("time limit of {} ms reached", setup.time_limit.as_millis());
-            return client.result(&link, Some((Outcome::Timeout, detail)));
+            return client.result(&link, Some((Outcome::Open, detail)));
         }
         let mut wake = deadline;
         if let Some(t) = client.exit_at() {
@@ -828,7 +845,7 @@ fn run(setup: Setup) -> (Value, Outcome) {
         if let Some(t) = link.engine.next_timeout() {
             wake = wake.min(link.instant_of(t));
         }
-        if let Err(e) = link.receive(&mut buf, wake) {
+        if let Err(e) = link.receive(&mut buf, wake, sent) {
             let detail = format!("socket error: {e}");
             link.log(&detail);
             return client.result(&link, Some((Outcome::Error, detail)));
@@ -1152,11 +1169,14 @@ impl Client for ReceiverState {
         link.log("reception session closed");
         if self.outcome.is_none() {
             // Closed with neither §7.3 nor §7.6: licklider closes silently on
-            // a green EOB when no red data was ever received.
+            // a green EOB when no red data was ever received. That is "closed"
+            // whatever the block's coloring: licklider gave no notice, and
+            // the harness does not decide (RFC 5326 §8.2 closes a fully green
+            // block's receiver with none either).
             self.outcome = Some(if self.red_len == 0 {
                 (
-                    Outcome::Completed,
-                    "fully green block: session closed on green EOB".into(),
+                    Outcome::Closed,
+                    "fully green block: session closed on green EOB with no notice".into(),
                     now,
                 )
             } else {
@@ -1194,13 +1214,19 @@ impl Client for ReceiverState {
     }
 
     fn result(&self, link: &Link, ov: Option<(Outcome, String)>) -> (Value, Outcome) {
-        let (outcome, mut detail, settled) = match (ov, &self.outcome) {
+        let (mut outcome, mut detail, settled) = match (ov, &self.outcome) {
             (_, Some((o, d, t))) => (*o, d.clone(), Some(*t)),
             (Some((o, d)), None) => (o, d, None),
             (None, None) => (Outcome::Error, "no outcome".into(), None),
         };
         if self.sid.is_some() && self.closed_at.is_none() {
             detail.push_str("; reception session still open at exit");
+            // The red-part reception notice (§7.3) is not the session's
+            // end: a session licklider never closed is open, whatever was
+            // delivered (the bytes stay in the result).
+            if outcome == Outcome::Completed {
+                outcome = Outcome::Open;
+            }
         }
         for p in &self.problems {
             detail.push_str("; ");

@@ -281,7 +281,7 @@ fn unreachable_client_service_cancels_sender() {
         "{}",
         s.1
     );
-    assert_eq!(r.1["outcome"], "timeout", "{}", r.1);
+    assert_eq!(r.1["outcome"], "open", "{}", r.1);
     assert_eq!(r.0, 3);
 }
 
@@ -331,7 +331,7 @@ fn unknown_client_service_at_receiver_is_unreach() {
     // notice): the receiver has no outcome before its time limit.
     let types = relay.unwrap().forwarded_types.lock().unwrap().clone();
     assert!(types.contains(&14), "a CR crossed: {types:?}");
-    assert_eq!(r.1["outcome"], "timeout", "{}", r.1);
+    assert_eq!(r.1["outcome"], "open", "{}", r.1);
     assert_eq!(r.1["red_bytes_delivered"], 0, "{}", r.1);
 }
 
