@@ -889,11 +889,16 @@ def cmd_retx_table(args: argparse.Namespace) -> int:
     gen = spec.need("retx_table", spec.capabilities.retx_table)
     from conformance import retxtable
 
+    geometry = _retx_geometry(args, gen)  # before anything is created
     sut = _sut_playing(args.sut, spec)  # the table is of the protocol the SUT plays
     out = _live_dir(args, sut, f"retx-table-{args.protocol}-{sut.name}", "table directory")
     with _progress() as prog:
-        task = prog.add_task("TLC: loss patterns", total=None, info="")
-        scenarios = gen.retx_scenarios(out / "tlc")
+        if geometry is None:
+            task = prog.add_task("TLC: loss patterns", total=None, info="")
+            scenarios = gen.retx_scenarios(out / "tlc")
+        else:
+            task = prog.add_task("rows", total=None, info="")
+            scenarios = gen.retx_grid(**geometry)
         prog.update(task, total=len(scenarios), completed=0, info="running rows")
 
         def on_row(done: int, total: int, name: str) -> None:
@@ -1082,7 +1087,7 @@ def _rejudge(
     verdict.json is rewritten, the old one kept as verdict.previous.json."""
     from conformance import judge
     from conformance.core.types import Verdict, dump_model, load_model
-    from conformance.runner import PORTS
+    from conformance.runner import PORTS, probe_payloads
     from conformance.segments import datagrams, records_from_captures, sender_address
 
     if result is None:
@@ -1102,6 +1107,9 @@ def _rejudge(
         port=port,
         ip_a=ip_a,
         channel_log=run_dir / "channel.jsonl",
+        # our tester's robustness probes are malformed on purpose: not the
+        # implementation's wire (as the run itself judged them)
+        skip=probe_payloads([result.sender, result.receiver]),
     )
     verdict = judge.judge(
         spec, scn, result, run_dir / "channel.jsonl", experts, trace=tc, tester=result.tester
@@ -1633,6 +1641,34 @@ def _add_search(sub: _Sub, protos: str) -> None:
     s.set_defaults(func=cmd_search)
 
 
+def _retx_geometry(args: argparse.Namespace, gen: Any) -> dict[str, int] | None:
+    """The geometry --geometry or --block-len and its peers ask for (None:
+    the catalogue's, enumerated by TLC). A usage error names what is missing."""
+    own = {k: getattr(args, k) for k in ("block_len", "red_len", "segment_size")}
+    if args.geometry is None and all(v is None for v in own.values()):
+        return None
+    if args.geometry is not None:
+        named = gen.RETX_GEOMETRIES.get(args.geometry)
+        if named is None:
+            raise InputError(
+                f"--geometry {args.geometry}: not one of {', '.join(sorted(gen.RETX_GEOMETRIES))}"
+            )
+        geometry = dict(named)
+        geometry |= {k: v for k, v in own.items() if v is not None}
+    else:
+        missing = [f"--{k.replace('_', '-')}" for k, v in own.items() if v is None]
+        if missing:
+            raise InputError(f"a geometry needs {', '.join(missing)} too (or --geometry NAME)")
+        geometry = {k: int(v) for k, v in own.items()} | {"max_losses": 2}
+    if args.max_losses is not None:
+        geometry["max_losses"] = args.max_losses
+    if not 0 <= geometry["red_len"] <= geometry["block_len"]:
+        raise InputError("--red-len must be between 0 and --block-len")
+    if geometry["segment_size"] <= 0 or geometry["max_losses"] < 0:
+        raise InputError("--segment-size must be positive and --max-losses not negative")
+    return geometry
+
+
 def _add_retx_table(sub: _Sub, protos: str) -> None:
     s = sub.add_parser(
         "retx-table",
@@ -1640,6 +1676,22 @@ def _add_retx_table(sub: _Sub, protos: str) -> None:
     )
     s.add_argument("protocol", help=protos)
     s.add_argument("--sut", default="licklider", help="implementation (default licklider)")
+    s.add_argument(
+        "--geometry",
+        metavar="NAME",
+        help="a built-in geometry: ns3 (the ns-3 LTP paper's: 5000-byte block, 1500 red, "
+        "1461-byte segments, up to 4 losses), ns3-all-red, ns3-all-green",
+    )
+    s.add_argument("--block-len", type=int, metavar="N", help="block length in bytes")
+    s.add_argument("--red-len", type=int, metavar="R", help="red part in bytes")
+    s.add_argument("--segment-size", type=int, metavar="S", help="segment size in bytes")
+    s.add_argument(
+        "--max-losses",
+        type=int,
+        metavar="K",
+        help="losses per row, among the data segments and the first report (default 2; "
+        "a named geometry's own)",
+    )
     _add_out(s, "table directory, new or empty (default runs/<time>-retx-table-...)")
     s.set_defaults(func=cmd_retx_table)
 

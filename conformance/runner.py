@@ -548,7 +548,8 @@ def validate_trace(
         "receiver": result.receiver.exited_at if result else None,
     }
     # Readings that allow the observed outcome are tried first, so that one
-    # reading explains both the trace and the outcome where one can.
+    # reading explains both the trace and the outcome where one can (where
+    # the trace's end judges the outcome, tracecheck tries the default first).
     every = spec.reading_ids()
     first = scn.expect.readings_allowing(result.outcome()) if result else []
     order = [*first, *(r for r in every if r not in first)]

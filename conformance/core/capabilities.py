@@ -146,6 +146,17 @@ class RetxTable(Protocol):
         """The geometry a row's scenario has (every row's), for the table's title."""
         ...
 
+    @property
+    def RETX_GEOMETRIES(self) -> Mapping[str, Mapping[str, int]]:  # noqa: N802
+        """Built-in geometries by name: retx_grid's keyword arguments."""
+        ...
+
+    def retx_grid(
+        self, block_len: int, red_len: int, segment_size: int, max_losses: int
+    ) -> list[Scenario]:
+        """The rows of any geometry, judged at their traces' ends (no TLC)."""
+        ...
+
 
 class SearchSpace(Protocol):
     """``dtnconform search`` (conformance/search.py): what a plan's

@@ -301,6 +301,18 @@ def deviation_of(reading: str) -> Callable[[RunOutcome], None]:
     return check
 
 
+def _lapsed_nak(out: RunOutcome) -> None:
+    """The trace is rejected where the NAK's obligation lapsed: the tester
+    NAKed the range [1024, 3072) and cfdp-rs resent only the segment at
+    1024 (727.0-B-5 4.6.4.2.1)."""
+    assert out.verdict.status == "fail", out.verdict.reasons
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+    assert "obliged it to send the FD t1 seg=2" in tc.message, tc.message
+    assert "arrive NAK" in tc.message, tc.message
+    assert "4.6.4.2.1" in tc.rule, tc.rule
+
+
 CFDP_CHECKS: dict[str, tuple[str, str, Callable[[RunOutcome], None]]] = {
     "cfdp-rs-finished-before-eof-ack-ignored": (
         "cfdp-c2-a1n1k1-l3-ackeof.1.json",
@@ -316,6 +328,11 @@ CFDP_CHECKS: dict[str, tuple[str, str, Callable[[RunOutcome], None]]] = {
         "cfdp-c2-a1n1k1-l3-ackfin.1.json",
         "cfdp-py",
         deviation_of("1"),
+    ),
+    "cfdp-rs-nak-range-first-segment-only": (
+        "cfdp-c2-nak-range-fd1-fd2.json",
+        "cfdp-rs",
+        _lapsed_nak,
     ),
 }
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance import timers
-from conformance.core.types import Scenario
+from conformance import cli, timers
+from conformance.core.types import Scenario, Verdict, load_model
 from conformance.runner import run_scenario
 from conformance.tester.ltp import PROBES
 from dissectors.ltp.layer import parse
@@ -101,3 +101,9 @@ def test_licklider_survives_every_robustness_probe(tester: str, tmp_path: Path) 
     assert out.verdict.trace is not None and out.verdict.trace.status == "accepted"
     lines = (out.run_dir / "trace.ndjson").read_text().splitlines()
     assert {json.loads(ln)["session"] for ln in lines} == {1}
+    # judged again from its stored captures, the run keeps its verdict: the
+    # probes' malformed segments are ours, not the implementation's wire
+    # (validate-trace --judge once judged them as licklider's: a false fail)
+    assert cli.main(["validate-trace", str(out.run_dir), "--judge"]) == 0
+    again = load_model(Verdict, out.run_dir / "verdict.json")
+    assert again.mark == "pass", again.reasons

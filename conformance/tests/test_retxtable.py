@@ -51,3 +51,34 @@ def test_table_of_three_rows(tmp_path: Path) -> None:
     )  # fmt: skip
     page = report.read_text()
     assert 'id="retx-table"' in page and "red_data 0 #1" in page
+
+
+def test_the_ns3_papers_geometry_is_built_in() -> None:
+    """`--geometry ns3`: a 5000-byte block, 1500 bytes red, 1461-byte
+    segments (red 0 and 1461, green 1500, 2961 and 4422), every pattern of
+    at most 4 first copies lost among them and the first report: 57 rows,
+    with no TLC. Its all-red and all-green variants too."""
+    g = catalogue.RETX_GEOMETRIES
+    rows = catalogue.retx_grid(**g["ns3"])
+    assert len(rows) == 1 + 6 + 15 + 20 + 15
+    offsets = {(i.match.get("kind"), i.match.get("offset")) for s in rows for i in s.impairments}
+    assert offsets == {("red_data", 0), ("red_data", 1461), ("green_data", 1500),
+                       ("green_data", 2961), ("green_data", 4422), (None, None)}  # fmt: skip
+    assert all(s.channel.mtu >= 1461 + 23 + 28 for s in rows)
+    assert len(catalogue.retx_grid(**g["ns3-all-red"])) == 1 + 5 + 10 + 10 + 5
+    # no report to lose in a block with no red part
+    assert len(catalogue.retx_grid(**g["ns3-all-green"])) == 1 + 4 + 6 + 4 + 1
+
+
+def test_a_row_of_the_ns3_geometry_is_judged_exactly(tmp_path: Path) -> None:
+    """A row past every outcome set TLC enumerates (the ns-3 paper's block:
+    segment 1461 of the red part and the green segment at 2961 lost), run
+    live: judged at its trace's end, the model's bytes exactly, and
+    licklider's delivery equal to them."""
+    name = "ltp-retx-5000-1500-1461-red1461.1-green2961.1"
+    (scn,) = [s for s in catalogue.retx_grid(**catalogue.RETX_GEOMETRIES["ns3"]) if s.name == name]
+    (row,) = retxtable.build(LTP, [scn], get("licklider"), tmp_path)
+    assert row.exact and row.expected == [row.observed], row
+    # the lost green segment (1461 bytes) is never resent (RFC 5326 §6.13: red only)
+    assert row.observed == f"1500/{3500 - 1461}", row
+    assert row.verdict == "pass", row

@@ -197,6 +197,16 @@ class ToyModel:
     def retx_geometry(self, scn: Scenario) -> str:
         return f"file {getattr(scn.params, 'file_len', 0)} B"
 
+    RETX_GEOMETRIES: Mapping[str, Mapping[str, int]] = {
+        "toy": {"block_len": STEP, "red_len": STEP, "segment_size": STEP, "max_losses": 1}
+    }
+
+    def retx_grid(
+        self, block_len: int, red_len: int, segment_size: int, max_losses: int
+    ) -> list[Scenario]:
+        # one row per loss count: the toy's losses are not modelled
+        return [self._scenario(f"toy-retx-{k}", 1) for k in range(max_losses + 1)]
+
     # -- search space, interop, bench ----------------------------------------
 
     FORWARD = ("step@0", "step@100")

@@ -220,3 +220,30 @@ def test_a_block_of_many_segments_with_losses_is_judged(tmp_path: Path) -> None:
     claimed = _outcome(red, 1000 * n_green)
     v = judge(LTP_SPEC, scn, _result(claimed), tmp_path / "channel.jsonl", [], trace=tc)
     assert v.status == "fail" and v.reasons[0].code == "outcome-not-at-end"
+
+
+def test_a_sender_that_resends_part_of_a_reports_gaps_is_rejected(tmp_path: Path) -> None:
+    """The report claims red 0-1000 and 3000-4000: segments 1000 and 2000
+    are missing, and RFC 5326 §6.13 queues both, the last as a new
+    checkpoint. A stand-in sender resends 1000 and nothing more, then exits:
+    the model's sender could hold the rest indefinitely, so without a
+    deadline the trace was accepted. The report obliged it to send the
+    checkpoint at 2000 within its reaction window; the trace is rejected,
+    naming the report's arrival and what was owed."""
+    w = LossWire()
+    for i in range(4):
+        kind = "RD-CP-EORP" if i == 3 else "RD"
+        extra = {"checkpoint_serial": 40, "report_serial": 0} if i == 3 else {}
+        w.send(0.001 * i, "forward", data(kind, 1000 * i, **extra), lost=i in (1, 2))
+    w.send(0.004, "forward", data("GD-EOB", 4000))
+    w.send(0.007, "return", seg("RS", report_serial=90, checkpoint_serial=40, upper_bound=4000,
+                                lower_bound=0, claims=[(0, 1000), (3000, 1000)]))  # fmt: skip
+    w.send(0.010, "forward", seg("RA", report_serial=90))
+    w.send(0.011, "forward", data("RD", 1000))
+    params = {"block_len": 5000, "red_len": 4000, "segment_size": 1000,
+              "retransmission_limit": 1, "max_claims_per_rs": 20}  # fmt: skip
+    seen = _outcome(0, 1000, tx="open", rx="open")
+    tc, _v = _judged(w, tmp_path, seen, _unjudged(params), {"sender": 0.6, "receiver": 0.62})
+    assert tc.status == "rejected", tc.message
+    assert "obliged it to send the" in tc.message and "by 259.0 ms" in tc.message, tc.message
+    assert "arrive RS" in tc.message, tc.message

@@ -413,7 +413,7 @@ def test_a_sender_resending_only_the_first_segment_of_a_naked_range_is_rejected(
     only, as cfdp-rs 0.3.0 does (suts/cfdp/cfdprs/README.md): the
     receiver's NAK timer recovers the rest a second later, within its limit,
     so without a deadline the run would pass. The NAK obliged the sender to
-    resend both (4.6.4) within its reaction window; the trace is rejected
+    resend both (4.6.4.2.1) within its reaction window; the trace is rejected
     at the first line past that deadline, naming the NAK's frame, what was
     owed and the action that should have sent it."""
     w = Wire()
@@ -427,4 +427,4 @@ def test_a_sender_resending_only_the_first_segment_of_a_naked_range_is_rejected(
     # the request named by its line and frame: the NAK's arrival at the sender
     assert "arrive NAK" in tc.message and "frame" in tc.message, tc.message
     assert "SenderTxRetransmittedData" in tc.actions, tc.actions
-    assert "4.6.4" in tc.rule, tc.rule
+    assert "4.6.4.2.1" in tc.rule, tc.rule

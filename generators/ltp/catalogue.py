@@ -25,6 +25,7 @@ from pathlib import Path
 
 from conformance.core.modelcheck import CatalogueReport as CatalogueReport  # what run() returns
 from conformance.core.types import (
+    Channel,
     Direction,
     Expectation,
     FieldValue,
@@ -346,6 +347,95 @@ def retx_scenarios(workdir: Path, b: Bound = TABLE_BOUND) -> list[Scenario]:
     rows = [p for p in res.patterns if all(x.key in TABLE_KEYS for x in p.losses)]
     rows.sort(key=lambda p: (len(p.losses), sorted(map(_order, p.losses))))
     return [scenario(p, res.states) for p in rows]
+
+
+# Built-in geometries for `dtnconform retx-table ltp --geometry NAME`: the
+# ns-3 LTP paper's (Table 1: a 5000-byte block, 1500 bytes red, 1461-byte
+# segments, up to 4 losses) and its all-red and all-green variants.
+RETX_GEOMETRIES: dict[str, dict[str, int]] = {
+    "ns3": {"block_len": 5000, "red_len": 1500, "segment_size": 1461, "max_losses": 4},
+    "ns3-all-red": {"block_len": 5000, "red_len": 5000, "segment_size": 1461, "max_losses": 4},
+    "ns3-all-green": {"block_len": 5000, "red_len": 0, "segment_size": 1461, "max_losses": 4},
+}
+
+
+def retx_grid(block_len: int, red_len: int, segment_size: int, max_losses: int) -> list[Scenario]:
+    """The retransmission table of any geometry: every pattern of at most
+    ``max_losses`` first copies lost among the block's data segments and
+    its first report (a block with a red part), nominal first, then by loss
+    count. No outcome set is enumerated: each row is judged at the end of
+    its validated trace, whatever the block's size (a block the model
+    cannot express, one with no red part, is run and left inconclusive).
+    The retransmission limit is the loss count, so no pattern cancels."""
+    from itertools import combinations
+
+    block = LtpBlock(
+        block_len=block_len,
+        red_len=red_len,
+        segment_size=segment_size,
+        retransmission_limit=max(1, max_losses),
+    )
+    n_red = -(-red_len // segment_size)
+    n_green = -(-(block_len - red_len) // segment_size)
+    units = [PlannedLoss("forward", "red_data", i, 1) for i in range(n_red)]
+    units += [PlannedLoss("forward", "green_data", n_red + j, 1) for j in range(n_green)]
+    if n_red:
+        units.append(PlannedLoss("return", "RS", 0, 1))
+    geometry = f"{block_len}-{red_len}-{segment_size}"
+    out = []
+    for k in range(min(max_losses, len(units)) + 1):
+        for losses in combinations(units, k):
+            slug = "-".join(_grid_name(x, block) for x in losses) or "nominal"
+            what = ", ".join(_grid_name(x, block) for x in losses) or "no loss"
+            out.append(
+                Scenario(
+                    name=f"ltp-retx-{geometry}-{slug}",
+                    protocol="ltp",
+                    description=(
+                        f"Retransmission table: {what}; a {block_len}-byte block, {red_len} "
+                        f"bytes red, in {segment_size}-byte segments, retransmission limit "
+                        f"{block.retransmission_limit}."
+                    ),
+                    params=block,
+                    # a segment past a 1500-byte link (the ns-3 paper's 1461
+                    # bytes with LTP's header and IPv4/UDP's): a larger MTU,
+                    # as the paper's point-to-point links have, not fragments
+                    channel=Channel(mtu=max(1500, segment_size + 64)),
+                    impairments=[
+                        impairment_of(x, block, note=f"retx-table loss: {_grid_name(x, block)}")
+                        for x in losses
+                    ],
+                    expect=Expectation(
+                        outcomes=[
+                            outcome_of(
+                                "completed",
+                                "completed",
+                                1 if n_red else 0,
+                                list(range(n_red, n_red + n_green)),
+                                block,
+                            )
+                        ],
+                        unjudged="a retransmission table's row: judged at the end of its "
+                        "validated trace, no outcome set enumerated",
+                    ),  # fmt: skip
+                    origin=Origin(
+                        model="specs/ltp/TraceLTP.tla",
+                        config=f"block_len={block_len}, red_len={red_len}, "
+                        f"segment_size={segment_size}, max_losses={max_losses}",
+                        purpose="retx-table",
+                        purposes=["retx-table"],
+                    ),
+                )
+            )
+    return out
+
+
+def _grid_name(x: PlannedLoss, block: LtpBlock) -> str:
+    """A loss as a row names it: "red1461.1", "green2961.1", "RS.1"."""
+    if x.key in ("red_data", "green_data"):
+        off = impairment_of(x, block).match["offset"]
+        return f"{x.key.split('_')[0]}{off}.{x.occ}"
+    return f"{x.key}.{x.occ}"
 
 
 def retx_geometry(scn: Scenario) -> str:

@@ -269,8 +269,8 @@ def trace_model(
         overrides={
             "Arrivals": "TraceArrivals",
             "Losable": "TraceLosable",
-            "OwesAfter": "OwesKept",
-            "OwesMet": "Met",
+            "OwesAfter": "RsOwes",
+            "OwesMet": "RsMet",
         },
         # TraceLTP's EndReport prints OutcomeLine, as MCLTPOutcomes' Report does
         end_outcomes=functools.partial(parse_outcomes, block=block),

@@ -355,7 +355,7 @@ SenderTxEof(t) ==
     /\ SendFwd("SenderTxEof", t, {}, {EofPdu(t, "NoError")})
     /\ UNCHANGED <<mode, rcv, rtn, held, spent, lostLog>>
 
-\* 4.6.4: a NAK's segments go out again (Class 2), as long as the
+\* 4.6.4.2.1: a NAK's segments go out again (Class 2), as long as the
 \* transaction is not being cancelled.
 SenderTxRetransmittedData(t) ==
     /\ SActive(t) /\ snd[t].phase \in {"data", "eof"}

@@ -76,9 +76,11 @@ ChannelRestoreCopy ==
            /\ rtn' = rtn \cup {p}
            /\ UNCHANGED <<mode, snd, rcv, fwd, held, spent, lostLog, lastEvent, coreVars>>
 
-\* A NAK's obligations (4.6.4: the sending entity retransmits what a NAK
-\* asks for): every segment it asks for that was already sent, and the
-\* Metadata for a (0, 0) request, must be on the wire within the sender's
+\* A NAK's obligations (4.6.4.2.1: the sending entity "shall respond to all
+\* received NAK PDUs by retransmitting" what they ask for, as dariol83/ccsds
+\* quotes it, OutgoingCfdpTransaction.java:395-397 at 8c1f966): every
+\* segment the NAK asks for that was already sent, and the Metadata for a
+\* (0, 0) request, must be on the wire within the sender's
 \* reaction window of the NAK's arrival.  The standard leaves the order of
 \* new data and retransmissions open, so a NAK that reaches a sender still
 \* in its first pass (immediate NAK mode) owes from its EOF on.  The

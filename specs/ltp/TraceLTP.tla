@@ -67,6 +67,37 @@ PromptStep ==
 \* and at the captures' end).
 Settled(a) == ~ENABLED (Step /\ lastEvent'.actor = a /\ PromptStep)
 
+\* A report's obligations (6.13: "new data segments encapsulating all block
+\* data whose non-reception is implied by the reception claims are appended
+\* to the transmission queue", the last one a checkpoint): each red segment
+\* the RS claims is missing, the highest as the new checkpoint, within the
+\* sender's reaction window of the RS's arrival.  Appended to the queue: a
+\* report that reaches a sender still sending the block's first pass owes
+\* from that pass's last segment on.  Only for a report that finds no
+\* retransmission queued (otherwise which segment ends up the checkpoint
+\* depends on the order of the two, and nothing is owed: lenient).  The
+\* sender's CS on the wire (RsMet) or the session's end ends them.
+RsOwes(e, t0) ==
+    LET ev == lastEvent'
+        w == WindowOf("sender")
+        kept == IF sState' = "open" THEN owes ELSE NoOwes
+        timed == IF sNext < NSeg /\ sNext' = NSeg
+                 THEN [k \in DOMAIN kept |->
+                          IF kept[k].due = Never THEN [kept[k] EXCEPT !.due = t0 + w]
+                          ELSE kept[k]]
+                 ELSE kept
+        asked == IF ev.action = "SenderRxReport" /\ sRetx = {} /\ sRetx' # {}
+                 THEN LET top == Max(sRetx') IN
+                      {<<"forward", DataSeg(o)>> : o \in sRetx' \ {top}}
+                      \cup {<<"forward", CheckpointSeg(top, sCpSerial + 1, sRetxRs')>>}
+                 ELSE {}
+        due == IF sNext' < NSeg THEN Never ELSE t0 + w
+    IN [k \in DOMAIN timed \cup asked |->
+           IF k \in DOMAIN timed THEN timed[k] ELSE [due |-> due, at |-> t0]]
+
+RsMet(o, L) ==
+    IF L.kind = "send" /\ L.dir = "forward" /\ L.seg.type = "CS" THEN NoOwes ELSE Met(o, L)
+
 \* A step of the model (Step: Next without the Terminating stutter) under the
 \* trace's rules, a trace line the model takes no step for, or a copy put
 \* back in a channel (below).

@@ -63,6 +63,7 @@
 (*            microseconds (compact: a long trace's cost is mostly SANY    *)
 (*            parsing it); LineAt(i) is line i whole                       *)
 (*   Window   the reaction window, in microseconds                         *)
+(*   LateWindow  the longest reaction time the late pass allows (Hurried)  *)
 (*   Hold     actor -> the microseconds its user may hold it suspended     *)
 (*   SendsLeft  SendsLeft[i] is the number of "send" lines from line i on   *)
 (*   Eager    the cheaper first pass (above)?                              *)
@@ -150,6 +151,16 @@ TimelyAtEnd(t) ==
     /\ \A a \in Actors : IF inq[a] = <<>> THEN TRUE ELSE Head(inq[a]).t + Window >= t
     /\ \A k \in DOMAIN pend : \A i \in DOMAIN pend[k] : pend[k][i] >= t
     /\ \A k \in DOMAIN owes : owes[k].due >= t
+
+\* At an actor's exit (at the trace's end: every actor's), an obligation
+\* it has not met is forgiven only if its request came within Window of
+\* the line, as an unprocessed arrival is: however slow the actor may be
+\* (Hold), what it exits without sending it never sent.  An obligation not
+\* timed yet (Never: the protocol defers it) is forgiven.
+OwesAtExit(L) ==
+    \A k \in DOMAIN owes :
+        (L.kind = "end" \/ k[1] = TxDir(L.actor)) =>
+            (owes[k].due = Never \/ owes[k].at + Window >= L.t)
 
 \* No obligations; what a protocol without any substitutes for OwesAfter.
 NoOwes == [k \in {} |-> [due |-> 0, at |-> 0]]
@@ -270,7 +281,7 @@ LineStep(Settled(_)) ==
     IN
     /\ l <= TraceLen
     /\ L.kind # "lose"
-    /\ IF L.kind \in {"exit", "end"} THEN TimelyAtEnd(L.t) ELSE Timely(L.t)
+    /\ IF L.kind \in {"exit", "end"} THEN TimelyAtEnd(L.t) /\ OwesAtExit(L) ELSE Timely(L.t)
     /\ CASE L.kind = "exit" -> Settled(L.actor)
          [] L.kind = "end" -> \A a \in Actors \ gone : Settled(a)
          [] OTHER -> TRUE
@@ -322,10 +333,15 @@ Furthest ==
 \* reaction window above.  Timely is the only guard that reads the time, so
 \* if no reachable state is held back, a longer window (more Hold) reaches
 \* the same states and the same furthest line: the caller need not try it.
+\* A state held back by an obligation that lapses even with the late
+\* pass's longer window (LateWindow in place of its actor's window) is held
+\* back in that pass too: it is not counted.
+LateDue(k) == owes[k].due - WindowOf(IF k[1] = "forward" THEN "sender" ELSE "receiver") + LateWindow
 Hurried ==
     (/\ l <= TraceLen
      /\ TLCGet(4) = 0
-     /\ ~(IF cur.kind \in {"exit", "end"} THEN TimelyAtEnd(cur.t) ELSE Timely(cur.t))) =>
+     /\ ~(IF cur.kind \in {"exit", "end"} THEN TimelyAtEnd(cur.t) ELSE Timely(cur.t))
+     /\ ~\E k \in DOMAIN owes : owes[k].due < cur.t /\ LateDue(k) < cur.t) =>
         /\ TLCSet(4, 1)
         /\ PrintT(<<"dtnc-trace-deadline", l>>)
 =============================================================================

@@ -12,6 +12,7 @@ TraceKind == <<>>
 TraceUnit == <<>>
 TraceTime == <<>>
 Window == 250000
+LateWindow == 250000
 Hold == [sender |-> 0, receiver |-> 0]
 SendsLeft == <<0>>
 Eager == TRUE
