@@ -1087,7 +1087,7 @@ def _rejudge(
     verdict.json is rewritten, the old one kept as verdict.previous.json."""
     from conformance import judge
     from conformance.core.types import Verdict, dump_model, load_model
-    from conformance.runner import PORTS, probe_payloads
+    from conformance.runner import PORTS, channel_missed, ours_first, probe_payloads
     from conformance.segments import datagrams, records_from_captures, sender_address
 
     if result is None:
@@ -1114,6 +1114,12 @@ def _rejudge(
     verdict = judge.judge(
         spec, scn, result, run_dir / "channel.jsonl", experts, trace=tc, tester=result.tester
     )
+    # frames the channel lost undecided make the run ours, as they did live
+    try:
+        stats = json.loads((run_dir / "channel-stats.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        stats = {}  # none, or unreadable: as a live run without statistics
+    verdict = ours_first(verdict, channel_missed(stats) if isinstance(stats, dict) else [])
     old = run_dir / "verdict.json"
     if old.is_file():
         before = load_model(Verdict, old).mark
@@ -1646,6 +1652,11 @@ def _retx_geometry(args: argparse.Namespace, gen: Any) -> dict[str, int] | None:
     the catalogue's, enumerated by TLC). A usage error names what is missing."""
     own = {k: getattr(args, k) for k in ("block_len", "red_len", "segment_size")}
     if args.geometry is None and all(v is None for v in own.values()):
+        if args.max_losses is not None:
+            raise InputError(
+                "--max-losses needs a geometry (--geometry NAME or --block-len, --red-len and "
+                "--segment-size): the catalogue's rows are TLC's patterns"
+            )
         return None
     if args.geometry is not None:
         named = gen.RETX_GEOMETRIES.get(args.geometry)

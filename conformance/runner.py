@@ -487,15 +487,21 @@ def _judge(
         Reason(code="capture-failed", message=f"capture {side}.pcap ended early: {why}")
         for side, why in ended.capture_failed.items()
     ]
-    if ours:
-        verdict = Verdict(
-            scenario=scn.name,
-            sut=verdict.sut,
-            status="error",
-            reasons=[*ours, *verdict.reasons],
-            trace=verdict.trace,
-        )
-    return verdict
+    return ours_first(verdict, ours)
+
+
+def ours_first(verdict: Verdict, ours: list[Reason]) -> Verdict:
+    """``verdict`` made an error, ``ours`` first, where our side failed
+    (whatever the run showed); as it is where ``ours`` is empty."""
+    if not ours:
+        return verdict
+    return Verdict(
+        scenario=verdict.scenario,
+        sut=verdict.sut,
+        status="error",
+        reasons=[*ours, *verdict.reasons],
+        trace=verdict.trace,
+    )
 
 
 def channel_missed(stats: dict[str, Any]) -> list[Reason]:
@@ -505,8 +511,12 @@ def channel_missed(stats: dict[str, Any]) -> list[Reason]:
     be judged: the run is ours to answer for (status ``error``)."""
     reasons = []
     for way in ("forward", "return"):
-        st = stats.get(way) or {}
-        missed = {k: int(st.get(k) or 0) for k in ("ring_drops", "send_failed")}
+        st = stats.get(way)
+        if not isinstance(st, dict):
+            continue
+        missed = {
+            k: v if isinstance(v := st.get(k), int) else 0 for k in ("ring_drops", "send_failed")
+        }
         if any(missed.values()):
             reasons.append(
                 Reason(

@@ -578,13 +578,40 @@ def _owes(d: Any) -> Mapping[Any, Any]:
     return d[6] if len(d) > 6 and isinstance(d[6], Mapping) else {}
 
 
-def _owed(d: Any, t: int, window_us: int, hold_us: Mapping[str, int]) -> int:
+# TraceCore's Never: an obligation not timed yet
+_NEVER = 2147483647
+
+
+def _lapsed(
+    d: Any, t: int, window_us: int, hold: Mapping[str, int], exiting: str | None = None
+) -> list[tuple[tuple[str, Any], Mapping[str, int]]]:
+    """The obligations lapsed in diagnosis state ``d`` at a line at ``t``:
+    due before ``t``, or, at an exit (``exiting``: the actor; "" at the
+    trace's end, every actor), fallen due more than Window before it
+    (TraceCore's OwesAtExit)."""
+    out = []
+    for (d_, u), o in _owes(d).items():
+        who = "sender" if d_ == "forward" else "receiver"
+        at_exit = (
+            exiting is not None
+            and exiting in ("", who)
+            and o["due"] != _NEVER
+            and o["due"] - hold.get(who, 0) < t
+        )
+        if o["due"] < t or at_exit:
+            out.append(((d_, u), o))
+    return out
+
+
+def _owed(
+    d: Any, t: int, window_us: int, hold_us: Mapping[str, int], exiting: str | None = None
+) -> int:
     """Overdue answers in diagnosis state ``d`` at time ``t``: arrivals left
     unprocessed past the actor's window, emissions due before ``t``,
-    obligations lapsed before ``t``."""
+    obligations lapsed there."""
     inq, pend = d[1], _pend(d)
     late = sum(1 for who, q in inq.items() if q and q[0]["t"] + window_us + hold_us.get(who, 0) < t)
-    lapsed = sum(1 for o in _owes(d).values() if o["due"] < t)
+    lapsed = len(_lapsed(d, t, window_us, hold_us, exiting))
     return late + lapsed + sum(1 for dues in pend.values() for x in dues if x < t)
 
 
@@ -630,7 +657,9 @@ def _diagnose(
     line = lines[bad - 1]
     t = line["t_us"]
     actor = line.get("actor", "")
-    diag = _best_states(diag, t, window_us, tm.hold_us)
+    kind = line["kind"]
+    exiting = actor if kind == "exit" else "" if kind == "end" else None
+    diag = _best_states(diag, t, window_us, tm.hold_us, exiting)
     enabled: list[str] = sorted({a for d in diag for a in d[0]})
 
     def request(at: int, who: str) -> str:
@@ -641,8 +670,7 @@ def _diagnose(
                 return f"line {i}, {label(i)}"
         return f"at {_ms(at)}"
 
-    overdue, blame = _overdue(diag, t, window_us, tm.hold_us, describe, request)
-    kind = line["kind"]
+    overdue, blame = _overdue(diag, t, window_us, tm.hold_us, describe, request, exiting)
     if kind == "end":
         where = f"the trace's end ({_ms(t)})"
     elif kind == "exit":
@@ -671,14 +699,20 @@ def _diagnose(
     return message, enabled, list(dict.fromkeys(blame)), rule, tags
 
 
-def _best_states(diag: Sequence[Any], t: int, window_us: int, hold: Mapping[str, int]) -> list[Any]:
+def _best_states(
+    diag: Sequence[Any],
+    t: int,
+    window_us: int,
+    hold: Mapping[str, int],
+    exiting: str | None = None,
+) -> list[Any]:
     """The model's best explanations: the states that reached the line with
     the fewest overdue answers. A state that left an arrival unprocessed
     where another processed it in time says nothing about who deviated. Of
     those, the ones that processed the most arrivals: in one that left an
     arrival waiting, the actor's answer to it is still to come."""
-    fewest = min((_owed(x, t, window_us, hold) for x in diag), default=0)
-    best = [d for d in diag if _owed(d, t, window_us, hold) == fewest]
+    fewest = min((_owed(x, t, window_us, hold, exiting) for x in diag), default=0)
+    best = [d for d in diag if _owed(d, t, window_us, hold, exiting) == fewest]
     least = min((_queued(x) for x in best), default=0)
     return [d for d in best if _queued(d) == least]
 
@@ -690,6 +724,7 @@ def _overdue(
     hold: Mapping[str, int],
     describe: Callable[[Any], str],
     request: Callable[[int, str], str] = lambda at, who: f"at {_ms(at)}",
+    exiting: str | None = None,
 ) -> tuple[list[str], list[str]]:
     """(what was overdue at ``t``, the actions blamed for it) over the
     diagnosis states: an arrival left unanswered past its actor's window
@@ -702,15 +737,15 @@ def _overdue(
     blame: list[str] = []
     lapse_blame: list[str] = []  # what the owing actor could do, in any state
     for d in diag:
-        for (d_, u), o in _owes(d).items():
-            if o["due"] < t:
-                who = "sender" if d_ == "forward" else "receiver"
-                overdue.append(
-                    f"the request that reached the {who} at {_ms(o['at'])} ({request(o['at'], who)}) "
-                    f"obliged it to send the {describe(u)} by {_ms(o['due'])}, and the wire "
-                    "shows none by then"
-                )
-                lapse_blame += [a for a in d[0] if a.lower().startswith(who)]
+        for (d_, u), o in _lapsed(d, t, window_us, hold, exiting):
+            who = "sender" if d_ == "forward" else "receiver"
+            when = f"by {_ms(o['due'])}" if o["due"] < t else "before its exit"
+            overdue.append(
+                f"the request that reached the {who} at {_ms(o['at'])} ({request(o['at'], who)}) "
+                f"obliged it to send the {describe(u)} {when}, and the wire shows none"
+                + (" by then" if o["due"] < t else "")
+            )
+            lapse_blame += [a for a in d[0] if a.lower().startswith(who)]
         en, inq, pend, last, answers = d[0], d[1], _pend(d), d[3], d[4]
         for who, queue in inq.items():
             mine = window_us + hold.get(who, 0)

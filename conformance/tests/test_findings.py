@@ -5,6 +5,7 @@ reasons, trace validation's verdict, and the segment trace)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -337,8 +338,15 @@ CFDP_CHECKS: dict[str, tuple[str, str, Callable[[RunOutcome], None]]] = {
 }
 
 
+# findings whose check takes minutes of TLC (a rejected trace is tried
+# under every reading): run with DTNC_DEEP=1
+CFDP_DEEP = {"cfdp-rs-nak-range-first-segment-only"}
+
+
 @pytest.mark.parametrize("name", sorted(CFDP_CHECKS))
 def test_cfdp_finding_still_shows(name: str, tmp_path: Path) -> None:
+    if name in CFDP_DEEP and not os.environ.get("DTNC_DEEP"):
+        pytest.skip("its trace's rejection is tried under every reading (2 min): set DTNC_DEEP=1")
     path, sut, check = CFDP_CHECKS[name]
     out = run_scenario(
         load_scenario(CFDP_SCENARIOS / path), get(sut), tmp_path / "run", tester="receiver"

@@ -252,9 +252,15 @@ def test_nominal_block_passes_on_profile(profile: str, sweep: _Sweep) -> None:
     print(ctx)
     assert res["status"] == "pass", ctx
     assert obs is not None
-    assert (obs["sender"], obs["receiver"]) == ("completed", "completed"), ctx
     assert obs["red"] == BLOCK["red_len"], ctx
     params = nominal(profile).params
     assert isinstance(params, LtpBlock), params
+    green = BLOCK["block_len"] - BLOCK["red_len"]
     if params.retransmission_limit != RANDOM_LOSS_RTX_LIMIT:
-        assert obs["green"] == BLOCK["block_len"] - BLOCK["red_len"], ctx
+        assert obs["green"] == green, ctx
+    # A receiver whose green EOB a random loss took never closes (licklider
+    # has no timer that would, and RFC 5326 §8.2 keeps it in DS_REC): its
+    # harness reports it open, and the model allows that (verdict pass).
+    rx = "completed" if obs["green"] == green else {"completed", "open"}
+    assert obs["sender"] == "completed", ctx
+    assert obs["receiver"] == rx or obs["receiver"] in rx, ctx

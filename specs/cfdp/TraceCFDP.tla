@@ -22,8 +22,8 @@ EXTENDS CFDP, TraceCore
 \* What the endpoints' harnesses reported, as the model's out ("completed",
 \* "cancelled", "abandoned", "open"), or "any" (not known, or not one the
 \* model has).  A behaviour in which a side ends otherwise is not the run's:
-\* the implementation said how it ended.  tracecheck.py sets them only for
-\* the pass that diagnoses a trace whose ends miss the reported outcome.
+\* the implementation said how it ended.  tracecheck.py sets them for every
+\* pass of a run of one transaction whose outcome its harnesses reported.
 CONSTANTS ObservedSender, ObservedReceiver
 
 \* CFDP.tla's events hold sets of PDUs; TraceCore's, sequences.

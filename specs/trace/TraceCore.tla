@@ -152,22 +152,38 @@ TimelyAtEnd(t) ==
     /\ \A k \in DOMAIN pend : \A i \in DOMAIN pend[k] : pend[k][i] >= t
     /\ \A k \in DOMAIN owes : owes[k].due >= t
 
+\* The actor that owes obligation k.
+Owing(k) == IF k[1] = "forward" THEN "sender" ELSE "receiver"
+
 \* At an actor's exit (at the trace's end: every actor's), an obligation
-\* it has not met is forgiven only if its request came within Window of
-\* the line, as an unprocessed arrival is: however slow the actor may be
-\* (Hold), what it exits without sending it never sent.  An obligation not
-\* timed yet (Never: the protocol defers it) is forgiven.
+\* it has not met is forgiven only if it fell due within Window of the line
+\* (its deadline counted with Window alone), as an unprocessed arrival is:
+\* however slow the actor may be (Hold), what it exits without sending it
+\* never sent.  An obligation not timed yet (Never: the protocol defers it)
+\* is forgiven.  The exit then drops the actor's obligations (Gone).
 OwesAtExit(L) ==
     \A k \in DOMAIN owes :
         (L.kind = "end" \/ k[1] = TxDir(L.actor)) =>
-            (owes[k].due = Never \/ owes[k].at + Window >= L.t)
+            (owes[k].due = Never \/ owes[k].due - WindowOf(Owing(k)) + Window >= L.t)
+Gone(o, L) == [k \in {x \in DOMAIN o : x[1] # TxDir(L.actor)} |-> o[k]]
 
 \* No obligations; what a protocol without any substitutes for OwesAfter.
 NoOwes == [k \in {} |-> [due |-> 0, at |-> 0]]
 OwesKept(e, t0) == owes
 
-\* o without the obligation the line L meets (a send of the unit owed).
-Met(o, L) == IF L.kind = "send" THEN [k \in DOMAIN o \ {<<L.dir, L.seg>>} |-> o[k]] ELSE o
+\* o without the obligation the line L meets (a send of the unit owed).  An
+\* actor that is sending what one request asked for keeps the rest alive:
+\* each of that request's other units is then due no earlier than a window
+\* after this send (an implementation may pace its sends, as long as it
+\* does not stop).
+Met(o, L) ==
+    LET k0 == <<L.dir, L.seg>>
+    IN IF L.kind = "send" /\ k0 \in DOMAIN o
+       THEN [k \in DOMAIN o \ {k0} |->
+                IF k[1] = L.dir /\ o[k].at = o[k0].at /\ o[k].due < L.t + WindowOf(Owing(k))
+                THEN [o[k] EXCEPT !.due = L.t + WindowOf(Owing(k))]
+                ELSE o[k]]
+       ELSE o
 
 \* The number of lines.
 TraceLen == Len(TraceTime)
@@ -308,7 +324,7 @@ LineStep(Settled(_)) ==
                 \* every timer's emission went out
                 /\ \A x \in DOMAIN pend : \A i \in DOMAIN pend[x] : pend[x][i] # Never
                 /\ UNCHANGED <<pend, inq, gone>>
-    /\ owes' = OwesMet(owes, L)
+    /\ owes' = IF L.kind = "exit" THEN Gone(owes, L) ELSE OwesMet(owes, L)
     /\ l' = l + 1
     /\ cur' = LineAt(l + 1)
     /\ UNCHANGED madeBy
@@ -336,7 +352,7 @@ Furthest ==
 \* A state held back by an obligation that lapses even with the late
 \* pass's longer window (LateWindow in place of its actor's window) is held
 \* back in that pass too: it is not counted.
-LateDue(k) == owes[k].due - WindowOf(IF k[1] = "forward" THEN "sender" ELSE "receiver") + LateWindow
+LateDue(k) == owes[k].due - WindowOf(Owing(k)) + LateWindow
 Hurried ==
     (/\ l <= TraceLen
      /\ TLCGet(4) = 0

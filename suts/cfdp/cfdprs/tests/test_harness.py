@@ -395,11 +395,3 @@ def test_cross_with_cfdppy_class2(tmp_path: Path, binary: Path, direction: str) 
     assert received["outcome"] == "completed", received
     assert received["file_bytes_delivered"] == 3000
     assert received["payload_ok"] is True
-
-
-def test_a_nak_reaches_a_sender_still_sending(tmp_path: Path, binary: Path) -> None:
-    """The harness reads the network between every PDU it sends: a NAK
-    reaches cfdp-rs mid-transfer (suts/cfdp/common/testing.py). When the
-    harness ran 256 state-machine steps between socket reads, up to 256 new
-    segments came first."""
-    ct.nak_reaches_sender_still_sending([str(binary)], PAIR, tmp_path)

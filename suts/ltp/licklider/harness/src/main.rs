@@ -619,13 +619,9 @@ impl Link {
         }
     }
 
-    /// Take the engine's outputs in order, handing notices to `on_notice`,
-    /// up to and including the first segment transmitted; true if one was
-    /// (more may wait). The caller reads the socket before the next
-    /// segment leaves, so that the peer's feedback (a report, a cancel)
-    /// reaches licklider while it is still sending, as it would in flight
-    /// (docs/implementers.md).
-    fn pump(&mut self, now: Instant, on_notice: &mut dyn FnMut(&Link, Notice)) -> bool {
+    /// Drain every engine output in order: transmit segments, hand notices
+    /// to `on_notice`.
+    fn pump(&mut self, now: Instant, on_notice: &mut dyn FnMut(&Link, Notice)) {
         let ts = self.ts(now);
         while let Some(out) = self.engine.poll_output(ts) {
             match out {
@@ -644,30 +640,20 @@ impl Link {
                             self.log(&format!("send_to {} failed: {e}", self.peer_addr));
                         }
                     }
-                    return true;
                 }
                 Output::Notice(n) => on_notice(self, n),
             }
         }
-        false
     }
 
-    /// Wait for one datagram until `until` (`poll`: only take one already
-    /// there); feed it to the engine.
-    fn receive(&mut self, buf: &mut [u8], until: Instant, poll: bool) -> io::Result<()> {
+    /// Wait for one datagram until `until`; feed it to the engine.
+    fn receive(&mut self, buf: &mut [u8], until: Instant) -> io::Result<()> {
         let wait = until.saturating_duration_since(Instant::now());
-        if wait.is_zero() && !poll {
+        if wait.is_zero() {
             return Ok(());
         }
-        self.sock.set_nonblocking(poll)?;
-        if !poll {
-            self.sock.set_read_timeout(Some(wait))?;
-        }
-        let got = self.sock.recv_from(buf);
-        if poll {
-            self.sock.set_nonblocking(false)?;
-        }
-        match got {
+        self.sock.set_read_timeout(Some(wait))?;
+        match self.sock.recv_from(buf) {
             Ok((n, src)) => {
                 let now = Instant::now();
                 if self.strict_source && src != self.peer_addr {
@@ -825,7 +811,7 @@ fn run(setup: Setup) -> (Value, Outcome) {
     loop {
         let now = Instant::now();
         link.service_timers(now);
-        let sent = link.pump(now, &mut |l: &Link, n: Notice| client.on_notice(l, n, now));
+        link.pump(now, &mut |l: &Link, n: Notice| client.on_notice(l, n, now));
         client.on_tick(&link, now);
         if client.exit_at().is_some_and(|t| now >= t) {
             return client.result(&link, None);
@@ -845,7 +831,7 @@ fn run(setup: Setup) -> (Value, Outcome) {
         if let Some(t) = link.engine.next_timeout() {
             wake = wake.min(link.instant_of(t));
         }
-        if let Err(e) = link.receive(&mut buf, wake, sent) {
+        if let Err(e) = link.receive(&mut buf, wake) {
             let detail = format!("socket error: {e}");
             link.log(&detail);
             return client.result(&link, Some((Outcome::Error, detail)));
