@@ -37,7 +37,7 @@ from conformance.core.types import (
 )
 from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpBlock
-from generators.ltp.outcomes import impairment_of, outcome_of
+from generators.ltp.outcomes import block_segments, impairment_of, outcome_of
 from generators.outcomes import (
     CatalogueModule,
     CatalogueRun,
@@ -375,8 +375,7 @@ def retx_grid(block_len: int, red_len: int, segment_size: int, max_losses: int) 
         segment_size=segment_size,
         retransmission_limit=max(1, max_losses),
     )
-    n_red = -(-red_len // segment_size)
-    n_green = -(-(block_len - red_len) // segment_size)
+    n_red, n_green = block_segments(block)
     units = [PlannedLoss("forward", "red_data", i, 1) for i in range(n_red)]
     units += [PlannedLoss("forward", "green_data", n_red + j, 1) for j in range(n_green)]
     if n_red:

@@ -124,7 +124,7 @@ def _segment_index(kind: str, offset: int, block: LtpBlock) -> int | None:
     model counts it (conformance/tester/ltp.py): red segments from offset
     0, green ones from ``red_len``, each ``segment_size`` long, so a green
     segment's offset is a multiple of the size only when ``red_len`` is."""
-    n_red, _ = _segments(block)
+    n_red, _ = block_segments(block)
     base, first = (0, 0) if kind == "red_data" else (block.red_len, n_red)
     rel = offset - base
     if rel < 0 or rel % block.segment_size:
@@ -135,13 +135,13 @@ def _segment_index(kind: str, offset: int, block: LtpBlock) -> int | None:
 def _segment_offset(kind: str, index: int, block: LtpBlock) -> int:
     """The block offset of the model's data segment ``index`` (the inverse
     of :func:`_segment_index`)."""
-    n_red, _ = _segments(block)
+    n_red, _ = block_segments(block)
     if kind == "red_data":
         return index * block.segment_size
     return block.red_len + (index - n_red) * block.segment_size
 
 
-def _segments(block: LtpBlock) -> tuple[int, int]:
+def block_segments(block: LtpBlock) -> tuple[int, int]:
     """Model segments of the block: (red, green)."""
     size = block.segment_size
     n_red = -(-block.red_len // size)
@@ -151,7 +151,7 @@ def _segments(block: LtpBlock) -> tuple[int, int]:
 
 def green_bytes(offsets: Sequence[int], block: LtpBlock) -> int:
     """Bytes of the green model segments at ``offsets`` (the last may be short)."""
-    n_red, _ = _segments(block)
+    n_red, _ = block_segments(block)
     size = block.segment_size
     total = 0
     for o in offsets:
@@ -215,7 +215,7 @@ def block_constants(block: LtpBlock, max_retx: int | None = None) -> dict[str, i
     segment per data segment, the retransmission limit (or ``max_retx``),
     the per-report claim limit, the sender's coloring and whether the
     receiver knows the client service."""
-    n_red, n_green = _segments(block)
+    n_red, n_green = block_segments(block)
     return {
         "NRed": n_red,
         "NGreen": n_green,
@@ -248,7 +248,7 @@ def outcome_set(
     Unplannable for impairments the model cannot express, DtncError when
     TLC finds a safety violation (a model bug) or no outcome at all.
     ``reading``: the model reading ('' the default, else a reading's id)."""
-    n_red, n_green = _segments(block)
+    n_red, n_green = block_segments(block)
     if n_red == 0:
         raise Unplannable("the LTP model needs a red part (red_len > 0)")
     if n_red > 3 and block.max_claims_per_rs < n_red:
@@ -331,13 +331,13 @@ def expectation(
     state); its absence means the model wrappers disagree, which is a bug."""
     shape = shape or ChannelShape(True, False, "in order, losses as planned")
     extra = RANDOM_LOSS_BOUND if shape.random_loss else 0
-    small = sum(_segments(block)) <= 4 and block.retransmission_limit <= 2
+    small = sum(block_segments(block)) <= 4 and block.retransmission_limit <= 2
     # (beyond small blocks and limits one: enough to judge most runs, and the
     # judge leaves a run with more unjudged, expectation-bound)
     extra_late = (RANDOM_LATE_BOUND if small else 1) if shape.random_late else 0
     # The default reading, then each alternative (specs/ltp/readings.json):
     # an outcome carries every reading it was reached under.
-    n_red, n_green = _segments(block)
+    n_red, n_green = block_segments(block)
     rids = LTP.reading_ids(block_constants(block))
     runs, every = under_readings(
         rids,
