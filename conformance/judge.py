@@ -302,6 +302,17 @@ def judge(
             frames=[f.frame],
         )
         (fails if f.severity.lower() == "error" else notes).append(reason)
+    # An endpoint that never reported an end is said so, whatever the
+    # verdict: a pass then means the model allows that session still open.
+    still_open = [who for who in ("sender", "receiver") if seen.parts()[f"{who}_outcome"] == "open"]
+    if still_open:
+        notes.append(
+            Reason(
+                code="endpoint-open",
+                message=f"the {' and the '.join(still_open)} reported no end (outcome open): "
+                "judged as a session still open when the run stopped",
+            )
+        )
     unmet = _unmet_reasons(scn, result, records) + probe_unsent + unjudged
     unmet += _requests_unmade(result) + _uncovered_reasons(seen, stale, beyond)
     status, reasons = _status(seen, errors, fails, unmet, notes)

@@ -184,6 +184,9 @@ def test_a_receiver_whose_green_eob_was_lost_may_stay_open(tmp_path: Path) -> No
     assert tc.status == "accepted", tc.message
     assert still_open.key() in [e.key() for e in tc.ends]
     assert v.status == "pass", v.reasons
+    # and the verdict says the receiver never reported an end
+    assert [r.code for r in v.reasons] == ["endpoint-open"], v.reasons
+    assert "receiver reported no end" in v.reasons[0].message
 
 
 def test_a_block_of_many_segments_with_losses_is_judged(tmp_path: Path) -> None:
