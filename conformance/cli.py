@@ -1088,7 +1088,7 @@ def _rejudge(
     from conformance import judge
     from conformance.core.types import Verdict, dump_model, load_model
     from conformance.runner import PORTS, channel_missed, ours_first, probe_payloads
-    from conformance.segments import datagrams, records_from_captures, sender_address
+    from conformance.segments import datagrams, dissector_findings, sender_address
 
     if result is None:
         raise InputError(f"{run_dir}: no result.json to judge")
@@ -1100,13 +1100,12 @@ def _rejudge(
     ip_a = sender_address(segments, sent_at_a)
     if ip_a is None:
         raise InputError(f"{run_dir}: a.pcap shows no segment the sender sent: nothing to judge")
-    _segments, experts = records_from_captures(
+    experts = dissector_findings(
         spec,
         run_dir / "a.pcap",
         run_dir / "b.pcap",
         port=port,
         ip_a=ip_a,
-        channel_log=run_dir / "channel.jsonl",
         # our tester's robustness probes are malformed on purpose: not the
         # implementation's wire (as the run itself judged them)
         skip=probe_payloads([result.sender, result.receiver]),
@@ -1414,7 +1413,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         import os
 
         os.environ["DTNC_BENCH_QUICK"] = "1"
-    return bench.run(args.name, console)
+    return bench.run(args.name, console, args.size)
 
 
 # ---------------------------------------------------------------------------
@@ -1803,7 +1802,24 @@ def _add_bench(sub: _Sub) -> None:
     s = sub.add_parser("bench", help="run a benchmark: human lines, then one JSON line of figures")
     s.add_argument("name", help="benchmark name (see `dtnconform bench list`)")
     s.add_argument("--quick", action="store_true", help="short trials (sets DTNC_BENCH_QUICK=1)")
+    s.add_argument(
+        "--size",
+        type=_byte_size,
+        metavar="SIZE",
+        help="validate: the transfer's size, a whole number of 10MB blocks above 10MB "
+        "(10MB, 100MB; default 10MB)",
+    )
     s.set_defaults(func=cmd_bench)
+
+
+def _byte_size(text: str) -> int:
+    """ "10MB" -> 10,000,000 (kB, MB, GB are powers of 1000; plain digits: bytes)."""
+    units = {"": 1, "B": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3}
+    number = text.strip().upper().rstrip("BKMG")
+    unit = text.strip().upper()[len(number) :]
+    if not number.isdigit() or unit not in units or int(number) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (10MB, 100MB, 5000000)")
+    return int(number) * units[unit]
 
 
 def _add_profiles(sub: _Sub) -> None:

@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
@@ -43,7 +44,7 @@ from conformance.core.types import (
     Verdict,
     dump_model,
 )
-from conformance.segments import Finding, datagrams, records_from_captures
+from conformance.segments import Finding, datagrams, dissector_findings, records_from_captures
 from suts.base import Endpoint, SutAdapter
 
 PORTS = {p: port for p in classifiers.protocols() if (port := classifiers.default_port(p))}
@@ -176,14 +177,20 @@ def run_scenario(
     ended = _run_live(run)
     ends = _collect(run, ended)
     run.say("decoding captures")
-    segments, experts = _decode(run, ended, ends)
+    segments = _decode(run, ended, ends)
     result = _result(run, ended, ends, segments)
     dump_model(result, run_dir / "result.json")
     run.say("validating the trace")
-    trace = validate_trace(
-        run.spec, scn, segments, run_dir, port=run.port, ip_a=ended.ip_a, result=result
-    )
-    verdict = _judge(run, ended, result, trace, experts)
+    # our dissector's expert checks (tshark) beside TLC, on the other core
+    with ThreadPoolExecutor(1) as pool:
+        experts = pool.submit(
+            dissector_findings, run.spec, run.run_dir / "a.pcap", run.run_dir / "b.pcap",
+            port=run.port, ip_a=ended.ip_a, skip=probe_payloads(ends.values()),
+        )  # fmt: skip
+        trace = validate_trace(
+            run.spec, scn, segments, run_dir, port=run.port, ip_a=ended.ip_a, result=result
+        )
+        verdict = _judge(run, ended, result, trace, experts.result())
     dump_model(verdict, run_dir / "verdict.json")
     return RunOutcome(result, verdict, segments, run_dir)
 
@@ -389,25 +396,19 @@ def _collect(run: _Run, ended: _Ended) -> dict[str, EndpointResult]:
     return ends
 
 
-def _decode(
-    run: _Run, ended: _Ended, ends: Mapping[str, EndpointResult]
-) -> tuple[list[SegmentRecord], list[Finding]]:
-    """The captures decoded by our dissector into the run's segments (the
-    probes' own left out) and its findings; segments.jsonl written."""
-    segments, experts = records_from_captures(
-        run.spec,
-        run.run_dir / "a.pcap",
-        run.run_dir / "b.pcap",
-        port=run.port,
-        ip_a=ended.ip_a,
-        channel_log=run.run_dir / "channel.jsonl",
+def _decode(run: _Run, ended: _Ended, ends: Mapping[str, EndpointResult]) -> list[SegmentRecord]:
+    """The captures decoded into the run's segments (the probes' own left
+    out); segments.jsonl written."""
+    segments = records_from_captures(
+        run.spec, run.run_dir / "a.pcap", run.run_dir / "b.pcap", port=run.port,
+        ip_a=ended.ip_a, channel_log=run.run_dir / "channel.jsonl",
         skip=probe_payloads(ends.values()),
-    )
+    )  # fmt: skip
     segments = settle_probes(run.spec, ends, segments, run.run_dir)
     with (run.run_dir / "segments.jsonl").open("w") as fh:
         for rec in segments:
             fh.write(rec.model_dump_json() + "\n")
-    return segments, experts
+    return segments
 
 
 def _result(

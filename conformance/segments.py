@@ -8,8 +8,10 @@ a side sent is the k-th the channel saw in that direction (one veth, one
 queue). Should the counts disagree (a capture lost packets), the fallback is
 the other side's capture: a segment whose bytes never arrived was dropped
 (matched as a multiset, which cannot tell identical retransmissions apart).
-Fields come from our Lua dissector, so what the verdict reads is what a user
-sees in Wireshark.
+Fields come from the channel emulator's classifier, which reads
+specs/<proto>/wire.json as our Lua dissector does and agrees with it field for
+field (dissectors/tests/test_fuzz_agreement.py); the dissector's expert checks
+run as a pass of their own (:func:`dissector_findings`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from conformance.core.types import Direction, FieldValue, SegmentRecord
 
 if TYPE_CHECKING:
     from conformance.core.contract import ProtocolSpec
-    from dissectors.tshark import DecodedFrame
 
 
 def udp_payload(frame: bytes) -> tuple[int, int, bytes] | None:
@@ -147,6 +148,15 @@ def _channel_verdicts(channel_log: Path | None) -> dict[str, list[tuple[bool, in
     return out
 
 
+def _sent_frames(
+    raw: Mapping[str, Mapping[int, tuple[str, bytes]]], side: str, ip_a: str
+) -> list[tuple[int, bytes]]:
+    """(frame number, payload) of each datagram the side's own endpoint sent,
+    in capture order (the rest of its capture arrived from the other side)."""
+    sender_ip_is_a = side == "a"
+    return [(n, p) for n, (src, p) in raw[side].items() if (src == ip_a) == sender_ip_is_a]
+
+
 def records_from_captures(
     spec: ProtocolSpec,
     a_pcap: Path,
@@ -156,38 +166,43 @@ def records_from_captures(
     ip_a: str,
     channel_log: Path | None = None,
     skip: frozenset[bytes] = frozenset(),
-) -> tuple[list[SegmentRecord], list[Finding]]:
-    """The segments each side sent, decoded by our dissector, with whether
-    the channel dropped each, and the dissector's expert findings. Datagrams
-    whose payload is in ``skip`` (the tester's robustness probes and their
-    answers) are left out: they are judged by the probe, not as the run.
-    ``spec``: the captures' protocol, as the caller resolved it."""
-    from dissectors.tshark import decode
+) -> list[SegmentRecord]:
+    """The segments each side sent, with whether the channel dropped each.
+    Datagrams whose payload is in ``skip`` (the tester's robustness probes
+    and their answers) are left out: they are judged by the probe, not as the
+    run. ``spec``: the captures' protocol, as the caller resolved it.
+
+    Fields come from the channel emulator's classifier (``dtnc-emu
+    classify``, one process for both captures), the vocabulary of
+    specs/<proto>/wire.json that our Lua dissector and Scapy layer give too
+    (``dissectors/tests/test_fuzz_agreement.py`` holds the three to it);
+    the protocol's extras (``spec.extras``: LTP's claims, CFDP's NAK
+    requests) from its Scapy layer; a unit that is not one well-formed unit
+    has no fields. The dissector's expert checks are
+    :func:`dissector_findings`, a pass of their own."""
+    from conformance.channel import control as emulator
 
     protocol = spec.name
-    extras = spec.dissector.record_extras
     records: list[SegmentRecord] = []
-    findings: list[Finding] = []
     sides = {"a": a_pcap, "b": b_pcap}
-    raw = {side: _payloads(p, port) for side, p in sides.items()}
-    decisions = _channel_verdicts(channel_log)
+    stamps: dict[str, dict[int, float]] = {}
+    raw: dict[str, dict[int, tuple[str, bytes]]] = {}
     for side, pcap in sides.items():
+        grams = [d for d in datagrams(pcap, port) if d.payload or not d.cut]
+        raw[side] = {d.number: (d.src, d.payload) for d in grams}
+        stamps[side] = {d.number: d.t for d in grams}
+    sent = {side: _sent_frames(raw, side, ip_a) for side in sides}
+    todo = sorted({p for frames in sent.values() for _, p in frames if p and p not in skip})
+    fields_of = dict(zip(todo, emulator.classify(protocol, todo) if todo else [], strict=True))
+    decisions = _channel_verdicts(channel_log)
+    for side, frames in sent.items():
         other = raw["b" if side == "a" else "a"]
         direction: Direction = "forward" if side == "a" else "return"
         sender_ip_is_a = side == "a"
         arrived = Counter(p for src, p in other.values() if (src == ip_a) == sender_ip_is_a)
-        if not pcap.exists() or pcap.stat().st_size == 0:
-            continue
-        sent = sum((src == ip_a) == sender_ip_is_a for src, _ in raw[side].values())
-        logged = decisions[direction] if len(decisions[direction]) == sent else None
-        k = 0
-        for frame in decode(pcap, protocol=protocol, port=port):
-            src_payload = raw[side].get(frame.number)
-            if src_payload is None or (src_payload[0] == ip_a) != sender_ip_is_a:
-                continue  # received here, recorded from the other side's capture
-            payload = src_payload[1]
+        logged = decisions[direction] if len(decisions[direction]) == len(frames) else None
+        for k, (number, payload) in enumerate(frames):
             if payload in skip:
-                k += 1
                 continue
             copies, corrupted = 1, False
             if logged is not None:
@@ -196,44 +211,61 @@ def records_from_captures(
                 dropped = arrived[payload] == 0
                 if not dropped:
                     arrived[payload] -= 1
-            k += 1
+            fields: dict[str, FieldValue | list[FieldValue]] = dict(fields_of.get(payload) or {})
+            if fields:
+                for key, values in spec.extras(payload, fields).items():
+                    fields[key] = list[FieldValue](values)
             records.append(
                 SegmentRecord(
                     protocol=protocol,
                     direction=direction,
-                    time=frame.time_epoch,
-                    frame=frame.number,
+                    time=stamps[side][number],
+                    frame=number,
                     length=len(payload),
-                    summary=frame.summary,
-                    fields=_record_fields(frame, extras),
+                    summary=spec.label(fields) if fields else f"not one {spec.unit}",
+                    fields=fields,
                     dropped=dropped,
                     copies=copies,
                     corrupted=corrupted,
                 )
             )
-            for exp in frame.experts:
-                findings.append(
-                    Finding(
-                        side=side,
-                        frame=frame.number,
-                        name=str(exp.get("name", "")),
-                        severity=str(exp.get("severity", "")),
-                        group=str(exp.get("group", "")),
-                        message=str(exp.get("message", "")),
-                    )
-                )
     records.sort(key=lambda r: r.time)
-    return records, findings
+    return records
 
 
-def _record_fields(
-    frame: DecodedFrame, extras: Sequence[str]
-) -> dict[str, FieldValue | list[FieldValue]]:
-    """The classifier's vocabulary (what impairments match on), plus the
-    dissector fields the protocol keeps on its records (``extras``; LTP:
-    the claims)."""
-    fields: dict[str, FieldValue | list[FieldValue]] = dict(frame.match_fields())
-    for key in extras:
-        if key in frame.fields:
-            fields[key] = frame.fields[key]
-    return fields
+def dissector_findings(
+    spec: ProtocolSpec,
+    a_pcap: Path,
+    b_pcap: Path,
+    *,
+    port: int,
+    ip_a: str,
+    skip: frozenset[bytes] = frozenset(),
+) -> list[Finding]:
+    """Our Lua dissector's expert infos on the units each side sent (one
+    tshark run per capture), the probes' (``skip``) left out."""
+    from dissectors.tshark import decode
+
+    findings: list[Finding] = []
+    sides = {"a": a_pcap, "b": b_pcap}
+    raw = {side: _payloads(p, port) for side, p in sides.items()}
+    for side, pcap in sides.items():
+        if not pcap.exists() or pcap.stat().st_size == 0:
+            continue
+        mine = dict(_sent_frames(raw, side, ip_a))
+        for frame in decode(pcap, protocol=spec.name, port=port):
+            payload = mine.get(frame.number)
+            if payload is None or payload in skip:
+                continue  # received here, or a probe
+            findings += [
+                Finding(
+                    side=side,
+                    frame=frame.number,
+                    name=str(exp.get("name", "")),
+                    severity=str(exp.get("severity", "")),
+                    group=str(exp.get("group", "")),
+                    message=str(exp.get("message", "")),
+                )
+                for exp in frame.experts
+            ]
+    return findings

@@ -25,9 +25,11 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import os
 import re
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -1204,6 +1206,21 @@ def _late_us(scn: Scenario, w_ms: float) -> int:
     return max(0, round(slow_ms * 1000) - round(w_ms * 1000))
 
 
+class _Judged(NamedTuple):
+    """One session's TLC passes: states, seconds, the rejection (None:
+    accepted), the reading that accepted, the message of a window it needed
+    the late pass for, whether the default reading was tried and rejected
+    first, and the outcomes at its end."""
+
+    states: int
+    seconds: float
+    rejected: dict[str, Any] | None
+    reading: str
+    late: str
+    default_rejected: bool
+    ends: list[ExpectedOutcome]
+
+
 def _check_sessions(
     sessions: Sequence[_Session],
     records: Sequence[SegmentRecord],
@@ -1220,14 +1237,10 @@ def _check_sessions(
     """check()'s TLC passes, session by session, under ``clock``. The
     outcomes at the trace's end are kept for a run of one session (the
     harnesses report one outcome per run)."""
-    states, seconds = 0, 0.0
-    ends: list[ExpectedOutcome] = []
-    needed = ""
-    default_rejected = False
-    late: list[str] = []
     late_us = _late_us(scn, w_ms)
     slow_ms = (late_us + round(w_ms * 1000)) / 1000
-    for n, sess in enumerate(sessions, start=1):
+
+    def one(n: int, sess: _Session) -> _Judged:
         seen = observed if len(sessions) == 1 else None
         # Where the trace's end judges the outcome, the default reading goes
         # first: an alternative is needed only where the default cannot
@@ -1247,6 +1260,7 @@ def _check_sessions(
         st, sec, rejected, rid, hurried, ends = _validate(
             sess, records, workdir / f"session-{n}", spec.spec, tries, tester, clock, seen
         )
+        late = ""
         if rejected is not None and late_us > 0 and hurried:
             # Late only? The same trace with reaction times of up to
             # LATE_SHARE of the retransmission interval: accepted there,
@@ -1258,17 +1272,33 @@ def _check_sessions(
             st2, sec2, late_rid, ends = _late(
                 sess, workdir / f"session-{n}-late", hurried, late_us, clock, seen
             )
-            states, seconds = states + st2, seconds + sec2
+            st, sec = st + st2, sec + sec2
             if late_rid is not None:
-                late.append(rejected["message"])
-                rejected, rid = None, late_rid
-        needed = needed or rid
+                late, rejected, rid = rejected["message"], None, late_rid
         # tried before the reading that accepted (every combination follows
         # the default)
-        if rid and "" in mine and ("+" in rid or mine.index("") < mine.index(rid)):
-            default_rejected = True
-        states, seconds = states + st, seconds + sec
-        if rejected is not None:
+        default_rejected = bool(
+            rid and "" in mine and ("+" in rid or mine.index("") < mine.index(rid))
+        )
+        return _Judged(st, sec, rejected, rid, late, default_rejected, ends)
+
+    # Sessions are independent traces: one TLC at a time per core.
+    lanes = min(len(sessions), os.cpu_count() or 1)
+    numbered = list(enumerate(sessions, start=1))
+    if lanes > 1:
+        with ThreadPoolExecutor(lanes) as pool:
+            judged = list(pool.map(lambda ns: one(*ns), numbered))
+    else:
+        judged = [one(n, sess) for n, sess in numbered]
+    states = sum(j.states for j in judged)
+    seconds = sum(j.seconds for j in judged)
+    needed = next((j.reading for j in judged if j.reading), "")
+    default_rejected = any(j.default_rejected for j in judged)
+    late = [j.late for j in judged if j.late]
+    ends = judged[-1].ends if judged else []
+    for n, j in enumerate(judged, start=1):
+        if j.rejected is not None:
+            rejected = j.rejected
             if len(sessions) > 1:
                 rejected["message"] = f"session {n}: {rejected['message']}"
             return TraceCheck(

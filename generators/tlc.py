@@ -441,6 +441,11 @@ def tlc_command(
     # optimizing compiler pays for itself, and that compiler's threads take
     # the cores from TLC's worker meanwhile: the quick compiler alone.
     jit = ["-XX:TieredStopAtLevel=1"] if short else []
+    # One worker (a short run's): the serial collector. The parallel one's
+    # threads compete with that worker for the cores; on the 10 MB trace of
+    # `bench validate` (2 cores) serial took 0.89 of parallel's wall time
+    # (median of 5 paired runs, farm-bench) and half its memory.
+    gc = ["-XX:+UseSerialGC"] if short else ["-XX:+UseParallelGC"]
     # TLC evaluates recursive operators (a long trace's Owed, EmitAll) on
     # its threads' stacks: the default 1 MB overflowed on a 98-PDU CFDP
     # trace with 16 losses (java.lang.StackOverflowError); 64 MB is virtual
@@ -459,7 +464,7 @@ def tlc_command(
         threads = []
     return [
         find_java(),
-        "-XX:+UseParallelGC",
+        *gc,
         # no /tmp/hsperfdata_<user>/<pid>: a JVM killed outright leaves it behind
         "-XX:-UsePerfData",
         *jit,

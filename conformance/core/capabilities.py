@@ -254,9 +254,12 @@ class BenchTraffic(Protocol):
         """A parsed unit's fields, as the channel's classifier names them."""
         ...
 
-    def crafted_transfer(self, size: int, unit_size: int) -> CraftedTransfer:
+    def crafted_transfer(
+        self, size: int, unit_size: int, block_len: int | None = None
+    ) -> CraftedTransfer:
         """A transfer of ``size`` bytes in units of ``unit_size`` that
-        completes with nothing lost."""
+        completes with nothing lost: in transfers (blocks, files) of
+        ``block_len`` bytes each, one session each (default: one)."""
         ...
 
     def capture_units(self, sessions: int, per: int) -> list[bytes]:

@@ -177,8 +177,6 @@ class Dissector:
     fields: FieldTypes = FieldTypes()
     # dissector field -> classifier field, where the names differ
     match_renames: dict[str, str] = field(default_factory=dict)
-    # dissector fields kept on each SegmentRecord beside the classifier's
-    record_extras: tuple[str, ...] = ()
     # the boolean preference that turns session analysis on ("" if none):
     # off when runs are decoded, on (with tshark's second pass) for validate
     analysis_pref: str = ""
@@ -294,6 +292,10 @@ class ProtocolSpec:
     # one line for a unit's fields on the report's ladder diagram, and its
     # arrow's colour by the unit's "kind" field
     label: Callable[[Mapping[str, object]], str] = lambda fields: str(fields.get("type", "?"))
+    # what a unit's record keeps beside the classifier's fields, decoded from
+    # its payload and classifier fields (LTP: a report's claims; CFDP: a
+    # NAK's segment requests): name -> value, under our dissector's names
+    extras: Callable[[bytes, Mapping[str, object]], dict[str, list[int]]] = lambda payload, fields: {}
     colors: dict[str, str] = field(default_factory=dict)
     # What the protocol provides (conformance/core/capabilities.py): a
     # function, called once when first asked, because the capabilities build

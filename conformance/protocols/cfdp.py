@@ -273,6 +273,70 @@ _CONDITION_RULES: dict[str, Rule] = {
 }
 
 
+# a directive's name in a PDU's one line (wire.json "directives" -> label)
+_LABELS = {
+    "eof": "EOF",
+    "finished": "Finished",
+    "ack": "ACK",
+    "metadata": "Metadata",
+    "nak": "NAK",
+    "prompt": "Prompt",
+    "keep_alive": "Keep Alive",
+}
+
+
+def pdu_label(f: Mapping[str, object]) -> str:
+    """One line for a PDU from its classifier fields, as our dissector's Info
+    column words it: "EOF 1->2 tx 3 NoError size 4000", "File Data 1->2 tx 3
+    [0, 1000)", "NAK 2->1 tx 3 scope [0, 4000) 2 requests"."""
+    if f.get("pdu_type") == "file_data":
+        parts = ["File Data"]
+    else:
+        name = str(f.get("directive", ""))
+        parts = [_LABELS.get(name, f"directive {f.get('directive_code', '?')}")]
+    if "source_entity" in f and "dest_entity" in f:
+        parts.append(f"{f['source_entity']}->{f['dest_entity']} tx {f.get('transaction')}")
+    if "condition" in f:
+        parts.append(condition_name(f["condition"]))
+    directive = f.get("directive")
+    if directive in ("eof", "metadata") and "file_size" in f:
+        parts.append(f"size {f['file_size']}")
+    if directive == "eof" and isinstance(f.get("checksum"), int):
+        parts.append(f"checksum 0x{f['checksum']:08x}")
+    if directive == "finished":
+        parts += [str(f[k]) for k in ("delivery_code", "file_status") if k in f]
+    if directive == "ack" and "ack_of" in f:
+        parts.insert(1, f"of {_LABELS.get(str(f['ack_of']), f['ack_of'])}")
+        if "transaction_status" in f:
+            parts.append(str(f["transaction_status"]))
+    if directive == "nak" and "end_of_scope" in f:
+        parts.append(f"scope [{f.get('start_of_scope')}, {f['end_of_scope']})")
+        n = field_int(f.get("segment_requests") or 0)
+        parts.append(f"{n} request" + ("" if n == 1 else "s"))
+    if directive == "prompt" and "response_required" in f:
+        parts.append(str(f["response_required"]))
+    if directive == "keep_alive" and "progress" in f:
+        parts.append(f"progress {f['progress']}")
+    if f.get("pdu_type") == "file_data" and "length" in f:
+        start = field_int(f["offset"])
+        parts.append(f"[{start}, {start + field_int(f['length'])})")
+    if f.get("crc_ok") is False:
+        parts.append("[bad CRC]")
+    return " ".join(parts)
+
+
+def nak_requests(payload: bytes, fields: Mapping[str, object]) -> dict[str, list[int]]:
+    """A NAK's segment requests (§5.2.6, Table 5-11), kept on its record
+    beside the classifier's fields under our dissector's names:
+    ``segment.start`` and ``segment.end``."""
+    if fields.get("directive") != "nak":
+        return {}
+    from dissectors.cfdp.layer import nak_requests as requests
+
+    pairs = requests(payload)
+    return {"segment.start": [a for a, _ in pairs], "segment.end": [b for _, b in pairs]}
+
+
 def data_span(fields: Mapping[str, object]) -> tuple[int, int] | None:
     """A File Data PDU's file data (§5.3), else None."""
     if fields.get("pdu_type") == "file_data":
@@ -396,12 +460,12 @@ SPEC = ProtocolSpec(
                 }
             ),
         ),  # fmt: skip
-        # the NAK's segment requests, beside the classifier's fields
-        record_extras=("segment.start", "segment.end"),
         # transaction analysis: off when runs are decoded, on for validate
         analysis_pref="analysis",
     ),
     unit="PDU",
+    label=pdu_label,
+    extras=nak_requests,
     rules={
         "file_bytes_delivered": {
             "": Rule(

@@ -223,6 +223,18 @@ def segment_label(f: Mapping[str, object]) -> str:
     return " ".join(parts)
 
 
+def report_claims(payload: bytes, fields: Mapping[str, object]) -> dict[str, list[int]]:
+    """An RS's reception claims (§3.2.2), kept on its record beside the
+    classifier's fields under our dissector's names: ``claim.offset`` (from
+    the lower bound) and ``claim.length``."""
+    if fields.get("type") != "RS":
+        return {}
+    from dissectors.ltp.layer import report_claims as claims
+
+    pairs = claims(payload)
+    return {"claim.offset": [o for o, _ in pairs], "claim.length": [n for _, n in pairs]}
+
+
 def data_span(fields: Mapping[str, object]) -> tuple[int, int] | None:
     """A data segment's client data (RFC 5326 §3.2.1), else None."""
     if fields.get("kind") in ("red_data", "green_data"):
@@ -283,11 +295,10 @@ SPEC = ProtocolSpec(
         ),  # fmt: skip
         # dtnltp.type is the code (names as its value_string), type_name the name
         match_renames={"type": "type_code", "type_name": "type"},
-        # the reception claims of an RS, for the report's ladder
-        record_extras=("claim.offset", "claim.length"),
         analysis_pref="analysis",
     ),
     label=segment_label,
+    extras=report_claims,
     colors={
         "red_data": "#c0392b",
         "green_data": "#1e8449",

@@ -243,7 +243,9 @@ class ToyModel:
     def classify(self, unit: Any) -> Mapping[str, object]:
         return {"len": len(unit)}
 
-    def crafted_transfer(self, size: int, unit_size: int) -> CraftedTransfer:
+    def crafted_transfer(
+        self, size: int, unit_size: int, block_len: int | None = None
+    ) -> CraftedTransfer:
         steps = -(-size // unit_size)
         units = [(i * 0.001, "forward", bytes(unit_size)) for i in range(steps)]
         return CraftedTransfer(self._scenario("toy-crafted", steps), units, steps * 0.001)

@@ -99,7 +99,7 @@ def _judged(
     readings: list[str] | None = None,
 ) -> tuple[TraceCheck, Any]:
     a, b = w.write(tmp)
-    records, _ = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
+    records = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
     if isinstance(w, LossWire):
         records = w.told(records)
     tc = tracecheck.check(

@@ -1,7 +1,7 @@
 """Trace validation (conformance/tracecheck.py, specs/trace/TraceCore.tla,
 specs/ltp/TraceLTP.tla) on crafted captures: both sides' pcaps are written
-with our Scapy layer, decoded by our Lua dissector through tshark, and
-checked by TLC, as a live run's are. Each deviation is one a real
+with our Scapy layer, decoded (conformance.segments) and checked by TLC, as
+a live run's are. Each deviation is one a real
 implementation could make; each must be rejected with the RFC rule behind
 it, and the same session without the deviation must be accepted."""
 
@@ -61,7 +61,7 @@ class Wire(pcapkit.Wire):
         scenario: dict[str, Any] | None = None,
     ) -> TraceCheck:
         a, b = self.write(tmp)
-        records, _ = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
+        records = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
         scn = Scenario.model_validate(scenario or SCENARIO)
         ends = {k: (T0 + v if v is not None else None) for k, v in (exits or {}).items()}
         return tracecheck.check(
@@ -109,7 +109,7 @@ def test_a_relative_workdir_is_checked_and_the_trace_module_is_compact(
     w = Wire()
     nominal(w)
     a, b = w.write(tmp_path)
-    records, _ = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
+    records = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
     monkeypatch.chdir(tmp_path)
     tc = tracecheck.check(
         LTP_SPEC, Scenario.model_validate(SCENARIO), records, a, b, port=PORT, ip_a=IP_A,
@@ -303,7 +303,7 @@ def test_a_copy_the_channel_made_is_checked_as_a_second_arrival(tmp_path: Path) 
         out = tmp_path / str(second_ra)
         out.mkdir()
         a, b = w.write(out)
-        records, _ = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
+        records = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
         for r in records:
             if r.direction == "return":
                 r.copies = 2  # as the channel's log would say
@@ -331,7 +331,7 @@ def test_a_truncated_capture_is_unchecked_with_the_frame(tmp_path: Path) -> None
     w = Wire()
     nominal(w)
     a, b = w.write(tmp_path)
-    records, _ = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
+    records = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
     with a.open("r+b") as fh:  # cut the last frame of A's capture short
         fh.truncate(a.stat().st_size - 10)
     tc = tracecheck.check(
@@ -363,6 +363,26 @@ def test_sessions_are_validated_one_by_one(tmp_path: Path) -> None:
     assert tc.sessions == 2
     assert tc.status == "rejected", tc.message
     assert tc.message.startswith("session 2:"), tc.message
+
+
+def test_clean_sessions_side_by_side_are_accepted_together(tmp_path: Path) -> None:
+    """Sessions are validated side by side (one TLC per core): two clean
+    sessions are both accepted, each in its own folder."""
+    w = Wire()
+    nominal(w)
+    other: dict[str, Any] = {"session_originator": 1, "session_number": 8}
+    for k, (kind, extra) in enumerate(
+        [("RD", {}), ("RD-CP-EORP", {"checkpoint_serial": 3, "report_serial": 0}), ("GD-EOB", {})]
+    ):
+        w.send(0.010 + k * 0.001, "forward", LTP(type=kind, client_service_id=1, offset=k * 1000,
+                                                  data=b"x" * 1000, **extra, **other))  # fmt: skip
+    w.send(0.014, "return", LTP(type="RS", report_serial=5, checkpoint_serial=3, upper_bound=2000,
+                                lower_bound=0, claims=[(0, 2000)], **other))  # fmt: skip
+    w.send(0.017, "forward", LTP(type="RA", report_serial=5, **other))
+    tc = w.check(tmp_path, exits={"sender": 0.5, "receiver": 0.5})
+    assert (tc.sessions, tc.status) == (2, "accepted"), tc.message
+    assert "2 session(s)" in tc.message
+    assert {p.name for p in (tmp_path / "trace").iterdir()} >= {"session-1", "session-2"}
 
 
 def test_identical_copies_in_flight_are_checked(tmp_path: Path) -> None:
@@ -494,7 +514,7 @@ def test_a_long_block_whose_reports_need_no_split_is_checked(tmp_path: Path) -> 
                                 lower_bound=0, claims=[(0, 5000)]))  # fmt: skip
     w.send(0.010, "forward", seg("RA", report_serial=90))
     a, b = w.write(tmp_path)
-    records, _ = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
+    records = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
     spec = dict(SCENARIO, params={"block_len": 5000, "red_len": 5000, "segment_size": 1000,
                                   "retransmission_limit": 1, "max_claims_per_rs": 2})  # fmt: skip
     spec["expect"] = {"outcomes": [{"sender_outcome": "completed", "receiver_outcome": "completed",

@@ -1,7 +1,7 @@
 """CFDP trace validation (specs/cfdp/TraceCFDP.tla, generators/cfdp/trace.py)
 on crafted captures: both sides' pcaps are written with our Scapy CFDP
-layer, decoded by our Lua dissector through tshark and checked by TLC, as a
-live run's are. Each deviation is one a live implementation made (the
+layer, decoded (conformance.segments) and checked by TLC, as a live run's
+are. Each deviation is one a live implementation made (the
 findings under reports/findings/cfdp/ name them); each must be rejected
 with the 727.0-B-5 rule behind it, and the same transaction without the
 deviation must be accepted."""
@@ -72,7 +72,7 @@ class Wire(pcapkit.Wire):
         **kw: Any,
     ) -> Any:
         a, b = self.write(tmp)
-        records, _ = records_from_captures(CFDP, a, b, port=PORT, ip_a=IP_A)
+        records = records_from_captures(CFDP, a, b, port=PORT, ip_a=IP_A)
         for i, dropped in (lost or {}).items():
             # what the channel's log says where the captures alone cannot
             # tell which copy of a PDU sent twice was lost

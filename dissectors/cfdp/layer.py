@@ -1481,6 +1481,19 @@ def _check_fault_location(pdu: CFDP) -> None:
         )
 
 
+def nak_requests(data: bytes) -> list[tuple[int, int]]:
+    """A NAK's segment requests (§5.2.6, Table 5-11) as ``(start, end)``
+    offset pairs in wire order, read as far as they dissect (a NAK whose CRC
+    fails keeps them); [] for any other PDU."""
+    try:
+        pdu = CFDP(bytes(data))
+    except Exception:  # noqa: BLE001 - Scapy raises what its fields raise
+        return []
+    if not isinstance(pdu, CFDPNak):
+        return []
+    return [(int(a), int(b)) for a, b in pdu.getfieldval("segment_requests") or []]
+
+
 def parse(data: bytes) -> CFDP:
     """Decode one datagram as exactly one well-formed PDU (see the module
     docstring for what that means); raise :class:`CfdpDecodeError` otherwise.

@@ -33,39 +33,46 @@ def mixed_units() -> list[LTP]:
     ]  # fmt: skip
 
 
-def crafted_transfer(size: int, unit_size: int) -> CraftedTransfer:
-    """An all-red block of ``size`` bytes at 100 Mb/s, the last segment its
-    checkpoint (RFC 5326 §6.2), one report claiming it all (§6.11) and its
-    acknowledgment (§6.13), 10 ms each way."""
-    n = -(-size // unit_size)
+def crafted_transfer(size: int, unit_size: int, block_len: int | None = None) -> CraftedTransfer:
+    """``size`` bytes at 100 Mb/s in all-red blocks of ``block_len`` bytes
+    (default: one block), one session each, one after the other: each
+    block's last segment its checkpoint (RFC 5326 §6.2), one report
+    claiming it all (§6.11) and its acknowledgment (§6.13), 10 ms each way.
+    ``size`` must be a whole number of blocks."""
+    block = block_len or size
+    if size % block:
+        raise ValueError(f"{size} bytes is not a whole number of {block}-byte blocks")
+    n = -(-block // unit_size)
     scn = Scenario(
         name="bench-validate",
         protocol="ltp",
-        params=LtpBlock(block_len=size, red_len=size, segment_size=unit_size,
+        params=LtpBlock(block_len=block, red_len=block, segment_size=unit_size,
                         retransmission_limit=1),
         timers=Timers(retransmission_ms=1000.0),
         expect=Expectation(outcomes=[ExpectedOutcome(
             sender_outcome="completed", receiver_outcome="completed",
-            delivered=LtpDelivery(red_bytes_delivered=size, green_bytes_delivered=0))]),
+            delivered=LtpDelivery(red_bytes_delivered=block, green_bytes_delivered=0))]),
     )  # fmt: skip
     datagrams: list[Datagram] = []
     t, gap = 0.0, unit_size * 8 / 100e6  # 100 Mb/s
-    for i in range(n):
-        off = i * unit_size
-        last = i == n - 1
-        body = bytes(min(unit_size, size - off))
-        kind = "RD-CP-EORP-EOB" if last else "RD"
-        # (scapy's Packet takes its fields as **Any)
-        extra: dict[str, Any] = {"checkpoint_serial": 5, "report_serial": 0} if last else {}
-        s = LTP(type=kind, session_originator=1, session_number=9, client_service_id=1,
-                offset=off, data=body, **extra)  # fmt: skip
-        datagrams.append((t, "forward", bytes(s)))
-        t += gap
-    rs = LTP(type="RS", session_originator=1, session_number=9, report_serial=8,
-             checkpoint_serial=5, upper_bound=size, lower_bound=0, claims=[(0, size)])  # fmt: skip
-    datagrams.append((t + 0.011, "return", bytes(rs)))
-    ra = LTP(type="RA", session_originator=1, session_number=9, report_serial=8)
-    datagrams.append((t + 0.022, "forward", bytes(ra)))
+    for session in range(9, 9 + size // block):
+        for i in range(n):
+            off = i * unit_size
+            last = i == n - 1
+            body = bytes(min(unit_size, block - off))
+            kind = "RD-CP-EORP-EOB" if last else "RD"
+            # (scapy's Packet takes its fields as **Any)
+            extra: dict[str, Any] = {"checkpoint_serial": 5, "report_serial": 0} if last else {}
+            s = LTP(type=kind, session_originator=1, session_number=session,
+                    client_service_id=1, offset=off, data=body, **extra)  # fmt: skip
+            datagrams.append((t, "forward", bytes(s)))
+            t += gap
+        rs = LTP(type="RS", session_originator=1, session_number=session, report_serial=8,
+                 checkpoint_serial=5, upper_bound=block, lower_bound=0, claims=[(0, block)])  # fmt: skip
+        datagrams.append((t + 0.011, "return", bytes(rs)))
+        ra = LTP(type="RA", session_originator=1, session_number=session, report_serial=8)
+        datagrams.append((t + 0.022, "forward", bytes(ra)))
+        t += 0.022
     return CraftedTransfer(scn, datagrams, end=t + 0.05)
 
 

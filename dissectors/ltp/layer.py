@@ -783,6 +783,19 @@ def parse(payload: bytes) -> LTP:
     return segment
 
 
+def report_claims(payload: bytes) -> list[tuple[int, int]]:
+    """A report segment's reception claims (§3.2.2) as ``(offset from the
+    lower bound, length)`` pairs in wire order; [] for any other segment, or
+    octets that do not dissect as one."""
+    try:
+        segment = LTP(bytes(payload))
+    except Exception:  # noqa: BLE001 - Scapy raises what its fields raise
+        return []
+    if not isinstance(segment, LTPReportSegment):
+        return []
+    return [(_int(c.offset), _int(c.length)) for c in segment.claims or []]
+
+
 def classify(segment: LTP) -> dict[str, int | str | bool]:
     """The flat field dictionary impairments match on (the ``fields`` of
     specs/ltp/wire.json), keys in the channel emulator's order: the type's

@@ -584,3 +584,65 @@ def test_a_well_formed_filestore_response_is_ok_for_all_three() -> None:
     outcome = run_all("cfdp", [fixed])
     assert outcome.problems == []
     assert outcome.verdicts[0][0].status == "ok"
+
+
+# What a run's records keep beside the match fields: an LTP report's claims,
+# a CFDP NAK's segment requests (ProtocolSpec.extras, our dissector's names).
+EXTRAS = {"ltp": ("claim.offset", "claim.length"), "cfdp": ("segment.start", "segment.end")}
+
+
+@pytest.mark.parametrize("protocol", ["ltp", "cfdp"])
+def test_run_records_read_what_the_lua_dissector_shows(protocol: str, tmp_path: Path) -> None:
+    """A run's segments are decoded without tshark (the classifier, and the
+    Scapy layer for the extras): for every well-formed datagram of the
+    corpus, sent forward and back, the record's fields are the Lua
+    dissector's match fields and extras, value for value, and its expert
+    checks still come from the dissector's own pass."""
+    from conformance import pcapkit
+    from conformance.segments import dissector_findings, records_from_captures
+    from dissectors.tshark import decode
+
+    spec = protocol_spec(protocol)
+    port = PORTS[protocol]
+    corpus = captured(protocol) + (built_ltp() if protocol == "ltp" else built_cfdp())
+    wire = pcapkit.Wire(port=port)
+    for k, payload in enumerate(corpus):
+        wire.send(k * 0.001, "forward" if k % 2 == 0 else "return", payload)
+    # one that is not a unit at all (our dissector flags it)
+    wire.send(len(corpus) * 0.001, "forward", b"\xff\x00")
+    a, b = wire.write(tmp_path)
+    records = records_from_captures(spec, a, b, port=port, ip_a=pcapkit.IP_A)
+    assert len(records) == len(corpus) + 1
+    shown: dict[tuple[str, int], DecodedFrame] = {}
+    for side, pcap in (("forward", a), ("return", b)):
+        for frame in decode(pcap, protocol=protocol, port=port):
+            shown[(side, frame.number)] = frame
+    findings = dissector_findings(spec, a, b, port=port, ip_a=pcapkit.IP_A)
+    errors = {
+        ("forward" if f.side == "a" else "return", f.frame)
+        for f in findings
+        if f.severity == "error"
+    }
+    extras_seen = unread = 0
+    for rec in records:
+        if not rec.fields:
+            # not one well-formed unit (the finding captures hold some made
+            # for Wireshark's bugs): the record reads nothing of it, and our
+            # dissector's pass flags it as an error, which fails the run
+            assert rec.summary == f"not one {spec.unit}"
+            assert (rec.direction, rec.frame) in errors, rec.frame
+            unread += 1
+            continue
+        lua = shown[(rec.direction, rec.frame)]
+        want: dict[str, Any] = dict(lua.match_fields())
+        want |= {k: lua.fields[k] for k in EXTRAS[protocol] if k in lua.fields}
+        if protocol == "ltp" and want.get("type") == "RS" and "claim.offset" not in want:
+            want |= {"claim.offset": [], "claim.length": []}  # an RS of no claims
+        if protocol == "cfdp" and want.get("directive") == "nak" and "segment.start" not in want:
+            want |= {"segment.start": [], "segment.end": []}
+        assert rec.fields == want, (rec.frame, rec.fields, want)
+        assert rec.summary == spec.label(rec.fields)
+        extras_seen += any(k in rec.fields for k in EXTRAS[protocol])
+    assert extras_seen >= 2  # the corpus has reports / NAKs with extras
+    assert 1 <= unread <= len(corpus) // 10 + 1
+    assert records[-1].fields == {}  # the two octets

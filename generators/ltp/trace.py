@@ -186,10 +186,8 @@ def trace_model(
         return table[s]
 
     # Serial numbers in the order the sending side first shows them.
-    sends = sorted(
-        (e for e in events if e.kind == "send" and e.record in set(index)),
-        key=lambda e: e.t,
-    )
+    mine = set(index)
+    sends = sorted((e for e in events if e.kind == "send" and e.record in mine), key=lambda e: e.t)
     pos = {r: k for k, r in enumerate(index)}
     for e in sends:
         f = records[pos[e.record]].fields

@@ -94,9 +94,7 @@ NakOwes(e, t0) ==
         sending(x) == snd'[x].phase # "closed"
         kept == [k \in {x \in DOMAIN owes : sending(x[2].t)} |-> owes[k]]
         timed == IF ev.action = "SenderTxEof"
-                 THEN [k \in DOMAIN kept |->
-                          IF kept[k].due = Never /\ kept[k].t = tx
-                          THEN [kept[k] EXCEPT !.due = t0 + w] ELSE kept[k]]
+                 THEN Deferred(kept, LAMBDA k : kept[k].t = tx, t0 + w)
                  ELSE kept
         nak == CHOOSE x \in ev.rx : TRUE
         asked == IF ev.action = "SenderRxNak"
@@ -104,8 +102,7 @@ NakOwes(e, t0) ==
                       \cup (IF nak.md THEN {<<"forward", MdPdu(tx)>>} ELSE {})
                  ELSE {}
         due == IF snd[tx].phase = "data" THEN Never ELSE t0 + w
-    IN [k \in DOMAIN timed \cup asked |->
-           IF k \in DOMAIN timed THEN timed[k] ELSE [due |-> due, at |-> t0, t |-> tx]]
+    IN Owe(timed, asked, [due |-> due, at |-> t0, t |-> tx])
 
 NakMet(o, L) ==
     IF L.kind = "send" /\ L.dir = "forward" /\ L.seg.k = "EOF" /\ L.seg.cc # "NoError"

@@ -82,9 +82,7 @@ RsOwes(e, t0) ==
         w == WindowOf("sender")
         kept == IF sState' = "open" THEN owes ELSE NoOwes
         timed == IF sNext < NSeg /\ sNext' = NSeg
-                 THEN [k \in DOMAIN kept |->
-                          IF kept[k].due = Never THEN [kept[k] EXCEPT !.due = t0 + w]
-                          ELSE kept[k]]
+                 THEN Deferred(kept, LAMBDA k : TRUE, t0 + w)
                  ELSE kept
         asked == IF ev.action = "SenderRxReport" /\ sRetx = {} /\ sRetx' # {}
                  THEN LET top == Max(sRetx') IN
@@ -92,8 +90,7 @@ RsOwes(e, t0) ==
                       \cup {<<"forward", CheckpointSeg(top, sCpSerial + 1, sRetxRs')>>}
                  ELSE {}
         due == IF sNext' < NSeg THEN Never ELSE t0 + w
-    IN [k \in DOMAIN timed \cup asked |->
-           IF k \in DOMAIN timed THEN timed[k] ELSE [due |-> due, at |-> t0]]
+    IN Owe(timed, asked, [due |-> due, at |-> t0])
 
 RsMet(o, L) ==
     IF L.kind = "send" /\ L.dir = "forward" /\ L.seg.type = "CS" THEN NoOwes ELSE Met(o, L)

@@ -171,6 +171,14 @@ Gone(o, L) == [k \in {x \in DOMAIN o : x[1] # TxDir(L.actor)} |-> o[k]]
 NoOwes == [k \in {} |-> [due |-> 0, at |-> 0]]
 OwesKept(e, t0) == owes
 
+\* Building blocks of a protocol's OwesAfter.  Deferred: o with each
+\* obligation not timed yet (Never) for which Fires(k) holds now due at
+\* due (a sender's first pass over, its deferred answers are due).
+\* Owe: o and the new obligations asked, each one new (one kept as it was).
+Deferred(o, Fires(_), due) ==
+    [k \in DOMAIN o |-> IF o[k].due = Never /\ Fires(k) THEN [o[k] EXCEPT !.due = due] ELSE o[k]]
+Owe(o, asked, new) == [k \in DOMAIN o \cup asked |-> IF k \in DOMAIN o THEN o[k] ELSE new]
+
 \* o without the obligation the line L meets (a send of the unit owed).  An
 \* actor that is sending what one request asked for keeps the rest alive:
 \* each of that request's other units is then due no earlier than a window
