@@ -371,9 +371,8 @@ def test_clean_sessions_side_by_side_are_accepted_together(tmp_path: Path) -> No
     w = Wire()
     nominal(w)
     other: dict[str, Any] = {"session_originator": 1, "session_number": 8}
-    for k, (kind, extra) in enumerate(
-        [("RD", {}), ("RD-CP-EORP", {"checkpoint_serial": 3, "report_serial": 0}), ("GD-EOB", {})]
-    ):
+    cp: dict[str, Any] = {"checkpoint_serial": 3, "report_serial": 0}
+    for k, (kind, extra) in enumerate([("RD", {}), ("RD-CP-EORP", cp), ("GD-EOB", {})]):
         w.send(0.010 + k * 0.001, "forward", LTP(type=kind, client_service_id=1, offset=k * 1000,
                                                   data=b"x" * 1000, **extra, **other))  # fmt: skip
     w.send(0.014, "return", LTP(type="RS", report_serial=5, checkpoint_serial=3, upper_bound=2000,
