@@ -270,9 +270,10 @@ def test_channel_crash_is_an_error_verdict_and_leaves_no_namespaces(
     # Starts the real emulator and kills it mid-run: once its decision log
     # (--log) shows it has carried a segment. A fixed pause does not do
     # under load: a kill before the emulator is up is a channel that never
-    # started, another error.
+    # started, another error. Only `run` crashes: the decoding's `classify`
+    # is the real one.
     wrapper.write_text(
-        f'#!/bin/sh\n"{real}" "$@" &\npid=$!\n'
+        f'#!/bin/sh\n[ "$1" = run ] || exec "{real}" "$@"\n"{real}" "$@" &\npid=$!\n'
         'log=""; prev=""\n'
         'for a in "$@"; do [ "$prev" = "--log" ] && log="$a"; prev="$a"; done\n'
         'i=0; while [ ! -s "$log" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\n'
