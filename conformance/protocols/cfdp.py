@@ -273,27 +273,17 @@ _CONDITION_RULES: dict[str, Rule] = {
 }
 
 
-# a directive's name in a PDU's one line (wire.json "directives" -> label)
-_LABELS = {
-    "eof": "EOF",
-    "finished": "Finished",
-    "ack": "ACK",
-    "metadata": "Metadata",
-    "nak": "NAK",
-    "prompt": "Prompt",
-    "keep_alive": "Keep Alive",
-}
-
-
 def pdu_label(f: Mapping[str, object]) -> str:
     """One line for a PDU from its classifier fields, as our dissector's Info
     column words it: "EOF 1->2 tx 3 NoError size 4000", "File Data 1->2 tx 3
     [0, 1000)", "NAK 2->1 tx 3 scope [0, 4000) 2 requests"."""
+    from dissectors.cfdp.layer import DIRECTIVE_LABELS as labels
+
     if f.get("pdu_type") == "file_data":
         parts = ["File Data"]
     else:
         name = str(f.get("directive", ""))
-        parts = [_LABELS.get(name, f"directive {f.get('directive_code', '?')}")]
+        parts = [labels.get(name, f"directive {f.get('directive_code', '?')}")]
     if "source_entity" in f and "dest_entity" in f:
         parts.append(f"{f['source_entity']}->{f['dest_entity']} tx {f.get('transaction')}")
     if "condition" in f:
@@ -306,7 +296,7 @@ def pdu_label(f: Mapping[str, object]) -> str:
     if directive == "finished":
         parts += [str(f[k]) for k in ("delivery_code", "file_status") if k in f]
     if directive == "ack" and "ack_of" in f:
-        parts.insert(1, f"of {_LABELS.get(str(f['ack_of']), f['ack_of'])}")
+        parts.insert(1, f"of {labels.get(str(f['ack_of']), f['ack_of'])}")
         if "transaction_status" in f:
             parts.append(str(f["transaction_status"]))
     if directive == "nak" and "end_of_scope" in f:

@@ -1481,6 +1481,13 @@ def _check_fault_location(pdu: CFDP) -> None:
         )
 
 
+# a directive's (wire.json name's) label, as each directive's class gives it
+DIRECTIVE_LABELS: dict[str, str] = {
+    c.directive: c.label
+    for c in (CFDPEOF, CFDPFinished, CFDPAck, CFDPMetadata, CFDPNak, CFDPPrompt, CFDPKeepAlive)
+}
+
+
 def nak_requests(data: bytes) -> list[tuple[int, int]]:
     """A NAK's segment requests (§5.2.6, Table 5-11) as ``(start, end)``
     offset pairs in wire order, read as far as they dissect (a NAK whose CRC
