@@ -281,9 +281,10 @@ def test_finding_still_shows(name: str, tmp_path: Path) -> None:
     pytest.fail(f"the finding was not reached in {ATTEMPTS} runs: {missed}")
 
 
-# CFDP: the findings the readings audit of 2026-11-29 turned from passes
-# under a reading into deviations (reports/findings/cfdp/). The tester
-# receives, so only the implementation's sender is judged.
+# CFDP: the findings the readings audit and the timed obligations of
+# 2026-11-29 turned from passes under a reading, or unchecked traces, into
+# deviations (reports/findings/cfdp/). The tester plays one end, so only
+# the implementation's other end is judged.
 CFDP_SCENARIOS = SCENARIOS.parents[1] / "cfdp" / "scenarios"
 
 
@@ -302,6 +303,19 @@ def deviation_of(reading: str) -> Callable[[RunOutcome], None]:
     return check
 
 
+def _nak_leaves_out_an_earlier_gap(out: RunOutcome) -> None:
+    """The trace is rejected at the implementation's second immediate NAK:
+    scoped [0, 5120), it asks for [3072, 4096) and leaves out [1024, 2048),
+    still missing (727.0-B-5 4.6.4.3.3)."""
+    assert out.verdict.status == "fail", out.verdict.reasons
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+    assert "scope [0, 5120)" in tc.message and tc.side == "b", tc.message
+    assert "send this NAK t1 {3}" in tc.message, tc.message
+    assert "had it send the NAK t1 {1,3} instead" in tc.message, tc.message
+    assert "4.6.4.3.3" in tc.rule, tc.rule
+
+
 def _lapsed_nak(out: RunOutcome) -> None:
     """The trace is rejected where the NAK's obligation lapsed: the tester
     NAKed the range [1024, 3072) and cfdp-rs resent only the segment at
@@ -314,26 +328,44 @@ def _lapsed_nak(out: RunOutcome) -> None:
     assert "4.6.4.2.1" in tc.rule, tc.rule
 
 
-CFDP_CHECKS: dict[str, tuple[str, str, Callable[[RunOutcome], None]]] = {
+# scenario, implementation, the tester's role (the implementation plays the
+# other), check
+CFDP_CHECKS: dict[str, tuple[str, str, str, Callable[[RunOutcome], None]]] = {
     "cfdp-rs-finished-before-eof-ack-ignored": (
         "cfdp-c2-a1n1k1-l3-ackeof.1.json",
         "cfdp-rs",
+        "receiver",
         deviation_of("4"),
     ),
     "cfdp-rs-finished-after-completion-not-acknowledged": (
         "cfdp-c2-a1n1k1-l3-ackfin.1.json",
         "cfdp-rs",
+        "receiver",
         deviation_of("1"),
     ),
     "cfdp-py-finished-after-completion-not-acknowledged": (
         "cfdp-c2-a1n1k1-l3-ackfin.1.json",
         "cfdp-py",
+        "receiver",
         deviation_of("1"),
     ),
     "cfdp-rs-nak-range-first-segment-only": (
         "cfdp-c2-nak-range-fd1-fd2.json",
         "cfdp-rs",
+        "receiver",
         _lapsed_nak,
+    ),
+    "cfdp-py-immediate-nak-leaves-out-earlier-gap": (
+        "cfdp-c2-immediate-nak-fd1-fd3.json",
+        "cfdp-py",
+        "sender",
+        _nak_leaves_out_an_earlier_gap,
+    ),
+    "cfdp-rs-immediate-nak-leaves-out-earlier-gap": (
+        "cfdp-c2-immediate-nak-fd1-fd3.json",
+        "cfdp-rs",
+        "sender",
+        _nak_leaves_out_an_earlier_gap,
     ),
 }
 
@@ -347,8 +379,8 @@ CFDP_DEEP = {"cfdp-rs-nak-range-first-segment-only"}
 def test_cfdp_finding_still_shows(name: str, tmp_path: Path) -> None:
     if name in CFDP_DEEP and not os.environ.get("DTNC_DEEP"):
         pytest.skip("its trace's rejection is tried under every reading (2 min): set DTNC_DEEP=1")
-    path, sut, check = CFDP_CHECKS[name]
+    path, sut, tester, check = CFDP_CHECKS[name]
     out = run_scenario(
-        load_scenario(CFDP_SCENARIOS / path), get(sut), tmp_path / "run", tester="receiver"
+        load_scenario(CFDP_SCENARIOS / path), get(sut), tmp_path / "run", tester=tester
     )
     check(out)

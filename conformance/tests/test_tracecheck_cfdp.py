@@ -213,32 +213,42 @@ def test_over_its_budget_a_trace_is_unchecked_not_rejected(
     assert "budget of 0 s" in tc.message and "after 1 pass(es)" in tc.message
 
 
-@pytest.mark.parametrize("second", [[(1024, 1536)], [(0, 512), (1024, 1536)]])
-def test_an_immediate_nak_of_the_new_gap_only_is_not_judged(
-    tmp_path: Path, second: list[tuple[int, int]]
+@pytest.mark.parametrize(
+    ("scope", "second", "status"),
+    [
+        (0, [(1024, 1536)], "rejected"),
+        (512, [(1024, 1536)], "unchecked"),
+        (0, [(0, 512), (1024, 1536)], "accepted"),
+    ],
+)
+def test_an_immediate_nak_names_every_gap_of_its_scope(
+    tmp_path: Path, scope: int, second: list[tuple[int, int]], status: str
 ) -> None:
     """Four 512-octet segments, 0 and 2 lost. The receiver NAKs segment 0
-    as segment 1 arrives, then, as segment 3 arrives, segment 2 only (as
-    cfdp-py does) or 0 and 2 (as the model does). Whether an immediate NAK
-    may leave out a gap an earlier NAK asked for cannot be read here: the
-    first trace is unchecked, saying so; the second is judged."""
+    as segment 1 arrives, then, as segment 3 arrives, a NAK whose scope
+    ends at the file's end: of segment 2 only, scope from 0 (as cfdp-py and cfdp-rs
+    do), which leaves out segment 0, still missing inside its scope
+    (4.6.4.3.3: rejected); of segment 2 only, scope from 512, past segment
+    0 (allowed, and not expressible in the model: unchecked); of both
+    (the model's NAK: accepted)."""
     w = Wire()
     part = lambda off: CFDPFileData(offset=off, data=FILE[off : off + 512], **HEAD)  # noqa: E731
     w.pdu(0.000, "forward", md())
     w.pdu(0.001, "forward", part(0), lost=True)
     w.pdu(0.002, "forward", part(512))
-    w.pdu(0.0045, "return", CFDPNak(start_of_scope=0, end_of_scope=512,
+    w.pdu(0.0045, "return", CFDPNak(start_of_scope=0, end_of_scope=1024,
                                     segment_requests=[(0, 512)], **HEAD))  # fmt: skip
     w.pdu(0.005, "forward", part(1024), lost=True)
     w.pdu(0.006, "forward", part(1536))
-    w.pdu(0.0085, "return", CFDPNak(start_of_scope=0, end_of_scope=1536,
+    w.pdu(0.0085, "return", CFDPNak(start_of_scope=scope, end_of_scope=len(FILE),
                                     segment_requests=second, **HEAD))  # fmt: skip
     tc = w.check(tmp_path, scenario(segment_size=512), readings=[""])
-    if len(second) == 1:
-        assert tc.status == "unchecked", tc.message
-        assert "leaves out [0]" in tc.message and "not yet a reading" in tc.message
-    else:
-        assert tc.status != "unchecked", tc.message
+    assert tc.status == status, tc.message
+    if status == "rejected":
+        assert "NAK t1 {2}" in tc.message and tc.side == "b", tc.message
+        assert "4.6.4.3.3" in tc.rule, tc.rule
+    elif status == "unchecked":
+        assert "scope [512, 1796), past [0]" in tc.message, tc.message
 
 
 def test_nak_for_segment_received_rejected(tmp_path: Path) -> None:

@@ -135,6 +135,10 @@ class _Grid:
                     )
         return frozenset(out)
 
+    def overlaps(self, i: int, lo: int, hi: int) -> bool:
+        """Whether segment ``i`` has an octet in [lo, hi)."""
+        return max(lo, i * self.size) < min(hi, (i + 1) * self.size, self.file_len)
+
 
 def _condition(f: Mapping[str, object], where: str) -> str:
     name = str(f.get("condition", ""))
@@ -204,15 +208,21 @@ def _no_discarded_data(units: Mapping[int, Record], events: Sequence[WireEvent])
                 )
 
 
-def _no_immediate_nak_of_new_gaps_only(
-    units: Mapping[int, Record], events: Sequence[WireEvent]
+def _no_immediate_nak_scoped_past_a_gap(
+    units: Mapping[int, Record],
+    events: Sequence[WireEvent],
+    scopes: Mapping[int, tuple[int, int]],
+    grid: _Grid,
 ) -> None:
-    """The model's immediate NAK (4.6.4.3.1, as CFDP.tla reads it) asks for
-    every gap below the File Data that opened a new one; cfdp-py's asks
-    only for the new gap, leaving out those an earlier NAK asked for. Which
-    727.0-B-5 requires cannot be read here, so such a trace is not judged
-    until the question is a reading of the model. (A NAK that leaves out a
-    gap never asked for is judged: no reading explains it.)"""
+    """Each NAK's segment requests name every extent of its scope not yet
+    received (4.6.4.3.3; specs/cfdp/README.md quotes the text). The model's
+    immediate NAK has no scope of its own: it asks for every gap below the
+    File Data that opened a new one, i.e. its scope starts at 0. A NAK that
+    leaves out a gap still missing inside its scope is judged by the model,
+    which rejects it (cfdp-py and cfdp-rs ask for the new gap only, scope
+    0). One whose scope starts past the gaps it leaves out, which an earlier
+    NAK asked for, is what the text allows (spacepackets-py documents such
+    scopes) and the model cannot express: that trace is not judged."""
     got: set[int] = set()
     asked: set[int] = set()
     for e in events:
@@ -223,12 +233,14 @@ def _no_immediate_nak_of_new_gaps_only(
             segs = set(u["segs"])
             top = max(segs, default=-1)
             left_out = {o for o in range(top) if o not in got and o not in segs}
-            if left_out and left_out <= asked:
+            lo, hi = scopes.get(e.record, (0, grid.file_len))
+            inside = {o for o in left_out if grid.overlaps(o, lo, hi)}
+            if left_out and left_out <= asked and not inside:
                 raise Unrepresentable(
-                    f"the receiver's NAK asks for segment(s) {sorted(segs)} and leaves out "
-                    f"{sorted(left_out)}, still missing, which an earlier NAK asked for; the "
-                    "model's immediate NAK asks for every gap below (whether 727.0-B-5 lets a NAK "
-                    "leave out gaps already asked for is not yet a reading of the model)"
+                    f"the receiver's NAK asks for segment(s) {sorted(segs)} with scope "
+                    f"[{lo}, {hi}), past {sorted(left_out)}, still missing, which an earlier "
+                    "NAK asked for; 4.6.4.3.3 allows such a scope, and the model's NAKs have "
+                    "no scope (its immediate NAK asks for every gap below)"
                 )
             asked |= segs
 
@@ -324,9 +336,13 @@ def trace_model(
     grid = _Grid(t)
     units: dict[int, Record] = {}
     arrived: dict[int, Record | None] = {}
+    scopes: dict[int, tuple[int, int]] = {}
     for k, rec in zip(index, records, strict=True):
         where = f"{rec.summary or 'PDU'} (frame {rec.frame})"
         units[k] = unit = model_pdu(rec.fields, grid, where)
+        if unit["k"] == "NAK":
+            f = rec.fields
+            scopes[k] = (field_int(f["start_of_scope"]), field_int(f["end_of_scope"]))
         if rec.corrupted:
             if t.pdu_crc:
                 arrived[k] = None  # its CRC fails: the receiver discards it, a loss (§5.1)
@@ -339,7 +355,7 @@ def trace_model(
                 )
     _no_discarded_data(units, events)
     if t.nak_mode == "immediate":
-        _no_immediate_nak_of_new_gaps_only(units, events)
+        _no_immediate_nak_scoped_past_a_gap(units, events, scopes, grid)
     _no_unprompted_keep_alive(units, events)
     _no_finished_after_cancel_eof(units, events)
     corrupt = sum(1 for v in arrived.values() if v is not None)

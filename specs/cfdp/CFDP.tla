@@ -561,6 +561,9 @@ ReceiverRxMetadata(t) ==
 \* File Data is stored (duplicates change nothing).  4.6.4.3.1: in Class 2
 \* with immediate NAKs, a segment past a gap that this one opens (or File
 \* Data ahead of the Metadata) is answered at once by a NAK of the gaps.
+\* 4.6.4.3.3: a NAK's segment requests name every extent of its scope not
+\* yet received; this NAK's scope starts at 0, so it asks for every gap
+\* below, those an earlier NAK asked for included (README: the text).
 ReceiverRxFileData(t) ==
     \E p \in Arrivals(fwd, "receiver") :
         /\ p.k = "FD" /\ p.t = t
