@@ -280,6 +280,16 @@ def judge(
                     "written by hand; `dtnconform expect SCENARIO --write` recomputes it",
                 )
             )
+    elif not errors and trace is not None and trace.status == "rejected" and scn.expect.unjudged:
+        # the run fails on the rejection; past that line no model state
+        # says what each endpoint must report, and no set was enumerated
+        notes.append(
+            Reason(
+                code="outcome-after-rejection",
+                message=f"observed {seen.describe()}; not judged: trace validation rejected the "
+                f"trace at line {trace.line}, so the model reaches no end to judge it against",
+            )
+        )
     elif not errors and scn.expect.unjudged:
         unjudged.append(
             Reason(

@@ -854,6 +854,18 @@ class _Session:
     window_us: int
     late_us: int = 0  # the late pass's longer reaction window (check's LATE_SHARE)
 
+    def unmoved(self, kinds: frozenset[str] | None, line: int) -> bool:
+        """Whether no unit of ``kinds`` arrives up to ``line`` (1-based):
+        a reading whose alternative acts only on such arrivals then
+        explores what the default does up to there (Reading.acts_on)."""
+        kind = self.tm.unit_kind
+        if kinds is None or kind is None:
+            return False
+        return not any(
+            e.kind == "arrive" and u is not None and kind(u) in kinds
+            for e, u in zip(self.events[:line], self.units[:line], strict=True)
+        )
+
     @functools.cached_property
     def _body(self) -> str:
         # written once: a long trace's text is the same in every pass
@@ -882,15 +894,18 @@ def _tries(
     readings: Sequence[tuple[str, Mapping[str, int | bool | str]]],
     matters: Sequence[str] | None,
 ) -> list[tuple[str, dict[str, int | bool | str]]]:
-    """Each reading (its id and model constants) in order, then every
-    combination of two or more of the alternatives that can matter for the
-    trace (``matters``), fewest first: the questions are independent, and an
+    """Each reading (its id and model constants) in order, those that
+    cannot matter for the trace (``matters``) left out when the default is
+    among them, then every combination of two or more of the alternatives
+    that can matter, fewest first: the questions are independent, and an
     implementation may answer several of them the alternative way (a
     protocol has a handful). Combinations follow the default ('')."""
-    out = [(rid, dict(consts)) for rid, consts in readings]
     by_id = dict(readings)
     if "" not in by_id:
-        return out
+        return [(rid, dict(consts)) for rid, consts in readings]
+    # an alternative that cannot matter for the trace explores what the
+    # default does (Reading.matters_when): its pass would add nothing
+    out = [(r, dict(c)) for r, c in readings if not r or matters is None or r in matters]
     alts = [r for r, _c in readings if r and (matters is None or r in matters)]
     for n in range(2, len(alts) + 1):
         for combo in itertools.combinations(alts, n):
@@ -914,6 +929,7 @@ def _validate(
     tester: str | None = None,
     clock: _Clock | None = None,
     observed: ExpectedOutcome | None = None,
+    acts_on: Callable[[str], frozenset[str] | None] = lambda rid: None,
 ) -> tuple[
     int,
     float,
@@ -942,6 +958,10 @@ def _validate(
     full one. If every try rejects, the diagnosis pass runs under the one
     that took the trace furthest (the first of those tied): what an
     alternative reading explains is not held against the implementation.
+    Once the default (the first try, '') has rejected the trace at line
+    L, a try whose alternatives act only on arrivals (``acts_on``: the
+    unit kinds, Reading.acts_on) of which none comes up to L is not run:
+    its behaviours up to L are the default's, so it stops at L too.
     ``clock``: the budget, checked before each pass (_OverBudget)."""
     clock = clock or _Clock(float("inf"))
     states, seconds = 0, 0.0
@@ -951,6 +971,11 @@ def _validate(
     first: tuple[str, list[ExpectedOutcome]] | None = None
     for n, (rid, consts) in enumerate(tries):
         tm = replace(sess.tm, constants={**sess.tm.constants, **consts})
+        if n > 0 and reached and reached[0][1] == "" and sess.unmoved(acts_on(rid), reached[0][0]):
+            reached.append((reached[0][0], rid, tm))
+            if hurried and hurried[0][0] == "":
+                hurried.append((rid, consts))
+            continue
         for eager in (True, False) if n == 0 else (False,):
             inv = ["Furthest"] if eager else ["Furthest", "Hurried"]
             try:
@@ -1048,18 +1073,23 @@ def _late(
     late_us: int,
     clock: _Clock,
     observed: ExpectedOutcome | None = None,
+    acts_on: Callable[[str], frozenset[str] | None] = lambda rid: None,
 ) -> tuple[int, float, str | None, list[ExpectedOutcome]]:
     """The full pass again under ``tries``, with each actor's reaction
     window lengthened to ``late_us`` (a suspension's hold is kept if
     longer): (states, seconds, the first try that accepts, else None, and
     its ends; with ``observed``, the first whose ends reach it, as in
-    :func:`_validate`)."""
+    :func:`_validate`; a try is skipped as there, after the default's
+    rejection)."""
     hold = {a: max(late_us, sess.tm.hold_us.get(a, 0)) for a in ("sender", "receiver")}
     slow = replace(sess, tm=replace(sess.tm, hold_us=hold))
     with_ends = sess.tm.end_outcomes is not None
     states, seconds = 0, 0.0
     first: tuple[str, list[ExpectedOutcome]] | None = None
-    for rid, consts in tries:
+    stop: int | None = None  # where the default's late pass stopped
+    for n, (rid, consts) in enumerate(tries):
+        if stop is not None and slow.unmoved(acts_on(rid), stop):
+            continue
         tm = replace(slow.tm, constants={**slow.tm.constants, **consts})
         inv = ["Furthest"] + ["EndReport"] * with_ends
         data = slow.data(0, False, ends=with_ends)
@@ -1076,6 +1106,8 @@ def _late(
             return states, seconds, rid, ends
         if res.accepted:
             first = first or (rid, ends)
+        elif n == 0 and rid == "":
+            stop = res.furthest
     if first is not None:
         return states, seconds, first[0], first[1]
     return states, seconds, None, []
@@ -1258,7 +1290,15 @@ def _check_sessions(
             confined = {**sess.tm.constants, **sess.tm.observe(seen)}
             sess = replace(sess, tm=replace(sess.tm, constants=confined))
         st, sec, rejected, rid, hurried, ends = _validate(
-            sess, records, workdir / f"session-{n}", spec.spec, tries, tester, clock, seen
+            sess,
+            records,
+            workdir / f"session-{n}",
+            spec.spec,
+            tries,
+            tester,
+            clock,
+            seen,
+            spec.acts_on,
         )
         late = ""
         if rejected is not None and late_us > 0 and hurried:
@@ -1270,7 +1310,7 @@ def _check_sessions(
             # is no deviation. Only the readings under which a deadline held
             # a line back can go further with a longer window.
             st2, sec2, late_rid, ends = _late(
-                sess, workdir / f"session-{n}-late", hurried, late_us, clock, seen
+                sess, workdir / f"session-{n}-late", hurried, late_us, clock, seen, spec.acts_on
             )
             st, sec = st + st2, sec + sec2
             if late_rid is not None:

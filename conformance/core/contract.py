@@ -223,6 +223,11 @@ class Reading:
     standing: str = "admissible"  # or "deviation"
     audit: str = ""
     breaks: Quote | None = None
+    # The model's unit kinds whose arrival alone the alternative acts on
+    # (the constant is read only in actions that take such an arrival):
+    # up to a trace line with no such arrival, the alternative explores
+    # what the default does. Empty: not declared, it may act anywhere.
+    acts_on: tuple[str, ...] = ()
 
     @property
     def deviation(self) -> bool:
@@ -270,6 +275,7 @@ def load_readings(path: Path) -> tuple[Reading, ...]:
             standing=r.get("standing", "admissible"),
             audit=r.get("audit", ""),
             breaks=_quote(r["breaks"]) if r.get("breaks") else None,
+            acts_on=tuple(r.get("acts_on_arrival_of", [])),
         )
         for r in raw["readings"]
     )
@@ -334,6 +340,18 @@ class ProtocolSpec:
             "",
             *(r.id for r in self.readings if constants is None or r.matters(constants)),
         ]
+
+    def acts_on(self, rid: str) -> frozenset[str] | None:
+        """The unit kinds on whose arrival alone the alternatives of
+        ``rid`` ("2+4") act (Reading.acts_on); None if one of them may act
+        anywhere, or for the defaults."""
+        kinds: set[str] = set()
+        for part in filter(None, rid.split("+")):
+            r = self.reading(part)
+            if not r.acts_on:
+                return None
+            kinds |= set(r.acts_on)
+        return frozenset(kinds) if kinds else None
 
     def reading_constants(self, rid: str) -> dict[str, bool | int | str]:
         """The model constants of reading ``rid`` ("" = every default; "2+4":
@@ -415,3 +433,6 @@ class TraceModel:
     # none): a run's passes take them, so that a rejection names the line
     # where the model and the implementation's own account part
     observe: Callable[[ExpectedOutcome | None], dict[str, TlaConstant]] | None = None
+    # a unit's kind, as readings.json's acts_on_arrival_of names it (None:
+    # the protocol declares none, and every reading's pass runs)
+    unit_kind: Callable[[Any], str] | None = None

@@ -314,6 +314,10 @@ def _nak_leaves_out_an_earlier_gap(out: RunOutcome) -> None:
     assert "send this NAK t1 {3}" in tc.message, tc.message
     assert "had it send the NAK t1 {1,3} instead" in tc.message, tc.message
     assert "4.6.4.3.3" in tc.rule, tc.rule
+    # a hand-written scenario, no outcome set: the outcome is given beside
+    # the rejection, never "unjudged"
+    codes = [r.code for r in out.verdict.reasons]
+    assert "outcome-after-rejection" in codes and "outcome-unjudged" not in codes, codes
 
 
 def _lapsed_nak(out: RunOutcome) -> None:

@@ -251,6 +251,34 @@ def test_an_immediate_nak_names_every_gap_of_its_scope(
         assert "scope [512, 1796), past [0]" in tc.message, tc.message
 
 
+def test_readings_that_act_on_no_arrival_before_the_rejection_are_not_run_again(
+    tmp_path: Path,
+) -> None:
+    """The NAK that leaves out an earlier gap, judged under every reading:
+    readings 1, 2 and 4 act only on a Finished or an EOF arriving
+    (readings.json acts_on_arrival_of), and none arrives up to the line
+    where the default stops. Their passes would explore what the default
+    did, so they are not run, and the message still says each stops there."""
+    w = Wire()
+    part = lambda off: CFDPFileData(offset=off, data=FILE[off : off + 512], **HEAD)  # noqa: E731
+    w.pdu(0.000, "forward", md())
+    w.pdu(0.001, "forward", part(0), lost=True)
+    w.pdu(0.002, "forward", part(512))
+    w.pdu(0.0045, "return", CFDPNak(start_of_scope=0, end_of_scope=1024,
+                                    segment_requests=[(0, 512)], **HEAD))  # fmt: skip
+    w.pdu(0.005, "forward", part(1024), lost=True)
+    w.pdu(0.006, "forward", part(1536))
+    w.pdu(0.0085, "return", CFDPNak(start_of_scope=0, end_of_scope=len(FILE),
+                                    segment_requests=[(1024, 1536)], **HEAD))  # fmt: skip
+    tc = w.check(tmp_path, scenario(segment_size=512))
+    assert tc.status == "rejected", tc.message
+    for rid in ("1", "2", "4", "1+2", "1+2+4"):
+        assert f"reading {rid} stops at line {tc.line}" in tc.message, tc.message
+    logs = sorted(p.name for p in (tmp_path / "trace").rglob("*.tlc.log"))
+    assert not [n for n in logs if "reading" in n], logs
+    assert any(n.endswith("_trace.tlc.log") for n in logs), logs
+
+
 def test_nak_for_segment_received_rejected(tmp_path: Path) -> None:
     w = Wire()
     data_sent(w, lose_first=True)

@@ -282,6 +282,12 @@ def _no_finished_after_cancel_eof(units: Mapping[int, Record], events: Sequence[
             )
 
 
+def _kind(pdu: Mapping[str, Any]) -> str:
+    """A model PDU's kind ("FD", "EOF", "FIN", ...: readings.json's
+    acts_on_arrival_of)."""
+    return str(pdu["k"])
+
+
 def describe_pdu(pdu: Mapping[str, Any]) -> str:
     """A one-line summary of a model PDU: its kind and the fields it uses."""
     k = str(pdu["k"])
@@ -373,6 +379,7 @@ def trace_model(
         actions=model_actions(SPEC, NEXT_BLOCKS),
         sections=action_sections(),
         describe=describe_pdu,
+        unit_kind=_kind,
         hold_us=suspension_us(t),
         end_outcomes=partial(parse_outcomes, t=t),
         observe=observed_constants,
