@@ -213,24 +213,10 @@ def test_over_its_budget_a_trace_is_unchecked_not_rejected(
     assert "budget of 0 s" in tc.message and "after 1 pass(es)" in tc.message
 
 
-@pytest.mark.parametrize(
-    ("scope", "second", "status"),
-    [
-        (0, [(1024, 1536)], "rejected"),
-        (512, [(1024, 1536)], "unchecked"),
-        (0, [(0, 512), (1024, 1536)], "accepted"),
-    ],
-)
-def test_an_immediate_nak_names_every_gap_of_its_scope(
-    tmp_path: Path, scope: int, second: list[tuple[int, int]], status: str
-) -> None:
-    """Four 512-octet segments, 0 and 2 lost. The receiver NAKs segment 0
-    as segment 1 arrives, then, as segment 3 arrives, a NAK whose scope
-    ends at the file's end: of segment 2 only, scope from 0 (as cfdp-py and cfdp-rs
-    do), which leaves out segment 0, still missing inside its scope
-    (4.6.4.3.3: rejected); of segment 2 only, scope from 512, past segment
-    0 (allowed, and not expressible in the model: unchecked); of both
-    (the model's NAK: accepted)."""
+def two_gaps(scope: int, second: list[tuple[int, int]]) -> Wire:
+    """Four 512-octet segments, 0 and 2 lost: the receiver NAKs segment 0
+    as segment 1 arrives, then sends a NAK of scope [``scope``, end) with
+    the requests ``second`` as segment 3 arrives."""
     w = Wire()
     part = lambda off: CFDPFileData(offset=off, data=FILE[off : off + 512], **HEAD)  # noqa: E731
     w.pdu(0.000, "forward", md())
@@ -242,6 +228,27 @@ def test_an_immediate_nak_names_every_gap_of_its_scope(
     w.pdu(0.006, "forward", part(1536))
     w.pdu(0.0085, "return", CFDPNak(start_of_scope=scope, end_of_scope=len(FILE),
                                     segment_requests=second, **HEAD))  # fmt: skip
+    return w
+
+
+@pytest.mark.parametrize(
+    ("scope", "second", "status"),
+    [
+        (0, [(1024, 1536)], "rejected"),
+        (512, [(1024, 1536)], "unchecked"),
+        (0, [(0, 512), (1024, 1536)], "accepted"),
+    ],
+)
+def test_an_immediate_nak_names_every_gap_of_its_scope(
+    tmp_path: Path, scope: int, second: list[tuple[int, int]], status: str
+) -> None:
+    """two_gaps, its second NAK scoped to the file's end: of segment 2
+    only, scope from 0 (as cfdp-py and cfdp-rs do), which leaves out
+    segment 0, still missing inside its scope (4.6.4.3.3: rejected); of
+    segment 2 only, scope from 512, past segment 0 (allowed, and not
+    expressible in the model: unchecked); of both (the model's NAK:
+    accepted)."""
+    w = two_gaps(scope, second)
     tc = w.check(tmp_path, scenario(segment_size=512), readings=[""])
     assert tc.status == status, tc.message
     if status == "rejected":
@@ -254,23 +261,12 @@ def test_an_immediate_nak_names_every_gap_of_its_scope(
 def test_readings_that_act_on_no_arrival_before_the_rejection_are_not_run_again(
     tmp_path: Path,
 ) -> None:
-    """The NAK that leaves out an earlier gap, judged under every reading:
+    """two_gaps' NAK that leaves out an earlier gap, judged under every reading:
     readings 1, 2 and 4 act only on a Finished or an EOF arriving
     (readings.json acts_on_arrival_of), and none arrives up to the line
     where the default stops. Their passes would explore what the default
     did, so they are not run, and the message still says each stops there."""
-    w = Wire()
-    part = lambda off: CFDPFileData(offset=off, data=FILE[off : off + 512], **HEAD)  # noqa: E731
-    w.pdu(0.000, "forward", md())
-    w.pdu(0.001, "forward", part(0), lost=True)
-    w.pdu(0.002, "forward", part(512))
-    w.pdu(0.0045, "return", CFDPNak(start_of_scope=0, end_of_scope=1024,
-                                    segment_requests=[(0, 512)], **HEAD))  # fmt: skip
-    w.pdu(0.005, "forward", part(1024), lost=True)
-    w.pdu(0.006, "forward", part(1536))
-    w.pdu(0.0085, "return", CFDPNak(start_of_scope=0, end_of_scope=len(FILE),
-                                    segment_requests=[(1024, 1536)], **HEAD))  # fmt: skip
-    tc = w.check(tmp_path, scenario(segment_size=512))
+    tc = two_gaps(0, [(1024, 1536)]).check(tmp_path, scenario(segment_size=512))
     assert tc.status == "rejected", tc.message
     for rid in ("1", "2", "4", "1+2", "1+2+4"):
         assert f"reading {rid} stops at line {tc.line}" in tc.message, tc.message
