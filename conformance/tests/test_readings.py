@@ -103,3 +103,51 @@ def test_a_run_only_a_deviation_explains_fails_quoting_the_rule(tmp_path: Path) 
     # an admissible reading still passes, marked
     v = judge(LTP, scn, res, log, [], trace=TraceCheck(status="accepted", reading="2"))
     assert v.status == "pass" and v.mark == "pass (reading 2)"
+
+
+# A definition of a TLA+ module (its name), or a unit that is none (an
+# ASSUME, the declarations), each up to the next.
+_UNIT = re.compile(
+    r"^(?:([A-Z][A-Za-z]*)(?:\([^)]*\))? ==|ASSUME\b|CONSTANTS?\b|VARIABLES?\b)", re.M
+)
+
+
+def _definitions(text: str) -> dict[str, str]:
+    # comments hold the readings' names too: only the code counts
+    code = re.sub(r"\(\*.*?\*\)", "", text, flags=re.S)
+    code = re.sub(r"\\\*.*", "", code)
+    starts = [(m.start(), m.group(1)) for m in _UNIT.finditer(code)]
+    ends = [s for s, _ in starts[1:]] + [len(code)]
+    return {name: code[s:e] for (s, name), e in zip(starts, ends, strict=True) if name}
+
+
+@pytest.mark.parametrize("spec", [LTP, CFDP], ids=lambda s: s.name)
+def test_a_reading_that_acts_on_arrivals_reads_its_constant_only_there(
+    spec: ProtocolSpec,
+) -> None:
+    """acts_on_arrival_of lets trace validation skip a reading's pass where
+    no such unit arrives (tracecheck._validate): each definition of the
+    model that reads the constant must be an action that takes an arrival
+    (Arrivals) of one of those kinds, tested on the line that reads it or
+    as a conjunct of the action (the model and its trace module; the
+    model-checking wrappers only fix the constants)."""
+    folder = Path(__file__).parents[2] / "specs" / spec.name
+    proto = spec.name.upper()
+    sources = "\n".join(
+        (folder / name).read_text(encoding="utf-8")
+        for name in (f"{proto}.tla", f"Trace{proto}.tla")
+    )
+    declared = [r for r in spec.readings if r.acts_on]
+    if spec.name == "cfdp":
+        assert {r.id for r in declared} == {"1", "2", "4"}
+    for r in declared:
+        users = {
+            n: b for n, b in _definitions(sources).items() if re.search(rf"\b{r.constant}\b", b)
+        }
+        assert users, (r.id, r.constant)
+        for name, body in users.items():
+            assert "Arrivals(" in body, (r.id, name)
+            kinds = "|".join(r.acts_on)
+            top = re.search(rf'^\s*/\\ p\.k = "({kinds})"', body, re.M)
+            for line in (x for x in body.splitlines() if re.search(rf"\b{r.constant}\b", x)):
+                assert top or re.search(rf'p\.k = "({kinds})"', line), (r.id, name, line)
