@@ -234,11 +234,16 @@ class Reading:
         """Does the standard forbid the alternative (it never excuses a run)?"""
         return self.standing == "deviation"
 
-    def matters(self, constants: Mapping[str, object]) -> bool:
-        """Can the alternative make a difference under these model constants?"""
+    def matters(self, constants: Mapping[str, object], counts: bool = True) -> bool:
+        """Can the alternative make a difference under these model constants?
+        ``counts`` False: only the constants a value is asked of decide, not
+        those asked to be ">0" (a trace's loss count: with premature
+        timeouts, a duplicate needs no loss)."""
         for name, need in self.matters_when:
             have = constants.get(name)
             if have is None:
+                continue
+            if need == ">0" and not counts:
                 continue
             if need == ">0" and not (isinstance(have, int) and have > 0):
                 return False
@@ -332,13 +337,15 @@ class ProtocolSpec:
                 return r
         raise InputError(f"{self.name} has no reading {rid!r}")
 
-    def reading_ids(self, constants: Mapping[str, object] | None = None) -> list[str]:
+    def reading_ids(
+        self, constants: Mapping[str, object] | None = None, counts: bool = True
+    ) -> list[str]:
         """Every reading to judge under: '' (the defaults), then each
         alternative; with ``constants`` (the model's), only the alternatives
-        that can make a difference there."""
+        that can make a difference there (``counts``: Reading.matters)."""
         return [
             "",
-            *(r.id for r in self.readings if constants is None or r.matters(constants)),
+            *(r.id for r in self.readings if constants is None or r.matters(constants, counts)),
         ]
 
     def acts_on(self, rid: str) -> frozenset[str] | None:
