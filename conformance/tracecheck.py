@@ -893,22 +893,20 @@ class _Session:
 def _tries(
     readings: Sequence[tuple[str, Mapping[str, int | bool | str]]],
     matters: Sequence[str] | None,
-    fixed: Sequence[str] | None = None,
 ) -> list[tuple[str, dict[str, int | bool | str]]]:
     """Each reading (its id and model constants) in order, those that
-    cannot matter whatever the trace's counts (``fixed``: the scenario's
-    mode, say) left out when the default is among them, then every
-    combination of two or more of the alternatives that can matter for the
-    trace (``matters``), fewest first: the questions are independent, and
-    an implementation may answer several of them the alternative way (a
+    cannot matter for the trace (``matters``: under the constants the
+    scenario fixes, its mode say) left out when the default is among them,
+    then every combination of two or more of the alternatives that can
+    matter, fewest first: the questions are independent, and an
+    implementation may answer several of them the alternative way (a
     protocol has a handful). Combinations follow the default ('')."""
     by_id = dict(readings)
     if "" not in by_id:
         return [(rid, dict(consts)) for rid, consts in readings]
-    # an alternative that cannot matter under the scenario's constants
-    # explores what the default does (Reading.matters_when): its pass would
-    # add nothing
-    out = [(r, dict(c)) for r, c in readings if not r or fixed is None or r in fixed]
+    # an alternative that cannot matter explores what the default does
+    # (Reading.matters_when): its pass would add nothing
+    out = [(r, dict(c)) for r, c in readings if not r or matters is None or r in matters]
     alts = [r for r, _c in readings if r and (matters is None or r in matters)]
     for n in range(2, len(alts) + 1):
         for combo in itertools.combinations(alts, n):
@@ -1282,9 +1280,10 @@ def _check_sessions(
         # explain both the trace and the reported outcome (the caller's
         # order follows the scenario's outcome set, which then judges nothing).
         mine = sorted(order, key=lambda r: r != "") if sess.tm.end_outcomes else list(order)
+        # not the trace's counts: with premature timeouts (the trace
+        # module's) a duplicate needs no loss (Reading.matters)
         tries = _tries(
             [(r, spec.reading_constants(r)) for r in mine],
-            spec.reading_ids(sess.tm.constants),
             spec.reading_ids(sess.tm.constants, counts=False),
         )
         if seen is not None and sess.tm.observe is not None:

@@ -108,7 +108,8 @@ def test_a_run_only_a_deviation_explains_fails_quoting_the_rule(tmp_path: Path) 
 # A definition of a TLA+ module (its name), or a unit that is none (an
 # ASSUME, the declarations), each up to the next.
 _UNIT = re.compile(
-    r"^(?:([A-Z][A-Za-z]*)(?:\([^)]*\))? ==|ASSUME\b|CONSTANTS?\b|VARIABLES?\b)", re.M
+    r"^(?:(?!ASSUME\b|CONSTANTS?\b|VARIABLES?\b)([A-Za-z_]\w*)(?:\([^)]*\))? ==|\w+\b)",
+    re.M,
 )
 
 
@@ -148,6 +149,9 @@ def test_a_reading_that_acts_on_arrivals_reads_its_constant_only_there(
         for name, body in users.items():
             assert "Arrivals(" in body, (r.id, name)
             kinds = "|".join(r.acts_on)
-            top = re.search(rf'^\s*/\\ p\.k = "({kinds})"', body, re.M)
+            # a guard among the action's outermost conjuncts holds for all of it
+            conjuncts = [x for x in body.splitlines() if x.strip().startswith("/\\")]
+            outer = min((len(x) - len(x.lstrip()) for x in conjuncts), default=0)
+            top = re.search(rf'^ {{{outer}}}/\\ p\.k = "({kinds})"', body, re.M)
             for line in (x for x in body.splitlines() if re.search(rf"\b{r.constant}\b", x)):
                 assert top or re.search(rf'p\.k = "({kinds})"', line), (r.id, name, line)
