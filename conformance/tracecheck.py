@@ -1280,11 +1280,9 @@ def _check_sessions(
         # explain both the trace and the reported outcome (the caller's
         # order follows the scenario's outcome set, which then judges nothing).
         mine = sorted(order, key=lambda r: r != "") if sess.tm.end_outcomes else list(order)
-        # not the trace's counts: with premature timeouts (the trace
-        # module's) a duplicate needs no loss (Reading.matters)
         tries = _tries(
             [(r, spec.reading_constants(r)) for r in mine],
-            spec.reading_ids(sess.tm.constants, counts=False),
+            spec.reading_ids(sess.tm.constants, sess.tm.unbounding),
         )
         if seen is not None and sess.tm.observe is not None:
             # Only the behaviours in which each side ends as its harness

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -234,16 +234,14 @@ class Reading:
         """Does the standard forbid the alternative (it never excuses a run)?"""
         return self.standing == "deviation"
 
-    def matters(self, constants: Mapping[str, object], counts: bool = True) -> bool:
+    def matters(self, constants: Mapping[str, object], unbounding: Collection[str] = ()) -> bool:
         """Can the alternative make a difference under these model constants?
-        ``counts`` False: only the constants a value is asked of decide, not
-        those asked to be ">0" (a trace's loss count: with premature
-        timeouts, a duplicate needs no loss)."""
+        ``unbounding``: constants that bound nothing here, so no condition on
+        them rules the alternative out (a trace's loss count, where premature
+        timeouts make duplicates with no loss: TraceModel.unbounding)."""
         for name, need in self.matters_when:
             have = constants.get(name)
-            if have is None:
-                continue
-            if need == ">0" and not counts:
+            if have is None or name in unbounding:
                 continue
             if need == ">0" and not (isinstance(have, int) and have > 0):
                 return False
@@ -338,14 +336,14 @@ class ProtocolSpec:
         raise InputError(f"{self.name} has no reading {rid!r}")
 
     def reading_ids(
-        self, constants: Mapping[str, object] | None = None, counts: bool = True
+        self, constants: Mapping[str, object] | None = None, unbounding: Collection[str] = ()
     ) -> list[str]:
         """Every reading to judge under: '' (the defaults), then each
         alternative; with ``constants`` (the model's), only the alternatives
-        that can make a difference there (``counts``: Reading.matters)."""
+        that can make a difference there (``unbounding``: Reading.matters)."""
         return [
             "",
-            *(r.id for r in self.readings if constants is None or r.matters(constants, counts)),
+            *(r.id for r in self.readings if constants is None or r.matters(constants, unbounding)),
         ]
 
     def acts_on(self, rid: str) -> frozenset[str] | None:
@@ -440,6 +438,10 @@ class TraceModel:
     # none): a run's passes take them, so that a rejection names the line
     # where the model and the implementation's own account part
     observe: Callable[[ExpectedOutcome | None], dict[str, TlaConstant]] | None = None
+    # constants the trace sets that bound no behaviour (its loss count,
+    # where premature timeouts duplicate with no loss): readings'
+    # matters_when conditions on them skip no pass
+    unbounding: frozenset[str] = frozenset()
     # a unit's kind, as readings.json's acts_on_arrival_of names it (None:
     # the protocol declares none, and every reading's pass runs)
     unit_kind: Callable[[Any], str] | None = None

@@ -380,6 +380,9 @@ def trace_model(
         sections=action_sections(),
         describe=describe_pdu,
         unit_kind=_kind,
+        # premature timeouts (above) duplicate an EOF or a Finished with no
+        # loss: the loss count rules out no reading
+        unbounding=frozenset({"MaxLoss"}),
         hold_us=suspension_us(t),
         end_outcomes=partial(parse_outcomes, t=t),
         observe=observed_constants,
