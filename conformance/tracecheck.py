@@ -907,7 +907,7 @@ def _tries(
     # an alternative that cannot matter explores what the default does
     # (Reading.matters_when): its pass would add nothing
     out = [(r, dict(c)) for r, c in readings if not r or matters is None or r in matters]
-    alts = [r for r, _c in readings if r and (matters is None or r in matters)]
+    alts = [r for r, _c in out if r]
     for n in range(2, len(alts) + 1):
         for combo in itertools.combinations(alts, n):
             consts = dict(by_id[""])
