@@ -22,6 +22,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import cast
 
 from conformance.core.errors import DtncError
 from conformance.core.types import (
@@ -49,6 +50,7 @@ from generators.outcomes import (
     expand,
     under_readings,
 )
+from generators.tlaval import parse_value
 from generators.tlc import TlcProgress, cfg_text, printed, run_tlc
 
 MODULE = SPEC_DIR / "MCLTPOutcomes.tla"
@@ -57,8 +59,11 @@ MODULE = SPEC_DIR / "MCLTPOutcomes.tla"
 CTRL_TYPES = ("RS", "RA", "CS", "CAS", "CR", "CAR")
 
 
+# green: the set as TLC prints it, enumerated or, for offsets received in
+# order (WithOffset, LTP.tla), as an interval lo..hi
 _LINE = re.compile(
-    r'"?dtnc-outcome sender=(\w+) receiver=(\w+) delivered=(\d+) green=\{([\d, ]*)\}"?'
+    r'"?dtnc-outcome sender=(\w+) receiver=(\w+) delivered=(\d+) '
+    r'green=(\{[\d, ]*\}|\d+\.\.\d+)"?'
 )
 
 
@@ -186,7 +191,7 @@ def parse_outcomes(text: str, block: LtpBlock, reading: str = "") -> list[Expect
     seen: dict[tuple[int | str, ...], ExpectedOutcome] = {}
     for m in _LINE.finditer(text):
         sender, receiver, delivered, green = m.groups()
-        offs = [int(x) for x in green.replace(" ", "").split(",") if x]
+        offs = sorted(cast(frozenset[int], parse_value(green)))
         o = outcome_of(sender, receiver, int(delivered), offs, block, (reading,))
         seen.setdefault(o.key(), o)
     return list(seen.values())

@@ -261,3 +261,61 @@ def test_two_generate_runs_at_once_both_succeed(tmp_path: Path) -> None:
         assert [p.kind for p in scn.probes] == [k for k, p in PROBES.items() if p.role == role]
         assert scn.impairments == []
         assert scn.expect == nominal.expect
+
+
+# The offset sets' two operators under real TLC, over every subset of a
+# small range: WithOffset (LTP.tla) is S \cup {o}, whatever shape it keeps
+# S in, and OffsetsView (MCLTP.tla) tells any two different sets apart, so
+# the views built on it merge no states. Init is FALSE: TLC checks the
+# ASSUMEs, and no initial state satisfies NoInit.
+OFFSETS_MODULE = """---- MODULE MCLTPOffsets ----
+EXTENDS MCLTP
+Sets == SUBSET (0 .. 5)
+ASSUME \\A S \\in Sets, o \\in 0 .. 6 : WithOffset(S, o) = S \\cup {o}
+ASSUME \\A S \\in Sets, o \\in 0 .. 6 :
+    LET W == WithOffset(WithOffset(S, o), o + 1) IN W = S \\cup {o, o + 1}
+ASSUME \\A S, T \\in Sets, f \\in 0 .. 2 : OffsetsView(S, f) = OffsetsView(T, f) => S = T
+ASSUME OffsetsView(0 .. 3, 0) = <<"run", 4, {}>> /\\ OffsetsView(2 .. 3, 2) = <<"run", 2, {}>>
+ASSUME OffsetsView({}, 1) = <<"run", 0, {}>> /\\ OffsetsView({0, 2}, 0) = <<"set", 0, {0, 2}>>
+NoInit == Init /\\ sState # sState
+====
+"""
+
+
+def test_offset_sets_keep_their_value_and_their_view_tells_them_apart(tmp_path: Path) -> None:
+    from generators.tlc import run_tlc
+
+    try:
+        find_jar()
+    except ToolMissing as exc:
+        pytest.skip(str(exc))
+    model = tmp_path / "model"
+    model.mkdir()
+    for module in ltp.SPEC_DIR.glob("*.tla"):
+        (model / module.name).write_text(module.read_text(encoding="utf-8"), encoding="utf-8")
+    (model / "MCLTPOffsets.tla").write_text(OFFSETS_MODULE, encoding="utf-8")
+    ci = (ltp.SPEC_DIR / "MCLTP_ci.cfg").read_text(encoding="utf-8")
+    constants = ci[ci.index("CONSTANTS") : ci.index("SPECIFICATION")]
+    cfg = model / "MCLTPOffsets.cfg"
+    cfg.write_text(constants + "INIT NoInit\nNEXT Next\n", encoding="utf-8")
+    res = run_tlc(model / "MCLTPOffsets.tla", cfg, workers=1, workdir=tmp_path, short=True)
+    text = res.log_path.read_text(encoding="utf-8")
+    assert not res.errors, text[-2000:]
+    assert "Model checking completed" in text and res.distinct_states == 0, text[-2000:]
+
+
+def test_the_protocol_state_holds_every_variable_but_the_history() -> None:
+    """ProtocolState (MCLTP.tla), on which every VIEW of the LTP models is
+    built, lists the receiver's variables itself (two of them through
+    OffsetsView): a variable it left out would merge states that differ."""
+    spec = ltp.SPEC.read_text(encoding="utf-8")
+    block = spec[spec.index("\nVARIABLES\n") : spec.index("\nsenderVars ==")]
+    declared = set(re.findall(r"^    (\w+),?\s*(?:\\\*.*)?$", block, re.MULTILINE))
+    mc = (ltp.SPEC_DIR / "MCLTP.tla").read_text(encoding="utf-8")
+    view = mc[mc.index("ProtocolState ==") : mc.index("CheckView ==")]
+    listed = set(re.findall(r"\b([a-z]\w*)\b", view))
+    sender = re.search(r"senderVars == <<([^>]*)>>", spec)
+    assert sender and "senderVars" in listed
+    listed |= {v.strip() for v in sender.group(1).split(",")}
+    assert len(declared) > 20
+    assert declared - listed == {"lostLog", "lastEvent"}

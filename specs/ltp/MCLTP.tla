@@ -17,10 +17,22 @@
 (***************************************************************************)
 EXTENDS LTP, TLC
 
+\* A set of offsets S as states are told apart: <<"run", n, {}>> when S is
+\* first .. first + n - 1, the shape in which WithOffset keeps a part
+\* received in order; <<"set", 0, S>> for any other set.  One to one, so no two
+\* states merge; TLC fingerprints an interval offset by offset, and a long
+\* block's trace would pay that at every state.
+OffsetsView(S, first) ==
+    LET n == Cardinality(S) IN
+    IF S = first .. (first + n - 1) THEN <<"run", n, {}>> ELSE <<"set", 0, S>>
+
 \* The protocol's state: both sides and both channels, without the history
-\* variables lostLog and lastEvent.  Every VIEW of the LTP models is built
-\* on it (CheckView here, OutcomeView in MCLTPOutcomes, View in MCLTPTraps).
-ProtocolState == <<senderVars, receiverVars, fwd, rtn, late, link>>
+\* variables lostLog and lastEvent, and with the offsets received as above.
+\* Every VIEW of the LTP models is built on it (CheckView here, OutcomeView
+\* in MCLTPOutcomes, View in MCLTPTraps, TraceView in TraceLTP).
+ProtocolState ==
+    <<senderVars, rState, rOutcome, OffsetsView(rRed, 0), OffsetsView(rGreen, NRed),
+      rDeliveries, rReports, rRsTx, rAcked, rCxTx, rCxReason, fwd, rtn, late, link>>
 
 \* States are told apart by everything except the description of the step
 \* that produced them.
