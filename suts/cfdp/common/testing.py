@@ -361,14 +361,15 @@ def check_tables(harness: Any) -> None:
 
 def nak_reaches_sender_still_sending(
     prog: list[str], pair: Pair, tmp_path: Path, *, seg: int = 256, n: int = 4000
-) -> None:
+) -> list[tuple[str, int | None, int]]:
     """A harness reads the network between every PDU it sends
     (docs/implementers.md), so a NAK that arrives while its sender is still
     sending new data reaches the implementation at once, as it would in
     flight. A stand-in receiver NAKs the first segment of an ``n``-segment
     Class 2 transfer as soon as it arrives; that segment must come again
     before the EOF, after fewer than 32 new segments sent after the NAK (by
-    the kernel's receive timestamps)."""
+    the kernel's receive timestamps). Returns what the stand-in received up
+    to the EOF: each PDU's kind, offset and kernel time (ns)."""
     from dissectors.cfdp.layer import CFDP, CFDPNak
 
     stand_in = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -421,3 +422,4 @@ def nak_reaches_sender_still_sending(
     assert again and again[0] < eof, "the NAKed segment came only after the EOF"
     after_nak = [a for a in arrivals[: again[0]] if a[2] > nak_at and a[0] == "file_data"]
     assert len(after_nak) < 32, f"{len(after_nak)} new segments sent after the NAK came first"
+    return arrivals

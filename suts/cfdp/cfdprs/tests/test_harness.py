@@ -270,8 +270,15 @@ def test_nak_limit_mapping(
 
 
 def test_nak_retransmission_completes(tmp_path: Path, binary: Path) -> None:
+    """Deferred NAKs: the NAK comes after the EOF. An immediate NAK can
+    reach cfdp-rs between its last new segment and its EOF, now that the
+    harness reads between sends; cfdp-rs then counts the resent segment as
+    progress and its EOF gives the file size plus that segment's length (on
+    loopback, 7 of 14 such runs ended in NAK Limit Reached: the finding
+    cfdp-rs-0.3.0-retransmission-counted-as-progress)."""
     rules = [Rule("forward", "file_data", offset=1024, times=[1])]
-    sent, received, _ = transfer(tmp_path, binary, ["--mode", "class2"], rules=rules)
+    common = ["--mode", "class2", "--nak-mode", "deferred"]
+    sent, received, _ = transfer(tmp_path, binary, common, rules=rules)
     assert received is not None
     assert received["outcome"] == "completed", received
     assert received["payload_ok"] is True
@@ -395,3 +402,25 @@ def test_cross_with_cfdppy_class2(tmp_path: Path, binary: Path, direction: str) 
     assert received["outcome"] == "completed", received
     assert received["file_bytes_delivered"] == 3000
     assert received["payload_ok"] is True
+
+
+def test_a_nak_reaches_a_sender_still_sending(tmp_path: Path, binary: Path) -> None:
+    """The harness reads the network between every PDU it sends: a NAK
+    reaches cfdp-rs mid-transfer (suts/cfdp/common/testing.py). When the
+    harness ran the state machine up to 256 times between socket reads, up
+    to 256 new segments came first, and the finding below stayed hidden.
+
+    cfdp-rs 0.3.0 counts a retransmitted segment as progress: its source
+    handler sends new File Data at ``progress`` and adds each sent
+    segment's length to it, and it answers a NAK through the same function
+    (src/source.rs 1022-1053, prepare_and_send_file_data_pdu; called from
+    handle_retransmission, 737-766). Once it has resent the NAKed segment,
+    its next new segment starts one segment further on: one segment of the
+    first pass is never sent before the EOF
+    (reports/findings/cfdp/cfdp-rs-0.3.0-retransmission-counted-as-progress.md)."""
+    seg, n = 256, 4000
+    arrivals = ct.nak_reaches_sender_still_sending([str(binary)], PAIR, tmp_path, seg=seg, n=n)
+    sent = {o for k, o, _ in arrivals if k == "file_data"}
+    skipped = sorted(set(range(0, seg * n, seg)) - sent)
+    assert len(skipped) == 1, skipped[:10]
+    assert skipped[0] > 0  # the new segment after the resent one, never the NAKed one

@@ -49,7 +49,7 @@ const SOURCE_FILE: &str = "dtnc-source.bin"; // the sender's file, in its --work
 const DEST_FILE: &str = "dtnc-received.bin"; // the Metadata's destination file name
 const POLL: Duration = Duration::from_millis(5); // idle wait between state-machine runs
 const MAX_DATAGRAM: usize = 65535;
-const PUMP_CALLS: usize = 256; // state-machine runs between two socket reads
+const PUMP_CALLS: usize = 256; // state-machine runs between two waits on the socket (each send is followed by a read that does not wait)
 /// cfdp-rs's PDU buffer: the crate is built with feature `packet-buf-4k`
 /// (buf_len.rs:127-128); a PDU it builds can be no longer.
 const PACKET_BUF_LEN: usize = cfdp::buf_len::PACKET_BUF_LEN;
@@ -640,6 +640,9 @@ impl Entity {
             self.note_activity();
             let sent = self.drain();
             self.make_due_requests();
+            // the network between every send (docs/implementers.md): a NAK
+            // that came while cfdp-rs was sending new data reaches it now
+            self.read_socket(Duration::ZERO);
             if sent == 0 {
                 capped = false;
                 break;
