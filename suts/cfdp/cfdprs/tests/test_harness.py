@@ -274,7 +274,7 @@ def test_nak_retransmission_completes(tmp_path: Path, binary: Path) -> None:
     reach cfdp-rs between its last new segment and its EOF, now that the
     harness reads between sends; cfdp-rs then counts the resent segment as
     progress and its EOF gives the file size plus that segment's length (on
-    loopback, 7 of 14 such runs ended in NAK Limit Reached: the finding
+    loopback, 7 of 15 such runs ended in NAK Limit Reached: the finding
     cfdp-rs-0.3.0-retransmission-counted-as-progress)."""
     rules = [Rule("forward", "file_data", offset=1024, times=[1])]
     common = ["--mode", "class2", "--nak-mode", "deferred"]
