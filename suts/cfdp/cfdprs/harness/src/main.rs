@@ -49,7 +49,7 @@ const SOURCE_FILE: &str = "dtnc-source.bin"; // the sender's file, in its --work
 const DEST_FILE: &str = "dtnc-received.bin"; // the Metadata's destination file name
 const POLL: Duration = Duration::from_millis(5); // idle wait between state-machine runs
 const MAX_DATAGRAM: usize = 65535;
-const PUMP_CALLS: usize = 256; // state-machine runs between two waits on the socket (each send is followed by a read that does not wait)
+const PUMP_CALLS: usize = 256; // state-machine steps between two waits on the socket (each followed by a read that does not wait)
 /// cfdp-rs's PDU buffer: the crate is built with feature `packet-buf-4k`
 /// (buf_len.rs:127-128); a PDU it builds can be no longer.
 const PACKET_BUF_LEN: usize = cfdp::buf_len::PACKET_BUF_LEN;
@@ -420,6 +420,10 @@ struct Entity {
     ended_at: Option<Instant>,
     fatal: Option<String>,
     verbose: bool,
+    /// read_socket's datagram buffer, kept between calls
+    rx_buf: Vec<u8>,
+    /// the socket is in blocking mode (read_socket awaits a datagram)
+    sock_waits: bool,
 }
 
 impl Entity {
@@ -640,8 +644,9 @@ impl Entity {
             self.note_activity();
             let sent = self.drain();
             self.make_due_requests();
-            // the network between every send (docs/implementers.md): a NAK
-            // that came while cfdp-rs was sending new data reaches it now
+            // the network between every send (docs/implementers.md; a step
+            // sends one new File Data PDU): a NAK that came while cfdp-rs
+            // was sending new data reaches it now
             self.read_socket(Duration::ZERO);
             if sent == 0 {
                 capped = false;
@@ -670,23 +675,27 @@ impl Entity {
         }
     }
 
+    /// Hand cfdp-rs what has arrived: up to 1024 datagrams, the first
+    /// awaited up to ``timeout`` (zero: none awaited). Called after every
+    /// state-machine step, so it reuses one buffer and changes the socket's
+    /// blocking mode only when it must.
     fn read_socket(&mut self, timeout: Duration) {
-        let mut buf = vec![0u8; MAX_DATAGRAM];
-        let mut first = true;
-        for _ in 0..1024 {
-            if first && !timeout.is_zero() {
-                let _ = self.sock.set_nonblocking(false);
+        let mut buf = std::mem::take(&mut self.rx_buf);
+        buf.resize(MAX_DATAGRAM, 0);
+        for i in 0..1024 {
+            let wait = i == 0 && !timeout.is_zero();
+            if wait {
                 let _ = self.sock.set_read_timeout(Some(timeout));
-            } else {
-                let _ = self.sock.set_nonblocking(true);
             }
-            first = false;
+            if self.sock_waits != wait {
+                let _ = self.sock.set_nonblocking(!wait);
+                self.sock_waits = wait;
+            }
             match self.sock.recv_from(&mut buf) {
                 Ok((n, _from)) => {
-                    let data = buf[..n].to_vec();
-                    self.on_datagram(&data);
+                    self.on_datagram(&buf[..n]);
                     if self.fatal.is_some() {
-                        return;
+                        break;
                     }
                     self.note_activity();
                     self.check_ended();
@@ -697,17 +706,18 @@ impl Entity {
                         ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
                     ) =>
                 {
-                    return
+                    break
                 }
                 Err(e) => {
                     // e.g. ICMP port unreachable reported late
                     if self.verbose {
                         self.log(&format!("recvfrom: {e}"));
                     }
-                    return;
+                    break;
                 }
             }
         }
+        self.rx_buf = buf;
     }
 }
 
@@ -1146,6 +1156,8 @@ fn run(a: &Args, t0: Instant) -> Result<Value, UsageError> {
         ended_at: None,
         fatal: None,
         verbose: a.verbose,
+        rx_buf: Vec::new(),
+        sock_waits: true,
     };
     if sender {
         obs.borrow_mut().transaction_seen = true;
