@@ -105,6 +105,21 @@ class Topology:
         return proc
 
 
+def udp_counters(ns: str) -> dict[str, int]:
+    """The UDP counters of namespace ``ns`` (its /proc/net/snmp: each
+    network namespace keeps its own), by name: RcvbufErrors counts the
+    datagrams the kernel dropped at a socket whose receive buffer was full.
+    Empty where they cannot be read."""
+    out = subprocess.run(
+        ["ip", "netns", "exec", ns, "cat", "/proc/net/snmp"], capture_output=True, text=True
+    )
+    rows = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("Udp:")]
+    if out.returncode != 0 or len(rows) < 2:
+        return {}
+    names, values = rows[0], rows[1]
+    return {k: int(v) for k, v in zip(names, values, strict=False) if v.isdigit()}
+
+
 def _ethtool_off(ns: str, ifname: str, features: list[str]) -> None:
     # A userspace bridge forwards frames as they were handed to it: with tx
     # checksum offload on, the UDP checksum of a veth frame is left for the

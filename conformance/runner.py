@@ -24,7 +24,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -157,6 +157,8 @@ class _Ended:
     capture_failed: dict[str, str]  # side -> why its capture ended early
     ip_a: str
     duration: float
+    # role -> datagrams its namespace dropped at a full socket receive buffer
+    socket_drops: dict[str, int] = field(default_factory=dict)
 
 
 def run_scenario(
@@ -272,6 +274,8 @@ def _run_live(run: _Run) -> _Ended:
         )
         channel = emulator.start(topo, cfg, run_dir)
         run.say("channel up")
+        sides = {"sender": topo.ns_a, "receiver": topo.ns_b}
+        udp_before = {role: netns.udp_counters(ns) for role, ns in sides.items()}
         procs, files = _start_roles(run, topo)
         run.say("endpoints started")
         exited, hung = _await_roles(run, procs)
@@ -279,6 +283,7 @@ def _run_live(run: _Run) -> _Ended:
             out.close()
             err.close()
         run.say("endpoints finished")
+        socket_drops = _socket_drops(udp_before, sides)
         crashed = channel.crashed
         channel_stats = channel.stop()
         time.sleep(0.05)  # let tcpdump's last buffered packet reach its file
@@ -291,8 +296,52 @@ def _run_live(run: _Run) -> _Ended:
             _stop(proc)
     duration = time.monotonic() - run.t0
     return _Ended(
-        procs, exited, hung, channel, crashed, channel_stats, capture_failed, topo.ip_a, duration
+        procs,
+        exited,
+        hung,
+        channel,
+        crashed,
+        channel_stats,
+        capture_failed,
+        topo.ip_a,
+        duration,
+        socket_drops,
     )
+
+
+def _socket_drops(
+    before: Mapping[str, Mapping[str, int]], sides: Mapping[str, str]
+) -> dict[str, int]:
+    """Role -> the datagrams its namespace's kernel dropped at a full socket
+    receive buffer since ``before`` (UDP RcvbufErrors), where any were."""
+    out: dict[str, int] = {}
+    for role, ns in sides.items():
+        now = netns.udp_counters(ns).get("RcvbufErrors")
+        was = before.get(role, {}).get("RcvbufErrors")
+        if now is not None and was is not None and now > was:
+            out[role] = now - was
+    return out
+
+
+def socket_overflowed(drops: Mapping[str, int], tester: str | None) -> list[Reason]:
+    """Datagrams an endpoint's kernel dropped at a full socket receive
+    buffer. The capture, taken at the interface, shows them arriving, and
+    the channel's log shows no loss, so the trace says the endpoint had
+    them: judged on it, the endpoint would answer for data it never saw (a
+    false fail), and which datagrams they were cannot be told. The socket is
+    the harness's, or the tester's, with a receive buffer too small for the
+    burst (docs/implementers.md), so the run is ours to answer for: an
+    error."""
+    return [
+        Reason(
+            code="socket-overflow",
+            message=f"the {role}'s socket dropped {n} datagram(s) that reached it, its receive "
+            "buffer full (UDP RcvbufErrors in its namespace); the captures show them arriving, "
+            f"so the trace cannot be judged; {'the tester' if role == tester else 'its harness'}"
+            " needs a larger receive buffer (SO_RCVBUF)",
+        )
+        for role, n in sorted(drops.items())
+    ]
 
 
 def _start_roles(
@@ -483,6 +532,7 @@ def _judge(
     elif not ended.channel_stats:
         run.say("the channel emulator left no statistics")
     ours += channel_missed(ended.channel_stats)
+    ours += socket_overflowed(ended.socket_drops, run.tester)
     # a capture that ended by itself (a full disk, say) is a hole in the evidence
     ours += [
         Reason(code="capture-failed", message=f"capture {side}.pcap ended early: {why}")

@@ -423,9 +423,11 @@ def _data_module(
     blank: Any,
     purging: Sequence[str] = (),
     hold_us: Mapping[str, int] | None = None,
+    foreseeable: Sequence[str] = (),
 ) -> str:
     """The TLA+ module of the trace (TraceCore's Units, LineKinds,
-    TraceKind, TraceUnit, TraceTime, Window, Hold, SendsLeft) and the diagnosis
+    TraceKind, TraceUnit, TraceTime, Window, Hold, SendsLeft, Foreseeable,
+    NextSend: written only where Foreseeable has actions) and the diagnosis
     constants, but for the two that change from one TLC pass to the next
     (DiagLine, Eager: _Session.data) and the module's end.
 
@@ -455,6 +457,14 @@ def _data_module(
     for line in reversed(lines):
         left.append(left[-1] + (line["kind"] == "send"))
     sends_left = ", ".join(map(str, reversed(left)))
+    next_send = {"forward": "", "return": ""}
+    if foreseeable:
+        for d in next_send:
+            nxt = [len(lines) + 1]
+            for i in range(len(lines), 0, -1):
+                line = lines[i - 1]
+                nxt.append(i if line["kind"] == "send" and line.get("dir") == d else nxt[-1])
+            next_send[d] = ", ".join(map(str, reversed(nxt[1:])))
     names = ", ".join(f'"{a}"' for a in actions)
     ctors = [
         f"U{n}(v) == [" + ", ".join(f"{f} |-> v[{i}]" for i, f in enumerate(fs, 1)) + "]"
@@ -479,6 +489,8 @@ def _data_module(
             f"SendsLeft == <<{sends_left}>>",
             f"ActionNames == {{{names}}}",
             "Purging == {" + ", ".join(f'"{a}"' for a in purging) + "}",
+            "Foreseeable == {" + ", ".join(f'"{a}"' for a in foreseeable) + "}",
+            "NextSend == [" + ", ".join(f"{d} |-> <<{v}>>" for d, v in next_send.items()) + "]",
         ]
     )
 
@@ -541,8 +553,12 @@ def _run(
             short=True,
             timeout_s=timeout,
         )
-    except TlcTimeout:
+    except TlcTimeout as cut:
         assert clock is not None
+        # the line the cut pass had reached counts too
+        if cut.log_path is not None and cut.log_path.exists():
+            got = _FURTHEST.findall(cut.log_path.read_text(encoding="utf-8", errors="replace"))
+            clock.furthest = max([clock.furthest, *map(int, got)])
         raise _OverBudget(clock.passes, clock.furthest) from None
     if res.errors and not res.violated:
         first = "; ".join(res.errors).splitlines()
@@ -877,6 +893,7 @@ class _Session:
             self.blank,
             self.tm.purging,
             self.tm.hold_us,
+            self.tm.foreseeable,
         )
 
     def data(self, diag: int, eager: bool, ends: bool = False) -> str:

@@ -79,7 +79,12 @@ class TlcError(DtncError):
 
 
 class TlcTimeout(TlcError):
-    """TLC ran past the caller's time limit and was stopped."""
+    """TLC ran past the caller's time limit and was stopped; ``log_path``
+    holds what it printed until then."""
+
+    def __init__(self, message: str, log_path: Path | None = None) -> None:
+        super().__init__(message)
+        self.log_path = log_path
 
 
 def _cut(proc: subprocess.Popen[str], flag: threading.Event) -> None:
@@ -717,7 +722,7 @@ def run_tlc(
         shutil.rmtree(scratch, ignore_errors=True)
     result.seconds = round(time.monotonic() - start, 3)
     if timed_out.is_set():
-        raise TlcTimeout(f"TLC stopped after {timeout_s:g} s (log: {log_path})")
+        raise TlcTimeout(f"TLC stopped after {timeout_s:g} s (log: {log_path})", log_path)
     result.exit_code = proc.returncode if proc is not None else -1
     if distributed:
         # the server never looks at PROPERTIES: say so, and judge the rest

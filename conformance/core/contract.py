@@ -418,6 +418,10 @@ class TraceModel:
     overrides: Mapping[str, str] = field(default_factory=dict)
     # the actions that cancel a session: its queued emissions may be deleted
     purging: Sequence[str] = ()
+    # the model's timer actions: an expiry that emits is taken only where the
+    # trace shows its emission among the actor's next sends (TraceCore's
+    # SentSoon)
+    foreseeable: Sequence[str] = ()
     # record index -> the unit as it arrived corrupted (SegmentRecord
     # corrupted), or None where the model reads the corruption as a loss
     # (a CRC the receiver checks); a corrupted record left out is

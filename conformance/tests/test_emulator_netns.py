@@ -424,3 +424,53 @@ def test_frames_the_channel_never_read_make_the_run_ours_to_answer_for(tmp_path:
     assert reason.code == "channel-missed"
     assert f"{fwd['ring_drops']} dropped unread" in reason.message
     assert runner.channel_missed({"forward": {"ring_drops": 0, "send_failed": 0}}) == []
+
+
+STALLED_RECEIVER = """
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.bind(("0.0.0.0", 1113))
+print("bound", flush=True)
+time.sleep(4)
+n = 0
+s.setblocking(False)
+try:
+    while True:
+        s.recv(9000); n += 1
+except OSError:
+    pass
+print(n, flush=True)
+"""
+
+
+def test_datagrams_an_endpoints_full_socket_dropped_make_the_run_ours_to_answer_for(
+    tmp_path: Path,
+) -> None:
+    """An endpoint that reads nothing while 50 datagrams cross the channel
+    to a socket with a tiny receive buffer: its namespace's kernel drops
+    most of them (UDP RcvbufErrors). The channel passed them all, so the
+    trace would say the endpoint had them; the runner counts the drops per
+    role and calls the run an `error` (`socket-overflow`)."""
+    payloads = [bytes([i]) * 1000 for i in range(50)]
+    with netns.topology(static_arp=True) as topo:
+        sides = {"sender": topo.ns_a, "receiver": topo.ns_b}
+        before = {role: netns.udp_counters(ns) for role, ns in sides.items()}
+        assert "RcvbufErrors" in before["receiver"], before
+        chan = _channel(topo, tmp_path)
+        rx = topo.spawn(topo.ns_b, [sys.executable, "-c", STALLED_RECEIVER])
+        assert rx.stdout is not None and rx.stdout.readline().strip() == b"bound"
+        _send(topo, payloads)
+        out, _ = rx.communicate(timeout=15)
+        stats = chan.stop()
+        drops = runner._socket_drops(before, sides)
+    read = int(out.decode().split()[-1])
+    assert stats["forward"]["frames"] >= 50 and not stats["forward"]["dropped"], stats
+    assert "sender" not in drops, drops
+    assert drops["receiver"] == 50 - read > 0, (drops, read)
+    (reason,) = runner.socket_overflowed(drops, tester=None)
+    assert reason.code == "socket-overflow"
+    assert f"the receiver's socket dropped {drops['receiver']} datagram(s)" in reason.message
+    assert "its harness needs a larger receive buffer" in reason.message
+    assert "the tester needs" in runner.socket_overflowed(drops, tester="receiver")[0].message
+    assert runner.socket_overflowed({}, tester=None) == []

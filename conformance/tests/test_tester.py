@@ -5,6 +5,7 @@ probes answered and not, and the judge's attribution of a rejected trace."""
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import socket
 import threading
@@ -371,3 +372,14 @@ def test_a_report_splits_as_the_model_splits_it() -> None:
     ]
     # nothing received in scope: one RS with no claims
     assert split_report([], 1000, 2000, 1) == [(1000, 2000, [])]
+
+
+def test_the_testers_socket_holds_a_burst() -> None:
+    """The tester's role socket has 16 MiB of receive buffer (past
+    net.core.rmem_max, as root): a burst it has not read between two steps
+    waits in the kernel, not dropped there (which makes a run an error).
+    The kernel reports twice what was asked for."""
+    if os.geteuid() != 0:
+        pytest.skip("SO_RCVBUFFORCE needs CAP_NET_ADMIN: run as root, as dtnconform runs are")
+    with open_socket(("127.0.0.1", 0)) as sock:
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) >= 2 * (16 << 20)

@@ -27,6 +27,7 @@ from dissectors.cfdp.layer import (
     CFDPMetadata,
     CFDPNak,
 )
+from generators.cfdp import trace as cfdp_trace
 
 IP_A, PORT = pcapkit.IP_A, 5111
 T0 = 1_800_000_000.0
@@ -287,6 +288,38 @@ def test_nak_for_segment_received_rejected(tmp_path: Path) -> None:
     assert "4.6.4.3.1" in tc.rule
 
 
+@pytest.mark.parametrize("where", ["eof", "metadata"])
+def test_a_file_size_other_than_the_files_is_rejected(tmp_path: Path, where: str) -> None:
+    """cfdp-rs 0.3.0 counts octets it sent again in its EOF's file size
+    (reports/findings/cfdp): a 1796-octet file's EOF(no error) states 2820.
+    The model's sender states the file's length in its Metadata (5.2.5) and
+    its EOF (5.2.2), so the trace is rejected at that PDU's frame, naming
+    the size it states; the same transaction stating the right size is
+    accepted (test_class2_nominal_accepted)."""
+    wrong = len(FILE) + SEG
+    w = Wire()
+    if where == "metadata":
+        w.pdu(0.000, "forward", CFDPMetadata(file_size=wrong, checksum_type=15,
+                                             source_file_name=b"a", dest_file_name=b"b",
+                                             **HEAD))  # fmt: skip
+    else:
+        w.pdu(0.000, "forward", md())
+    w.pdu(0.001, "forward", fd(0))
+    w.pdu(0.002, "forward", fd(SEG))
+    if where == "eof":
+        w.pdu(0.003, "forward", CFDPEOF(condition="no_error", file_size=wrong, checksum=0,
+                                        **HEAD))  # fmt: skip
+    else:
+        w.pdu(0.003, "forward", eof())
+    w.pdu(0.006, "return", ack("eof"))
+    closed(w, 0.007)
+    tc = w.check(tmp_path, scenario(), readings=[""])
+    assert tc.status == "rejected", tc.message
+    assert tc.side == "a" and tc.frame == (4 if where == "eof" else 1), tc
+    assert f"stating file size {wrong}, not the file's length" in tc.message, tc.message
+    assert ("5.2.2" if where == "eof" else "5.2.5") in tc.rule, tc.rule
+
+
 def test_cancel_eof_unacknowledged_rejected(tmp_path: Path) -> None:
     """cfdp-py 0.7.0's receiver answers a sender's EOF(positive ACK limit)
     with a Finished, never with its ACK (reports/findings/cfdp)."""
@@ -299,7 +332,14 @@ def test_cancel_eof_unacknowledged_rejected(tmp_path: Path) -> None:
     w.pdu(2.007, "return", fin("positive_ack_limit_reached", complete=False))
     tc = w.check(tmp_path, scenario(), readings=[""])
     assert tc.status == "rejected"
-    assert "not answered the EOF t1 AckLimit" in tc.message
+    # rejected at the Finished itself: the model answers the EOF(cancel)
+    # with its ACK, and no timer of the model's receiver makes that
+    # Finished where the wire shows it (TraceCore's SentSoon)
+    assert tc.line == 17 and tc.side == "b", tc
+    assert "no behaviour of the model has the receiver send this Finished t1 AckLimit" in (
+        tc.message
+    )
+    assert "ReceiverRxCancelEof had it send the ACK(EOF) t1 AckLimit instead" in tc.message
     assert "4.6.6" in tc.rule
 
 
@@ -480,3 +520,29 @@ def test_a_sender_stopped_soon_after_a_nak_owes_nothing_more(tmp_path: Path) -> 
     scn = _four_segments(w, [(0.012, SEG)], renak=False, end=False)
     tc = w.check(tmp_path, scn, exits={"sender": T0 + 0.050, "receiver": T0 + 0.060})
     assert tc.status == "accepted", tc.message
+
+
+def test_a_timers_expiry_is_taken_only_where_the_wire_shows_its_emission_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trace validation lets timers expire early (PrematureTimeouts), so a
+    timer's emission could wait unsent through any stretch of the trace,
+    each placement a behaviour of its own. TraceCore's SentSoon takes an
+    expiry that emits only where the trace shows that emission among the
+    actor's next sends. The sender that resends only the first segment of a
+    NAKed range (above) needs every pass, and is rejected at the same line,
+    for the same reason, in fewer states than with no timer action held to
+    SentSoon (the set monkeypatched empty)."""
+    seen = {}
+    for held in (True, False):
+        if not held:
+            monkeypatch.setattr(cfdp_trace, "timer_actions", list)
+        w = Wire()
+        scn = _four_segments(w, [(0.012, SEG)], renak=True)
+        (tmp_path / str(held)).mkdir()
+        tc = w.check(tmp_path / str(held), scn, observed=scn.expect.outcomes[0], readings=[""])
+        assert tc.status == "rejected", tc.message
+        seen[held] = (tc.states, tc.line, tc.message.split(" Actions the model could")[0])
+    assert seen[True][1:] == seen[False][1:]
+    # (the actions it lists as possible there come from other states)
+    assert seen[True][0] < seen[False][0], seen

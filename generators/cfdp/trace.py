@@ -6,9 +6,12 @@ Data segments of the scenario's segment size, so a File Data PDU must start
 on that grid and be one segment long (the last may be shorter); a NAK is the
 set of segments its requests cover, plus whether it asks for the Metadata
 (the (0, 0) request); condition codes are the model's names of Table 5-5.
-What the model leaves out is not compared: entity ids and widths, file size
-and checksum in the EOF and Metadata, a Keep Alive's progress, a failed
-transaction's Finished delivery code, TLVs. Anything the model cannot
+The file size a Metadata or an EOF(no error) states must be the file's
+length (5.2.2, 5.2.5; see ``_stated_size``): the model's sender always
+states it, so a PDU stating another is one no behaviour sends, and the trace
+is rejected at its frame. What the model leaves out is not compared: entity
+ids and widths, an EOF(cancel)'s file size and the checksum, a Keep Alive's
+progress, a failed transaction's Finished delivery code, TLVs. Anything the model cannot
 express raises Unrepresentable: the check is then 'unchecked', with the
 reason, never a fail.
 """
@@ -150,16 +153,44 @@ def _condition(f: Mapping[str, object], where: str) -> str:
     return CONDITIONS[name]
 
 
+def _stated_size(f: Mapping[str, object], k: str, cc: str, grid: _Grid) -> int | None:
+    """The file size a Metadata or an EOF(no error) states where it is not
+    the file's length, else None.
+
+    The Metadata's file size is the file's length (5.2.5). The EOF's is
+    "the total number of file data octets transmitted by the sender,
+    regardless of the condition code" (5.2.2, as dariol83/ccsds quotes it:
+    EndOfFilePduBuilder.java:79-81 at f3f8752). After EOF(no error) the
+    sender has sent the whole file, and a receiver checks its progress and
+    completeness against that size (4.6.1.2.7 c, 4.6.1.2.9: a File Size
+    Error where they disagree), so it is the file's length: octets sent
+    twice are the same file data octets, not more of them (cfdp-rs 0.3.0
+    counts its retransmissions in it: reports/findings/cfdp). An
+    EOF(cancel)'s size is what the sender had sent by then, which the
+    model does not count: it is not compared."""
+    if k == "MD" or (k == "EOF" and cc == "NoError"):
+        size = f.get("file_size")
+        if size is not None and field_int(size) != grid.file_len:
+            return field_int(size)
+    return None
+
+
 def model_pdu(f: Mapping[str, object], grid: _Grid, where: str) -> Record:
-    """One PDU's fields as the model's PDU."""
+    """One PDU's fields as the model's PDU. A Metadata or EOF(no error)
+    stating a file size other than the file's is marked ``bad``, with the
+    size it states in ``seg``: the model's sender sends no such PDU."""
     if f.get("pdu_type") == "file_data":
         return _pdu("FD", seg=grid.segment(field_int(f["offset"]), field_int(f["length"]), where))
     directive = str(f.get("directive", ""))
     k = KINDS.get(directive)
     if k is None:
         raise Unrepresentable(f"{where}: directive {directive or '?'} is not in the model")
-    if k == "EOF":
-        return _pdu("EOF", cc=_condition(f, where))
+    if k in ("MD", "EOF"):
+        cc = _condition(f, where) if k == "EOF" else ""
+        size = _stated_size(f, k, cc, grid)
+        if size is None:
+            return _pdu(k, cc=cc)
+        return _pdu(k, cc=cc, bad=True, seg=size)
     if k == "ACK":
         of = ACK_OF.get(str(f.get("ack_of", "")))
         if of is None:
@@ -177,7 +208,7 @@ def model_pdu(f: Mapping[str, object], grid: _Grid, where: str) -> Record:
         return _pdu("FIN", cc=cc, ok=ok)
     if k == "PROMPT":
         return _pdu("PROMPT", of=PROMPT_OF.get(str(f.get("response_required", "")), "?"))
-    return _pdu(k)  # MD; KA (its progress is not compared: TraceKaPdu)
+    return _pdu(k)  # KA (its progress is not compared: TraceKaPdu)
 
 
 def _no_discarded_data(units: Mapping[int, Record], events: Sequence[WireEvent]) -> None:
@@ -294,8 +325,9 @@ def describe_pdu(pdu: Mapping[str, Any]) -> str:
     tx = f"t{pdu['t']}"
     if k == "FD":
         return f"FD {tx} seg={pdu['seg']}" + (" corrupt" if pdu["bad"] else "")
+    wrong = f" stating file size {pdu['seg']}, not the file's length" if pdu["bad"] else ""
     if k == "EOF":
-        return f"EOF {tx} {pdu['cc']}"
+        return f"EOF {tx} {pdu['cc']}{wrong}"
     if k == "ACK":
         return f"ACK({pdu['of']}) {tx} {pdu['cc']}"
     if k == "NAK":
@@ -307,7 +339,7 @@ def describe_pdu(pdu: Mapping[str, Any]) -> str:
         return f"Prompt({pdu['of']}) {tx}"
     if k == "KA":
         return f"KeepAlive {tx} progress={pdu['seg']}"
-    return f"Metadata {tx}" if k == "MD" else k
+    return f"Metadata {tx}{wrong}" if k == "MD" else k
 
 
 # What an entity's harness adds to a suspension's length: the request is
@@ -401,4 +433,18 @@ def trace_model(
             for a in model_actions(SPEC, NEXT_BLOCKS)
             if "Cancel" in a or a.startswith(("SenderFault", "ReceiverFault"))
         ),
+        foreseeable=timer_actions(),
+    )
+
+
+def timer_actions() -> list[str]:
+    """The model's actions a timer's expiry takes: the timeouts, and the
+    faults a timer raises at its limit (ack, check, NAK, inactivity; not a
+    checksum failure, which the file's arrival raises). PrematureTimeouts
+    lets them fire at any time; trace validation holds those that emit to
+    the trace's next sends (TraceCore's SentSoon)."""
+    return sorted(
+        a
+        for a in model_actions(SPEC, NEXT_BLOCKS)
+        if "Timeout" in a or re.fullmatch(r"(Sender|Receiver)Fault(\w+Limit|Inactivity)", a)
     )

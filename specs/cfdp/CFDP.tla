@@ -45,7 +45,9 @@
 (* Abstracted away on purpose:                                             *)
 (*   - bytes: the file is NSeg File Data segments 0..NSeg-1 of one size;   *)
 (*     the EOF's file size and checksum are implied (both sides agree on   *)
-(*     NSeg), so file-size errors (4.6.1.2.7, 4.6.1.2.9) do not arise      *)
+(*     NSeg), so file-size errors (4.6.1.2.7, 4.6.1.2.9) do not arise; a   *)
+(*     trace's Metadata or EOF(no error) stating another size is one the   *)
+(*     model never sends (generators/cfdp/trace.py marks it bad)           *)
 (*   - entity ids, sequence-number and field widths, segment metadata, the *)
 (*     PDU CRC (a corrupted PDU with CRC on is a lost one), filestore      *)
 (*     requests, messages to user, flow labels                             *)
@@ -329,7 +331,7 @@ SenderFault(t, cc) ==
     ELSE <<[snd EXCEPT ![t].phase = "closed", ![t].out = "cancelled", ![t].cc = cc],
            {EofPdu(t, cc)}>>
 
-\* Initial transmission: the Metadata first.
+\* Initial transmission: the Metadata first, stating the file's size (5.2.5).
 SenderTxMetadata(t) ==
     /\ SActive(t) /\ snd[t].phase = "data" /\ ~snd[t].md
     /\ snd' = [snd EXCEPT ![t].md = TRUE]
@@ -342,8 +344,9 @@ SenderTxFileData(t) ==
     /\ SendFwd("SenderTxFileData", t, {}, {FdPdu(t, snd[t].next)})
     /\ UNCHANGED <<mode, rcv, rtn, held, spent, lostLog>>
 
-\* EOF(no error) after the last segment.  Class 1 without closure ends here;
-\* with closure it awaits the Finished; Class 2 starts its ACK timer (4.7).
+\* EOF(no error) after the last segment, stating the file's size (5.2.2).
+\* Class 1 without closure ends here; with closure it awaits the Finished;
+\* Class 2 starts its ACK timer (4.7).
 SenderTxEof(t) ==
     /\ SActive(t) /\ snd[t].phase = "data" /\ snd[t].md /\ snd[t].next = NSeg
     /\ snd' = [snd EXCEPT

@@ -28,6 +28,11 @@
 (*   - what a step emits waits in pend until a "send" line shows it; no    *)
 (*     more may wait than the rest of the trace sends, and by the trace's  *)
 (*     end every timer's emission has been sent;                           *)
+(*   - a timer's expiry that emits (the protocol's Foreseeable actions) is *)
+(*     taken only where the trace shows its emission among the actor's     *)
+(*     next sends, after at most those it already has waiting (SentSoon):  *)
+(*     an implementation sends what a timer made when the timer fires, so  *)
+(*     an expiry placed any earlier only multiplies the behaviours;        *)
 (*   - the channel loses a unit only at a "lose" line for it;              *)
 (*   - obligations: a request the standard says must be answered with      *)
 (*     given units (a CFDP NAK: every segment it asks for) obliges its       *)
@@ -66,6 +71,9 @@
 (*   LateWindow  the longest reaction time the late pass allows (Hurried)  *)
 (*   Hold     actor -> the microseconds its user may hold it suspended     *)
 (*   SendsLeft  SendsLeft[i] is the number of "send" lines from line i on   *)
+(*   Foreseeable  the model's timer actions held to SentSoon                *)
+(*   NextSend  NextSend[d][i] is the first "send" line in direction d from  *)
+(*            line i on (TraceLen + 1: none); empty if Foreseeable is       *)
 (*   Eager    the cheaper first pass (above)?                              *)
 (*   StopAtEnd  stop at the first state past the last line?  FALSE: explore *)
 (*            every behaviour that takes the trace, so that the protocol's *)
@@ -127,6 +135,9 @@ Owed(p) == LET F[D \in SUBSET DOMAIN p] ==
                  IF D = {} THEN 0
                  ELSE LET k == CHOOSE x \in D : TRUE IN Len(p[k]) + F[D \ {k}]
            IN F[DOMAIN p]
+
+\* Emissions in direction d not yet on the wire.
+WaitingIn(d) == Owed([k \in {x \in DOMAIN pend : x[1] = d} |-> pend[k]])
 
 \* pend with one more copy of k, due at time d.
 Emit(p, k, d) == IF k \in DOMAIN p THEN [p EXCEPT ![k] = Append(@, d)] ELSE p @@ (k :> <<d>>)
@@ -205,6 +216,24 @@ LineAt(i) ==
         c == LineKinds[TraceKind[j]]
     IN [kind |-> c.k, dir |-> c.d, actor |-> c.a, seg |-> Units[TraceUnit[j]], t |-> TraceTime[j]]
 
+\* Unit u is among the n first "send" lines in direction d from line i on.
+RECURSIVE SentAmong(_, _, _, _)
+SentAmong(d, u, i, n) ==
+    LET j == IF i <= TraceLen THEN NextSend[d][i] ELSE TraceLen + 1
+    IN IF n = 0 \/ j > TraceLen THEN FALSE
+       ELSE IF Units[TraceUnit[j]] = u THEN TRUE
+       ELSE SentAmong(d, u, j + 1, n - 1)
+
+\* A step e that emits without consuming (a timer's expiry) may be taken
+\* now: it is not a Foreseeable action, or each of its emissions is among
+\* the actor's next sends, after those it already has waiting.
+\* (IF, not \/: inside an action TLC explores each disjunct.)
+SentSoon(e) ==
+    IF e.action \notin Foreseeable THEN TRUE
+    ELSE LET d == TxDir(e.actor)
+             n == WaitingIn(d) + Len(e.tx)
+         IN \A i \in DOMAIN e.tx : SentAmong(d, e.tx[i], l, n)
+
 CoreInit ==
     /\ l = 1
     /\ cur = LineAt(1)
@@ -275,6 +304,7 @@ ModelStep(e) ==
                /\ UNCHANGED inq
             [] OTHER ->
                \* a timer's emission (no deadline), or a step the wire does not show
+               /\ IF e.tx = <<>> THEN TRUE ELSE SentSoon(e)
                /\ pend' = EmitAll(q, d, e.tx, Never)
                /\ l' = l
                /\ UNCHANGED inq

@@ -20,4 +20,6 @@ StopAtEnd == TRUE
 ActionNames == {}
 DiagLine == 0
 Purging == {}
+Foreseeable == {}
+NextSend == [forward |-> <<>>, return |-> <<>>]
 =============================================================================

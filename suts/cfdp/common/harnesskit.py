@@ -600,14 +600,27 @@ def emit(result: dict[str, Any]) -> int:
 # --------------------------------------------------------------------------
 
 
+# Linux's SO_RCVBUFFORCE, which Python does not name.
+SO_RCVBUFFORCE = 33
+
+
 def open_socket(addr: tuple[str, int]) -> socket.socket:
-    """A non-blocking UDP socket bound to ``addr``, its buffers raised to
-    4 MiB (as far as net.core.rmem_max/wmem_max let them)."""
+    """A non-blocking UDP socket bound to ``addr``. Its receive buffer is
+    16 MiB, past net.core.rmem_max where the process may (SO_RCVBUFFORCE,
+    with CAP_NET_ADMIN, which a run's namespaces give it): a datagram
+    dropped at a full socket makes the run an error (conformance/runner.py
+    ``socket_overflowed``; suts/sockbuf.rs does the same for the Rust
+    harnesses). Its send buffer is raised to 4 MiB, as far as
+    net.core.wmem_max lets it."""
     family = socket.AF_INET6 if ":" in addr[0] else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_DGRAM)
-    for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
+    except OSError:
         with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, opt, 4 << 20)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
     sock.bind(addr)
     sock.setblocking(False)
     return sock

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import re
 import select
 import socket
 import struct
@@ -138,6 +140,39 @@ def start_role(
         assert time.monotonic() < deadline, f"{role} never started listening"
         time.sleep(launch.poll_s)
     return proc
+
+
+def receive_buffer(port: int) -> int:
+    """The receive buffer, in octets, of the UDP socket bound to ``port``
+    on this host's loopback (``ss``'s skmem ``rb``: what the kernel holds
+    for it, twice what setsockopt asked for)."""
+    out = subprocess.run(
+        ["ss", "-uanmH", "sport", "=", f":{port}"], capture_output=True, text=True, check=True
+    ).stdout
+    found = re.search(r"\brb(\d+)", out)
+    assert found, f"no socket on port {port}: {out!r}"
+    return int(found.group(1))
+
+
+def assert_socket_holds_a_burst(prog: list[str], tmp_path: Path) -> None:
+    """A harness (``prog``) raises its socket's receive buffer to 16 MiB: a
+    burst it has not read yet waits in the kernel instead of being dropped
+    there, which would make a run an error (conformance/runner.py
+    ``socket_overflowed``). As root (a run's namespaces, this suite), past
+    net.core.rmem_max; the kernel reports twice what was asked for."""
+    if os.geteuid() != 0:
+        pytest.skip("SO_RCVBUFFORCE needs CAP_NET_ADMIN: run as root, as dtnconform runs are")
+    work = tmp_path / "r"
+    work.mkdir()
+    listen = free_port()
+    args = ["--file-len", "3000", "--segment-size", "1024"]
+    args += timers(250, time_limit_ms=3000, linger_ms=0)
+    proc = start_role(prog, "recv", listen, free_port(), args, work, Launch())
+    try:
+        assert receive_buffer(listen) >= 2 * (16 << 20)
+    finally:
+        proc.kill()
+        proc.communicate()
 
 
 def run_alone(

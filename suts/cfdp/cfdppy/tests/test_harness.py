@@ -241,3 +241,9 @@ def test_a_nak_reaches_a_sender_still_sending(tmp_path: Path) -> None:
     harness ran the state machine up to 256 times between socket reads, up
     to 256 new segments came first."""
     ct.nak_reaches_sender_still_sending(CFDPPY, PAIR, tmp_path)
+
+
+def test_the_harness_socket_holds_a_burst(tmp_path: Path) -> None:
+    """16 MiB of receive buffer (harnesskit.open_socket, which LibreCube's
+    and Yamcs's harnesses share)."""
+    ct.assert_socket_holds_a_burst(CFDPPY, tmp_path)

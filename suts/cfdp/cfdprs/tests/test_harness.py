@@ -424,3 +424,9 @@ def test_a_nak_reaches_a_sender_still_sending(tmp_path: Path, binary: Path) -> N
     skipped = sorted(set(range(0, seg * n, seg)) - sent)
     assert len(skipped) == 1, skipped[:10]
     assert skipped[0] > 0  # the new segment after the resent one, never the NAKed one
+
+
+def test_the_harness_socket_holds_a_burst(tmp_path: Path, binary: Path) -> None:
+    """16 MiB of receive buffer (suts/sockbuf.rs, which licklider's harness
+    shares)."""
+    ct.assert_socket_holds_a_burst([str(binary)], tmp_path)

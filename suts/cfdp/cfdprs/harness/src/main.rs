@@ -16,6 +16,8 @@
 mod cfdprs;
 #[path = "../../../../payload.rs"]
 mod payload;
+#[path = "../../../../sockbuf.rs"]
+mod sockbuf;
 mod wire;
 
 use std::{
@@ -1124,6 +1126,7 @@ fn run(a: &Args, t0: Instant) -> Result<Value, UsageError> {
     let obs: Obs = Rc::new(std::cell::RefCell::new(Observer::new(t0, role, a.verbose)));
     let sock = UdpSocket::bind(a.listen)
         .map_err(|e| UsageError(format!("cannot bind {}: {e}", a.listen)))?;
+    sockbuf::raise_receive_buffer(&sock);
     obs.borrow().log(&format!(
         "listening on {}, peer {} ({IMPLEMENTATION})",
         a.listen, a.peer
