@@ -11,6 +11,8 @@
 
 #[path = "../../../../payload.rs"]
 mod payload;
+#[path = "../../../../sockbuf.rs"]
+mod sockbuf;
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -594,6 +596,7 @@ struct Link {
     tx_errors: u64,
     rx_foreign: u64,
     first_rx: Option<Instant>,
+    rx_buf: Vec<u8>, // read_queued's buffer
 }
 
 impl Link {
@@ -620,10 +623,12 @@ impl Link {
     }
 
     /// Drain every engine output in order: transmit segments, hand notices
-    /// to `on_notice`.
+    /// to `on_notice`; after each segment sent, read what has arrived.
     fn pump(&mut self, now: Instant, on_notice: &mut dyn FnMut(&Link, Notice)) {
-        let ts = self.ts(now);
+        let mut ts = self.ts(now);
         while let Some(out) = self.engine.poll_output(ts) {
+            // the clock moves on as datagrams read between sends go in
+            ts = self.ts(Instant::now()).max(ts);
             match out {
                 Output::Transmit { peer, segment } => {
                     if peer != self.peer {
@@ -640,10 +645,65 @@ impl Link {
                             self.log(&format!("send_to {} failed: {e}", self.peer_addr));
                         }
                     }
+                    // What reached the socket meanwhile goes to the engine
+                    // before its next output: the peer's feedback (a report,
+                    // a cancel) reaches a sender still sending, as in flight
+                    // (docs/implementers.md, "Read the network between every
+                    // send").
+                    if let Err(e) = self.read_queued() {
+                        self.log(&format!("recv_from: {e} (read again at the next wait)"));
+                    }
                 }
                 Output::Notice(n) => on_notice(self, n),
             }
         }
+    }
+
+    /// Feed one datagram from `src` to the engine (or drop it: --strict-source).
+    fn take_datagram(&mut self, data: &[u8], src: SocketAddr) {
+        let now = Instant::now();
+        if self.strict_source && src != self.peer_addr {
+            self.rx_foreign += 1;
+            self.log(&format!("datagram from {src} (not --peer) dropped"));
+            return;
+        }
+        self.rx_datagrams += 1;
+        self.first_rx.get_or_insert(now);
+        if self.verbose {
+            self.log(&format!("rx {} (from {src})", describe(data)));
+        }
+        let ts = self.ts(now);
+        self.engine.handle_input(
+            ts,
+            Input::Segment {
+                peer: self.peer,
+                data,
+            },
+        );
+    }
+
+    /// Feed every datagram already queued at the socket to the engine,
+    /// without waiting.
+    fn read_queued(&mut self) -> io::Result<()> {
+        self.sock.set_nonblocking(true)?;
+        let mut buf = std::mem::take(&mut self.rx_buf);
+        let read = loop {
+            match self.sock.recv_from(&mut buf) {
+                Ok((n, src)) => self.take_datagram(&buf[..n], src),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(()),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted
+                            | io::ErrorKind::ConnectionRefused
+                            | io::ErrorKind::ConnectionReset
+                    ) => {}
+                Err(e) => break Err(e),
+            }
+        };
+        self.rx_buf = buf;
+        self.sock.set_nonblocking(false)?;
+        read
     }
 
     /// Wait for one datagram until `until`; feed it to the engine.
@@ -655,25 +715,7 @@ impl Link {
         self.sock.set_read_timeout(Some(wait))?;
         match self.sock.recv_from(buf) {
             Ok((n, src)) => {
-                let now = Instant::now();
-                if self.strict_source && src != self.peer_addr {
-                    self.rx_foreign += 1;
-                    self.log(&format!("datagram from {src} (not --peer) dropped"));
-                    return Ok(());
-                }
-                self.rx_datagrams += 1;
-                self.first_rx.get_or_insert(now);
-                if self.verbose {
-                    self.log(&format!("rx {} (from {src})", describe(&buf[..n])));
-                }
-                let ts = self.ts(now);
-                self.engine.handle_input(
-                    ts,
-                    Input::Segment {
-                        peer: self.peer,
-                        data: &buf[..n],
-                    },
-                );
+                self.take_datagram(&buf[..n], src);
                 Ok(())
             }
             Err(e)
@@ -737,6 +779,7 @@ fn run(setup: Setup) -> (Value, Outcome) {
         Ok(s) => s,
         Err(e) => return fail(format!("bind {}: {e}", setup.listen)),
     };
+    sockbuf::raise_receive_buffer(&sock);
     let mut engine = match Engine::new(setup.config.clone()) {
         Ok(e) => e,
         Err(e) => return fail(format!("engine config: {e}")),
@@ -762,6 +805,7 @@ fn run(setup: Setup) -> (Value, Outcome) {
         tx_errors: 0,
         rx_foreign: 0,
         first_rx: None,
+        rx_buf: vec![0u8; 65_536],
     };
     let p = &setup.peer_cfg;
     let rtx = p.owlt_out + p.remote_delay + p.owlt_in + setup.config.local_delay;

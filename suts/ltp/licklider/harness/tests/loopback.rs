@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+#[path = "../../../../sockbuf.rs"]
+mod sockbuf;
+
 const BIN: &str = env!("CARGO_BIN_EXE_dtnc-licklider");
 
 fn free_port() -> u16 {
@@ -394,4 +397,82 @@ fn session_closed_without_red_delivery_is_closed() {
     assert_eq!(r.1["green_bytes_delivered"], 4000, "{ctx}");
     assert_eq!(r.1["session_closed"], true, "{ctx}");
     assert_eq!(s.1["outcome"], "cancelled", "{ctx}");
+}
+
+/// An SDNV (RFC 5326 §3.2.1) at the start of `b`: its value and length.
+fn sdnv(b: &[u8]) -> (u64, usize) {
+    let mut v = 0u64;
+    for (i, &x) in b.iter().enumerate() {
+        v = (v << 7) | u64::from(x & 0x7f);
+        if x & 0x80 == 0 {
+            return (v, i + 1);
+        }
+    }
+    panic!("truncated SDNV in {b:02x?}");
+}
+
+/// The implementers' guide's rule "read the network between every send"
+/// (docs/implementers.md), with a stand-in receiver that floods nothing but
+/// cancels: it answers the first data segment of a 2,000-segment block with
+/// a CR (RFC 5326 §3.2.3, type 14, reason USR_CNCLD) and then counts the
+/// data segments that still reach it. A harness that hands the socket to
+/// licklider between sends lets the CR in while the block is going out, so
+/// the sender cancels and stops long before the end of its block (RFC 5326
+/// §6.19: a cancelled session's queued segments are deleted). One that sends
+/// everything licklider queued first, as this harness did until 2026-11-29,
+/// lets all 2,000 out.
+#[test]
+fn a_cancel_reaches_a_sender_still_sending() {
+    let stand_in = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sockbuf::raise_receive_buffer(&stand_in); // so that it counts every segment
+    stand_in
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let peer = stand_in.local_addr().unwrap();
+    let send_port = free_port();
+    let send_addr: SocketAddr = format!("127.0.0.1:{send_port}").parse().unwrap();
+    let sender = spawn(&args(&[
+        "send",
+        "--listen",
+        &send_addr.to_string(),
+        "--peer",
+        &peer.to_string(),
+        "--time-limit-ms",
+        "5000",
+        "--block-len",
+        "2000000",
+        "--red-len",
+        "2000000",
+        "--segment-size",
+        "1000",
+        "--rtx-timeout-ms",
+        "1000",
+    ]));
+    let mut buf = [0u8; 65_536];
+    let mut data = 0u32;
+    let mut cancelled = false;
+    while let Ok((n, src)) = stand_in.recv_from(&mut buf) {
+        let ty = buf[0] & 0x0f;
+        if ty <= 7 {
+            data += 1;
+        }
+        if !cancelled && ty <= 7 {
+            // the header: control byte, the session id (originator and
+            // number, SDNVs), the extension counts; then the CR's reason
+            let (_, a) = sdnv(&buf[1..n]);
+            let (_, b) = sdnv(&buf[1 + a..n]);
+            let mut cr = vec![0x0e];
+            cr.extend_from_slice(&buf[1..1 + a + b]);
+            cr.extend_from_slice(&[0x00, 0x00]); // no extensions; USR_CNCLD
+            stand_in.send_to(&cr, src).unwrap();
+            cancelled = true;
+        }
+    }
+    let (_, sj, log) = finish(sender);
+    assert_eq!(sj["outcome"], "cancelled", "{sj}\n{log}");
+    eprintln!("{data} of 2,000 data segments went out");
+    assert!(
+        data < 1000,
+        "{data} of 2,000 data segments went out: the CR was read only after them\n{log}"
+    );
 }
