@@ -424,10 +424,13 @@ def _data_module(
     purging: Sequence[str] = (),
     hold_us: Mapping[str, int] | None = None,
     foreseeable: Sequence[str] = (),
+    on_demand: Sequence[str] = (),
+    lazy_arrivals: bool = False,
 ) -> str:
     """The TLA+ module of the trace (TraceCore's Units, LineKinds,
     TraceKind, TraceUnit, TraceTime, Window, Hold, SendsLeft, Foreseeable,
-    NextSend: written only where Foreseeable has actions) and the diagnosis
+    OnDemand, LazyArrivals, NextSend: written only where Foreseeable has
+    actions) and the diagnosis
     constants, but for the two that change from one TLC pass to the next
     (DiagLine, Eager: _Session.data) and the module's end.
 
@@ -490,6 +493,8 @@ def _data_module(
             f"ActionNames == {{{names}}}",
             "Purging == {" + ", ".join(f'"{a}"' for a in purging) + "}",
             "Foreseeable == {" + ", ".join(f'"{a}"' for a in foreseeable) + "}",
+            "OnDemand == {" + ", ".join(f'"{a}"' for a in on_demand) + "}",
+            f"LazyArrivals == {'TRUE' if lazy_arrivals else 'FALSE'}",
             "NextSend == [" + ", ".join(f"{d} |-> <<{v}>>" for d, v in next_send.items()) + "]",
         ]
     )
@@ -894,6 +899,8 @@ class _Session:
             self.tm.purging,
             self.tm.hold_us,
             self.tm.foreseeable,
+            self.tm.on_demand,
+            self.tm.lazy_arrivals,
         )
 
     def data(self, diag: int, eager: bool, ends: bool = False) -> str:

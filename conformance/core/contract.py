@@ -422,6 +422,12 @@ class TraceModel:
     # trace shows its emission among the actor's next sends (TraceCore's
     # SentSoon)
     foreseeable: Sequence[str] = ()
+    # the model's actions that emit without consuming and are no timer's (a
+    # sender's new data): taken only where the trace needs them (TraceCore's
+    # Wanted)
+    on_demand: Sequence[str] = ()
+    # arrivals processed only where the trace needs it (TraceCore's Needs)
+    lazy_arrivals: bool = False
     # record index -> the unit as it arrived corrupted (SegmentRecord
     # corrupted), or None where the model reads the corruption as a loss
     # (a CRC the receiver checks); a corrupted record left out is

@@ -546,3 +546,34 @@ def test_a_timers_expiry_is_taken_only_where_the_wire_shows_its_emission_next(
     assert seen[True][1:] == seen[False][1:]
     # (the actions it lists as possible there come from other states)
     assert seen[True][0] < seen[False][0], seen
+
+
+def test_a_step_that_emits_on_its_own_is_taken_only_where_the_trace_needs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sender's new File Data, its EOF, a receiver's NAK: steps that emit
+    without consuming could be taken anywhere before their PDU's line, each
+    place a behaviour of its own; so could the processing of an arrival.
+    TraceCore's Wanted takes such a step only where the current line is a
+    send of its actor that nothing waiting shows, or an arrival waits at its
+    actor; with LazyArrivals, Needs takes an arrival only where the trace
+    needs it (a send of its actor's, its exit, the end, the window running
+    out). Either can be put off until then. The NAKed-range trace is
+    rejected at the same line, for the same reason, in fewer states than
+    with both rules off (monkeypatched); the NAK trace its sender answers in
+    full is accepted either way."""
+    seen = {}
+    for held in (True, False):
+        if not held:
+            monkeypatch.setattr(cfdp_trace, "on_demand_actions", list)
+            monkeypatch.setattr(cfdp_trace, "LAZY_ARRIVALS", False)
+        for renak, ranges in ((True, [(0.012, SEG)]), (False, [(0.012, SEG), (0.013, 2 * SEG)])):
+            w = Wire()
+            scn = _four_segments(w, ranges, renak=renak)
+            d = tmp_path / f"{held}-{renak}"
+            d.mkdir()
+            tc = w.check(d, scn, observed=scn.expect.outcomes[0], readings=[""])
+            assert tc.status == ("rejected" if renak else "accepted"), tc.message
+            seen[held, renak] = (tc.states, tc.line, tc.message.split(" Actions the model")[0])
+    assert seen[True, True][1:] == seen[False, True][1:]
+    assert seen[True, True][0] < seen[False, True][0], seen

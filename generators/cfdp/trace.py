@@ -434,6 +434,8 @@ def trace_model(
             if "Cancel" in a or a.startswith(("SenderFault", "ReceiverFault"))
         ),
         foreseeable=timer_actions(),
+        on_demand=on_demand_actions(),
+        lazy_arrivals=LAZY_ARRIVALS,
     )
 
 
@@ -448,3 +450,17 @@ def timer_actions() -> list[str]:
         for a in model_actions(SPEC, NEXT_BLOCKS)
         if "Timeout" in a or re.fullmatch(r"(Sender|Receiver)Fault(\w+Limit|Inactivity)", a)
     )
+
+
+# Arrivals processed only where the trace needs it (TraceCore's Needs): the
+# model's CFDP entities read no state of each other's.
+LAZY_ARRIVALS = True
+
+
+def on_demand_actions() -> list[str]:
+    """The model's actions that emit without consuming and are no timer's:
+    the sender's Metadata, new data, EOF, resends and Prompts, the
+    receiver's NAKs and Finished. Trace validation takes one only where the
+    trace needs it (TraceCore's Wanted): emitted early, their PDUs would
+    wait unsent in every order."""
+    return [a for a in model_actions(SPEC, NEXT_BLOCKS) if "Tx" in a]

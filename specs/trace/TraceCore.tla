@@ -33,6 +33,20 @@
 (*     next sends, after at most those it already has waiting (SentSoon):  *)
 (*     an implementation sends what a timer made when the timer fires, so  *)
 (*     an expiry placed any earlier only multiplies the behaviours;        *)
+(*   - a step that emits without consuming and is no timer's (the          *)
+(*     protocol's OnDemand actions: a sender's new data, say) is taken     *)
+(*     only where the trace needs it (Wanted): the current line is a send  *)
+(*     of its actor that nothing waiting shows, or an arrival waits at its *)
+(*     actor, or the trace is over.  Such a step can always be put off     *)
+(*     until then: other actors' steps do not read its actor's state, and  *)
+(*     its emission has no deadline; so no behaviour that takes the trace  *)
+(*     is lost, and the orders of early emissions are not explored;        *)
+(*   - with LazyArrivals, an actor processes an arrival only where the     *)
+(*     trace needs it to (Needs): the current line is a send of its that   *)
+(*     nothing waiting shows, its exit or the end, or its oldest arrival   *)
+(*     would be overdue there; or the trace is over.  Processing can       *)
+(*     always be put off until then, for the same reasons; OnDemand steps  *)
+(*     then wait for the same moments;                                     *)
 (*   - the channel loses a unit only at a "lose" line for it;              *)
 (*   - obligations: a request the standard says must be answered with      *)
 (*     given units (a CFDP NAK: every segment it asks for) obliges its       *)
@@ -72,6 +86,9 @@
 (*   Hold     actor -> the microseconds its user may hold it suspended     *)
 (*   SendsLeft  SendsLeft[i] is the number of "send" lines from line i on   *)
 (*   Foreseeable  the model's timer actions held to SentSoon                *)
+(*   OnDemand  the model's actions that emit without consuming, held to     *)
+(*            Wanted                                                       *)
+(*   LazyArrivals  arrivals processed only where the trace Needs it?       *)
 (*   NextSend  NextSend[d][i] is the first "send" line in direction d from  *)
 (*            line i on (TraceLen + 1: none); empty if Foreseeable is       *)
 (*   Eager    the cheaper first pass (above)?                              *)
@@ -234,6 +251,27 @@ SentSoon(e) ==
              n == WaitingIn(d) + Len(e.tx)
          IN \A i \in DOMAIN e.tx : SentAmong(d, e.tx[i], l, n)
 
+\* The current line is a send of actor a's that nothing waiting shows: a
+\* must make it.
+Owes(a) == cur.kind = "send" /\ cur.dir = TxDir(a) /\ Waiting(<<cur.dir, cur.seg>>) = 0
+
+\* The trace needs actor a to process an arrival now (see the header).
+\* (IF, not \/: inside an action TLC explores each disjunct.)
+Needs(a) ==
+    IF l > TraceLen \/ cur.kind = "end" THEN TRUE
+    ELSE IF cur.kind = "exit" /\ cur.actor = a THEN TRUE
+    ELSE IF Owes(a) THEN TRUE
+    ELSE inq[a] # <<>> /\ Head(inq[a]).t + WindowOf(a) < cur.t
+
+\* A step e that emits without consuming may be taken now: it is not an
+\* OnDemand action, or the trace needs it (see the header).
+Wanted(e) ==
+    IF e.action \notin OnDemand \/ l > TraceLen THEN TRUE
+    ELSE IF Owes(e.actor) THEN TRUE
+    ELSE IF inq[e.actor] = <<>> THEN FALSE
+    ELSE IF LazyArrivals THEN Needs(e.actor)
+    ELSE TRUE
+
 CoreInit ==
     /\ l = 1
     /\ cur = LineAt(1)
@@ -287,6 +325,7 @@ ModelStep(e) ==
             [] e.rx # <<>> ->
                \* the oldest unit that arrived and is not processed yet
                /\ inq[a] # <<>>
+               /\ IF LazyArrivals THEN Needs(a) ELSE TRUE
                /\ Head(inq[a]).seg = e.rx[1]
                /\ inq' = [inq EXCEPT ![a] = Tail(@)]
                /\ pend' = EmitAll(q, d, e.tx, Head(inq[a]).t + WindowOf(a))
@@ -304,7 +343,7 @@ ModelStep(e) ==
                /\ UNCHANGED inq
             [] OTHER ->
                \* a timer's emission (no deadline), or a step the wire does not show
-               /\ IF e.tx = <<>> THEN TRUE ELSE SentSoon(e)
+               /\ IF e.tx = <<>> THEN TRUE ELSE SentSoon(e) /\ Wanted(e)
                /\ pend' = EmitAll(q, d, e.tx, Never)
                /\ l' = l
                /\ UNCHANGED inq

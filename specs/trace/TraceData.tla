@@ -21,5 +21,7 @@ ActionNames == {}
 DiagLine == 0
 Purging == {}
 Foreseeable == {}
+OnDemand == {}
+LazyArrivals == FALSE
 NextSend == [forward |-> <<>>, return |-> <<>>]
 =============================================================================
