@@ -132,18 +132,25 @@ def first_cr_not_acknowledged_by_the_sender(out: RunOutcome) -> None:
 
 def refused_session_cr_not_acknowledged(out: RunOutcome) -> None:
     """licklider-0.1.1-first-cs-not-acknowledged, through an unknown client
-    service: licklider's receiver refuses each data segment with a CR
-    UNREACH (reading 12's alternative, allowed), and its sender answers
-    fewer CRs than reach it (RFC 5326 §6.17)."""
+    service: licklider's receiver refuses each data segment that reaches it
+    with a CR UNREACH, and its sender answers fewer CRs than reach it (RFC
+    5326 §6.17). How many data segments go out before the first CR is in
+    depends on timing, since licklider's harness reads the network between
+    sends: all three (three CRs, two CARs; the diagnosis is then under
+    reading 12's alternative, which takes the trace furthest) or only the
+    first (one CR, no CAR; the default's diagnosis: the CR unanswered)."""
     assert out.verdict.status == "fail", out.verdict.reasons
     tc = out.verdict.trace
     assert tc is not None and tc.status == "rejected", tc
-    assert tc.message.startswith("under reading 12's alternative"), tc.message
     assert "§6.17" in tc.rule, tc
     cr = [s for s in out.segments if s.direction == "return" and s.fields.get("type") == "CR"]
     car = [s for s in out.segments if s.direction == "forward" and s.fields.get("type") == "CAR"]
-    assert len(cr) == 3 and not any(s.dropped for s in cr), cr
+    assert cr and not any(s.dropped for s in cr), cr
     assert len(car) < len(cr), "every CR was acknowledged: the finding no longer holds"
+    if len(cr) == 1:
+        assert "had not answered the CR" in tc.message, tc.message
+    else:
+        assert tc.message.startswith("under reading 12's alternative"), tc.message
 
 
 def redundant_checkpoint_answered_past_the_limit(out: RunOutcome) -> None:
