@@ -1,7 +1,7 @@
 //! A harness socket's receive buffer, raised so that a burst from the peer
 //! waits in the kernel instead of being dropped there (each Rust harness
-//! includes this file with `#[path]`; the Python harnesses do the same in
-//! suts/cfdp/common/harnesskit.py `open_socket`). A datagram dropped at a
+//! includes this file with `#[path]`; suts/sockbuf.py is the same rule for
+//! the Python harnesses and our tester). A datagram dropped at a
 //! full socket is one the capture shows arriving: the run is then an
 //! `error` (conformance/runner.py `socket_overflowed`), so the buffer is
 //! made large enough for any burst a scenario sends.

@@ -18,7 +18,6 @@ ends everything with outcome ``open``.
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import json
 import select
@@ -30,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
+
+from suts.sockbuf import raise_receive_buffer
 
 
 class CannotPlay(ValueError):
@@ -231,23 +232,15 @@ def emit(obj: dict[str, Any], stream: TextIO = sys.stdout) -> None:
     stream.flush()
 
 
-# Linux's SO_RCVBUFFORCE, which Python does not name.
-SO_RCVBUFFORCE = 33
-
-
 def open_socket(listen: tuple[str, int]) -> socket.socket:
     """The role's UDP socket on ``listen``, its receive buffer 16 MiB (past
     net.core.rmem_max with CAP_NET_ADMIN, which a run's namespaces give
     it): the tester reads between its steps, and a burst it has not read
     yet must wait in the kernel, not be dropped there (a drop makes the run
-    an error: conformance/runner.py ``socket_overflowed``)."""
+    an error: conformance/runner.py ``socket_overflowed``; suts/sockbuf.py)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
-    except OSError:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+    raise_receive_buffer(sock)
     sock.bind(listen)
     return sock
 

@@ -23,6 +23,7 @@ from conformance.tester import launch
 from conformance.tester.core import Context, Limits, open_socket, serve
 from conformance.tester.ltp import PROBES, LtpReceiver, LtpSender, pattern
 from dissectors.ltp.layer import LtpDecodeError, parse
+from suts.sockbuf import RCVBUF
 
 LTP_TLA = Path(__file__).resolve().parents[2] / "specs" / "ltp" / "LTP.tla"
 RTX_S = 0.3
@@ -382,4 +383,4 @@ def test_the_testers_socket_holds_a_burst() -> None:
     if os.geteuid() != 0:
         pytest.skip("SO_RCVBUFFORCE needs CAP_NET_ADMIN: run as root, as dtnconform runs are")
     with open_socket(("127.0.0.1", 0)) as sock:
-        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) >= 2 * (16 << 20)
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) >= 2 * RCVBUF

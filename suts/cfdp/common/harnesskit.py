@@ -27,11 +27,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
+# the socket rule all harnesses share (suts/sockbuf.py): a harness runs with
+# suts/cfdp/common on its path, and its own interpreter, so the repository's
+# root is put on the path for it (sockbuf, like this kit, is standard library)
+ROOT = Path(__file__).resolve().parents[3]
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))
+from suts.sockbuf import raise_receive_buffer  # noqa: E402
+
 SOURCE_FILE = "dtnc-source.bin"  # the sender's file, in its --workdir
 DEST_FILE = "dtnc-received.bin"  # the Metadata's destination file name
 MAX_DATAGRAM = 65535
 # Tables 5-4 and 5-5, and the file's pattern, are read from the spec's one copy.
-WIRE_JSON = Path(__file__).resolve().parents[3] / "specs" / "cfdp" / "wire.json"
+WIRE_JSON = ROOT / "specs" / "cfdp" / "wire.json"
 # SANA checksum identifiers, by --checksum.
 CHECKSUM_IDS: dict[str, int] = {"modular": 0, "crc32c": 2, "crc32": 3, "null": 15}
 REQUESTS = ("cancel", "suspend", "prompt_nak", "prompt_keep_alive")
@@ -600,25 +608,17 @@ def emit(result: dict[str, Any]) -> int:
 # --------------------------------------------------------------------------
 
 
-# Linux's SO_RCVBUFFORCE, which Python does not name.
-SO_RCVBUFFORCE = 33
-
-
 def open_socket(addr: tuple[str, int]) -> socket.socket:
     """A non-blocking UDP socket bound to ``addr``. Its receive buffer is
     16 MiB, past net.core.rmem_max where the process may (SO_RCVBUFFORCE,
     with CAP_NET_ADMIN, which a run's namespaces give it): a datagram
     dropped at a full socket makes the run an error (conformance/runner.py
-    ``socket_overflowed``; suts/sockbuf.rs does the same for the Rust
-    harnesses). Its send buffer is raised to 4 MiB, as far as
+    ``socket_overflowed``; suts/sockbuf.py, which suts/sockbuf.rs mirrors
+    for the Rust harnesses). Its send buffer is raised to 4 MiB, as far as
     net.core.wmem_max lets it."""
     family = socket.AF_INET6 if ":" in addr[0] else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_DGRAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
-    except OSError:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+    raise_receive_buffer(sock)
     with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
     sock.bind(addr)

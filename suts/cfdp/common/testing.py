@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from suts.cfdp.common.harnesskit import DIRECTIVE_NAMES, pattern
+from suts.sockbuf import RCVBUF, raise_receive_buffer
 
 LOOP = "127.0.0.1"
 REPO = Path(__file__).resolve().parents[3]
@@ -169,7 +170,7 @@ def assert_socket_holds_a_burst(prog: list[str], tmp_path: Path) -> None:
     args += timers(250, time_limit_ms=3000, linger_ms=0)
     proc = start_role(prog, "recv", listen, free_port(), args, work, Launch())
     try:
-        assert receive_buffer(listen) >= 2 * (16 << 20)
+        assert receive_buffer(listen) >= 2 * RCVBUF
     finally:
         proc.kill()
         proc.communicate()
@@ -408,8 +409,8 @@ def nak_reaches_sender_still_sending(
     from dissectors.cfdp.layer import CFDP, CFDPNak
 
     stand_in = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    # Linux's SO_RCVBUFFORCE (as root) and SO_TIMESTAMPNS; Python names neither
-    stand_in.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), 16 << 20)
+    raise_receive_buffer(stand_in)
+    # Linux's SO_TIMESTAMPNS, which Python does not name
     stand_in.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_TIMESTAMPNS", 35), 1)
     stand_in.bind((LOOP, 0))
     stand_in.settimeout(pair.launch.timeout)
