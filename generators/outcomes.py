@@ -245,15 +245,22 @@ def cached(
 ) -> Expectation:
     """An expectation computed once per ``key`` (any protocol's: the key
     holds the parameters), a copy of it each time; ``seen`` gets the model
-    actions its behaviours took (``compute`` fills the set it is given)."""
+    actions its behaviours took (``compute`` fills the set it is given).
+    Callers of one key at once (a catalogue's threads) compute it once: the
+    others wait for its result."""
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
+        busy = _KEY_LOCKS.setdefault(key, threading.Lock())
     if hit is None:
-        took: set[str] = set()
-        exp = compute(took)
-        hit = (exp, frozenset(took))
-        with _CACHE_LOCK:
-            _CACHE[key] = hit
+        with busy:
+            with _CACHE_LOCK:
+                hit = _CACHE.get(key)
+            if hit is None:
+                took: set[str] = set()
+                exp = compute(took)
+                hit = (exp, frozenset(took))
+                with _CACHE_LOCK:
+                    _CACHE[key] = hit
     if seen is not None:
         seen |= hit[1]
     return hit[0].model_copy(deep=True)
@@ -264,6 +271,8 @@ _CACHE: dict[str, tuple[Expectation, frozenset[str]]] = {}
 
 
 _CACHE_LOCK = threading.Lock()
+# one lock per key, held while the key's expectation is computed
+_KEY_LOCKS: dict[str, threading.Lock] = {}
 
 
 # ---------------------------------------------------------------------------
