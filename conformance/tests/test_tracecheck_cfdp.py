@@ -577,3 +577,86 @@ def test_a_step_that_emits_on_its_own_is_taken_only_where_the_trace_needs_it(
             seen[held, renak] = (tc.states, tc.line, tc.message.split(" Actions the model")[0])
     assert seen[True, True][1:] == seen[False, True][1:]
     assert seen[True, True][0] < seen[False, True][0], seen
+
+
+def _nak_mid_transfer(w: Wire) -> Scenario:
+    """A 16-segment file whose segment 2 is lost: the receiver NAKs it as
+    segment 3 arrives, and the NAK reaches the sender while it is still
+    sending new data; the sender resends segment 2 after segment 8, then
+    leaves segment 9 out, as cfdp-rs 0.3.0 does after a resend
+    (suts/cfdp/cfdprs/README.md), and sends it after segment 15, once the
+    receiver's immediate NAK of it has come."""
+    body = bytes(range(256)) * 64  # 16 segments of 1024 octets
+    seg = lambda off: CFDPFileData(offset=off, data=body[off : off + SEG], **HEAD)  # noqa: E731
+    nak = lambda n, i: CFDPNak(start_of_scope=0, end_of_scope=n * SEG,  # noqa: E731
+                               segment_requests=[(i * SEG, (i + 1) * SEG)], **HEAD)  # fmt: skip
+    w.pdu(0.000, "forward", CFDPMetadata(file_size=len(body), checksum_type=15,
+                                         source_file_name=b"a", dest_file_name=b"b", **HEAD))  # fmt: skip
+    for i in range(9):
+        w.pdu(0.001 + 0.001 * i, "forward", seg(i * SEG), lost=i == 2)
+    w.pdu(0.0065, "return", nak(4, 2))
+    w.pdu(0.0095, "forward", seg(2 * SEG))
+    rest = [10, 11, 12, 13, 14, 15]
+    for n, i in enumerate(rest):
+        w.pdu(0.010 + 0.001 * n, "forward", seg(i * SEG))
+    w.pdu(0.0125, "return", nak(11, 9))
+    t = 0.010 + 0.001 * len(rest)
+    w.pdu(t, "forward", seg(9 * SEG))
+    t += 0.001
+    w.pdu(t, "forward", CFDPEOF(condition="no_error", file_size=len(body), checksum=0, **HEAD))
+    w.pdu(t + 0.003, "return", ack("eof"))
+    closed(w, t + 0.004)
+    return scenario(file_len=len(body))
+
+
+def test_new_data_is_emitted_ahead_of_the_wire_only_on_the_way_to_what_it_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the wire shows the sender resending a NAKed segment, the model
+    could emit any number of new segments first, each count a behaviour of
+    its own that later lines carry along. TraceCFDP's FileDataOnTheWay
+    takes SenderTxFileData there only on the way to a later new segment, an
+    EOF, or a NAK asking for what is not emitted yet. _nak_mid_transfer's
+    trace (whose left-out segment the model emits on the way to the next
+    one, and which the eager pass therefore rejects) is accepted as with
+    every such step allowed (AnyOnTheWay, monkeypatched), in fewer states."""
+    seen = {}
+    for rule in ("FileDataOnTheWay", "AnyOnTheWay"):
+        monkeypatch.setattr(cfdp_trace, "ON_THE_WAY", rule)
+        w = Wire()
+        scn = _nak_mid_transfer(w)
+        d = tmp_path / rule
+        d.mkdir()
+        tc = w.check(d, scn, observed=scn.expect.outcomes[0], readings=[""])
+        assert tc.status == "accepted", (rule, tc.message)
+        seen[rule] = tc.states
+    assert seen["FileDataOnTheWay"] < seen["AnyOnTheWay"], seen
+
+
+def test_a_resend_that_goes_out_before_its_nak_is_processed_meets_it(tmp_path: Path) -> None:
+    """The sender leaves segment 5 out of its first pass; the receiver's
+    immediate NAK of it reaches the sender, whose next PDU on the wire is
+    segment 5, then its EOF; the Finished comes 1.5 s later. The model has
+    segment 5 emitted already (on the way to segment 6), so nothing makes
+    it process the NAK before that send (TraceCore's Needs); the NAK's
+    obligation, created when it is processed, counts that send all the
+    same: it went out after the NAK arrived (TraceCore's Owe). Otherwise the
+    obligation would lapse a window after the EOF, and a sender that
+    answered its NAK at once would be rejected."""
+    body = bytes(range(256)) * 32  # 8 segments of 1024 octets
+    seg = lambda i: CFDPFileData(offset=i * SEG, data=body[i * SEG : (i + 1) * SEG], **HEAD)  # noqa: E731
+    w = Wire()
+    w.pdu(0.000, "forward", CFDPMetadata(file_size=len(body), checksum_type=15,
+                                         source_file_name=b"a", dest_file_name=b"b", **HEAD))  # fmt: skip
+    for n, i in enumerate([0, 1, 2, 3, 4, 6, 7]):
+        w.pdu(0.001 + 0.001 * n, "forward", seg(i))
+    w.pdu(0.0085, "return", CFDPNak(start_of_scope=0, end_of_scope=7 * SEG,
+                                    segment_requests=[(5 * SEG, 6 * SEG)], **HEAD))  # fmt: skip
+    w.pdu(0.011, "forward", seg(5))
+    w.pdu(0.012, "forward", CFDPEOF(condition="no_error", file_size=len(body), checksum=0, **HEAD))
+    w.pdu(0.0145, "return", ack("eof"))
+    closed(w, 1.5)  # past the late pass's longer window too (0.9 s)
+    scn = scenario(file_len=len(body))
+    tc = w.check(tmp_path, scn, observed=scn.expect.outcomes[0], readings=[""])
+    assert tc.status == "accepted", tc.message
+    assert "reaction times" not in tc.message, tc.message

@@ -424,6 +424,7 @@ def trace_model(
             "KaPdu": "TraceKaPdu",
             "OwesAfter": "NakOwes",
             "OwesMet": "NakMet",
+            "OnTheWay": ON_THE_WAY,
         },
         # the actions that cancel or abandon the transaction (a user's
         # request, a fault, the sender's notice of cancellation reaching the
@@ -451,6 +452,11 @@ def timer_actions() -> list[str]:
         if "Timeout" in a or re.fullmatch(r"(Sender|Receiver)Fault(\w+Limit|Inactivity)", a)
     )
 
+
+# Where the wire shows the sender sending what nothing waiting shows, new
+# data is emitted ahead of it only on the way there (TraceCFDP's
+# FileDataOnTheWay; TraceCore's AnyOnTheWay puts no bound).
+ON_THE_WAY = "FileDataOnTheWay"
 
 # Arrivals processed only where the trace needs it (TraceCore's Needs): the
 # model's CFDP entities read no state of each other's.

@@ -269,6 +269,7 @@ def trace_model(
             "Losable": "TraceLosable",
             "OwesAfter": "RsOwes",
             "OwesMet": "RsMet",
+            "OnTheWay": "AnyOnTheWay",
         },
         # TraceLTP's EndReport prints OutcomeLine, as MCLTPOutcomes' Report does
         end_outcomes=functools.partial(parse_outcomes, block=block),

@@ -109,6 +109,23 @@ NakMet(o, L) ==
     THEN [k \in {x \in DOMAIN o : x[2].t # L.seg.t} |-> o[k]]
     ELSE Met(o, L)
 
+\* Where the wire shows the sender sending a unit nothing waiting shows,
+\* SenderTxFileData (the next new segment) is on the way to it only if it
+\* is a later new segment, or an EOF (SenderTxEof follows the last
+\* segment), or the sender holds a NAK not processed yet that asks for a
+\* segment not emitted yet (SenderRxNak queues only segments below next).
+\* No other step reads next, so elsewhere the step can wait until one of
+\* these; without this, a sender that must first answer a NAK would be
+\* explored emitting every count of new segments ahead of the wire.  Every
+\* other OnDemand step may be on the way to anything.
+FileDataOnTheWay(e, u) ==
+    IF e.action # "SenderTxFileData" THEN TRUE
+    ELSE LET n == e.tx[1].seg
+             q == inq["sender"]
+         IN IF u.k = "EOF" THEN TRUE
+            ELSE IF u.k = "FD" /\ u.seg > n THEN TRUE
+            ELSE {i \in DOMAIN q : q[i].seg.k = "NAK" /\ \E o \in q[i].seg.segs : o >= n} # {}
+
 \* No step is held prompt yet: at the trace's end an endpoint may still be
 \* before any step the wire does not show (a Class 1 receiver's completion
 \* at the EOF, say), so the ends hold each of those states: lenient, never

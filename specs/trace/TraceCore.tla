@@ -36,17 +36,21 @@
 (*   - a step that emits without consuming and is no timer's (the          *)
 (*     protocol's OnDemand actions: a sender's new data, say) is taken     *)
 (*     only where the trace needs it (Wanted): the current line is a send  *)
-(*     of its actor that nothing waiting shows, or an arrival waits at its *)
-(*     actor, or the trace is over.  Such a step can always be put off     *)
-(*     until then: other actors' steps do not read its actor's state, and  *)
-(*     its emission has no deadline; so no behaviour that takes the trace  *)
-(*     is lost, and the orders of early emissions are not explored;        *)
+(*     of its actor that nothing waiting shows, and the step emits that    *)
+(*     unit or is on the way to it (the protocol's OnTheWay); or an        *)
+(*     arrival waits at its actor; or the trace is over.  Such a step can  *)
+(*     always be put off until then: other actors' steps do not read its   *)
+(*     actor's state, and its emission has no deadline; so no behaviour    *)
+(*     that takes the trace is lost, and the orders of early emissions are *)
+(*     not explored;                                                       *)
 (*   - with LazyArrivals, an actor processes an arrival only where the     *)
 (*     trace needs it to (Needs): the current line is a send of its that   *)
 (*     nothing waiting shows, its exit or the end, or its oldest arrival   *)
 (*     would be overdue there; or the trace is over.  Processing can       *)
-(*     always be put off until then, for the same reasons; OnDemand steps  *)
-(*     then wait for the same moments;                                     *)
+(*     always be put off until then, for the same reasons, and since what  *)
+(*     a request obliges its actor to send counts the sends since the      *)
+(*     request arrived (Owe); OnDemand steps then wait for the same        *)
+(*     moments;                                                            *)
 (*   - the channel loses a unit only at a "lose" line for it;              *)
 (*   - obligations: a request the standard says must be answered with      *)
 (*     given units (a CFDP NAK: every segment it asks for) obliges its       *)
@@ -54,7 +58,8 @@
 (*     trace module says which step obliges what (OwesAfter, substituted in  *)
 (*     the .cfg), and a line later than an unmet deadline is not taken.      *)
 (*     Unlike pend, what a model step emits, an obligation is met by any     *)
-(*     send of the unit, however the model came to send it;                 *)
+(*     send of the unit after the request arrived, however the model came   *)
+(*     to send it, and even before the model's step that processes it;      *)
 (*   - reaction window: before a line at time t is taken, every unit that  *)
 (*     arrived before t - Window has been processed, and every unit a      *)
 (*     processed arrival made the model emit is on the wire by             *)
@@ -115,6 +120,15 @@ CONSTANT OwesAfter(_, _)
 \* (Met: a send of the unit owed; a protocol may add others, as a notice
 \* of cancellation ends what its session owed).
 CONSTANT OwesMet(_, _)
+\* OnTheWay(e, u): the OnDemand step e (lastEvent') may have to come before
+\* a step that emits unit u, which the current line shows its actor
+\* sending.  Wanted takes e there only if it emits u or OnTheWay says so.
+\* It must hold wherever putting e off past the emission of u could lose a
+\* behaviour that takes the trace (e makes a later step possible, or
+\* changes what a later step does); the protocol's trace module defines it
+\* (AnyOnTheWay: every step, where the protocol says no more) and the .cfg
+\* substitutes it (OnTheWay <- ...).
+CONSTANT OnTheWay(_, _)
 
 VARIABLES
     l,          \* the next trace line
@@ -199,13 +213,31 @@ Gone(o, L) == [k \in {x \in DOMAIN o : x[1] # TxDir(L.actor)} |-> o[k]]
 NoOwes == [k \in {} |-> [due |-> 0, at |-> 0]]
 OwesKept(e, t0) == owes
 
+\* Unit k[2] is on the wire in direction k[1] at a line from j back, later
+\* than time t0.
+RECURSIVE SentAfter(_, _, _)
+SentAfter(k, t0, j) ==
+    IF j < 1 THEN FALSE
+    ELSE IF TraceTime[j] <= t0 THEN FALSE
+    ELSE IF LineKinds[TraceKind[j]].k = "send" /\ LineKinds[TraceKind[j]].d = k[1]
+            /\ Units[TraceUnit[j]] = k[2]
+    THEN TRUE
+    ELSE SentAfter(k, t0, j - 1)
+
 \* Building blocks of a protocol's OwesAfter.  Deferred: o with each
 \* obligation not timed yet (Never) for which Fires(k) holds now due at
 \* due (a sender's first pass over, its deferred answers are due).
 \* Owe: o and the new obligations asked, each one new (one kept as it was).
 Deferred(o, Fires(_), due) ==
     [k \in DOMAIN o |-> IF o[k].due = Never /\ Fires(k) THEN [o[k] EXCEPT !.due = due] ELSE o[k]]
-Owe(o, asked, new) == [k \in DOMAIN o \cup asked |-> IF k \in DOMAIN o THEN o[k] ELSE new]
+\* A unit asked for that the wire shows the actor sending after the request
+\* arrived (new.at) and before the current line is owed no more: the model
+\* may process a request later than it arrived (LazyArrivals), and what the
+\* actor sent meanwhile answers it all the same.  (A send at the very time
+\* of the arrival is not counted: the lines do not say which came first.)
+Owe(o, asked, new) ==
+    LET fresh == {k \in asked : ~SentAfter(k, new.at, l - 1)}
+    IN [k \in DOMAIN o \cup fresh |-> IF k \in DOMAIN o THEN o[k] ELSE new]
 
 \* o without the obligation the line L meets (a send of the unit owed).  An
 \* actor that is sending what one request asked for keeps the rest alive:
@@ -263,11 +295,16 @@ Needs(a) ==
     ELSE IF Owes(a) THEN TRUE
     ELSE inq[a] # <<>> /\ Head(inq[a]).t + WindowOf(a) < cur.t
 
+\* Every OnDemand step may be on the way to any unit (see OnTheWay).
+AnyOnTheWay(e, u) == TRUE
+
 \* A step e that emits without consuming may be taken now: it is not an
 \* OnDemand action, or the trace needs it (see the header).
+\* (IF, not \/: inside an action TLC explores each disjunct.)
 Wanted(e) ==
     IF e.action \notin OnDemand \/ l > TraceLen THEN TRUE
-    ELSE IF Owes(e.actor) THEN TRUE
+    ELSE IF Owes(e.actor)
+         THEN IF \E i \in DOMAIN e.tx : e.tx[i] = cur.seg THEN TRUE ELSE OnTheWay(e, cur.seg)
     ELSE IF inq[e.actor] = <<>> THEN FALSE
     ELSE IF LazyArrivals THEN Needs(e.actor)
     ELSE TRUE
