@@ -660,3 +660,80 @@ def test_a_resend_that_goes_out_before_its_nak_is_processed_meets_it(tmp_path: P
     tc = w.check(tmp_path, scn, observed=scn.expect.outcomes[0], readings=[""])
     assert tc.status == "accepted", tc.message
     assert "reaction times" not in tc.message, tc.message
+
+
+def test_new_data_the_wire_shows_after_the_transaction_closed_is_still_explained(
+    tmp_path: Path,
+) -> None:
+    """The receiver's inactivity fault cancels the transaction after
+    segment 0 (a Finished(inactivity)); the sender acknowledges it, and only
+    then does segment 1, which it had queued before, reach the wire. The
+    model has the sender emit segment 1 before it takes the Finished, which
+    closes the transaction, and the PDU wait unsent (TraceCore's pend): the
+    line that needs the Finished taken, the ACK, is one that new data may be
+    emitted on the way to (TraceCFDP's FileDataOnTheWay), or no behaviour
+    would explain segment 1."""
+    w = Wire()
+    w.pdu(0.000, "forward", md())
+    w.pdu(0.001, "forward", fd(0))
+    w.pdu(0.004, "return", fin("inactivity_detected", complete=False))
+    w.pdu(0.007, "forward", ack("finished", "inactivity_detected"))
+    w.pdu(0.008, "forward", fd(SEG))
+    tc = w.check(tmp_path, scenario(), readings=[""])
+    assert tc.status == "accepted", tc.message
+
+
+def test_a_nak_answered_at_a_pace_before_it_is_processed_keeps_its_pace(
+    tmp_path: Path,
+) -> None:
+    """The sender leaves segments 1 and 2 out before its EOF; their NAK
+    reaches it at 6.5 ms, and it sends them 150 ms and 300 ms later, each
+    within a window (250 ms) of the one before, as an endpoint pacing what
+    a request asked for may (TraceCore's Met). Both were emitted already,
+    so the model processes the NAK only when its window runs out, after
+    segment 1 went out: segment 2 is then due a window after segment 1's
+    send (TraceCore's Owe), not a window after the NAK's arrival."""
+    body = bytes(range(256)) * 16  # 4 segments of 1024 octets
+    seg = lambda i: CFDPFileData(offset=i * SEG, data=body[i * SEG : (i + 1) * SEG], **HEAD)  # noqa: E731
+    w = Wire()
+    w.pdu(0.000, "forward", CFDPMetadata(file_size=len(body), checksum_type=15,
+                                         source_file_name=b"a", dest_file_name=b"b", **HEAD))  # fmt: skip
+    w.pdu(0.001, "forward", seg(0))
+    w.pdu(0.002, "forward", seg(3))
+    w.pdu(0.003, "forward", CFDPEOF(condition="no_error", file_size=len(body), checksum=0, **HEAD))
+    w.pdu(0.0045, "return", CFDPNak(start_of_scope=0, end_of_scope=4 * SEG,
+                                    segment_requests=[(SEG, 3 * SEG)], **HEAD))  # fmt: skip
+    w.pdu(0.0055, "return", ack("eof"))
+    w.pdu(0.1565, "forward", seg(1))
+    w.pdu(0.3065, "forward", seg(2))
+    closed(w, 0.309)
+    scn = scenario(file_len=len(body))
+    tc = w.check(tmp_path, scn, observed=scn.expect.outcomes[0], readings=[""])
+    assert tc.status == "accepted", tc.message
+    assert "reaction times" not in tc.message, tc.message
+
+
+def test_a_send_before_the_nak_arrived_does_not_answer_it(tmp_path: Path) -> None:
+    """As above, but segment 1 goes out just before the receiver's NAK of it
+    reaches the sender, and never again; the Finished comes 1.5 s later.
+    The NAK still asks for segment 1 (4.6.4.2.1: every received NAK is
+    answered by retransmitting what it asks for): TraceCore's Owe counts
+    only the sends after the request arrived, so the trace is rejected."""
+    body = bytes(range(256)) * 16  # 4 segments of 1024 octets
+    seg = lambda i: CFDPFileData(offset=i * SEG, data=body[i * SEG : (i + 1) * SEG], **HEAD)  # noqa: E731
+    w = Wire()
+    w.pdu(0.000, "forward", CFDPMetadata(file_size=len(body), checksum_type=15,
+                                         source_file_name=b"a", dest_file_name=b"b", **HEAD))  # fmt: skip
+    w.pdu(0.001, "forward", seg(0))
+    w.pdu(0.002, "forward", seg(2))
+    w.pdu(0.003, "forward", seg(3))
+    w.pdu(0.0035, "forward", CFDPEOF(condition="no_error", file_size=len(body), checksum=0, **HEAD))
+    w.pdu(0.0045, "return", CFDPNak(start_of_scope=0, end_of_scope=3 * SEG,
+                                    segment_requests=[(SEG, 2 * SEG)], **HEAD))  # fmt: skip
+    w.pdu(0.006, "forward", seg(1))
+    w.pdu(0.0065, "return", ack("eof"))
+    closed(w, 1.5)
+    scn = scenario(file_len=len(body))
+    tc = w.check(tmp_path, scn, observed=scn.expect.outcomes[0], readings=[""])
+    assert tc.status == "rejected", tc.message
+    assert "obliged it to send the FD t1 seg=1" in tc.message, tc.message

@@ -110,21 +110,29 @@ NakMet(o, L) ==
     ELSE Met(o, L)
 
 \* Where the wire shows the sender sending a unit nothing waiting shows,
-\* SenderTxFileData (the next new segment) is on the way to it only if it
-\* is a later new segment, or an EOF (SenderTxEof follows the last
-\* segment), or the sender holds a NAK not processed yet that asks for a
-\* segment not emitted yet (SenderRxNak queues only segments below next).
-\* No other step reads next, so elsewhere the step can wait until one of
-\* these; without this, a sender that must first answer a NAK would be
-\* explored emitting every count of new segments ahead of the wire.  Every
-\* other OnDemand step may be on the way to anything.
+\* SenderTxFileData (the next new segment) is held back only where that
+\* unit is a resend (a File Data below the segment this step would emit,
+\* or the Metadata) and the sender holds no Finished and no NAK asking for
+\* a segment not emitted yet.  It is on the way to anything else: a later
+\* new segment; an EOF or a Prompt (SenderTxEof follows the last segment);
+\* an ACK or other PDU that a step closing or cancelling the transaction
+\* sends, after which no new segment can be emitted.  A resend needs no
+\* new segment first (SenderRxNak, SenderTxRetransmittedData), the only
+\* steps that read next besides SenderTxEof are SenderRxNak (hence the NAK
+\* clause) and SenderTxFileData itself, and the only arrival whose
+\* processing, which a deadline may force before the line, ends the
+\* first pass is a Finished (SenderRxFinished); so the step can wait until
+\* one of the lines above.  Without this, a sender that must first answer
+\* a NAK would be explored emitting every count of new segments ahead of
+\* the wire.  Every other OnDemand step may be on the way to anything.
 FileDataOnTheWay(e, u) ==
     IF e.action # "SenderTxFileData" THEN TRUE
     ELSE LET n == e.tx[1].seg
              q == inq["sender"]
-         IN IF u.k = "EOF" THEN TRUE
+         IN IF u.k \notin {"FD", "MD"} THEN TRUE
             ELSE IF u.k = "FD" /\ u.seg > n THEN TRUE
-            ELSE {i \in DOMAIN q : q[i].seg.k = "NAK" /\ \E o \in q[i].seg.segs : o >= n} # {}
+            ELSE {i \in DOMAIN q : \/ q[i].seg.k = "FIN"
+                                   \/ q[i].seg.k = "NAK" /\ \E o \in q[i].seg.segs : o >= n} # {}
 
 \* No step is held prompt yet: at the trace's end an endpoint may still be
 \* before any step the wire does not show (a Class 1 receiver's completion

@@ -124,8 +124,10 @@ CONSTANT OwesMet(_, _)
 \* a step that emits unit u, which the current line shows its actor
 \* sending.  Wanted takes e there only if it emits u or OnTheWay says so.
 \* It must hold wherever putting e off past the emission of u could lose a
-\* behaviour that takes the trace (e makes a later step possible, or
-\* changes what a later step does); the protocol's trace module defines it
+\* behaviour that takes the trace: e makes a later step possible, or
+\* changes what a later step does, or a step that ends e's chance must come
+\* first (one that emits u, or the processing of an arrival that a
+\* deadline may force before the line); the protocol's trace module defines it
 \* (AnyOnTheWay: every step, where the protocol says no more) and the .cfg
 \* substitutes it (OnTheWay <- ...).
 CONSTANT OnTheWay(_, _)
@@ -213,16 +215,16 @@ Gone(o, L) == [k \in {x \in DOMAIN o : x[1] # TxDir(L.actor)} |-> o[k]]
 NoOwes == [k \in {} |-> [due |-> 0, at |-> 0]]
 OwesKept(e, t0) == owes
 
-\* Unit k[2] is on the wire in direction k[1] at a line from j back, later
-\* than time t0.
-RECURSIVE SentAfter(_, _, _)
-SentAfter(k, t0, j) ==
-    IF j < 1 THEN FALSE
-    ELSE IF TraceTime[j] <= t0 THEN FALSE
+\* The time of the latest line from j back, later than time t0, that puts
+\* unit k[2] on the wire in direction k[1]; 0 if none does.
+RECURSIVE SentAt(_, _, _)
+SentAt(k, t0, j) ==
+    IF j < 1 THEN 0
+    ELSE IF TraceTime[j] <= t0 THEN 0
     ELSE IF LineKinds[TraceKind[j]].k = "send" /\ LineKinds[TraceKind[j]].d = k[1]
             /\ Units[TraceUnit[j]] = k[2]
-    THEN TRUE
-    ELSE SentAfter(k, t0, j - 1)
+    THEN TraceTime[j]
+    ELSE SentAt(k, t0, j - 1)
 
 \* Building blocks of a protocol's OwesAfter.  Deferred: o with each
 \* obligation not timed yet (Never) for which Fires(k) holds now due at
@@ -231,13 +233,20 @@ SentAfter(k, t0, j) ==
 Deferred(o, Fires(_), due) ==
     [k \in DOMAIN o |-> IF o[k].due = Never /\ Fires(k) THEN [o[k] EXCEPT !.due = due] ELSE o[k]]
 \* A unit asked for that the wire shows the actor sending after the request
-\* arrived (new.at) and before the current line is owed no more: the model
-\* may process a request later than it arrived (LazyArrivals), and what the
-\* actor sent meanwhile answers it all the same.  (A send at the very time
-\* of the arrival is not counted: the lines do not say which came first.)
+\* arrived (new.at) and before the current line is owed no more, and the
+\* rest are due no earlier than a window after the latest such send (as
+\* Met would have made them): the model may process a request later than
+\* it arrived (LazyArrivals), and what the actor sent meanwhile answers it
+\* all the same.  (A send at the very time of the arrival is not counted:
+\* the time alone does not say which came first.)
 Owe(o, asked, new) ==
-    LET fresh == {k \in asked : ~SentAfter(k, new.at, l - 1)}
-    IN [k \in DOMAIN o \cup fresh |-> IF k \in DOMAIN o THEN o[k] ELSE new]
+    LET sent == [k \in asked |-> SentAt(k, new.at, l - 1)]
+        fresh == {k \in asked : sent[k] = 0}
+        last == IF asked = {} THEN 0
+                ELSE CHOOSE x \in {sent[k] : k \in asked} : \A k \in asked : sent[k] <= x
+        due(k) == IF last = 0 \/ new.due >= last + WindowOf(Owing(k)) THEN new.due
+                  ELSE last + WindowOf(Owing(k))
+    IN [k \in DOMAIN o \cup fresh |-> IF k \in DOMAIN o THEN o[k] ELSE [new EXCEPT !.due = due(k)]]
 
 \* o without the obligation the line L meets (a send of the unit owed).  An
 \* actor that is sending what one request asked for keeps the rest alive:
