@@ -425,6 +425,7 @@ def trace_model(
             "OwesAfter": "NakOwes",
             "OwesMet": "NakMet",
             "OnTheWay": ON_THE_WAY,
+            "AsksFor": "NakAsksFor",
         },
         # the actions that cancel or abandon the transaction (a user's
         # request, a fault, the sender's notice of cancellation reaching the

@@ -270,6 +270,7 @@ def trace_model(
             "OwesAfter": "RsOwes",
             "OwesMet": "RsMet",
             "OnTheWay": "AnyOnTheWay",
+            "AsksFor": "NoneAsked",
         },
         # TraceLTP's EndReport prints OutcomeLine, as MCLTPOutcomes' Report does
         end_outcomes=functools.partial(parse_outcomes, block=block),

@@ -134,6 +134,13 @@ FileDataOnTheWay(e, u) ==
             ELSE {i \in DOMAIN q : \/ q[i].seg.k = "FIN"
                                    \/ q[i].seg.k = "NAK" /\ \E o \in q[i].seg.segs : o >= n} # {}
 
+\* A NAK asks for each segment it names, and for the Metadata with a (0, 0)
+\* request (4.6.4.2.1; NakOwes).
+NakAsksFor(r, u) ==
+    IF r.k # "NAK" \/ u.t # r.t THEN FALSE
+    ELSE IF u.k = "FD" THEN u.seg \in r.segs
+    ELSE u.k = "MD" /\ r.md
+
 \* No step is held prompt yet: at the trace's end an endpoint may still be
 \* before any step the wire does not show (a Class 1 receiver's completion
 \* at the EOF, say), so the ends hold each of those states: lenient, never

@@ -47,10 +47,10 @@
 (*     trace needs it to (Needs): the current line is a send of its that   *)
 (*     nothing waiting shows, its exit or the end, or its oldest arrival   *)
 (*     would be overdue there; or the trace is over.  Processing can       *)
-(*     always be put off until then, for the same reasons, and since what  *)
-(*     a request obliges its actor to send counts the sends since the      *)
-(*     request arrived (Owe); OnDemand steps then wait for the same        *)
-(*     moments;                                                            *)
+(*     always be put off until then, for the same reasons, but for one:   *)
+(*     a request (AsksFor) is processed before a "send" line of a unit it  *)
+(*     asks for, so that the send meets what it obliges, as in the eager   *)
+(*     pass; OnDemand steps then wait for the same moments;                *)
 (*   - the channel loses a unit only at a "lose" line for it;              *)
 (*   - obligations: a request the standard says must be answered with      *)
 (*     given units (a CFDP NAK: every segment it asks for) obliges its       *)
@@ -58,8 +58,7 @@
 (*     trace module says which step obliges what (OwesAfter, substituted in  *)
 (*     the .cfg), and a line later than an unmet deadline is not taken.      *)
 (*     Unlike pend, what a model step emits, an obligation is met by any     *)
-(*     send of the unit after the request arrived, however the model came   *)
-(*     to send it, and even before the model's step that processes it;      *)
+(*     send of the unit, however the model came to send it;                 *)
 (*   - reaction window: before a line at time t is taken, every unit that  *)
 (*     arrived before t - Window has been processed, and every unit a      *)
 (*     processed arrival made the model emit is on the wire by             *)
@@ -131,6 +130,13 @@ CONSTANT OwesMet(_, _)
 \* (AnyOnTheWay: every step, where the protocol says no more) and the .cfg
 \* substitutes it (OnTheWay <- ...).
 CONSTANT OnTheWay(_, _)
+\* AsksFor(r, u): unit r, a request, asks its receiver to send unit u (a
+\* CFDP NAK, each segment it names).  With LazyArrivals, a "send" line of
+\* u is taken only once every request for u that reached the sending actor
+\* is processed: what a request obliges is met by the sends after it
+\* (Met), and the eager pass, which processes each arrival as it comes,
+\* orders them so.  NoneAsked: no unit asks for another.
+CONSTANT AsksFor(_, _)
 
 VARIABLES
     l,          \* the next trace line
@@ -215,38 +221,13 @@ Gone(o, L) == [k \in {x \in DOMAIN o : x[1] # TxDir(L.actor)} |-> o[k]]
 NoOwes == [k \in {} |-> [due |-> 0, at |-> 0]]
 OwesKept(e, t0) == owes
 
-\* The time of the latest line from j back, later than time t0, that puts
-\* unit k[2] on the wire in direction k[1]; 0 if none does.
-RECURSIVE SentAt(_, _, _)
-SentAt(k, t0, j) ==
-    IF j < 1 THEN 0
-    ELSE IF TraceTime[j] <= t0 THEN 0
-    ELSE IF LineKinds[TraceKind[j]].k = "send" /\ LineKinds[TraceKind[j]].d = k[1]
-            /\ Units[TraceUnit[j]] = k[2]
-    THEN TraceTime[j]
-    ELSE SentAt(k, t0, j - 1)
-
 \* Building blocks of a protocol's OwesAfter.  Deferred: o with each
 \* obligation not timed yet (Never) for which Fires(k) holds now due at
 \* due (a sender's first pass over, its deferred answers are due).
 \* Owe: o and the new obligations asked, each one new (one kept as it was).
 Deferred(o, Fires(_), due) ==
     [k \in DOMAIN o |-> IF o[k].due = Never /\ Fires(k) THEN [o[k] EXCEPT !.due = due] ELSE o[k]]
-\* A unit asked for that the wire shows the actor sending after the request
-\* arrived (new.at) and before the current line is owed no more, and the
-\* rest are due no earlier than a window after the latest such send (as
-\* Met would have made them): the model may process a request later than
-\* it arrived (LazyArrivals), and what the actor sent meanwhile answers it
-\* all the same.  (A send at the very time of the arrival is not counted:
-\* the time alone does not say which came first.)
-Owe(o, asked, new) ==
-    LET sent == [k \in asked |-> SentAt(k, new.at, l - 1)]
-        fresh == {k \in asked : sent[k] = 0}
-        last == IF asked = {} THEN 0
-                ELSE CHOOSE x \in {sent[k] : k \in asked} : \A k \in asked : sent[k] <= x
-        due(k) == IF last = 0 \/ new.due >= last + WindowOf(Owing(k)) THEN new.due
-                  ELSE last + WindowOf(Owing(k))
-    IN [k \in DOMAIN o \cup fresh |-> IF k \in DOMAIN o THEN o[k] ELSE [new EXCEPT !.due = due(k)]]
+Owe(o, asked, new) == [k \in DOMAIN o \cup asked |-> IF k \in DOMAIN o THEN o[k] ELSE new]
 
 \* o without the obligation the line L meets (a send of the unit owed).  An
 \* actor that is sending what one request asked for keeps the rest alive:
@@ -296,16 +277,25 @@ SentSoon(e) ==
 \* must make it.
 Owes(a) == cur.kind = "send" /\ cur.dir = TxDir(a) /\ Waiting(<<cur.dir, cur.seg>>) = 0
 
+\* The current line is a send of actor a's of a unit that an arrival still
+\* queued at a asks for (AsksFor): a processes that arrival first.
+Asked(a) ==
+    /\ cur.kind = "send" /\ cur.dir = TxDir(a)
+    /\ {i \in DOMAIN inq[a] : AsksFor(inq[a][i].seg, cur.seg)} # {}
+
 \* The trace needs actor a to process an arrival now (see the header).
 \* (IF, not \/: inside an action TLC explores each disjunct.)
 Needs(a) ==
     IF l > TraceLen \/ cur.kind = "end" THEN TRUE
     ELSE IF cur.kind = "exit" /\ cur.actor = a THEN TRUE
     ELSE IF Owes(a) THEN TRUE
+    ELSE IF Asked(a) THEN TRUE
     ELSE inq[a] # <<>> /\ Head(inq[a]).t + WindowOf(a) < cur.t
 
 \* Every OnDemand step may be on the way to any unit (see OnTheWay).
 AnyOnTheWay(e, u) == TRUE
+\* No unit asks for another (see AsksFor).
+NoneAsked(r, u) == FALSE
 
 \* A step e that emits without consuming may be taken now: it is not an
 \* OnDemand action, or the trace needs it (see the header).
@@ -315,8 +305,9 @@ Wanted(e) ==
     ELSE IF Owes(e.actor)
          THEN IF \E i \in DOMAIN e.tx : e.tx[i] = cur.seg THEN TRUE ELSE OnTheWay(e, cur.seg)
     ELSE IF inq[e.actor] = <<>> THEN FALSE
-    ELSE IF LazyArrivals THEN Needs(e.actor)
-    ELSE TRUE
+    ELSE IF ~LazyArrivals THEN TRUE
+    ELSE IF Asked(e.actor) THEN OnTheWay(e, cur.seg)
+    ELSE Needs(e.actor)
 
 CoreInit ==
     /\ l = 1
@@ -432,6 +423,8 @@ LineStep(Settled(_)) ==
        ELSE TRUE
     /\ CASE L.kind = "send" ->
                 /\ Waiting(k) > 0
+                \* every request for it that reached the actor is processed
+                /\ {i \in DOMAIN inq[L.actor] : AsksFor(inq[L.actor][i].seg, L.seg)} = {}
                 /\ pend' = Matched(pend, k)
                 /\ UNCHANGED <<inq, gone>>
          [] L.kind = "arrive" ->
