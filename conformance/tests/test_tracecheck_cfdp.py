@@ -9,6 +9,7 @@ deviation must be accepted."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -637,12 +638,12 @@ def test_a_resend_that_goes_out_before_its_nak_is_processed_meets_it(tmp_path: P
     """The sender leaves segment 5 out of its first pass; the receiver's
     immediate NAK of it reaches the sender, whose next PDU on the wire is
     segment 5, then its EOF; the Finished comes 1.5 s later. The model has
-    segment 5 emitted already (on the way to segment 6), so nothing makes
-    it process the NAK before that send (TraceCore's Needs); the NAK's
-    obligation, created when it is processed, counts that send all the
-    same: it went out after the NAK arrived (TraceCore's Owe). Otherwise the
-    obligation would lapse a window after the EOF, and a sender that
-    answered its NAK at once would be rejected."""
+    segment 5 emitted already (on the way to segment 6), so that send is
+    no step of the model's; the NAK is processed before the line all the
+    same, since it asks for what the line sends (TraceCore's AsksFor), and
+    the send meets it. Otherwise the NAK's obligation would lapse a window
+    after the EOF, and a sender that answered its NAK at once would be
+    rejected."""
     body = bytes(range(256)) * 32  # 8 segments of 1024 octets
     seg = lambda i: CFDPFileData(offset=i * SEG, data=body[i * SEG : (i + 1) * SEG], **HEAD)  # noqa: E731
     w = Wire()
@@ -683,6 +684,19 @@ def test_new_data_the_wire_shows_after_the_transaction_closed_is_still_explained
     assert tc.status == "accepted", tc.message
 
 
+def _file_of_segments(w: Wire, n: int) -> tuple[bytes, Callable[[int], Any]]:
+    """A file of ``n`` segments of SEG octets, its Metadata sent at 0, and
+    the File Data PDU of each segment."""
+    body = bytes(range(256)) * (n * SEG // 256)
+
+    def seg(i: int) -> Any:
+        return CFDPFileData(offset=i * SEG, data=body[i * SEG : (i + 1) * SEG], **HEAD)
+
+    w.pdu(0.000, "forward", CFDPMetadata(file_size=len(body), checksum_type=15,
+                                         source_file_name=b"a", dest_file_name=b"b", **HEAD))  # fmt: skip
+    return body, seg
+
+
 def test_a_nak_answered_at_a_pace_before_it_is_processed_keeps_its_pace(
     tmp_path: Path,
 ) -> None:
@@ -690,14 +704,11 @@ def test_a_nak_answered_at_a_pace_before_it_is_processed_keeps_its_pace(
     reaches it at 6.5 ms, and it sends them 150 ms and 300 ms later, each
     within a window (250 ms) of the one before, as an endpoint pacing what
     a request asked for may (TraceCore's Met). Both were emitted already,
-    so the model processes the NAK only when its window runs out, after
-    segment 1 went out: segment 2 is then due a window after segment 1's
-    send (TraceCore's Owe), not a window after the NAK's arrival."""
-    body = bytes(range(256)) * 16  # 4 segments of 1024 octets
-    seg = lambda i: CFDPFileData(offset=i * SEG, data=body[i * SEG : (i + 1) * SEG], **HEAD)  # noqa: E731
+    so nothing but segment 1's send line makes the model process the NAK
+    (TraceCore's AsksFor): that send meets it and moves segment 2's
+    deadline to a window after it (Met), as in the eager pass."""
     w = Wire()
-    w.pdu(0.000, "forward", CFDPMetadata(file_size=len(body), checksum_type=15,
-                                         source_file_name=b"a", dest_file_name=b"b", **HEAD))  # fmt: skip
+    body, seg = _file_of_segments(w, 4)
     w.pdu(0.001, "forward", seg(0))
     w.pdu(0.002, "forward", seg(3))
     w.pdu(0.003, "forward", CFDPEOF(condition="no_error", file_size=len(body), checksum=0, **HEAD))
@@ -717,13 +728,10 @@ def test_a_send_before_the_nak_arrived_does_not_answer_it(tmp_path: Path) -> Non
     """As above, but segment 1 goes out just before the receiver's NAK of it
     reaches the sender, and never again; the Finished comes 1.5 s later.
     The NAK still asks for segment 1 (4.6.4.2.1: every received NAK is
-    answered by retransmitting what it asks for): TraceCore's Owe counts
-    only the sends after the request arrived, so the trace is rejected."""
-    body = bytes(range(256)) * 16  # 4 segments of 1024 octets
-    seg = lambda i: CFDPFileData(offset=i * SEG, data=body[i * SEG : (i + 1) * SEG], **HEAD)  # noqa: E731
+    answered by retransmitting what it asks for): a send before the
+    request arrived meets nothing, so the trace is rejected."""
     w = Wire()
-    w.pdu(0.000, "forward", CFDPMetadata(file_size=len(body), checksum_type=15,
-                                         source_file_name=b"a", dest_file_name=b"b", **HEAD))  # fmt: skip
+    body, seg = _file_of_segments(w, 4)
     w.pdu(0.001, "forward", seg(0))
     w.pdu(0.002, "forward", seg(2))
     w.pdu(0.003, "forward", seg(3))
