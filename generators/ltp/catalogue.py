@@ -578,8 +578,8 @@ def outage_scenarios(outdir: Path) -> tuple[list[Scenario], set[str]]:
                 order,
             )
         )
-    sets = [found[order.index(i)] for i in range(len(made))]
-    for scn, exp in zip(made, sets, strict=True):
-        scn.expect = exp
+    sets = dict(zip(order, found, strict=True))
+    for i, scn in enumerate(made):
+        scn.expect = sets[i]
         dump_model(scn, outdir / f"{scn.name}.json")
     return made, seen

@@ -424,7 +424,7 @@ LineStep(Settled(_)) ==
     /\ CASE L.kind = "send" ->
                 /\ Waiting(k) > 0
                 \* every request for it that reached the actor is processed
-                /\ {i \in DOMAIN inq[L.actor] : AsksFor(inq[L.actor][i].seg, L.seg)} = {}
+                /\ ~Asked(L.actor)
                 /\ pend' = Matched(pend, k)
                 /\ UNCHANGED <<inq, gone>>
          [] L.kind = "arrive" ->
