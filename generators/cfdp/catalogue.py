@@ -43,8 +43,9 @@ from generators.cfdp.outcomes import (
     DELAY_MS,
     OUTAGE_MS,
     OUTCOMES,
+    Case,
     constants,
-    expectation_for,
+    expectations,
     impairment_of,
     match_of,
     n_segments,
@@ -299,31 +300,60 @@ def planned_purposes() -> list[Planned]:
     return out
 
 
-def planned_scenario(p: Planned, workdir: Path, seen: set[str]) -> Scenario | None:
-    """The purpose's scenario, or None when the model reaches no end with it
-    (a request the transaction is over for)."""
-    scn = Scenario(
-        name=p.name,
-        protocol="cfdp",
-        description=f"{p.description}; {p.transfer.mode}, a {p.transfer.file_len}-byte file "
-        f"in {p.transfer.segment_size}-byte File Data PDUs.",
-        params=p.transfer,
-        impairments=list(p.impairments),
-        expect=Expectation(
-            outcomes=[outcome_of(("open", "NoError", "none", "NoError", False), p.transfer)]
-        ),  # fmt: skip
-        origin=Origin(
-            model=str(OUTCOMES.relative_to(REPO_ROOT)),
-            config=MODEL_MODES[p.transfer.mode],
-            purpose=p.name,
-            purposes=[p.name],
-        ),
+def planned_scenarios(
+    group: Sequence[Planned], workdir: Path, seen: set[str]
+) -> list[Scenario | None]:
+    """The purposes' scenarios, from one outcome-set run per reading for the
+    whole group (its purposes need the same model constants: :func:`groups`);
+    None where the model reaches no end with a purpose (a request the
+    transaction is over for)."""
+    scns = [
+        Scenario(
+            name=p.name,
+            protocol="cfdp",
+            description=f"{p.description}; {p.transfer.mode}, a {p.transfer.file_len}-byte file "
+            f"in {p.transfer.segment_size}-byte File Data PDUs.",
+            params=p.transfer,
+            impairments=list(p.impairments),
+            expect=Expectation(
+                outcomes=[outcome_of(("open", "NoError", "none", "NoError", False), p.transfer)]
+            ),  # fmt: skip
+            origin=Origin(
+                model=str(OUTCOMES.relative_to(REPO_ROOT)),
+                config=MODEL_MODES[p.transfer.mode],
+                purpose=p.name,
+                purposes=[p.name],
+            ),
+        )
+        for p in group
+    ]
+    got = expectations(
+        [Case(p.name, p.transfer, p.impairments) for p in group],
+        workdir,
+        name=group[0].name if len(group) == 1 else f"{group[0].name}+{len(group) - 1}",
+        seen=seen,
     )
-    try:
-        scn.expect = expectation_for(scn, workdir, seen=seen)
-    except Unplannable:
-        return None
-    return scn
+    out: list[Scenario | None] = []
+    for scn, exp in zip(scns, got, strict=True):
+        if isinstance(exp, Unplannable):
+            out.append(None)
+            continue
+        scn.expect = exp
+        out.append(scn)
+    return out
+
+
+def groups(planned: Sequence[Planned]) -> list[list[Planned]]:
+    """The planned purposes by the model constants their outcome sets need
+    (mode, limits, budgets: a mode's cancels, suspends, prompts, outages
+    and corruptions), in their order: each group is one TLC run per reading."""
+    out: dict[str, list[Planned]] = {}
+    for p in planned:
+        key = json.dumps(
+            Case(p.name, p.transfer, p.impairments).constants(""), sort_keys=True, default=sorted
+        )
+        out.setdefault(key, []).append(p)
+    return list(out.values())
 
 
 def generate(
@@ -365,21 +395,31 @@ def generate(
 
     planned_seconds: list[float] = []
 
-    def planned_job(p: Planned) -> Scenario | None:
+    def planned_job(group: list[Planned]) -> list[Scenario | None]:
         took: set[str] = set()
         start = time.monotonic()
-        scn = planned_scenario(p, work / "planned", took)
+        scns = planned_scenarios(group, work / "planned", took)
         with lock:
             covered.update(took)
             planned_seconds.append(time.monotonic() - start)
-        tick(p.name)
-        return scn
+        for p in group:
+            tick(p.name)
+        return scns
 
     if on_purpose:
         on_purpose(0, total, "catalogue")
+    # the largest groups first, so that the lanes finish together
+    grouped = sorted(groups(planned), key=len, reverse=True)
     with ThreadPoolExecutor(max_workers=max(1, lanes)) as pool:
         bound_runs = list(pool.map(bound_job, jobs))
-        planned_runs = list(pool.map(planned_job, planned))
+        by_name = dict(
+            zip(
+                (p.name for g in grouped for p in g),
+                (s for scns in pool.map(planned_job, grouped) for s in scns),
+                strict=True,
+            )
+        )
+    planned_runs = [by_name[p.name] for p in planned]
     seconds = sum(r.seconds for r in bound_runs)
     statuses: list[PurposeStatus] = []
     scenarios: list[Path] = []

@@ -7,14 +7,17 @@ whether the file was delivered. A run passes with any of them.
 
 The machinery is shared with LTP's: :class:`generators.outcomes.PlannedLoss`
 names an impairment, :func:`generators.tlc.printed` reads what TLC printed,
-:func:`generators.outcomes.under_readings` runs the set under each reading,
 and the readings come from the protocol registry (specs/cfdp/readings.json).
+Scenarios that need the same model constants (a catalogue's planned
+purposes of one kind) share one TLC run per reading (:func:`expectations`):
+TLC's start costs far more than their few dozen states each.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from conformance.core.errors import DtncError
@@ -44,7 +47,6 @@ from generators.outcomes import (
     channel_shape,
     direction_of,
     expand,
-    under_readings,
 )
 from generators.outcomes import Unplannable as Unplannable  # re-exported: what plan() raises
 from generators.tlc import TlaConstant, TlcProgress, cfg_text, printed, run_tlc
@@ -155,11 +157,19 @@ def request_tla(r: CfdpRequest, t: CfdpTransfer, where: str) -> str:
     )
 
 
-def plan_module(losses: Iterable[PlannedLoss], requests: Iterable[str], in_order: bool) -> str:
+def plan_module(
+    cases: Iterable[tuple[Iterable[PlannedLoss], Iterable[str]]], in_order: bool
+) -> str:
+    """MCCFDPPlan for a run: one case per scenario explored, each its planned
+    impairments and its requests (TLA+ records, :func:`request_tla`)."""
+    body = ",\n    ".join(
+        f"[plan |-> {{{', '.join(x.tla() for x in losses)}}}, "
+        f"requests |-> {{{', '.join(requests)}}}]"
+        for losses, requests in cases
+    )
     return (
         "---- MODULE MCCFDPPlan ----\n"
-        f"ThePlan == {{{', '.join(x.tla() for x in losses)}}}\n"
-        f"TheRequests == {{{', '.join(requests)}}}\n"
+        f"TheCases == <<\n    {body}>>\n"
         f"InOrder == {'TRUE' if in_order else 'FALSE'}\n"
         "====\n"
     )
@@ -230,36 +240,69 @@ def outcome_of(
     )
 
 
-def outcome_set(
-    t: CfdpTransfer,
-    impairments: Sequence[Impairment],
+@dataclass(frozen=True)
+class Case:
+    """One scenario's part of an outcome-set run: its transfer and its
+    planned impairments (the transfer's requests with them)."""
+
+    name: str
+    transfer: CfdpTransfer
+    impairments: Sequence[Impairment]
+
+    def plan(self) -> tuple[list[PlannedLoss], list[str]]:
+        t = self.transfer
+        reqs = [request_tla(r, t, f"params.requests[{i}]") for i, r in enumerate(t.requests)]
+        return plan(self.impairments, t), reqs
+
+    def constants(self, reading: str) -> dict[str, TlaConstant]:
+        """The model constants its run needs: its transfer's, with budgets
+        for exactly its impairments and requests."""
+        losses = plan(self.impairments, self.transfer)
+        acts = [x.act for x in losses]
+        return constants(
+            self.transfer,
+            reading,
+            losses=acts.count("drop"),
+            late=sum(x.late for x in losses),
+            corrupt=acts.count("corrupt"),
+            outages=acts.count("outage"),
+            requests=self.transfer.requests,
+        )
+
+
+def outcome_sets(
+    cases: Sequence[Case],
     workdir: Path,
     *,
-    name: str = "outcomes",
+    name: str,
     reading: str = "",
     in_order: bool = True,
     progress: Callable[[TlcProgress], None] | None = None,
-) -> OutcomeSet:
-    """One TLC run of MCCFDPOutcomes: every terminal outcome with exactly the
-    planned impairments and requests, under one reading."""
-    losses = plan(impairments, t)
-    reqs = [request_tla(r, t, f"params.requests[{i}]") for i, r in enumerate(t.requests)]
-    acts = [x.act for x in losses]
-    consts = constants(
-        t,
-        reading,
-        losses=acts.count("drop"),
-        late=sum(x.late for x in losses),
-        corrupt=acts.count("corrupt"),
-        outages=acts.count("outage"),
-        requests=t.requests,
-    )
+) -> list[OutcomeSet]:
+    """One TLC run of MCCFDPOutcomes for several cases at once, one outcome
+    set each: every terminal outcome with exactly its planned impairments and
+    requests, under one reading. The cases must need the same constants (a
+    mode's planned purposes of one kind do): a behaviour follows one case
+    from the start, so each set is what a run of its case alone gives. The
+    distinct states and the actions taken are the run's, all cases together."""
+    consts = cases[0].constants(reading)
+    for c in cases[1:]:
+        if c.constants(reading) != consts:
+            raise DtncError(
+                f"{name}: {c.name} needs other model constants than {cases[0].name}: "
+                "they cannot share an outcome-set run"
+            )
     work = workdir / (name + (f"-reading{reading}" if reading else ""))
     work.mkdir(parents=True, exist_ok=True)
     cfg = work / "MCCFDPOutcomes_plan.cfg"
     cfg.write_text(
         cfg_text(
-            f"Outcome set of {name}.",
+            f"Outcome set of {name}"
+            + (
+                f" ({len(cases)} cases: {', '.join(c.name for c in cases)})."
+                if len(cases) > 1
+                else "."
+            ),
             consts,
             spec="OutcomeSpec",
             view="OutcomeView",
@@ -274,25 +317,57 @@ def outcome_set(
         workdir=work,
         progress=progress,
         short=True,
-        extra_modules={"MCCFDPPlan": plan_module(losses, reqs, in_order)},
+        extra_modules={"MCCFDPPlan": plan_module([c.plan() for c in cases], in_order)},
     )
     if res.violated or res.errors:
         raise DtncError(f"{name}: TLC failed on the outcome set: {res.errors} ({res.log_path})")
     text = res.log_path.read_text(encoding="utf-8")
-    return OutcomeSet(
-        parse_outcomes(text, t, reading),
-        res.distinct_states or 0,
-        res.seconds,
-        res.log_path,
-        {str(v[0]) for v in printed(text, "dtnc-action")},
+    actions = {str(v[0]) for v in printed(text, "dtnc-action")}
+    return [
+        OutcomeSet(
+            parse_outcomes(text, c.transfer, reading, case=i),
+            res.distinct_states or 0,
+            res.seconds,
+            res.log_path,
+            set(actions),
+        )
+        for i, c in enumerate(cases, start=1)
+    ]
+
+
+def outcome_set(
+    t: CfdpTransfer,
+    impairments: Sequence[Impairment],
+    workdir: Path,
+    *,
+    name: str = "outcomes",
+    reading: str = "",
+    in_order: bool = True,
+    progress: Callable[[TlcProgress], None] | None = None,
+) -> OutcomeSet:
+    """One TLC run of MCCFDPOutcomes: every terminal outcome with exactly the
+    planned impairments and requests, under one reading."""
+    (res,) = outcome_sets(
+        [Case(name, t, impairments)],
+        workdir,
+        name=name,
+        reading=reading,
+        in_order=in_order,
+        progress=progress,
     )
+    return res
 
 
-def parse_outcomes(text: str, t: CfdpTransfer, reading: str = "") -> list[ExpectedOutcome]:
+def parse_outcomes(
+    text: str, t: CfdpTransfer, reading: str = "", case: int | None = None
+) -> list[ExpectedOutcome]:
     """The distinct ends a TLC log printed as <<"dtnc-outcome", EndOf(1)>>
-    (MCCFDPOutcomes at terminal states, TraceCFDP at a trace's end)."""
+    (TraceCFDP at a trace's end) or <<"dtnc-outcome", EndOf(1), case>>
+    (MCCFDPOutcomes at terminal states: ``case`` keeps only that case's)."""
     seen: dict[tuple[int | str, ...], ExpectedOutcome] = {}
     for v in printed(text, "dtnc-outcome"):
+        if case is not None and v[1] != case:
+            continue
         o = outcome_of(v[0], t, (reading,))
         seen.setdefault(o.key(), o)
     return list(seen.values())
@@ -338,37 +413,77 @@ def expectation(
 ) -> Expectation:
     """The expectation: the outcome sets under the default reading and each
     alternative, merged (an outcome carries the readings reaching it)."""
-    if n_segments(t) > MAX_OUTCOME_SEGMENTS:
-        raise Unplannable(
-            f"{name}: a file of {n_segments(t)} File Data PDUs; outcome sets are enumerated for "
-            f"files of up to {MAX_OUTCOME_SEGMENTS} (the model's NSeg: its states grow "
-            "exponentially with it)"
-        )
-    runs, every = under_readings(
-        reading_ids(t),
-        lambda r: outcome_set(
-            t, impairments, workdir, name=name, reading=r, in_order=in_order, progress=progress
-        ),
-        seen,
-    )
-    if not every:
-        raise Unplannable(
-            f"{name}: the model reaches no end with exactly these impairments and requests "
-            "(a request after the transaction is over, or an impairment of a PDU never sent)"
-        )
-    requests = "; ".join(r.describe() for r in t.requests)
-    return Expectation(
-        outcomes=every,
+    (got,) = expectations(
+        [Case(name, t, impairments)],
+        workdir,
+        name=name,
         in_order=in_order,
-        source=(
-            "TLC, specs/cfdp/MCCFDPOutcomes.tla: every terminal state with exactly the planned "
-            "impairments"
-            + (f" and requests ({requests})" if requests else "")
-            + (", channels in order" if in_order else ", channels that may reorder")
-            + f" ({runs[0].distinct_states:,} distinct states), under the default reading and "
-            "each alternative that can matter (specs/cfdp/readings.json)"
-        ),
+        progress=progress,
+        seen=seen,
     )
+    if isinstance(got, Unplannable):
+        raise got
+    return got
+
+
+def expectations(
+    cases: Sequence[Case],
+    workdir: Path,
+    *,
+    name: str,
+    in_order: bool = True,
+    progress: Callable[[TlcProgress], None] | None = None,
+    seen: set[str] | None = None,
+) -> list[Expectation | Unplannable]:
+    """Each case's expectation (:func:`expectation`), from one TLC run per
+    reading for them all (:func:`outcome_sets`: they need the same
+    constants), or Unplannable where the model reaches no end with it.
+    ``seen`` gets the model actions of every case's behaviours."""
+    t = cases[0].transfer
+    for c in cases:
+        if n_segments(c.transfer) > MAX_OUTCOME_SEGMENTS:
+            raise Unplannable(
+                f"{c.name}: a file of {n_segments(c.transfer)} File Data PDUs; outcome sets are "
+                f"enumerated for files of up to {MAX_OUTCOME_SEGMENTS} (the model's NSeg: its "
+                "states grow exponentially with it)"
+            )
+    runs = [
+        outcome_sets(cases, workdir, name=name, reading=r, in_order=in_order, progress=progress)
+        for r in reading_ids(t)
+    ]
+    if seen is not None:
+        for run in runs:
+            seen |= run[0].actions
+    out: list[Expectation | Unplannable] = []
+    for i, c in enumerate(cases):
+        every = [o for run in runs for o in run[i].outcomes]
+        if not every:
+            out.append(
+                Unplannable(
+                    f"{c.name}: the model reaches no end with exactly these impairments and "
+                    "requests (a request after the transaction is over, or an impairment of a "
+                    "PDU never sent)"
+                )
+            )
+            continue
+        requests = "; ".join(r.describe() for r in c.transfer.requests)
+        together = f", explored with {len(cases) - 1} other scenarios" if len(cases) > 1 else ""
+        out.append(
+            Expectation(
+                outcomes=every,
+                in_order=in_order,
+                source=(
+                    "TLC, specs/cfdp/MCCFDPOutcomes.tla: every terminal state with exactly the "
+                    "planned impairments"
+                    + (f" and requests ({requests})" if requests else "")
+                    + (", channels in order" if in_order else ", channels that may reorder")
+                    + f" ({runs[0][i].distinct_states:,} distinct states{together}), under the "
+                    "default reading and each alternative that can matter "
+                    "(specs/cfdp/readings.json)"
+                ),
+            )
+        )
+    return out
 
 
 def expectation_for(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.core.errors import ToolMissing
+from conformance.core.errors import DtncError, ToolMissing
 from conformance.core.modelcheck import GenerateReport
 from conformance.core.types import Impairment, Scenario, load_scenario
 from conformance.protocols.cfdp import SPEC, CfdpRequest, CfdpTransfer, Trigger
@@ -194,3 +194,43 @@ def test_a_request_the_transaction_is_over_for_is_unplannable(tmp_path: Path) ->
     )
     with pytest.raises(cfdpcat.Unplannable, match="no end"):
         cfdpcat.expectation(t, [], tmp_path)
+
+
+@pytest.mark.integration
+def test_purposes_sharing_a_run_get_what_each_alone_gets(tmp_path: Path) -> None:
+    """The catalogue explores a group of planned purposes in one TLC run per
+    reading (MCCFDPPlan's TheCases): each purpose's outcomes, readings and
+    unreachability are those of a run of its own."""
+    try:
+        find_jar()
+    except ToolMissing as exc:
+        pytest.skip(str(exc))
+    by_name = {p.name: p for p in cfdp_catalogue.planned_purposes()}
+    names = [
+        "cfdp-c1c-sender-cancel-after-fd0",
+        "cfdp-c1c-receiver-cancel-after-fin",  # the transaction is over: no end
+        "cfdp-c1c-receiver-cancel-after-eof",
+    ]
+    group = [by_name[n] for n in names]
+    assert [len(g) for g in cfdp_catalogue.groups(group)] == [3]  # one run per reading
+    cases = [cfdpcat.Case(p.name, p.transfer, p.impairments) for p in group]
+    together = cfdpcat.expectations(cases, tmp_path / "together", name="together")
+    for p, got in zip(group, together, strict=True):
+        try:
+            alone = cfdpcat.expectation(p.transfer, p.impairments, tmp_path / p.name, name=p.name)
+        except cfdpcat.Unplannable:
+            assert isinstance(got, cfdpcat.Unplannable), p.name
+            continue
+        assert not isinstance(got, cfdpcat.Unplannable), p.name
+        want = {(o.key(), tuple(o.readings)) for o in alone.outcomes}
+        assert {(o.key(), tuple(o.readings)) for o in got.outcomes} == want, p.name
+    assert isinstance(together[1], cfdpcat.Unplannable)
+    # a cancel and an outage need other budgets: no shared run
+    outage = by_name["cfdp-c1c-outage-at-md"]
+    assert len(cfdp_catalogue.groups([group[0], outage])) == 2
+    with pytest.raises(DtncError, match="other model constants"):
+        cfdpcat.outcome_sets(
+            [cases[0], cfdpcat.Case(outage.name, outage.transfer, outage.impairments)],
+            tmp_path / "mixed",
+            name="mixed",
+        )

@@ -21,7 +21,7 @@ EXTENDS MCCFDPOutcomes
 \* An impairment is recorded under its live rule; any other protocol step
 \* counts its transmissions.
 Recorded(ev) ==
-    /\ UNCHANGED <<reqHit, down>>
+    /\ UNCHANGED <<reqHit, down, case>>
     /\ IF ChannelAct(ev) # ""
        THEN /\ planHit' = planHit \cup {ImpairmentOf(ev)}
             /\ UNCHANGED txCount

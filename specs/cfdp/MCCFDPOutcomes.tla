@@ -24,6 +24,10 @@
 (* "cancel", "suspend", "prompt_nak" or "prompt_keep_alive"), at any later *)
 (* point; a suspended transaction may resume at any point after.           *)
 (*                                                                         *)
+(* Several plans may be explored in one run (MCCFDPPlan's TheCases, with   *)
+(* the same constants): case names the one a behaviour follows, chosen at  *)
+(* the start and never changed, and each outcome is printed with it.       *)
+(*                                                                         *)
 (* The wrapper counts every transmission per key (txCount) and lets the    *)
 (* channel impair a PDU only when that transmission is a planned one not   *)
 (* used yet (planHit); the requests likewise (reqHit).  Every state in     *)
@@ -33,10 +37,6 @@
 (***************************************************************************)
 EXTENDS MCCFDP, MCCFDPPlan
 
-\* @type: Set({dir: Str, key: Str, off: Int, occ: Int, act: Str});
-Plan == ThePlan
-\* @type: Set({who: Str, what: Str, dir: Str, key: Str, off: Int, occ: Int});
-Requests == TheRequests
 \* @type: Bool;
 Fifo == InOrder
 
@@ -52,9 +52,17 @@ VARIABLES
     \* @type: Set({who: Str, what: Str, dir: Str, key: Str, off: Int, occ: Int});
     reqHit,     \* the requests that have been made
     \* @type: Bool;
-    down        \* a planned outage has the link down
+    down,       \* a planned outage has the link down
+    \* @type: Int;
+    case        \* the case of TheCases this behaviour follows
 
-wrapperVars == <<fq, rq, txCount, planHit, reqHit, down>>
+wrapperVars == <<fq, rq, txCount, planHit, reqHit, down, case>>
+
+\* The case's planned impairments and requests.
+\* @type: Set({dir: Str, key: Str, off: Int, occ: Int, act: Str});
+Plan == TheCases[case].plan
+\* @type: Set({who: Str, what: Str, dir: Str, key: Str, off: Int, occ: Int});
+Requests == TheCases[case].requests
 
 \* The key a channel rule matches a PDU on (specs/cfdp/wire.json fields:
 \* directive, ack_of, pdu_type and offset); generators/cfdp/purposes.py MATCHES.
@@ -150,6 +158,7 @@ OutcomeInit ==
     /\ txCount = [x \in Slots |-> 0]
     /\ planHit = {} /\ reqHit = {}
     /\ down = FALSE
+    /\ case \in DOMAIN TheCases
 
 \* The counters after event ev.  A transmission counts towards its key's
 \* occurrences.  An impairment must be a planned one not used yet, and uses
@@ -184,12 +193,13 @@ WrapperStep ==
     /\ Next
     /\ IF UNCHANGED vars
        THEN UNCHANGED wrapperVars
-       ELSE \E ev \in {lastEvent'} : Ordered(ev) /\ Accounted(ev)
+       ELSE /\ \E ev \in {lastEvent'} : Ordered(ev) /\ Accounted(ev)
+            /\ UNCHANGED case
 
 \* The link comes back up (an outage lasts any number of steps).
 WrapperLinkUp ==
     /\ down /\ down' = FALSE
-    /\ UNCHANGED <<vars, fq, rq, txCount, planHit, reqHit>>
+    /\ UNCHANGED <<vars, fq, rq, txCount, planHit, reqHit, case>>
 
 OutcomeNext == WrapperStep \/ WrapperLinkUp
 
@@ -204,9 +214,11 @@ Terminal == AllEnded /\ Quiet
 \* The transaction's end at both sides (CFDP's EndOf).
 Outcome == EndOf(1)
 
-\* Never fails: prints each terminal outcome reached with the whole plan.
+\* Never fails: prints each terminal outcome reached with the whole plan,
+\* and its case.
 Report ==
-    (planHit = Plan /\ reqHit = Requests /\ Terminal) => PrintT(<<"dtnc-outcome", Outcome>>)
+    (planHit = Plan /\ reqHit = Requests /\ Terminal) =>
+        PrintT(<<"dtnc-outcome", Outcome, case>>)
 
 ASSUME TLCSet(3, {})
 

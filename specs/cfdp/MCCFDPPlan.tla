@@ -2,12 +2,11 @@
 (***************************************************************************)
 (* The planned impairments and user requests of MCCFDPOutcomes (see there) *)
 (* and whether the channels keep order.  This copy is a nominal run's;     *)
-(* generators/cfdp/purposes.py writes one for each scenario.                        *)
+(* generators/cfdp/outcomes.py writes one for each run: one case per       *)
+(* scenario it explores, each a plan and its requests.                     *)
 (***************************************************************************)
-\* @type: Set({dir: Str, key: Str, off: Int, occ: Int, act: Str});
-ThePlan == {}
-\* @type: Set({who: Str, what: Str, dir: Str, key: Str, off: Int, occ: Int});
-TheRequests == {}
+\* @type: Seq({plan: Set({dir: Str, key: Str, off: Int, occ: Int, act: Str}), requests: Set({who: Str, what: Str, dir: Str, key: Str, off: Int, occ: Int})});
+TheCases == << [plan |-> {}, requests |-> {}] >>
 \* Channels in order (no reordering in the scenario's channel)?
 \* @type: Bool;
 InOrder == TRUE
