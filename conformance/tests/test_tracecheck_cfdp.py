@@ -745,3 +745,69 @@ def test_a_send_before_the_nak_arrived_does_not_answer_it(tmp_path: Path) -> Non
     tc = w.check(tmp_path, scn, observed=scn.expect.outcomes[0], readings=[""])
     assert tc.status == "rejected", tc.message
     assert "obliged it to send the FD t1 seg=1" in tc.message, tc.message
+
+
+def _metadata_held_back(w: Wire, nak: Any) -> None:
+    """The Metadata held back behind both File Data PDUs and the EOF; the
+    receiver's immediate NAK as the first File Data PDU arrives."""
+    w.delay = 0.010
+    w.pdu(0.000, "forward", md())  # arrives at 10 ms
+    w.delay = 0.002
+    w.pdu(0.001, "forward", fd(0))  # arrives at 3 ms
+    w.pdu(0.004, "return", nak)
+    w.pdu(0.005, "forward", fd(SEG))
+    w.pdu(0.006, "forward", eof())
+
+
+@pytest.mark.parametrize("asks_again", [False, True])
+def test_file_data_ahead_of_the_metadata_is_kept(tmp_path: Path, asks_again: bool) -> None:
+    """727.0-B-5 §4.6.1.2.8: reception completes once the Metadata, the File
+    Data and the EOF have all been received, in any order; only repeated
+    data is discarded (§4.6.1.2.7). A receiver that asks only for the
+    Metadata is accepted; one that asks again for the segment it was given
+    (cfdp-py, cfdp-rs) is rejected at that NAK, not left unchecked."""
+    w = Wire()
+    asked = [(0, 0), (0, SEG)] if asks_again else [(0, 0)]
+    _metadata_held_back(
+        w, CFDPNak(start_of_scope=0, end_of_scope=SEG, segment_requests=asked, **HEAD)
+    )
+    if asks_again:
+        w.pdu(0.010, "forward", fd(0))
+    w.pdu(0.014, "return", ack("eof"))
+    w.pdu(0.015, "forward", md())  # the Metadata again, as the NAK asked
+    closed(w, 0.020)
+    tc = w.check(tmp_path, scenario(), readings=[""])
+    if not asks_again:
+        assert tc.status == "accepted", tc.message
+        return
+    assert tc.status == "rejected", tc.message
+    assert "NAK" in tc.message and "frame 2 of b.pcap" in tc.message and tc.side == "b"
+    assert "4.6.1.2.8" in tc.rule
+
+
+@pytest.mark.parametrize("nak_at", [0.5, 1.2])
+def test_an_immediate_nak_paced_past_the_late_window_is_unchecked(
+    tmp_path: Path, nak_at: float
+) -> None:
+    """Yamcs sends at most one immediate NAK per NAK timer interval. A gap
+    named only past the late pass's window (0.9 of the 1 s timer) is left
+    unchecked, naming the question, since the immediate NAK mode's text
+    cannot be read here; one named late but within it is judged (and
+    accepted: late, not wrong)."""
+    w = Wire()
+    body, seg = _file_of_segments(w, 4)
+    for i in range(4):
+        w.pdu(0.001 + 0.001 * i, "forward", seg(i), lost=i == 1)
+    w.pdu(0.005, "forward", CFDPEOF(condition="no_error", file_size=len(body), checksum=0, **HEAD))
+    w.pdu(0.008, "return", ack("eof"))
+    w.pdu(nak_at, "return", CFDPNak(start_of_scope=0, end_of_scope=len(body),
+                                    segment_requests=[(SEG, 2 * SEG)], **HEAD))  # fmt: skip
+    w.pdu(nak_at + 0.004, "forward", seg(1))
+    closed(w, nak_at + 0.010)
+    tc = w.check(tmp_path, scenario(file_len=len(body)), readings=[""])
+    if nak_at < 0.9:
+        assert tc.status == "accepted", tc.message
+        return
+    assert tc.status == "unchecked", tc.message
+    assert "paces its immediate NAKs" in tc.message and "segment 1" in tc.message
+    assert "frame 3 of b.pcap" in tc.message  # segment 2's arrival opened the gap

@@ -211,34 +211,6 @@ def model_pdu(f: Mapping[str, object], grid: _Grid, where: str) -> Record:
     return _pdu(k)  # KA (its progress is not compared: TraceKaPdu)
 
 
-def _no_discarded_data(units: Mapping[int, Record], events: Sequence[WireEvent]) -> None:
-    """File Data that reaches a receiver before the Metadata: the model
-    keeps it (as dariol83/ccsds and nasa/CF do; §4.6.1.2.8 as they quote
-    it completes reception whatever the order of arrival). cfdp-py and
-    cfdp-rs discard it and ask for it again by NAK. Whether the book allows
-    that cannot be checked here, so such a trace is not judged: it is
-    unrepresentable until the model has the question as a reading."""
-    first_md = min(
-        (e.t for e in events if e.kind == "arrive" and units.get(e.record, _NONE)["k"] == "MD"),
-        default=float("inf"),
-    )
-    early: dict[int, float] = {}
-    for e in events:
-        u = units.get(e.record, _NONE)
-        if e.kind == "arrive" and u["k"] == "FD" and e.t < first_md:
-            early.setdefault(int(u["seg"]), e.t)
-    for e in events:
-        u = units.get(e.record, _NONE)
-        if e.kind == "send" and u["k"] == "NAK":
-            again = sorted(o for o in u["segs"] if o in early and early[o] < e.t)
-            if again:
-                raise Unrepresentable(
-                    f"the receiver asks again for segment {again[0]}, which reached it before "
-                    "the Metadata: it discarded that File Data, which the model keeps (whether "
-                    "727.0-B-5 lets a receiver discard it is not yet a reading of the model)"
-                )
-
-
 def _no_immediate_nak_scoped_past_a_gap(
     units: Mapping[int, Record],
     events: Sequence[WireEvent],
@@ -274,6 +246,63 @@ def _no_immediate_nak_scoped_past_a_gap(
                     "no scope (its immediate NAK asks for every gap below)"
                 )
             asked |= segs
+
+
+def _no_paced_immediate_nak(
+    units: Mapping[int, Record], events: Sequence[WireEvent], within_s: float
+) -> None:
+    """The model's immediate NAK answers each new gap at once (4.6.4.3.1 as
+    CFDP.tla reads it: the File Data that opens a gap is answered by a NAK
+    of the gaps below). Yamcs paces its immediate NAKs: at most one per NAK
+    timer interval (its ``nakTimeout``), so a gap opened soon after a NAK
+    waits for the next one, or for the NAK after the EOF. Whether the
+    immediate NAK mode (4.6.4.4.2, as OpenC3's tests label it) allows that
+    cannot be read here: no source reached quotes its text. Such a trace is
+    not judged, rather than failed on a deadline the text may not set.
+
+    A gap is paced when the receiver's first NAK naming it comes later than
+    ``within_s`` (the late pass's reaction window) after the File Data that
+    opened it, before the EOF arrived, and its segment did not arrive in
+    between. A gap no NAK ever names is left to the model, which judges
+    it."""
+    got: dict[int, float] = {}  # segment -> when it first arrived
+    opened: dict[int, WireEvent] = {}  # gap -> the File Data arrival above it
+    named: dict[int, float] = {}  # gap -> when a NAK first named it
+    eof = False
+    for e in events:
+        u = units.get(e.record, _NONE)
+        if e.kind == "arrive" and e.dir == "forward" and u["k"] == "FD":
+            seg = int(u["seg"])
+            if not eof:
+                for g in range(seg):
+                    if g not in got and g not in named:
+                        opened.setdefault(g, e)
+            got.setdefault(seg, e.t)
+        elif e.kind == "arrive" and e.dir == "forward" and u["k"] == "EOF":
+            eof = True
+        elif e.kind == "send" and u["k"] == "NAK":
+            for g in u["segs"]:
+                named.setdefault(int(g), e.t)
+    for g, at in sorted(opened.items(), key=lambda x: x[1].t):
+        due = at.t + within_s
+        if g in named and named[g] > due and got.get(g, due + 1) > due:
+            raise Unrepresentable(
+                f"the receiver names segment {g}, missing since File Data above it arrived "
+                f"(frame {at.frame} of {at.side}.pcap), in no NAK for "
+                f"{(named[g] - at.t) * 1000:.0f} ms, past the {within_s * 1000:.0f} ms a late "
+                "answer is given: it paces its immediate NAKs (Yamcs sends at most one per NAK "
+                "timer interval). The model's immediate NAK answers each new gap at once, and "
+                "whether 727.0-B-5's immediate NAK mode allows pacing cannot be read here"
+            )
+
+
+def _late_window_s(scn: Scenario) -> float:
+    """The longest reaction time trace validation grants (its late pass:
+    conformance.tracecheck.LATE_SHARE of the retransmission interval)."""
+    from conformance import timers
+    from conformance.tracecheck import LATE_SHARE
+
+    return LATE_SHARE * timers.derive(scn).retransmission_ms / 1000
 
 
 def _no_unprompted_keep_alive(units: Mapping[int, Record], events: Sequence[WireEvent]) -> None:
@@ -391,9 +420,9 @@ def trace_model(
                     f"{where} was corrupted with no PDU CRC to catch it; the model corrupts "
                     "File Data only"
                 )
-    _no_discarded_data(units, events)
     if t.nak_mode == "immediate":
         _no_immediate_nak_scoped_past_a_gap(units, events, scopes, grid)
+        _no_paced_immediate_nak(units, events, _late_window_s(scn))
     _no_unprompted_keep_alive(units, events)
     _no_finished_after_cancel_eof(units, events)
     corrupt = sum(1 for v in arrived.values() if v is not None)
