@@ -42,11 +42,82 @@ def udp_payload(frame: bytes) -> tuple[int, int, bytes] | None:
     if struct.unpack("!H", ip[6:8])[0] & 0x3FFF:  # more-fragments flag or an offset
         return None
     total = struct.unpack("!H", ip[2:4])[0]
-    udp = ip[ihl:total]
+    return _udp(ip[ihl:total])
+
+
+def _udp(udp: bytes) -> tuple[int, int, bytes] | None:
     if len(udp) < 8:
         return None
     sport, dport, ulen = struct.unpack("!HHH", udp[:6])
     return sport, dport, bytes(udp[8:ulen])
+
+
+class _Reassembly:
+    """IPv4 fragments of UDP datagrams put back together (RFC 791 §3.2),
+    keyed by source, destination and identification. A datagram that is
+    larger than the link's MTU crosses as fragments: LibreCube resends a NAK's
+    contiguous range as one File Data PDU of two segments, 2,059 octets of
+    UDP. Its capture time and frame are those of the fragment that completes
+    it, as Wireshark shows it; one whose fragments are not all in the
+    capture (one was lost) never completes, nor does one whose checksum
+    fails (:func:`_checksum_holds`)."""
+
+    def __init__(self) -> None:
+        self._parts: dict[tuple[bytes, bytes, bytes], dict[int, bytes]] = {}
+        self._ends: dict[tuple[bytes, bytes, bytes], int] = {}
+
+    def add(self, frame: bytes) -> tuple[int, int, bytes] | None:
+        """The datagram this frame completes, if it is a UDP fragment that
+        does; None for any other frame."""
+        if len(frame) < 14 + 20 or frame[12:14] != b"\x08\x00":
+            return None
+        ip = frame[14:]
+        ihl = (ip[0] & 0x0F) * 4
+        if ip[0] >> 4 != 4 or ip[9] != 17 or ihl < 20:
+            return None
+        flags = struct.unpack("!H", ip[6:8])[0]
+        more, offset = bool(flags & 0x2000), (flags & 0x1FFF) * 8
+        if not more and not offset:
+            return None  # not a fragment
+        total = struct.unpack("!H", ip[2:4])[0]
+        key = (bytes(ip[12:16]), bytes(ip[16:20]), bytes(ip[4:6]))
+        parts = self._parts.setdefault(key, {})
+        parts[offset] = bytes(ip[ihl:total])
+        if not more:
+            self._ends[key] = offset + total - ihl
+        end = self._ends.get(key)
+        if end is None:
+            return None
+        whole, at = bytearray(), 0
+        for off in sorted(parts):
+            if off > at:
+                return None  # a hole: a fragment not captured yet
+            whole += parts[off][at - off :]
+            at = max(at, off + len(parts[off]))
+        if at < end:
+            return None
+        del self._parts[key], self._ends[key]
+        udp = bytes(whole[:end])
+        if not _checksum_holds(key[0], key[1], udp):
+            return None  # the receiving stack discards it: a loss, not an arrival
+        return _udp(udp)
+
+
+def _checksum_holds(src: bytes, dst: bytes, udp: bytes) -> bool:
+    """Whether a reassembled UDP datagram's checksum verifies (RFC 768, over
+    the IPv4 pseudo-header; 0 means none was sent). The channel flips a bit
+    of a fragment as of any frame, and the receiving stack then discards the
+    whole datagram. The sender's own capture holds the true checksum: a
+    datagram that is fragmented has its checksum computed in software."""
+    if len(udp) < 8 or udp[6:8] == b"\x00\x00":
+        return True
+    data = src + dst + bytes([0, 17]) + struct.pack("!H", len(udp)) + udp
+    if len(data) % 2:
+        data += b"\x00"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total == 0xFFFF
 
 
 @dataclass
@@ -72,11 +143,14 @@ class Datagram:
     src: str
     payload: bytes
     cut: tuple[int, int] | None = None
+    fragmented: bool = False  # it crossed as IPv4 fragments (reassembled here)
 
 
 def datagrams(pcap: Path, port: int) -> list[Datagram]:
-    """Every unfragmented IPv4/UDP datagram on ``port`` in ``pcap``, and every
-    frame the file cuts short (its payload empty if too little is left)."""
+    """Every IPv4/UDP datagram on ``port`` in ``pcap`` (one that crossed as
+    fragments as the frame that completes it: :class:`_Reassembly`), and
+    every frame the file cuts short (its payload empty if too little is
+    left)."""
     from scapy.error import Scapy_Exception
     from scapy.utils import RawPcapReader
 
@@ -90,11 +164,13 @@ def datagrams(pcap: Path, port: int) -> list[Datagram]:
     except Scapy_Exception as exc:
         raise InputError(f"{pcap}: not a capture file (pcap or pcapng): {exc}") from None
     nano = getattr(reader, "nano", False)
+    fragments = _Reassembly()
     try:
         for number, (frame, meta) in enumerate(reader, start=1):
             caplen = getattr(meta, "caplen", len(frame))
             cut = (len(frame), caplen) if len(frame) < caplen else None
             udp = udp_payload(frame)
+            fragmented = udp is None and (udp := fragments.add(frame)) is not None
             if udp is not None and port not in (udp[0], udp[1]):
                 continue
             if udp is None and cut is None:
@@ -108,7 +184,7 @@ def datagrams(pcap: Path, port: int) -> list[Datagram]:
             else:
                 ts = sec + meta.usec / (1e9 if nano else 1e6)
             src = ".".join(str(b) for b in frame[26:30])
-            out.append(Datagram(number, ts, src, udp[2] if udp else b"", cut))
+            out.append(Datagram(number, ts, src, udp[2] if udp else b"", cut, fragmented))
     finally:
         reader.close()
     return out
@@ -187,10 +263,14 @@ def records_from_captures(
     sides = {"a": a_pcap, "b": b_pcap}
     stamps: dict[str, dict[int, float]] = {}
     raw: dict[str, dict[int, tuple[str, bytes]]] = {}
+    # the channel classifies no fragment, so its log decides for whole
+    # datagrams only: a reassembled one is matched by its payload
+    whole: set[tuple[str, int]] = set()
     for side, pcap in sides.items():
         grams = [d for d in datagrams(pcap, port) if d.payload or not d.cut]
         raw[side] = {d.number: (d.src, d.payload) for d in grams}
         stamps[side] = {d.number: d.t for d in grams}
+        whole |= {(side, d.number) for d in grams if d.fragmented}
     sent = {side: _sent_frames(raw, side, ip_a) for side in sides}
     todo = sorted({p for frames in sent.values() for _, p in frames if p and p not in skip})
     fields_of = dict(zip(todo, emulator.classify(protocol, todo) if todo else [], strict=True))
@@ -200,13 +280,18 @@ def records_from_captures(
         direction: Direction = "forward" if side == "a" else "return"
         sender_ip_is_a = side == "a"
         arrived = Counter(p for src, p in other.values() if (src == ip_a) == sender_ip_is_a)
-        logged = decisions[direction] if len(decisions[direction]) == len(frames) else None
-        for k, (number, payload) in enumerate(frames):
+        plain = [n for n, _ in frames if (side, n) not in whole]
+        logged = (
+            dict(zip(plain, decisions[direction], strict=True))
+            if len(decisions[direction]) == len(plain)
+            else None
+        )
+        for number, payload in frames:
             if payload in skip:
                 continue
             copies, corrupted = 1, False
-            if logged is not None:
-                dropped, copies, corrupted = logged[k]
+            if logged is not None and number in logged:
+                dropped, copies, corrupted = logged[number]
             else:
                 dropped = arrived[payload] == 0
                 if not dropped:
