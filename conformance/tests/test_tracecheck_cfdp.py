@@ -811,3 +811,23 @@ def test_an_immediate_nak_paced_past_the_late_window_is_unchecked(
     assert tc.status == "unchecked", tc.message
     assert "paces its immediate NAKs" in tc.message and "segment 1" in tc.message
     assert "frame 3 of b.pcap" in tc.message  # segment 2's arrival opened the gap
+
+
+def test_a_transaction_opened_again_after_its_end_is_unchecked(tmp_path: Path) -> None:
+    """cfdp-py and cfdp-rs forget a finished transaction: a held copy of File
+    Data that arrives after the ACK(Finished) opens it again, and their NAK
+    asks for the Metadata. The model discards it; whether the book lets an
+    entity forget a terminated transaction is not settled, so the trace is
+    not judged."""
+    w = Wire()
+    data_sent(w)
+    w.pdu(0.006, "return", ack("eof"))
+    closed(w, 0.007)
+    w.delay = 0.500
+    w.pdu(0.020, "forward", fd(0))  # a copy, held back past the end
+    w.delay = 0.002
+    w.pdu(0.525, "return", CFDPNak(start_of_scope=0, end_of_scope=SEG,
+                                   segment_requests=[(0, 0)], **HEAD))  # fmt: skip
+    tc = w.check(tmp_path, scenario(), readings=[""])
+    assert tc.status == "unchecked", tc.message
+    assert "after its Finished was acknowledged" in tc.message and "frame" in tc.message

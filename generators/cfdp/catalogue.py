@@ -41,6 +41,7 @@ from conformance.protocols.cfdp import (
 from generators.cfdp import SPEC_DIR
 from generators.cfdp.outcomes import (
     DELAY_MS,
+    MAX_OUTCOME_SEGMENTS,
     OUTAGE_MS,
     OUTCOMES,
     Case,
@@ -356,6 +357,107 @@ def groups(planned: Sequence[Planned]) -> list[list[Planned]]:
     return list(out.values())
 
 
+# The realistic geometry of issue 29's purposes: a file of 16 File Data PDUs,
+# the last one short, so that feedback can reach the sender while it still
+# sends new data. No outcome set is enumerated for it (MAX_OUTCOME_SEGMENTS):
+# each run is judged at the end of its validated trace.
+REALISTIC_SEGMENTS = 16
+
+REALISTIC_FILE_LEN = REALISTIC_SEGMENTS * SEGMENT_SIZE - 100
+
+# How long the reordering purpose holds a segment back: long enough for the
+# next one to overtake it (cfdp-py sends a File Data PDU every 2 ms or so),
+# short enough to arrive while the transaction is still open (cfdp-rs sends
+# the whole file at once and ends it within 10 ms). (The catalogue's DELAY_MS outlasts the timers; here the held
+# copy would reach a receiver whose transaction is over, a question the
+# model has not settled: generators/cfdp/trace.py _no_reopened_transaction.)
+REORDER_MS = 3.0
+
+
+def realistic_scenarios() -> list[Scenario]:
+    """Class 2 purposes at a realistic geometry (16 File Data PDUs, immediate
+    NAKs, NAK limit 4), each judged from its trace: a NAK that reaches the
+    sender mid-transfer; a second NAK whose gaps overlap the first one's; the
+    short last segment arriving before the one before it (ION-DTN issue #31
+    corrupted files that way); the same segment lost three times."""
+    t = CfdpTransfer(
+        file_len=REALISTIC_FILE_LEN,
+        segment_size=SEGMENT_SIZE,
+        mode="class2",
+        nak_mode="immediate",
+        ack_limit=2,
+        nak_limit=4,
+    )
+    last = REALISTIC_SEGMENTS - 1
+    purposes: list[tuple[str, str, list[PlannedLoss]]] = [
+        (
+            "nak-mid-transfer-fd2",
+            "File Data 2 lost once: the immediate NAK reaches the sender while it still "
+            "sends the file's first pass, and must be answered with segment 2 (4.6.4.2.1)",
+            [PlannedLoss("forward", "file_data", 2, 1)],
+        ),
+        (
+            "nak-overlap-fd2-fd5",
+            "File Data 2 lost, then its resend lost too, and File Data 5 lost: the later "
+            "NAKs ask again for a gap an earlier NAK asked for (4.6.4.3.3)",
+            [
+                PlannedLoss("forward", "file_data", 2, 1),
+                PlannedLoss("forward", "file_data", 2, 2),
+                PlannedLoss("forward", "file_data", 5, 1),
+            ],  # fmt: skip
+        ),
+        (
+            f"short-last-first-fd{last - 1}",
+            f"File Data {last - 1} held back {REORDER_MS:g} ms, so that the short last "
+            "segment arrives before the one before it (ION-DTN issue #31): the file must "
+            "still be whole, its checksum verified (4.6.1.2.8)",
+            [PlannedLoss("forward", "file_data", last - 1, 1, "delay")],
+        ),
+        (
+            "repeated-loss-fd3",
+            "File Data 3 lost three times, first copy and two resends: each NAK asks for "
+            "it again, within the NAK limit of 4 (4.6.4.7)",
+            [
+                PlannedLoss("forward", "file_data", 3, 1),
+                PlannedLoss("forward", "file_data", 3, 2),
+                PlannedLoss("forward", "file_data", 3, 3),
+            ],  # fmt: skip
+        ),
+    ]
+    out: list[Scenario] = []
+    for tag, what, losses in purposes:
+        name = f"cfdp-c2-realistic-{tag}"
+        out.append(
+            Scenario(
+                name=name,
+                protocol="cfdp",
+                description=f"Realistic geometry: {what}; Class 2, a {t.file_len}-byte file in "
+                f"{REALISTIC_SEGMENTS} File Data PDUs of {SEGMENT_SIZE} bytes.",
+                params=t,
+                impairments=[
+                    impairment_of(x, t, note=f"{_short(x)} ({x.dir})").model_copy(
+                        update={"delay_ms": REORDER_MS} if x.act == "delay" else {}
+                    )
+                    for x in losses
+                ],
+                expect=Expectation(
+                    outcomes=[
+                        outcome_of(("completed", "NoError", "completed", "NoError", True), t)
+                    ],
+                    unjudged=f"{REALISTIC_SEGMENTS} File Data PDUs, past the outcome sets' "
+                    f"{MAX_OUTCOME_SEGMENTS}: judged at the end of its validated trace",
+                ),
+                origin=Origin(
+                    model="specs/cfdp/TraceCFDP.tla",
+                    config=f"segments={REALISTIC_SEGMENTS}",
+                    purpose=name,
+                    purposes=[name, "realistic"],
+                ),
+            )
+        )
+    return out
+
+
 def generate(
     outdir: Path,
     actions_total: list[str],
@@ -454,6 +556,12 @@ def generate(
         dump_model(made, path)
         scenarios.append(path)
         statuses.append(PurposeStatus(purpose.name, "reached", scenario=path))
+    realistic = realistic_scenarios()
+    for scn in realistic:
+        path = outdir / f"{scn.name}.json"
+        dump_model(scn, path)
+        scenarios.append(path)
+        statuses.append(PurposeStatus(scn.name, "reached", scenario=path))
     if scenarios and terminal_action:
         covered.add(terminal_action)  # every scenario ends in a terminal state
     names = [s.name for s in scenarios]
@@ -471,7 +579,8 @@ def generate(
     summary = {
         "scenarios": len(scenarios),
         "per_bound": per_bound,
-        "planned": sum(s.status == "reached" for s in statuses) - len(bounds),
+        "planned": sum(s.status == "reached" for s in statuses) - len(bounds) - len(realistic),
+        "realistic": len(realistic),
         "unreachable": report.unreachable,
         "wall_seconds": round(time.monotonic() - t0, 1),
         "catalogue_tlc_seconds": round(seconds, 2),

@@ -296,6 +296,31 @@ def _no_paced_immediate_nak(
             )
 
 
+def _no_reopened_transaction(units: Mapping[int, Record], events: Sequence[WireEvent]) -> None:
+    """The model's receiver discards what reaches a transaction that is
+    over (``ReceiverRxRedundantPdu``). cfdp-py and cfdp-rs keep no record of
+    it: a File Data PDU of the same transaction that arrives once its
+    Finished was acknowledged opens it again, as a new transaction whose
+    NAK asks for the Metadata and the whole file below. 727.0-B-5 4.7.2 Note
+    2, as the readings quote it, names "terminated" and "unrecognized" as
+    two states a transaction can be in at an entity, and 4.6.1.2.2 takes the
+    mode from "the first received PDU of a transaction", so forgetting it
+    may be allowed; the model has no such reading yet, and such a trace is
+    not judged."""
+    closed = False
+    for e in events:
+        u = units.get(e.record, _NONE)
+        if e.kind == "arrive" and e.dir == "forward" and u["k"] == "ACK" and u["of"] == "FIN":
+            closed = True
+        elif closed and e.kind == "send" and e.dir == "return" and u["k"] == "NAK":
+            raise Unrepresentable(
+                f"the receiver sends a NAK (frame {e.frame} of {e.side}.pcap) after its Finished "
+                "was acknowledged: it opened the transaction again as a new one, where the model "
+                "discards what reaches a transaction that is over; whether 727.0-B-5 lets an "
+                "entity forget a terminated transaction is not yet a reading of the model"
+            )
+
+
 def _late_window_s(scn: Scenario) -> float:
     """The longest reaction time trace validation grants (its late pass:
     conformance.tracecheck.LATE_SHARE of the retransmission interval)."""
@@ -424,6 +449,7 @@ def trace_model(
         _no_immediate_nak_scoped_past_a_gap(units, events, scopes, grid)
         _no_paced_immediate_nak(units, events, _late_window_s(scn))
     _no_unprompted_keep_alive(units, events)
+    _no_reopened_transaction(units, events)
     _no_finished_after_cancel_eof(units, events)
     corrupt = sum(1 for v in arrived.values() if v is not None)
     losses = sum(1 for e in events if e.kind == "lose") + sum(

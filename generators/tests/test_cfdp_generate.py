@@ -108,6 +108,14 @@ def test_catalogue_meets_the_targets(catalogue: tuple[Path, GenerateReport]) -> 
     assert asked == {(w, r) for w in ("sender", "receiver") for r in ("cancel", "suspend")} | {
         ("sender", "prompt_nak"), ("sender", "prompt_keep_alive")}  # fmt: skip
     assert {a for a, _ in imps} == {"drop", "delay", "duplicate", "outage", "corrupt"}
+    # issue 29's purposes at a realistic geometry: judged from the trace, no set
+    real = {n: s for n, s in scns.items() if "realistic" in n}
+    assert len(real) == cov["realistic"] == 4
+    for scn in real.values():
+        assert _transfer(scn).file_len == cfdp_catalogue.REALISTIC_FILE_LEN
+        assert scn.expect.unjudged and "judged at the end of its validated trace" in (
+            scn.expect.unjudged
+        )
 
 
 @pytest.mark.integration
