@@ -62,13 +62,18 @@ class _Reassembly:
     capture (one was lost) never completes, nor does one whose checksum
     fails (:func:`_checksum_holds`)."""
 
+    # Linux gives up a reassembly after 30 s (net.ipv4.ipfrag_time): an
+    # identification seen again later starts a new datagram
+    TIMEOUT_S = 30.0
+
     def __init__(self) -> None:
         self._parts: dict[tuple[bytes, bytes, bytes], dict[int, bytes]] = {}
         self._ends: dict[tuple[bytes, bytes, bytes], int] = {}
+        self._first: dict[tuple[bytes, bytes, bytes], float] = {}
 
-    def add(self, frame: bytes) -> tuple[int, int, bytes] | None:
-        """The datagram this frame completes, if it is a UDP fragment that
-        does; None for any other frame."""
+    def add(self, frame: bytes, t: float = 0.0) -> tuple[int, int, bytes] | None:
+        """The datagram this frame (captured at ``t``) completes, if it is a
+        UDP fragment that does; None for any other frame."""
         if len(frame) < 14 + 20 or frame[12:14] != b"\x08\x00":
             return None
         ip = frame[14:]
@@ -81,6 +86,11 @@ class _Reassembly:
             return None  # not a fragment
         total = struct.unpack("!H", ip[2:4])[0]
         key = (bytes(ip[12:16]), bytes(ip[16:20]), bytes(ip[4:6]))
+        if key in self._parts and (
+            t - self._first[key] > self.TIMEOUT_S or offset in self._parts[key]
+        ):
+            self._drop(key)  # a reassembly given up, or its identification reused
+        self._first.setdefault(key, t)
         parts = self._parts.setdefault(key, {})
         parts[offset] = bytes(ip[ihl:total])
         if not more:
@@ -96,11 +106,15 @@ class _Reassembly:
             at = max(at, off + len(parts[off]))
         if at < end:
             return None
-        del self._parts[key], self._ends[key]
+        self._drop(key)
         udp = bytes(whole[:end])
         if not _checksum_holds(key[0], key[1], udp):
             return None  # the receiving stack discards it: a loss, not an arrival
         return _udp(udp)
+
+    def _drop(self, key: tuple[bytes, bytes, bytes]) -> None:
+        for table in (self._parts, self._ends, self._first):
+            table.pop(key, None)
 
 
 def _checksum_holds(src: bytes, dst: bytes, udp: bytes) -> bool:
@@ -169,13 +183,6 @@ def datagrams(pcap: Path, port: int) -> list[Datagram]:
         for number, (frame, meta) in enumerate(reader, start=1):
             caplen = getattr(meta, "caplen", len(frame))
             cut = (len(frame), caplen) if len(frame) < caplen else None
-            udp = udp_payload(frame)
-            fragmented = udp is None and (udp := fragments.add(frame)) is not None
-            if udp is not None and port not in (udp[0], udp[1]):
-                continue
-            if udp is None and cut is None:
-                continue
-            # a cut frame is kept even when too little of it is left to read
             sec = getattr(meta, "sec", None)
             if sec is None:  # pcapng
                 # scapy types every reader's metadata as pcap's; pcapng's
@@ -183,6 +190,13 @@ def datagrams(pcap: Path, port: int) -> list[Datagram]:
                 ts = (meta.tshigh << 32 | meta.tslow) / meta.tsresol  # type: ignore[attr-defined]
             else:
                 ts = sec + meta.usec / (1e9 if nano else 1e6)
+            udp = udp_payload(frame)
+            fragmented = udp is None and (udp := fragments.add(frame, ts)) is not None
+            if udp is not None and port not in (udp[0], udp[1]):
+                continue
+            if udp is None and cut is None:
+                continue
+            # a cut frame is kept even when too little of it is left to read
             src = ".".join(str(b) for b in frame[26:30])
             out.append(Datagram(number, ts, src, udp[2] if udp else b"", cut, fragmented))
     finally:

@@ -785,32 +785,47 @@ def test_file_data_ahead_of_the_metadata_is_kept(tmp_path: Path, asks_again: boo
     assert "4.6.1.2.8" in tc.rule
 
 
-@pytest.mark.parametrize("nak_at", [0.5, 1.2])
+@pytest.mark.parametrize(("first_at", "second_at"), [(0.006, 0.5), (0.006, 1.2), (None, 1.2)])
 def test_an_immediate_nak_paced_past_the_late_window_is_unchecked(
-    tmp_path: Path, nak_at: float
+    tmp_path: Path, first_at: float | None, second_at: float
 ) -> None:
-    """Yamcs sends at most one immediate NAK per NAK timer interval. A gap
-    named only past the late pass's window (0.9 of the 1 s timer) is left
-    unchecked, naming the question, since the immediate NAK mode's text
-    cannot be read here; one named late but within it is judged (and
-    accepted: late, not wrong)."""
+    """Yamcs sends at most one immediate NAK per NAK timer interval. Segments
+    1 and 4 of 8 are lost: segment 2's arrival is answered at once (the NAK
+    of 1 at ``first_at``), segment 5's only at ``second_at``. Named past the
+    late pass's window (0.9 of the 1 s timer), the trace is left unchecked,
+    naming the question, since the immediate NAK mode's text cannot be read
+    here; named late but within it, it is judged (and accepted: late, not
+    wrong). A receiver that sends no NAK before the EOF is judged too: the
+    model rejects it."""
     w = Wire()
-    body, seg = _file_of_segments(w, 4)
+    body, seg = _file_of_segments(w, 8)
     for i in range(4):
         w.pdu(0.001 + 0.001 * i, "forward", seg(i), lost=i == 1)
-    w.pdu(0.005, "forward", CFDPEOF(condition="no_error", file_size=len(body), checksum=0, **HEAD))
-    w.pdu(0.008, "return", ack("eof"))
-    w.pdu(nak_at, "return", CFDPNak(start_of_scope=0, end_of_scope=len(body),
-                                    segment_requests=[(SEG, 2 * SEG)], **HEAD))  # fmt: skip
-    w.pdu(nak_at + 0.004, "forward", seg(1))
-    closed(w, nak_at + 0.010)
-    tc = w.check(tmp_path, scenario(file_len=len(body)), readings=[""])
-    if nak_at < 0.9:
+    if first_at is not None:  # segment 1 asked for and resent before segment 5 arrives
+        w.pdu(first_at, "return", CFDPNak(start_of_scope=0, end_of_scope=3 * SEG,
+                                          segment_requests=[(SEG, 2 * SEG)], **HEAD))  # fmt: skip
+        w.pdu(first_at + 0.004, "forward", seg(1))
+    for i in range(4, 8):
+        w.pdu(0.020 + 0.001 * i, "forward", seg(i), lost=i == 4)
+    w.pdu(0.030, "forward", CFDPEOF(condition="no_error", file_size=len(body), checksum=0, **HEAD))
+    w.pdu(0.033, "return", ack("eof"))
+    asked = [(4 * SEG, 5 * SEG)] if first_at is not None else [(SEG, 2 * SEG), (4 * SEG, 5 * SEG)]
+    w.pdu(second_at, "return", CFDPNak(start_of_scope=0, end_of_scope=len(body),
+                                       segment_requests=asked, **HEAD))  # fmt: skip
+    if first_at is None:
+        w.pdu(second_at + 0.004, "forward", seg(1))
+    w.pdu(second_at + 0.005, "forward", seg(4))
+    closed(w, second_at + 0.010)
+    tc = w.check(tmp_path, scenario(file_len=len(body), nak_limit=2), readings=[""])
+    if first_at is None:
+        assert tc.status == "rejected", tc.message
+        return
+    if second_at < 0.9:
         assert tc.status == "accepted", tc.message
         return
     assert tc.status == "unchecked", tc.message
-    assert "paces its immediate NAKs" in tc.message and "segment 1" in tc.message
-    assert "frame 3 of b.pcap" in tc.message  # segment 2's arrival opened the gap
+    assert "paces its immediate NAKs" in tc.message and "segment 4" in tc.message
+    assert "frame 7 of b.pcap" in tc.message  # segment 5's arrival opened the gap
 
 
 def test_a_transaction_opened_again_after_its_end_is_unchecked(tmp_path: Path) -> None:

@@ -260,18 +260,19 @@ def _no_paced_immediate_nak(
     cannot be read here: no source reached quotes its text. Such a trace is
     not judged, rather than failed on a deadline the text may not set.
 
-    A gap is paced when the receiver's first NAK naming it comes later than
+    A gap is paced when the receiver does send immediate NAKs (one before
+    the EOF arrived), yet its first NAK naming the gap comes later than
     ``within_s`` (the late pass's reaction window) after the File Data that
-    opened it, before the EOF arrived, and its segment did not arrive in
-    between. A gap no NAK ever names is left to the model, which judges
-    it."""
+    opened it, before the EOF arrived, and before the gap's segment arrived.
+    A receiver that sends no NAK before the EOF, and a gap no NAK ever
+    names, are left to the model, which judges them."""
     got: dict[int, float] = {}  # segment -> when it first arrived
     opened: dict[int, WireEvent] = {}  # gap -> the File Data arrival above it
     named: dict[int, float] = {}  # gap -> when a NAK first named it
-    eof = False
+    eof = early = False  # the EOF arrived; a NAK went before it did
     for e in events:
         u = units.get(e.record, _NONE)
-        if e.kind == "arrive" and e.dir == "forward" and u["k"] == "FD":
+        if e.kind == "arrive" and e.dir == "forward" and u["k"] == "FD" and not e.corrupt:
             seg = int(u["seg"])
             if not eof:
                 for g in range(seg):
@@ -281,11 +282,14 @@ def _no_paced_immediate_nak(
         elif e.kind == "arrive" and e.dir == "forward" and u["k"] == "EOF":
             eof = True
         elif e.kind == "send" and u["k"] == "NAK":
+            early = early or not eof
             for g in u["segs"]:
                 named.setdefault(int(g), e.t)
+    if not early:
+        return
     for g, at in sorted(opened.items(), key=lambda x: x[1].t):
         due = at.t + within_s
-        if g in named and named[g] > due and got.get(g, due + 1) > due:
+        if g in named and due < named[g] < got.get(g, float("inf")):
             raise Unrepresentable(
                 f"the receiver names segment {g}, missing since File Data above it arrived "
                 f"(frame {at.frame} of {at.side}.pcap), in no NAK for "
@@ -306,13 +310,18 @@ def _no_reopened_transaction(units: Mapping[int, Record], events: Sequence[WireE
     two states a transaction can be in at an entity, and 4.6.1.2.2 takes the
     mode from "the first received PDU of a transaction", so forgetting it
     may be allowed; the model has no such reading yet, and such a trace is
-    not judged."""
-    closed = False
+    not judged. It takes a Finished the receiver sent and saw acknowledged,
+    then File Data or Metadata reaching it, then its NAK."""
+    finished = closed = again = False  # its Finished sent; acknowledged; data after
     for e in events:
         u = units.get(e.record, _NONE)
-        if e.kind == "arrive" and e.dir == "forward" and u["k"] == "ACK" and u["of"] == "FIN":
-            closed = True
-        elif closed and e.kind == "send" and e.dir == "return" and u["k"] == "NAK":
+        if e.kind == "send" and e.dir == "return" and u["k"] == "FIN":
+            finished = True
+        elif e.kind == "arrive" and e.dir == "forward" and u["k"] == "ACK" and u["of"] == "FIN":
+            closed = finished
+        elif closed and e.kind == "arrive" and e.dir == "forward" and u["k"] in ("FD", "MD"):
+            again = True
+        elif again and e.kind == "send" and e.dir == "return" and u["k"] == "NAK":
             raise Unrepresentable(
                 f"the receiver sends a NAK (frame {e.frame} of {e.side}.pcap) after its Finished "
                 "was acknowledged: it opened the transaction again as a new one, where the model "

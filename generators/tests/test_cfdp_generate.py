@@ -111,6 +111,15 @@ def test_catalogue_meets_the_targets(catalogue: tuple[Path, GenerateReport]) -> 
     # issue 29's purposes at a realistic geometry: judged from the trace, no set
     real = {n: s for n, s in scns.items() if "realistic" in n}
     assert len(real) == cov["realistic"] == 4
+    held = real["cfdp-c2-realistic-short-last-first-fd14"].impairments
+    assert [(i.action, i.delay_ms, i.match.get("offset")) for i in held] == [
+        ("delay", cfdp_catalogue.REORDER_MS, 14 * cfdp_catalogue.SEGMENT_SIZE)
+    ]
+    assert [i.occurrence for i in real["cfdp-c2-realistic-repeated-loss-fd3"].impairments] == [
+        1,
+        2,
+        3,
+    ]
     for scn in real.values():
         assert _transfer(scn).file_len == cfdp_catalogue.REALISTIC_FILE_LEN
         assert scn.expect.unjudged and "judged at the end of its validated trace" in (
@@ -233,6 +242,8 @@ def test_purposes_sharing_a_run_get_what_each_alone_gets(tmp_path: Path) -> None
         want = {(o.key(), tuple(o.readings)) for o in alone.outcomes}
         assert {(o.key(), tuple(o.readings)) for o in got.outcomes} == want, p.name
     assert isinstance(together[1], cfdpcat.Unplannable)
+    assert not isinstance(together[0], cfdpcat.Unplannable)
+    assert not isinstance(together[2], cfdpcat.Unplannable)
     # a cancel and an outage need other budgets: no shared run
     outage = by_name["cfdp-c1c-outage-at-md"]
     assert len(cfdp_catalogue.groups([group[0], outage])) == 2
