@@ -561,17 +561,17 @@ ReceiverRxMetadata(t) ==
         /\ RecvFwd("ReceiverRxMetadata", t, p, {})
         /\ UNCHANGED <<mode, snd, held, spent, lostLog>>
 
-\* File Data is stored (duplicates change nothing), also ahead of the
-\* Metadata: reception is complete "at the earliest time at which the
-\* transaction's Metadata, File Data (if any), and EOF (No error) PDUs have
-\* all been received" (4.6.1.2.8), whatever their order, and only repeated
-\* data is discarded (4.6.1.2.7); a receiver that drops File Data ahead of
-\* the Metadata and asks for it again deviates (README).  4.6.4.3.1: in Class 2
+\* File Data is stored (duplicates change nothing).  4.6.4.3.1: in Class 2
 \* with immediate NAKs, a segment past a gap that this one opens (or File
 \* Data ahead of the Metadata) is answered at once by a NAK of the gaps.
 \* 4.6.4.3.3: a NAK's segment requests name every extent of its scope not
 \* yet received; this NAK's scope starts at 0, so it asks for every gap
 \* below, those an earlier NAK asked for included (README: the text).
+\* File Data ahead of the Metadata is kept: reception is complete "at the
+\* earliest time at which the transaction's Metadata, File Data (if any),
+\* and EOF (No error) PDUs have all been received" (4.6.1.2.8), whatever
+\* their order, and only repeated data is discarded (4.6.1.2.7); a receiver
+\* that drops it and asks for it again deviates (README).
 ReceiverRxFileData(t) ==
     \E p \in Arrivals(fwd, "receiver") :
         /\ p.k = "FD" /\ p.t = t
