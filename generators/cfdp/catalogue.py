@@ -389,39 +389,35 @@ def realistic_scenarios() -> list[Scenario]:
         nak_limit=4,
     )
     last = REALISTIC_SEGMENTS - 1
+
+    def fd(seg: int, occ: int, act: str = "drop") -> PlannedLoss:
+        return PlannedLoss("forward", "file_data", seg, occ, act)
+
     purposes: list[tuple[str, str, list[PlannedLoss]]] = [
         (
             "nak-mid-transfer-fd2",
             "File Data 2 lost once: the immediate NAK reaches the sender while it still "
             "sends the file's first pass, and must be answered with segment 2 (4.6.4.2.1)",
-            [PlannedLoss("forward", "file_data", 2, 1)],
+            [fd(2, 1)],
         ),
         (
             "nak-overlap-fd2-fd5",
             "File Data 2 lost, then its resend lost too, and File Data 5 lost: the later "
             "NAKs ask again for a gap an earlier NAK asked for (4.6.4.3.3)",
-            [
-                PlannedLoss("forward", "file_data", 2, 1),
-                PlannedLoss("forward", "file_data", 2, 2),
-                PlannedLoss("forward", "file_data", 5, 1),
-            ],  # fmt: skip
+            [fd(2, 1), fd(2, 2), fd(5, 1)],
         ),
         (
             f"short-last-first-fd{last - 1}",
             f"File Data {last - 1} held back {REORDER_MS:g} ms, so that the short last "
             "segment arrives before the one before it (ION-DTN issue #31): the file must "
             "still be whole, its checksum verified (4.6.1.2.8)",
-            [PlannedLoss("forward", "file_data", last - 1, 1, "delay")],
+            [fd(last - 1, 1, "delay")],
         ),
         (
             "repeated-loss-fd3",
             "File Data 3 lost three times, first copy and two resends: each NAK asks for "
             "it again, within the NAK limit of 4 (4.6.4.7)",
-            [
-                PlannedLoss("forward", "file_data", 3, 1),
-                PlannedLoss("forward", "file_data", 3, 2),
-                PlannedLoss("forward", "file_data", 3, 3),
-            ],  # fmt: skip
+            [fd(3, 1), fd(3, 2), fd(3, 3)],
         ),
     ]
     out: list[Scenario] = []
