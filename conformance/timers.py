@@ -47,6 +47,14 @@ from dataclasses import dataclass, field
 
 from conformance.core.types import DirectionChannel, Scenario
 
+# A late answer, told from a deviation: the reaction time trace validation
+# tries a rejected trace again with (conformance/tracecheck.py's late pass),
+# as a share of the retransmission interval. An answer later than the
+# reaction window but earlier than any timer could have made the peer send
+# again is only slow (a loaded machine); one later than that may answer the
+# retransmission, not the first unit, and stays a deviation.
+LATE_SHARE = 0.9
+
 # The slack on top of the worst session path: start-up of the endpoints and
 # scheduling on a loaded machine.
 SLACK_S = 5.0

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from conformance import protocols
+from conformance import protocols, timers
 from conformance.core.contract import TlaConstant, TraceModel, Unrepresentable, WireEvent
 from conformance.core.errors import DtncError
 from conformance.core.types import ExpectedOutcome, Scenario, SegmentRecord, TraceCheck
@@ -51,12 +51,8 @@ CORE = REPO_ROOT / "specs" / "trace" / "TraceCore.tla"
 # smallest retransmission timer, so that a late answer is never taken for a
 # timer's retransmission or the other way round.
 MAX_WINDOW_MS = 250.0
-# A late answer, told from a deviation: the reaction time a rejected trace is
-# tried again with, as a share of the retransmission interval. An answer
-# later than the window but earlier than any timer could have made the peer
-# send again is only slow (a loaded machine); one later than that may answer
-# the retransmission, not the first unit, and stays a deviation.
-LATE_SHARE = 0.9
+# A late answer, told from a deviation: conformance.timers.LATE_SHARE.
+LATE_SHARE = timers.LATE_SHARE
 
 # TLC time one run's trace validation may take, in seconds
 # (DTNC_TRACE_BUDGET_S overrides). The first pass runs whole; a later one

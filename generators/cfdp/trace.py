@@ -332,11 +332,10 @@ def _no_reopened_transaction(units: Mapping[int, Record], events: Sequence[WireE
 
 def _late_window_s(scn: Scenario) -> float:
     """The longest reaction time trace validation grants (its late pass:
-    conformance.tracecheck.LATE_SHARE of the retransmission interval)."""
+    conformance.timers.LATE_SHARE of the retransmission interval)."""
     from conformance import timers
-    from conformance.tracecheck import LATE_SHARE
 
-    return LATE_SHARE * timers.derive(scn).retransmission_ms / 1000
+    return timers.LATE_SHARE * timers.derive(scn).retransmission_ms / 1000
 
 
 def _no_unprompted_keep_alive(units: Mapping[int, Record], events: Sequence[WireEvent]) -> None:
