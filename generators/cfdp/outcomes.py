@@ -438,7 +438,9 @@ def expectations(
     """Each case's expectation (:func:`expectation`), from one TLC run per
     reading for them all (:func:`outcome_sets`: they need the same
     constants), or Unplannable where the model reaches no end with it.
-    ``seen`` gets the model actions of every case's behaviours."""
+    ``seen`` gets the model actions of every case's behaviours (a shared
+    run's, so an unreachable case's behaviours count too: they are the
+    model's, taken on the way to no end)."""
     t = cases[0].transfer
     for c in cases:
         if n_segments(c.transfer) > MAX_OUTCOME_SEGMENTS:
