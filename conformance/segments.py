@@ -31,14 +31,24 @@ if TYPE_CHECKING:
     from conformance.core.contract import ProtocolSpec
 
 
-def udp_payload(frame: bytes) -> tuple[int, int, bytes] | None:
-    """(src port, dst port, payload) of an unfragmented IPv4/UDP frame, else None."""
-    if len(frame) < 14 + 20 + 8 or frame[12:14] != b"\x08\x00":
+def _ipv4_udp(frame: bytes) -> tuple[bytes, int] | None:
+    """(IPv4 header and payload, header length) of an Ethernet frame that
+    carries IPv4 with UDP inside (whole or a fragment), else None."""
+    if len(frame) < 14 + 20 or frame[12:14] != b"\x08\x00":
         return None
     ip = frame[14:]
     ihl = (ip[0] & 0x0F) * 4
     if ip[0] >> 4 != 4 or ip[9] != 17 or ihl < 20:
         return None
+    return ip, ihl
+
+
+def udp_payload(frame: bytes) -> tuple[int, int, bytes] | None:
+    """(src port, dst port, payload) of an unfragmented IPv4/UDP frame, else None."""
+    got = _ipv4_udp(frame)
+    if got is None:
+        return None
+    ip, ihl = got
     if struct.unpack("!H", ip[6:8])[0] & 0x3FFF:  # more-fragments flag or an offset
         return None
     total = struct.unpack("!H", ip[2:4])[0]
@@ -74,12 +84,10 @@ class _Reassembly:
     def add(self, frame: bytes, t: float = 0.0) -> tuple[int, int, bytes] | None:
         """The datagram this frame (captured at ``t``) completes, if it is a
         UDP fragment that does; None for any other frame."""
-        if len(frame) < 14 + 20 or frame[12:14] != b"\x08\x00":
+        got = _ipv4_udp(frame)
+        if got is None:
             return None
-        ip = frame[14:]
-        ihl = (ip[0] & 0x0F) * 4
-        if ip[0] >> 4 != 4 or ip[9] != 17 or ihl < 20:
-            return None
+        ip, ihl = got
         flags = struct.unpack("!H", ip[6:8])[0]
         more, offset = bool(flags & 0x2000), (flags & 0x1FFF) * 8
         if not more and not offset:

@@ -51,8 +51,6 @@ CORE = REPO_ROOT / "specs" / "trace" / "TraceCore.tla"
 # smallest retransmission timer, so that a late answer is never taken for a
 # timer's retransmission or the other way round.
 MAX_WINDOW_MS = 250.0
-# A late answer, told from a deviation: conformance.timers.LATE_SHARE.
-LATE_SHARE = timers.LATE_SHARE
 
 # TLC time one run's trace validation may take, in seconds
 # (DTNC_TRACE_BUDGET_S overrides). The first pass runs whole; a later one
@@ -854,7 +852,6 @@ def _rule_of(tm: TraceModel, spec: str, blame: Sequence[str]) -> tuple[str, list
 
 
 def window_ms(scn: Scenario) -> float:
-    from conformance import timers
 
     return min(MAX_WINDOW_MS, timers.derive(scn).retransmission_ms / 2)
 
@@ -869,7 +866,7 @@ class _Session:
     units: list[Any]  # each line's unit (a tlaval value; None for none)
     blank: Any  # the unit of a line without one
     window_us: int
-    late_us: int = 0  # the late pass's longer reaction window (check's LATE_SHARE)
+    late_us: int = 0  # the late pass's longer reaction window (timers.LATE_SHARE)
 
     def unmoved(self, kinds: frozenset[str] | None, line: int) -> bool:
         """Whether no unit of ``kinds`` arrives up to ``line`` (1-based):
@@ -1252,10 +1249,9 @@ def _sessions(
 
 def _late_us(scn: Scenario, w_ms: float) -> int:
     """How much longer than the window ``w_ms`` the late pass lets an
-    endpoint take: up to LATE_SHARE of the retransmission interval."""
-    from conformance import timers
+    endpoint take: up to timers.LATE_SHARE of the retransmission interval."""
 
-    slow_ms = LATE_SHARE * timers.derive(scn).retransmission_ms
+    slow_ms = timers.LATE_SHARE * timers.derive(scn).retransmission_ms
     return max(0, round(slow_ms * 1000) - round(w_ms * 1000))
 
 
@@ -1325,7 +1321,7 @@ def _check_sessions(
         late = ""
         if rejected is not None and late_us > 0 and hurried:
             # Late only? The same trace with reaction times of up to
-            # LATE_SHARE of the retransmission interval: accepted there,
+            # timers.LATE_SHARE of the retransmission interval: accepted there,
             # every unit the model owes was sent, later than the window but
             # before a timer could have asked for it again (a loaded
             # machine, a slow implementation): the model is untimed, so that
@@ -1373,7 +1369,7 @@ def _check_sessions(
             f"{r.label(spec.spec)}'s alternative ({r.alternative_text})" for r in parts
         )
     within = (
-        f"with reaction times of up to {slow_ms:g} ms ({LATE_SHARE:g} of the retransmission "
+        f"with reaction times of up to {slow_ms:g} ms ({timers.LATE_SHARE:g} of the retransmission "
         f"interval; within the {w_ms:g} ms window it stopped: " + "; ".join(late) + ")"
         if late
         else f"with a reaction window of {w_ms:g} ms"

@@ -245,7 +245,7 @@ def test_late_report(tmp_path: Path, after: float) -> None:
     checkpoint could cause it. 600 ms late, before the sender's timer could
     have sent the checkpoint again, it is only slow: accepted as late (the
     model is untimed; a loaded machine does this). 950 ms late, past 0.9 of
-    the timer (tracecheck.LATE_SHARE), it is rejected: a report that late
+    the timer (conformance.timers.LATE_SHARE), it is rejected: a report that late
     cannot be told from one answering a retransmission."""
     w = Wire()
     w.send(0.003 + after, "return", block_sent(w))

@@ -335,29 +335,6 @@ def outcome_sets(
     ]
 
 
-def outcome_set(
-    t: CfdpTransfer,
-    impairments: Sequence[Impairment],
-    workdir: Path,
-    *,
-    name: str = "outcomes",
-    reading: str = "",
-    in_order: bool = True,
-    progress: Callable[[TlcProgress], None] | None = None,
-) -> OutcomeSet:
-    """One TLC run of MCCFDPOutcomes: every terminal outcome with exactly the
-    planned impairments and requests, under one reading."""
-    (res,) = outcome_sets(
-        [Case(name, t, impairments)],
-        workdir,
-        name=name,
-        reading=reading,
-        in_order=in_order,
-        progress=progress,
-    )
-    return res
-
-
 def parse_outcomes(
     text: str, t: CfdpTransfer, reading: str = "", case: int | None = None
 ) -> list[ExpectedOutcome]:
