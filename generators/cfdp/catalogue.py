@@ -368,9 +368,10 @@ REALISTIC_FILE_LEN = REALISTIC_SEGMENTS * SEGMENT_SIZE - 100
 # How long the reordering purpose holds a segment back: long enough for the
 # next one to overtake it (cfdp-py sends a File Data PDU every 2 ms or so),
 # short enough to arrive while the transaction is still open (cfdp-rs sends
-# the whole file at once and ends it within 10 ms). (The catalogue's DELAY_MS outlasts the timers; here the held
-# copy would reach a receiver whose transaction is over, a question the
-# model has not settled: generators/cfdp/trace.py _no_reopened_transaction.)
+# the whole file at once and ends it within 10 ms). The catalogue's DELAY_MS
+# outlasts the timers: the held copy would reach a receiver whose
+# transaction is over, a question the model has not settled
+# (generators/cfdp/trace.py _no_reopened_transaction).
 REORDER_MS = 3.0
 
 
