@@ -328,3 +328,48 @@ def test_an_alternative_reading_is_named_not_failed(
     out = run_scenario(scn, get("licklider"), tmp_path / "default")
     assert out.verdict.status == "pass", out.verdict.reasons
     assert out.verdict.readings == []
+
+
+@pytest.mark.parametrize("tag", ["split-report-rs1-lost", "report-during-green-red3000"])
+def test_a_realistic_purpose_is_judged_from_its_trace(tmp_path: Path, tag: str) -> None:
+    """Issue 29's LTP purposes at a realistic geometry (16 segments), past
+    every outcome set TLC enumerates: licklider's run is judged at the end
+    of its validated trace. In the split report, the report answering the
+    checkpoint is two RSs of one claim each, the first lost and sent again
+    by the receiver's report timer; in the other, the report comes back
+    while the green part is still arriving."""
+    from generators.ltp.catalogue import realistic_scenarios
+
+    (scn,) = [s for s in realistic_scenarios() if s.name == f"ltp-realistic-{tag}"]
+    out = run_scenario(scn, get("licklider"), tmp_path / "run")
+    assert out.verdict.status == "pass", out.verdict.reasons
+    trace = out.verdict.trace
+    assert trace is not None and trace.status == "accepted", trace
+    (end,) = trace.ends
+    assert out.result is not None
+    assert end.delivered == out.result.receiver.delivered
+    assert (end.sender_outcome, end.receiver_outcome) == ("completed", "completed")
+    sent = [s for s in out.segments if s.direction == "return" and s.fields["type"] == "RS"]
+    if tag.startswith("split"):
+        # RS [0, 5000) and [5000, 16000) answer the first checkpoint, one
+        # claim each; the first, lost, is sent again, the same serial
+        first = [s for s in sent if s.fields.get("checkpoint_serial") == sent[0].fields[
+            "checkpoint_serial"]]  # fmt: skip
+        bounds = {(s.fields["lower_bound"], s.fields["upper_bound"]) for s in first}
+        assert bounds == {(0, 5000), (5000, 16000)}, bounds
+        assert sent[0].dropped and not sent[-1].dropped
+        assert sent[-1].fields["report_serial"] == sent[0].fields["report_serial"]
+    else:
+        # at the receiver, the first report left before the green EOB came
+        # in (the forward link's rate keeps the green part in flight)
+        from scapy.layers.inet import UDP
+        from scapy.utils import rdpcap
+
+        from dissectors.ltp.layer import LTP
+
+        kinds = [
+            LTP(bytes(p[UDP].payload)).sprintf("%type%")
+            for p in rdpcap(str(tmp_path / "run" / "b.pcap"))
+            if UDP in p
+        ]
+        assert kinds.index("RS") < kinds.index("GD-EOB"), kinds

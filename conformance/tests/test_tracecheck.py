@@ -159,6 +159,113 @@ def test_a_long_block_is_written_as_a_run_and_checked_segment_by_segment(tmp_pat
             assert "§6.11" in tc.rule and "ReceiverRxCheckpoint" in tc.actions
 
 
+def one_claim_per_rs(n: int) -> dict[str, Any]:
+    """SCENARIO with a red block of ``n`` 1000-byte segments, whose receiver
+    puts one reception claim in each RS."""
+    return {**SCENARIO, "params": {"block_len": n * 1000, "red_len": n * 1000,
+                                   "segment_size": 1000, "retransmission_limit": 1,
+                                   "max_claims_per_rs": 1},
+            "expect": {"outcomes": [{**SCENARIO["expect"]["outcomes"][0], "delivered": {
+                "protocol": "ltp", "red_bytes_delivered": n * 1000,
+                "green_bytes_delivered": 0}}]}}  # fmt: skip
+
+
+def split_report(w: Wire, n: int, *, lost_rs: int, resent: bool = True) -> None:
+    """A red block of ``n`` 1000-byte segments, RD 5000 lost, a receiver
+    whose RSs carry one claim each: the report answering the checkpoint is
+    RS 90 [0, 5000) and RS 91 [5000, n000), the second with the gap. RS
+    ``lost_rs`` is lost; the receiver's report timer sends it again (or,
+    ``resent`` False, never). Each RS that arrives gets its RA; RS 91 gets
+    RD 5000 again as a checkpoint, answered by the secondary report RS 92
+    [5000, 6000) (§6.11's SHOULD bounds)."""
+    ub = n * 1000
+    for i in range(n - 1):
+        w.send(i * 0.0001, "forward", data("RD", i * 1000), lost=i == 5)
+    w.send((n - 1) * 0.0001, "forward",
+           data("RD-CP-EORP-EOB", ub - 1000, checkpoint_serial=40, report_serial=0))  # fmt: skip
+    rss = {90: (0, 5000, [(0, 5000)]), 91: (5000, ub, [(1000, ub - 6000)])}
+    for k, (r, (lb, hi, claims)) in enumerate(rss.items()):
+        rs = seg("RS", report_serial=r, checkpoint_serial=40, lower_bound=lb, upper_bound=hi,
+                 claims=claims)  # fmt: skip
+        w.send(0.004 + k * 0.0001, "return", rs, lost=r == lost_rs)
+        if r == lost_rs and resent:
+            w.send(0.500, "return", rs)  # the report timer (§6.8)
+    t91 = 0.004 + 0.0001 + (0.496 if lost_rs == 91 else 0)
+    t90 = 0.004 + (0.496 if lost_rs == 90 else 0)
+    if not resent and lost_rs == 91:
+        return
+    if resent or lost_rs != 90:
+        w.send(t90 + DELAY + 0.0005, "forward", seg("RA", report_serial=90))
+    w.send(t91 + DELAY + 0.0005, "forward", seg("RA", report_serial=91))
+    w.send(t91 + DELAY + 0.0006, "forward",
+           data("RD-CP", 5000, checkpoint_serial=41, report_serial=91))  # fmt: skip
+    t = t91 + 2 * DELAY + 0.0010
+    w.send(t, "return", seg("RS", report_serial=92, checkpoint_serial=41, lower_bound=5000,
+                            upper_bound=6000, claims=[(0, 1000)]))  # fmt: skip
+    w.send(t + DELAY + 0.0005, "forward", seg("RA", report_serial=92))
+
+
+def test_a_report_split_over_a_long_red_part_with_one_rs_lost_is_checked(tmp_path: Path) -> None:
+    """Several RSs per checkpoint, one of them lost (nasa-jpl/ION-DTN issue
+    #14 reports sessions that never end this way), on a block of 16 red
+    segments: one RS of the report leaves gaps, so the model follows it at
+    any size. Losing either RS, the receiver sends it again by its report
+    timer (§6.8), and the model's end state says both sides completed.
+    Where the receiver never sends RS 90 again, the sender never has the
+    whole red part claimed (§6.12): both must still be open, and a harness
+    that reported either one completed would be judged fail."""
+    n = 16
+    scn = one_claim_per_rs(n)
+    for lost_rs, resent in ((90, True), (91, True), (90, False)):
+        w = Wire()
+        split_report(w, n, lost_rs=lost_rs, resent=resent)
+        tmp = tmp_path / f"{lost_rs}-{resent}"
+        tmp.mkdir()
+        # both exit well past the report timer (SCENARIO's 1000 ms)
+        tc = w.check(tmp, exits={"sender": 3.0, "receiver": 3.0}, scenario=scn)
+        assert tc.status == "accepted", (lost_rs, tc.message)
+        (end,) = tc.ends
+        assert end.delivered.model_dump()["red_bytes_delivered"] == n * 1000
+        # the lost RS never sent again: its claims never reach the sender
+        want = "completed" if resent else "open"
+        assert (end.sender_outcome, end.receiver_outcome) == (want, want), end
+
+
+def test_a_report_with_two_rss_that_leave_gaps_is_not_judged(tmp_path: Path) -> None:
+    """Two losses in a long red part and one claim per RS: two RSs of the
+    report leave gaps, which the model's one-at-a-time sender cannot
+    follow. The trace is unchecked, and says why, rather than judged."""
+    n = 16
+    scn = one_claim_per_rs(n)
+    w = Wire()
+    for i in range(n - 1):
+        w.send(i * 0.0001, "forward", data("RD", i * 1000), lost=i in (5, 9))
+    w.send((n - 1) * 0.0001, "forward",
+           data("RD-CP-EORP-EOB", n * 1000 - 1000, checkpoint_serial=40, report_serial=0))  # fmt: skip
+    for k, (lb, ub, claims) in enumerate(
+        [
+            (0, 5000, [(0, 5000)]),
+            (5000, 9000, [(1000, 3000)]),
+            (9000, n * 1000, [(1000, n * 1000 - 10000)]),
+        ]
+    ):
+        w.send(
+            0.004 + k * 0.0001,
+            "return",
+            seg(
+                "RS",
+                report_serial=90 + k,
+                checkpoint_serial=40,
+                lower_bound=lb,
+                upper_bound=ub,
+                claims=claims,
+            ),
+        )
+    tc = w.check(tmp_path, exits={"sender": 0.6, "receiver": 0.6}, scenario=scn)
+    assert tc.status == "unchecked", tc.message
+    assert "2 leave gaps" in tc.message and "[5, 9), [9, 16)" in tc.message
+
+
 def test_claim_for_lost_data_is_rejected(tmp_path: Path) -> None:
     """RD 0 is lost, yet the RS claims it: RFC 5326 §6.11 (claims report what
     arrived), held against ReceiverRxCheckpoint."""
@@ -501,10 +608,10 @@ def test_no_reading_explains_a_real_deviation(tmp_path: Path) -> None:
 
 
 def test_a_long_block_whose_reports_need_no_split_is_checked(tmp_path: Path) -> None:
-    """Five red segments with at most 2 claims per RS: the model splits
-    reports only for blocks of up to 3 red segments, but no RS here carries
-    2 claims, so no report was split and the trace is checked (one RS per
-    report in the model) - as `dtnconform bench validate`'s 10 MB block is."""
+    """Five red segments with at most 2 claims per RS: no RS here carries 2
+    claims, so no report was split, no RS leaves a gap the model's sender
+    could not follow, and the trace is checked - as `dtnconform bench
+    validate`'s 10 MB block is."""
     w = Wire()
     for i in range(4):
         w.send(0.001 * i, "forward", data("RD", 1000 * i))

@@ -27,9 +27,11 @@ from conformance.core.modelcheck import CatalogueReport as CatalogueReport  # wh
 from conformance.core.types import (
     Channel,
     Direction,
+    DirectionChannel,
     Expectation,
     FieldValue,
     Impairment,
+    LinkSettings,
     Origin,
     Scenario,
     _ordinal,
@@ -263,6 +265,7 @@ def catalogue(
     lanes: int = 2,
     on_bound: Callable[[int, int, str], None] | None = None,
     outages: bool = True,
+    realistic: bool = True,
 ) -> CatalogueReport:
     """Write every pattern's scenario into ``outdir`` and ``catalogue.json``
     (counts per bound, action coverage)."""
@@ -300,6 +303,12 @@ def catalogue(
             scen = scenario(p, res.states)
             dump_model(scen, outdir / f"{scen.name}.json")
             scenarios.append(scen)
+    if realistic:
+        found = realistic_scenarios()
+        for scen in found:
+            dump_model(scen, outdir / f"{scen.name}.json")
+        per_bound["realistic"] = len(found)
+        scenarios += found
     if outages:
         # an outage during each sender and receiver state (OUTAGE_TRIGGERS)
         t0 = time.monotonic()
@@ -446,6 +455,129 @@ def retx_geometry(scn: Scenario) -> str:
         f"block {p.block_len} B (red {p.red_len} B) in {p.segment_size}-byte segments, "
         f"retransmission limit {p.retransmission_limit}"
     )
+
+
+# ---------------------------------------------------------------------------
+# Purposes at a realistic geometry (issue 29, item 6)
+# ---------------------------------------------------------------------------
+
+# 16 data segments of SEGMENT_SIZE bytes: past every outcome set TLC
+# enumerates (blocks of a few segments), so each run is judged at the end
+# of its validated trace.
+REALISTIC_SEGMENTS = 16
+# The forward link's rate in the purpose whose report must come back while
+# the green part is still on the link: 16 segments take about 70 ms to
+# serialize at 2 Mbit/s, the report's round trip a few.
+REALISTIC_RATE_BPS = 2e6
+
+
+def realistic_scenarios() -> list[Scenario]:
+    """Purposes at a realistic geometry, each judged from its trace: a
+    report split into several RSs with one of them lost (nasa-jpl/ION-DTN
+    issue #14 reports sessions that never end this way); a report that
+    comes back while the green part is still on the link; the same red
+    segment lost three times; green data lost from a long green part."""
+    n, size = REALISTIC_SEGMENTS, SEGMENT_SIZE
+    half = n // 2
+    all_red = LtpBlock(block_len=n * size, red_len=n * size, segment_size=size,
+                       retransmission_limit=2, max_claims_per_rs=1)  # fmt: skip
+    mixed = LtpBlock(block_len=n * size, red_len=half * size, segment_size=size,
+                     retransmission_limit=2)  # fmt: skip
+
+    def red(seg: int, occ: int = 1) -> PlannedLoss:
+        return PlannedLoss("forward", "red_data", seg, occ)
+
+    def green(seg: int) -> PlannedLoss:
+        return PlannedLoss("forward", "green_data", seg, 1)
+
+    rs1, rs2 = PlannedLoss("return", "RS", 0, 1), PlannedLoss("return", "RS", 0, 2)
+    rated = Channel(forward=DirectionChannel(link=LinkSettings(rate_bps=REALISTIC_RATE_BPS)))
+    purposes: list[tuple[str, str, LtpBlock, list[PlannedLoss], Channel]] = [
+        (
+            "split-report-rs1-lost",
+            "red 5000 lost, and the first of the report's two RSs (one claim each, no gap) "
+            "lost: the sender retransmits for the second, yet has the whole red part claimed "
+            "only when the receiver's report timer sends the first again (6.8, 6.12)",
+            all_red,
+            [red(5), rs1],
+            Channel(),
+        ),
+        (
+            "split-report-rs2-lost",
+            "red 5000 lost, and the second of the report's two RSs, the one with the gap, "
+            "lost: the first stops the checkpoint timer (6.13), and the retransmission waits "
+            "for the receiver's report timer (6.8)",
+            all_red,
+            [red(5), rs2],
+            Channel(),
+        ),
+        (
+            "report-during-green-red3000",
+            f"red 3000 lost, the forward link at {REALISTIC_RATE_BPS / 1e6:g} Mbit/s: the "
+            "report answering the end of the red part comes back while the green part is "
+            "still on the link, and the retransmission follows it (6.13)",
+            mixed,
+            [red(3)],
+            rated,
+        ),
+        (
+            "repeated-loss-red5000",
+            "red 5000 lost three times, its first copy, its retransmission (a checkpoint) and "
+            "that checkpoint's copy after its timer, within the retransmission limit of 2 "
+            "(6.7, 6.13)",
+            all_red.model_copy(update={"max_claims_per_rs": 20}),
+            [red(5, 1), red(5, 2), red(5, 3)],
+            Channel(),
+        ),
+        (
+            "green-lost-green10000-green12000",
+            "green 10000 and 12000 lost: the red part is delivered and the session completes; "
+            "the other green data, the EOB with it, reaches the client, and nothing else "
+            "(6.1, 7.2)",
+            mixed,
+            [green(half + 2), green(half + 4)],
+            Channel(),
+        ),
+    ]
+    out: list[Scenario] = []
+    for tag, what, block, losses, channel in purposes:
+        n_red, n_green = block_segments(block)
+        lost_green = {x.off for x in losses if x.key == "green_data"}
+        name = f"ltp-realistic-{tag}"
+        out.append(
+            Scenario(
+                name=name,
+                protocol="ltp",
+                description=f"Realistic geometry: {what}; a {block.block_len}-byte block, "
+                f"{block.red_len} bytes red, in {size}-byte segments.",
+                params=block,
+                channel=channel,
+                impairments=[
+                    impairment_of(x, block, note=f"{_short(x)} ({x.dir})") for x in losses
+                ],
+                expect=Expectation(
+                    outcomes=[
+                        outcome_of(
+                            "completed",
+                            "completed",
+                            1,
+                            [g for g in range(n_red, n_red + n_green) if g not in lost_green],
+                            block,
+                        )
+                    ],
+                    unjudged=f"{n_red + n_green} data segments, past the outcome sets TLC "
+                    "enumerates: judged at the end of its validated trace",
+                ),
+                origin=Origin(
+                    model="specs/ltp/TraceLTP.tla",
+                    config=f"block_len={block.block_len}, red_len={block.red_len}, "
+                    f"segment_size={size}, max_claims_per_rs={block.max_claims_per_rs}",
+                    purpose=name,
+                    purposes=[name, "realistic"],
+                ),
+            )
+        )
+    return out
 
 
 # ---------------------------------------------------------------------------

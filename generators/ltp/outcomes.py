@@ -258,8 +258,10 @@ def outcome_set(
         raise Unplannable("the LTP model needs a red part (red_len > 0)")
     if n_red > 3 and block.max_claims_per_rs < n_red:
         raise Unplannable(
-            f"max_claims_per_rs {block.max_claims_per_rs} with {n_red} red segments: the model "
-            "splits reports into several RSs only for blocks of up to 3 red segments"
+            f"max_claims_per_rs {block.max_claims_per_rs} with {n_red} red segments: TLC would "
+            "explore reports of which several RSs leave gaps, and the model's sender answers "
+            "one at a time (specs/ltp/LTP.tla, MaxClaims); such a run is judged at the end of "
+            "its validated trace"
         )
     if block.miscolored_sender and n_red < 2:
         raise Unplannable(

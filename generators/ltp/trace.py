@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from functools import cache
 
 from conformance.core import wire
@@ -133,6 +133,32 @@ class _Geometry:
         return frozenset(out)
 
 
+def _one_gap_rs_per_report(units: Iterable[Record], n_red: int, max_claims: int) -> None:
+    """Refuse a trace the model cannot follow: LTP.tla's sender keeps one
+    retransmission and one checkpoint timer at a time, so it is exact only
+    where at most one RS of a report (the RSs answering one checkpoint)
+    leaves gaps in its scope. A block of at most three red segments, or
+    reports of one RS each, never shows two (LTP.tla, MaxClaims)."""
+    if n_red <= 3 or max_claims >= n_red:
+        return
+    gaps: dict[int, set[tuple[int, int]]] = {}
+    for u in units:
+        if u["type"] != "RS":
+            continue
+        lb, ub, claims = int(u["lb"]), int(u["ub"]), u["claims"]
+        assert isinstance(claims, frozenset)
+        if set(range(lb, ub)) - claims:
+            gaps.setdefault(int(u["cp"]), set()).add((lb, ub))
+    for cp, scopes in gaps.items():
+        if len(scopes) > 1:
+            shown = ", ".join(f"[{lb}, {ub})" for lb, ub in sorted(scopes))
+            raise Unrepresentable(
+                f"the report answering checkpoint {cp} is several RSs of which {len(scopes)} "
+                f"leave gaps (model segments {shown}); the model's sender answers one at a time "
+                "(specs/ltp/LTP.tla, MaxClaims)"
+            )
+
+
 def _ints(v: object) -> list[int]:
     if isinstance(v, list):
         return [int(x) for x in v]
@@ -152,27 +178,6 @@ def trace_model(
     if block.red_len == 0:
         raise Unrepresentable("a green-only block (the model has a red part)")
     geo = _Geometry(block)
-    max_claims = block.max_claims_per_rs
-    if geo.n_red > 3 and max_claims < geo.n_red:
-        # No report was split if every RS carries fewer claims than the
-        # most one may: the model then needs no split either, and MaxClaims
-        # = NRed (one RS per report) checks the same trace.
-        most = max(
-            (
-                len(_ints(r.fields.get("claim.offset")))
-                for r in records
-                if r.fields.get("type") == "RS"
-            ),
-            default=0,
-        )
-        if most >= max_claims:
-            raise Unrepresentable(
-                f"max_claims_per_rs {max_claims} with {geo.n_red} red segments, and an RS with "
-                f"{most} claims: the model's reports split into several RSs only for blocks of up "
-                "to 3 red segments (its sender keeps one retransmission at a time; "
-                "specs/ltp/LTP.tla, MaxClaims)"
-            )
-        max_claims = geo.n_red
     reasons = wire.names("ltp", "cancel_reasons")
     cps: dict[int, int] = {}
     rss: dict[int, int] = {}
@@ -241,6 +246,7 @@ def trace_model(
             units[k] = _mk(t)
         else:
             raise Unrepresentable(f"{where}: segment type {t or '?'} is not in the model")
+    _one_gap_rs_per_report(units.values(), geo.n_red, block.max_claims_per_rs)
     losses = sum(1 for e in events if e.kind == "lose")
     return TraceModel(
         module=TRACE_SPEC,
@@ -256,7 +262,7 @@ def trace_model(
             "PrematureTimeouts": True,
             "FaultyReceiver": False,
             "MiscoloredSender": block.miscolored_sender,
-            "MaxClaims": max_claims,
+            "MaxClaims": block.max_claims_per_rs,
             "ServiceKnown": block.service_at_receiver == block.client_service_id,
             # the default reading of each question (tracecheck tries the others)
             **LTP.reading_constants(""),

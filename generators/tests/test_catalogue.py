@@ -33,6 +33,15 @@ def test_catalogue_meets_its_targets(cat: tuple[Path, catalogue.CatalogueReport]
     summary = json.loads((out / "catalogue.json").read_text())
     assert summary["scenarios"] == len(report.scenarios) == len(list(out.glob("ltp-*.json")))
     assert sum(summary["per_bound"].values()) == len(report.scenarios)
+    # issue 29's purposes at a realistic geometry (16 segments): judged from
+    # the trace, no outcome set; one has a report of several RSs
+    real = {s.name: s for s in report.scenarios if s.origin and "realistic" in s.origin.purposes}
+    assert summary["per_bound"]["realistic"] == len(real) == len(catalogue.realistic_scenarios())
+    for s in real.values():
+        assert isinstance(s.params, LtpBlock) and s.params.block_len >= 16 * 1000, s.name
+        assert s.expect.unjudged, s.name
+    split = real["ltp-realistic-split-report-rs1-lost"].params
+    assert isinstance(split, LtpBlock) and split.max_claims_per_rs == 1
 
 
 def test_catalogue_scenarios_are_distinct_and_load(

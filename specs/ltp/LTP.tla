@@ -167,9 +167,12 @@ ASSUME LinkCues \in BOOLEAN
 ASSUME MaxOutages \in Nat
 \* A report whose claims exceed MaxClaims is several RSs (6.11).  The sender
 \* keeps one retransmission and one checkpoint timer at a time, so the model
-\* admits only bounds where at most one RS of a report leaves gaps: with at
-\* most three red segments, or one RS per report.
-ASSUME MaxClaims \in Nat \ {0} /\ (NRed <= 3 \/ MaxClaims >= NRed)
+\* is exact only where at most one RS of a report leaves gaps.  Every report
+\* of a block of at most three red segments, or of one RS, is such; for the
+\* others, outcome sets (generators/ltp/outcomes.py) are refused, since TLC
+\* would explore every report, and trace validation (generators/ltp/trace.py)
+\* refuses a trace whose report shows two RSs with gaps.
+ASSUME MaxClaims \in Nat \ {0}
 
 NSeg == NRed + NGreen
 RedSet == 0 .. (NRed - 1)
