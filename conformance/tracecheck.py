@@ -420,6 +420,8 @@ def _data_module(
     foreseeable: Sequence[str] = (),
     on_demand: Sequence[str] = (),
     lazy_arrivals: bool = False,
+    *,
+    sends_after: int = 0,
 ) -> str:
     """The TLA+ module of the trace (TraceCore's Units, LineKinds,
     TraceKind, TraceUnit, TraceTime, Window, Hold, SendsLeft, Foreseeable,
@@ -432,7 +434,11 @@ def _data_module(
     cost, so the text is compact: each distinct unit is written once
     (Units, with runs as functions: _units_text), each distinct
     kind/direction/actor once (LineKinds), and the lines as three sequences
-    of numbers: their kinds, units and times."""
+    of numbers: their kinds, units and times.
+
+    ``sends_after``: the trace is a prefix, cut before what the model
+    cannot express (_modelled), and the run sent that many segments after
+    it: a step may leave as many more waiting to be sent (SendsLeft)."""
     shapes: dict[tuple[str, ...], int] = {}
     ids: dict[str, int] = {}
     distinct: list[_Unit] = []
@@ -450,7 +456,7 @@ def _data_module(
         row_kinds.append(str(k))
         row_units.append(str(ids[key]))
         row_times.append(str(line["t_us"]))
-    left = [0]
+    left = [sends_after]
     for line in reversed(lines):
         left.append(left[-1] + (line["kind"] == "send"))
     sends_left = ", ".join(map(str, reversed(left)))
@@ -867,6 +873,8 @@ class _Session:
     blank: Any  # the unit of a line without one
     window_us: int
     late_us: int = 0  # the late pass's longer reaction window (timers.LATE_SHARE)
+    cut: str = ""  # why only the trace before something the model cannot express is here
+    sends_after: int = 0  # sends the run made after that cut
 
     def unmoved(self, kinds: frozenset[str] | None, line: int) -> bool:
         """Whether no unit of ``kinds`` arrives up to ``line`` (1-based):
@@ -894,6 +902,7 @@ class _Session:
             self.tm.foreseeable,
             self.tm.on_demand,
             self.tm.lazy_arrivals,
+            sends_after=self.sends_after,
         )
 
     def data(self, diag: int, eager: bool, ends: bool = False) -> str:
@@ -1192,8 +1201,11 @@ def check(
 
     clock = _Clock(float(os.environ.get("DTNC_TRACE_BUDGET_S", TRACE_BUDGET_S)))
     try:
-        return _check_sessions(
-            sessions, records, workdir, spec, order, tester, clock, scn, w_ms, common, observed
+        return _with_cuts(
+            _check_sessions(
+                sessions, records, workdir, spec, order, tester, clock, scn, w_ms, common, observed
+            ),
+            sessions,
         )
     except _OverBudget as over:
         return TraceCheck(
@@ -1204,6 +1216,30 @@ def check(
             "unknown",
             **common,
         )
+
+
+def _with_cuts(tc: TraceCheck, sessions: Sequence[_Session]) -> TraceCheck:
+    """A check of traces some of which were cut before what the model
+    cannot express (_modelled): a deviation before the cut is still a
+    rejection; an accepted prefix leaves the run unchecked, with no ends
+    (the session's end is past the cut)."""
+    cuts = [
+        (f"session {n}: " if len(sessions) > 1 else "") + ss.cut
+        for n, ss in enumerate(sessions, 1)
+        if ss.cut
+    ]
+    if not cuts:
+        return tc
+    why = "; ".join(cuts)
+    if tc.status == "rejected":
+        msg = f"{tc.message} (validated up to what the model cannot express, later: {why})"
+        return tc.model_copy(update={"message": msg})
+    if tc.status == "accepted":
+        msg = f"{why}; the trace up to there is accepted ({tc.message})"
+        return tc.model_copy(
+            update={"status": "unchecked", "message": msg, "ends": [], "reading": "", "late": False}
+        )
+    return tc.model_copy(update={"message": f"{tc.message} ({why})"})
 
 
 def _sessions(
@@ -1228,8 +1264,7 @@ def _sessions(
         evs = [e for e in events if e.record in mine or e.kind in ("exit", "end")]
         where = f"session {n}: " if len(by_session) > 1 else ""
         try:
-            tm = gen.trace_model(scn, [records[i] for i in idx], idx, evs)
-            evs = _as_modelled(evs, tm, records)
+            tm, evs, cut, after = _modelled(scn, gen, records, idx, evs)
         except Unrepresentable as exc:
             return TraceCheck(status="unchecked", message=f"{where}{exc}", **common)
         units = [tm.arrived[e.record] if e.corrupt else tm.units.get(e.record) for e in evs]
@@ -1242,9 +1277,52 @@ def _sessions(
                 gen.blank_unit(),
                 round(w_ms * 1000),
                 _late_us(scn, w_ms),
+                cut,
+                after,
             )
         )
     return sessions
+
+
+# How many times a session's trace is cut shorter, each time before an
+# earlier thing the model cannot express.
+MAX_CUTS = 8
+
+
+def _modelled(
+    scn: Scenario,
+    gen: TraceModels,
+    records: Sequence[SegmentRecord],
+    idx: list[int],
+    evs: list[WireEvent],
+) -> tuple[TraceModel, list[WireEvent], str, int]:
+    """One session's trace model and its events as the model reads them.
+    Where the trace holds something the model cannot express from a known
+    time on (Unrepresentable.at), the trace before that time, with no exit
+    and no end (the run goes on past it, so nothing is owed at its last
+    line), why it stops there, and how many segments the run sent after it;
+    raises Unrepresentable where no such prefix holds a segment."""
+    cut, sends = "", sum(e.kind == "send" for e in evs)
+    for _ in range(MAX_CUTS):
+        try:
+            tm = gen.trace_model(scn, [records[i] for i in idx], idx, evs)
+            return (
+                tm,
+                _as_modelled(evs, tm, records),
+                cut,
+                sends - sum(e.kind == "send" for e in evs),
+            )
+        except Unrepresentable as exc:
+            at = exc.at
+            if at is None:
+                raise
+            evs = [e for e in evs if e.t < at and e.kind not in ("exit", "end")]
+            kept = {e.record for e in evs}
+            idx = [i for i in idx if i in kept]
+            cut = str(exc)
+            if not any(e.kind == "send" for e in evs):
+                raise
+    raise Unrepresentable(cut)
 
 
 def _late_us(scn: Scenario, w_ms: float) -> int:

@@ -385,7 +385,14 @@ class ProtocolSpec:
 
 class Unrepresentable(DtncError):
     """The trace holds something the model cannot express (the check is
-    then 'unchecked', with this as the reason)."""
+    then 'unchecked', with this as the reason). ``at``: the time (seconds
+    since the epoch) from which on the model cannot follow the trace, where
+    it is known; the trace before it is still validated, so that a deviation
+    there is found (conformance.tracecheck)."""
+
+    def __init__(self, message: str, *, at: float | None = None) -> None:
+        super().__init__(message)
+        self.at = at
 
 
 @dataclass

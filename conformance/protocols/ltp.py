@@ -361,8 +361,9 @@ SPEC = ProtocolSpec(
             ),
             "closed": Rule(
                 "6.20, 8.2",
-                "under reading 5's alternative only, a receiver with the green EOB and no red "
-                "data closes with no notice",
+                "a green-only block's receiver closes at its EOB with no notice; with a red "
+                "part, a receiver with the green EOB and no red data does so under reading 5's "
+                "alternative only",
                 ("ReceiverCloseOnGreenEob",),
             ),
         },

@@ -75,11 +75,6 @@ def check(scn: Scenario, role: str) -> None:
             "params.miscolored_sender: only the tester's sender plays a miscolored sender; run "
             "with --tester sender"
         )
-    if p.red_len == 0:
-        raise CannotPlay(
-            "params.red_len: the model (specs/ltp/LTP.tla) has at least one red segment; the "
-            "tester plays what the model has"
-        )
 
 
 def _unit(seg: LTP) -> dict[str, Any]:
@@ -556,8 +551,19 @@ class LtpSender(_Side):
                 self.tx("SenderTxMiscoloredData", self.seg(
                     "GD", client_service_id=self.p.client_service_id, offset=0,
                     data=pattern(0, self.grid[0][1])))  # fmt: skip
+        if self.n_red == 0:  # 6.12, 7.4: all sent, and no red part to be claimed
+            self.complete("all data sent; no red part")
         # The receiver's session exists now: the probes meet it.
         self.send_probes()
+
+    def complete(self, detail: str) -> None:
+        """6.12, 7.4, 6.20: the completion notice; the session closes."""
+        self.ctx.stop("checkpoint")
+        self.cp = None
+        self.state = "closed"
+        self.end("completed", detail)
+        self.ctx.log("SenderSignalCompletion")
+        self.close()
 
     def probe_bytes(self, pr: _Probe) -> list[bytes]:
         assert self.session is not None
@@ -688,12 +694,7 @@ class LtpSender(_Side):
         if missing:
             self.send_checkpoint("SenderRetxCheckpoint", missing[-1], rs=serial)
         if len(self.claimed) == self.n_red:  # 6.12, 7.4
-            self.ctx.stop("checkpoint")
-            self.cp = None
-            self.state = "closed"
-            self.end("completed", "red part fully claimed")
-            self.ctx.log("SenderSignalCompletion")
-            self.close()
+            self.complete("red part fully claimed")
 
 
 class LtpReceiver(_Side):
@@ -884,6 +885,8 @@ class LtpReceiver(_Side):
         return sum(len(d) for d in self.red.values())
 
     def deliver(self) -> None:
+        if self.p.red_len == 0:
+            return  # no red part, no red-part reception notice (7.3)
         if self.state == "open" and not self.delivered and self.red_bytes() >= self.p.red_len:
             self.delivered = True  # 6.9, 7.3
             self.end("completed", "red part delivered")
@@ -893,6 +896,14 @@ class LtpReceiver(_Side):
         """6.14, 6.20: delivered and every RS acknowledged. The green part's
         end is awaited ``close_wait_s`` (the model may close at any time
         after; waiting lets late green data be delivered)."""
+        if self.p.red_len == 0 and self.state == "open" and self.eob:
+            # 8.2: a green-only block's EOB; the red part, of zero length, is
+            # taken as received, and the session closes with no notice
+            self.state = "closed"
+            self.end("closed", "green EOB of a green-only block")
+            self.ctx.log("ReceiverCloseOnGreenEob")
+            self.close()
+            return
         if self.state != "open" or not self.delivered or set(self.reports) - self.acked:
             return
         if self.eob:

@@ -269,19 +269,6 @@ def test_what_the_tester_cannot_play_is_refused_before_any_run(tmp_path: Path) -
         cli("run", str(path), "--sut", "licklider", "--tester", "sender"),
         "probes[0].kind: truncated-report is sent by the tester's receiver",
     )
-    data["probes"] = []
-    data["params"] = {**data.get("params", data.get("ltp", {})), "red_len": 0}
-    data["expect"] = {
-        "outcomes": [{"sender_outcome": "completed", "receiver_outcome": "completed",
-                      "delivered": {"protocol": "ltp", "red_bytes_delivered": 0,
-                                    "green_bytes_delivered": 4000}}]
-    }  # fmt: skip
-    data.pop("ltp", None)
-    path.write_text(json.dumps(data))
-    one_line_error(
-        cli("run", str(path), "--sut", "licklider", "--tester", "receiver"),
-        "params.red_len",
-    )
     one_line_error(
         cli("certify", "ltp", "--sut-roles", "both,tester", "--out", str(tmp_path / "c")),
         "--sut-roles: tester",

@@ -330,14 +330,17 @@ def test_an_alternative_reading_is_named_not_failed(
     assert out.verdict.readings == []
 
 
-@pytest.mark.parametrize("tag", ["split-report-rs1-lost", "report-during-green-red3000"])
+@pytest.mark.parametrize(
+    "tag", ["split-report-rs1-lost", "report-during-green-red3000", "green-only-green5000"]
+)
 def test_a_realistic_purpose_is_judged_from_its_trace(tmp_path: Path, tag: str) -> None:
     """Issue 29's LTP purposes at a realistic geometry (16 segments), past
     every outcome set TLC enumerates: licklider's run is judged at the end
     of its validated trace. In the split report, the report answering the
     checkpoint is two RSs of one claim each, the first lost and sent again
     by the receiver's report timer; in the other, the report comes back
-    while the green part is still arriving."""
+    while the green part is still arriving; the green-only block has no
+    report at all."""
     from generators.ltp.catalogue import realistic_scenarios
 
     (scn,) = [s for s in realistic_scenarios() if s.name == f"ltp-realistic-{tag}"]
@@ -348,9 +351,13 @@ def test_a_realistic_purpose_is_judged_from_its_trace(tmp_path: Path, tag: str) 
     (end,) = trace.ends
     assert out.result is not None
     assert end.delivered == out.result.receiver.delivered
-    assert (end.sender_outcome, end.receiver_outcome) == ("completed", "completed")
+    # a green-only block's receiver closes at the EOB with no notice (§8.2)
+    receiver = "closed" if tag.startswith("green-only") else "completed"
+    assert (end.sender_outcome, end.receiver_outcome) == ("completed", receiver)
     sent = [s for s in out.segments if s.direction == "return" and s.fields["type"] == "RS"]
-    if tag.startswith("split"):
+    if tag.startswith("green-only"):
+        assert sent == [] and end.delivered.model_dump()["green_bytes_delivered"] == 15000
+    elif tag.startswith("split"):
         # RS [0, 5000) and [5000, 16000) answer the first checkpoint, one
         # claim each; the first, lost, is sent again, the same serial
         first = [s for s in sent if s.fields.get("checkpoint_serial") == sent[0].fields[

@@ -40,8 +40,8 @@ def _scenario(probes: list[str] | None = None, **params: Any) -> Scenario:
             "expect": {
                 "outcomes": [
                     {
-                        "red_bytes_delivered": 3000,
-                        "green_bytes_delivered": 1000,
+                        "red_bytes_delivered": block["red_len"],
+                        "green_bytes_delivered": block["block_len"] - block["red_len"],
                         "sender_outcome": "completed",
                         "receiver_outcome": "completed",
                     }
@@ -177,6 +177,28 @@ def test_nominal_transfer_between_the_two_roles(tmp_path: Path) -> None:
         "SenderSignalCompletion",
     ]
     assert rx.actions()[-2:] == ["ReceiverRxReportAck", "ReceiverCloseSession"]
+
+
+def test_a_green_only_block_between_the_two_roles(tmp_path: Path) -> None:
+    """No red part: the sender sends the green part and completes (RFC 5326
+    §6.12: the red part has zero length, nothing to claim); the receiver
+    closes at the EOB with no notice (§8.2), with no report either way. With
+    the EOB lost, the receiver has nothing that ends its session: open."""
+    scn = _scenario(red_len=0)
+    tx, rx, _ = _transfer(scn, tmp_path)
+    assert rx is not None
+    assert (tx.result["outcome"], rx.result["outcome"]) == ("completed", "closed")
+    assert (rx.result["red_bytes_delivered"], rx.result["green_bytes_delivered"]) == (0, 4000)
+    assert tx.actions() == ["SenderTxGreenData"] * 4 + ["SenderSignalCompletion"]
+    assert rx.actions()[-1] == "ReceiverCloseOnGreenEob"
+    assert "ReceiverDeliverRedPart" not in rx.actions()
+    (tmp_path / "eob").mkdir()
+    tx, rx, relay = _transfer(
+        scn, tmp_path / "eob", drop=lambda s: s is not None and s.type_name == "GD-EOB"
+    )
+    assert rx is not None and relay.dropped == ["GD-EOB"]
+    assert (tx.result["outcome"], rx.result["outcome"]) == ("completed", "open")
+    assert rx.result["green_bytes_delivered"] == 3000
 
 
 def test_every_logged_step_is_a_model_action(tmp_path: Path) -> None:

@@ -231,39 +231,38 @@ def test_a_report_split_over_a_long_red_part_with_one_rs_lost_is_checked(tmp_pat
         assert (end.sender_outcome, end.receiver_outcome) == (want, want), end
 
 
-def test_a_report_with_two_rss_that_leave_gaps_is_not_judged(tmp_path: Path) -> None:
-    """Two losses in a long red part and one claim per RS: two RSs of the
-    report leave gaps, which the model's one-at-a-time sender cannot
-    follow. The trace is unchecked, and says why, rather than judged."""
-    n = 16
+def test_a_report_with_two_rss_that_leave_gaps_is_judged_up_to_the_second(tmp_path: Path) -> None:
+    """Two losses in a red part of five segments and one claim per RS: two
+    RSs of the report leave gaps, which the model's one-at-a-time sender
+    cannot follow once both reach it. The trace up to the second one's
+    arrival is validated: accepted, the run is unchecked and says why; with
+    a deviation before it (the first RS claims red 0, which was lost), it
+    is rejected there (§6.11)."""
+    n = 5
     scn = one_claim_per_rs(n)
-    w = Wire()
-    for i in range(n - 1):
-        w.send(i * 0.0001, "forward", data("RD", i * 1000), lost=i in (5, 9))
-    w.send((n - 1) * 0.0001, "forward",
-           data("RD-CP-EORP-EOB", n * 1000 - 1000, checkpoint_serial=40, report_serial=0))  # fmt: skip
-    for k, (lb, ub, claims) in enumerate(
-        [
-            (0, 5000, [(0, 5000)]),
-            (5000, 9000, [(1000, 3000)]),
-            (9000, n * 1000, [(1000, n * 1000 - 10000)]),
-        ]
-    ):
-        w.send(
-            0.004 + k * 0.0001,
-            "return",
-            seg(
-                "RS",
-                report_serial=90 + k,
-                checkpoint_serial=40,
-                lower_bound=lb,
-                upper_bound=ub,
-                claims=claims,
-            ),
-        )
-    tc = w.check(tmp_path, exits={"sender": 0.6, "receiver": 0.6}, scenario=scn)
-    assert tc.status == "unchecked", tc.message
-    assert "2 leave gaps" in tc.message and "[5, 9), [9, 16)" in tc.message
+    for honest in (True, False):
+        w = Wire()
+        lost = (1, 3) if honest else (0, 1, 3)
+        for i in range(n - 1):
+            w.send(i * 0.0001, "forward", data("RD", i * 1000), lost=i in lost)
+        last = data("RD-CP-EORP-EOB", n * 1000 - 1000, checkpoint_serial=40, report_serial=0)
+        w.send((n - 1) * 0.0001, "forward", last)
+        rss = [(0, 1000, [(0, 1000)]), (1000, 3000, [(1000, 1000)]), (3000, 5000, [(1000, 1000)])]
+        for k, (lb, ub, claims) in enumerate(rss):
+            rs = seg("RS", report_serial=90 + k, checkpoint_serial=40, lower_bound=lb,
+                     upper_bound=ub, claims=claims)  # fmt: skip
+            w.send(0.004 + k * 0.0001, "return", rs)
+        tmp = tmp_path / str(honest)
+        tmp.mkdir()
+        tc = w.check(tmp, exits={"sender": 0.6, "receiver": 0.6}, scenario=scn, readings=[""])
+        if honest:
+            assert tc.status == "unchecked", tc.message
+            assert "2 RSs answering" in tc.message and "[1, 3), [3, 5)" in tc.message
+            assert "the trace up to there is accepted" in tc.message
+            assert tc.ends == []
+        else:
+            assert tc.status == "rejected", tc.message
+            assert "§6.11" in tc.rule and "2 RSs answering" in tc.message, tc
 
 
 def test_claim_for_lost_data_is_rejected(tmp_path: Path) -> None:

@@ -71,6 +71,7 @@ class Wire(pcapkit.Wire):
         *,
         corrupted: int | None = None,
         lost: dict[int, bool] | None = None,
+        duplicated: int | None = None,
         **kw: Any,
     ) -> Any:
         a, b = self.write(tmp)
@@ -79,6 +80,9 @@ class Wire(pcapkit.Wire):
             # what the channel's log says where the captures alone cannot
             # tell which copy of a PDU sent twice was lost
             records[i] = records[i].model_copy(update={"dropped": dropped})
+        if duplicated is not None:
+            # what the channel's log says of a PDU it delivered twice
+            records[duplicated] = records[duplicated].model_copy(update={"copies": 2})
         if corrupted is not None:
             # what the channel's log says of a PDU it corrupted and let through
             records[corrupted] = records[corrupted].model_copy(
@@ -836,13 +840,17 @@ def test_a_transaction_opened_again_after_its_end_is_unchecked(tmp_path: Path) -
     not judged."""
     w = Wire()
     data_sent(w)
+    # the channel's second copy of File Data 0 (sent at 1 ms, delivered at
+    # 3 ms), held back past the transaction's end
+    copy = w.b[1].copy()
+    copy.time = T0 + 0.520
+    w.b.append(copy)
     w.pdu(0.006, "return", ack("eof"))
     closed(w, 0.007)
-    w.delay = 0.500
-    w.pdu(0.020, "forward", fd(0))  # a copy, held back past the end
-    w.delay = 0.002
     w.pdu(0.525, "return", CFDPNak(start_of_scope=0, end_of_scope=SEG,
                                    segment_requests=[(0, 0)], **HEAD))  # fmt: skip
-    tc = w.check(tmp_path, scenario(), readings=[""])
+    tc = w.check(tmp_path, scenario(), readings=[""], duplicated=1)
     assert tc.status == "unchecked", tc.message
     assert "after its Finished was acknowledged" in tc.message and "frame" in tc.message
+    # the trace before that NAK is validated, and accepted
+    assert "the trace up to there is accepted" in tc.message

@@ -243,7 +243,8 @@ def _no_immediate_nak_scoped_past_a_gap(
                     f"the receiver's NAK asks for segment(s) {sorted(segs)} with scope "
                     f"[{lo}, {hi}), past {sorted(left_out)}, still missing, which an earlier "
                     "NAK asked for; 4.6.4.3.3 allows such a scope, and the model's NAKs have "
-                    "no scope (its immediate NAK asks for every gap below)"
+                    "no scope (its immediate NAK asks for every gap below)",
+                    at=e.t,
                 )
             asked |= segs
 
@@ -269,6 +270,7 @@ def _no_paced_immediate_nak(
     got: dict[int, float] = {}  # segment -> when it first arrived
     opened: dict[int, WireEvent] = {}  # gap -> the File Data arrival above it
     named: dict[int, float] = {}  # gap -> when a NAK first named it
+    naks: list[tuple[float, set[int]]] = []  # each NAK sent: when, the segments it names
     eof = early = False  # the EOF arrived; a NAK went before it did
     for e in events:
         u = units.get(e.record, _NONE)
@@ -283,6 +285,7 @@ def _no_paced_immediate_nak(
             eof = True
         elif e.kind == "send" and u["k"] == "NAK":
             early = early or not eof
+            naks.append((e.t, {int(g) for g in u["segs"]}))
             for g in u["segs"]:
                 named.setdefault(int(g), e.t)
     if not early:
@@ -290,13 +293,17 @@ def _no_paced_immediate_nak(
     for g, at in sorted(opened.items(), key=lambda x: x[1].t):
         due = at.t + within_s
         if g in named and due < named[g] < got.get(g, float("inf")):
+            # the model follows the trace up to the first NAK after the gap
+            # opened that leaves it out, or up to when one was due
+            left_out = [t for t, segs in naks if at.t < t < due and g not in segs]
             raise Unrepresentable(
                 f"the receiver names segment {g}, missing since File Data above it arrived "
                 f"(frame {at.frame} of {at.side}.pcap), in no NAK for "
                 f"{(named[g] - at.t) * 1000:.0f} ms, past the {within_s * 1000:.0f} ms a late "
                 "answer is given: it paces its immediate NAKs (Yamcs sends at most one per NAK "
                 "timer interval). The model's immediate NAK answers each new gap at once, and "
-                "whether 727.0-B-5's immediate NAK mode allows pacing cannot be read here"
+                "whether 727.0-B-5's immediate NAK mode allows pacing cannot be read here",
+                at=min([due, *left_out]),
             )
 
 
@@ -326,7 +333,8 @@ def _no_reopened_transaction(units: Mapping[int, Record], events: Sequence[WireE
                 f"the receiver sends a NAK (frame {e.frame} of {e.side}.pcap) after its Finished "
                 "was acknowledged: it opened the transaction again as a new one, where the model "
                 "discards what reaches a transaction that is over; whether 727.0-B-5 lets an "
-                "entity forget a terminated transaction is not yet a reading of the model"
+                "entity forget a terminated transaction is not yet a reading of the model",
+                at=e.t,
             )
 
 
@@ -353,7 +361,8 @@ def _no_unprompted_keep_alive(units: Mapping[int, Record], events: Sequence[Wire
             if prompts < 0:
                 raise Unrepresentable(
                     "the receiver sends a Keep Alive no Prompt (Keep Alive) asked for; the model "
-                    "has no keep-alive timer (its receiver answers Prompts only)"
+                    "has no keep-alive timer (its receiver answers Prompts only)",
+                    at=e.t,
                 )
 
 
@@ -371,7 +380,8 @@ def _no_finished_after_cancel_eof(units: Mapping[int, Record], events: Sequence[
             raise Unrepresentable(
                 "the receiver sends a Finished after the sender's EOF (cancel) reached it; the "
                 "model answers that EOF with its ACK only, and whether 727.0-B-5 allows the "
-                "Finished too is not settled here"
+                "Finished too is not settled here",
+                at=e.t,
             )
 
 

@@ -112,7 +112,8 @@ class Bound:
 # timer or duplicated, at every point and with a loss or two beside it (the
 # patterns of those bounds with no late segment are the other bounds'); and a
 # sender that sends green data inside the red part (6.21: the receiver must
-# cancel, MISCOLORED), which only the model-driven tester's sender plays.
+# cancel, MISCOLORED), which only the model-driven tester's sender plays;
+# and a green-only block (8.2: its receiver closes at the EOB, no notice).
 BOUNDS = (
     Bound(3, 1, 1, 3),
     Bound(2, 1, 1, 3),
@@ -125,6 +126,7 @@ BOUNDS = (
     Bound(2, 1, 1, 1, max_late=1),
     Bound(1, 1, 1, 2, max_late=1),
     Bound(2, 1, 1, 2, miscolored=True),
+    Bound(0, 3, 1, 2),
 )
 
 
@@ -373,9 +375,9 @@ def retx_grid(block_len: int, red_len: int, segment_size: int, max_losses: int) 
     ``max_losses`` first copies lost among the block's data segments and
     its first report (a block with a red part), nominal first, then by loss
     count. No outcome set is enumerated: each row is judged at the end of
-    its validated trace, whatever the block's size (a block the model
-    cannot express, one with no red part, is run and left inconclusive).
-    The retransmission limit is the loss count, so no pattern cancels."""
+    its validated trace, whatever the block's size; a green-only block's
+    receiver closes at the EOB with no notice (RFC 5326 §8.2). The
+    retransmission limit is the loss count, so no pattern cancels."""
     from itertools import combinations
 
     block = LtpBlock(
@@ -417,7 +419,7 @@ def retx_grid(block_len: int, red_len: int, segment_size: int, max_losses: int) 
                         outcomes=[
                             outcome_of(
                                 "completed",
-                                "completed",
+                                "completed" if n_red else "closed",
                                 1 if n_red else 0,
                                 list(range(n_red, n_red + n_green)),
                                 block,
@@ -476,13 +478,15 @@ def realistic_scenarios() -> list[Scenario]:
     report split into several RSs with one of them lost (nasa-jpl/ION-DTN
     issue #14 reports sessions that never end this way); a report that
     comes back while the green part is still on the link; the same red
-    segment lost three times; green data lost from a long green part."""
+    segment lost three times; green data lost from a long green part, and
+    from a green-only block."""
     n, size = REALISTIC_SEGMENTS, SEGMENT_SIZE
     half = n // 2
     all_red = LtpBlock(block_len=n * size, red_len=n * size, segment_size=size,
                        retransmission_limit=2, max_claims_per_rs=1)  # fmt: skip
     mixed = LtpBlock(block_len=n * size, red_len=half * size, segment_size=size,
                      retransmission_limit=2)  # fmt: skip
+    all_green = LtpBlock(block_len=n * size, red_len=0, segment_size=size)
 
     def red(seg: int, occ: int = 1) -> PlannedLoss:
         return PlannedLoss("forward", "red_data", seg, occ)
@@ -538,6 +542,15 @@ def realistic_scenarios() -> list[Scenario]:
             [green(half + 2), green(half + 4)],
             Channel(),
         ),
+        (
+            "green-only-green5000",
+            "a green-only block, green 5000 lost: nothing is retransmitted, the sender "
+            "completes once all is sent (6.12), and the receiver closes at the EOB with no "
+            "notice (8.2), the rest of the data delivered (7.2)",
+            all_green,
+            [green(5)],
+            Channel(),
+        ),
     ]
     out: list[Scenario] = []
     for tag, what, block, losses, channel in purposes:
@@ -559,7 +572,7 @@ def realistic_scenarios() -> list[Scenario]:
                     outcomes=[
                         outcome_of(
                             "completed",
-                            "completed",
+                            "completed" if n_red else "closed",
                             1,
                             [g for g in range(n_red, n_red + n_green) if g not in lost_green],
                             block,

@@ -254,8 +254,6 @@ def outcome_set(
     TLC finds a safety violation (a model bug) or no outcome at all.
     ``reading``: the model reading ('' the default, else a reading's id)."""
     n_red, n_green = block_segments(block)
-    if n_red == 0:
-        raise Unplannable("the LTP model needs a red part (red_len > 0)")
     if n_red > 3 and block.max_claims_per_rs < n_red:
         raise Unplannable(
             f"max_claims_per_rs {block.max_claims_per_rs} with {n_red} red segments: TLC would "

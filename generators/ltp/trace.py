@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from functools import cache
 
 from conformance.core import wire
@@ -133,29 +133,35 @@ class _Geometry:
         return frozenset(out)
 
 
-def _one_gap_rs_per_report(units: Iterable[Record], n_red: int, max_claims: int) -> None:
+def _one_gap_rs_per_report(
+    units: Mapping[int, Record], events: Sequence[WireEvent], n_red: int, max_claims: int
+) -> None:
     """Refuse a trace the model cannot follow: LTP.tla's sender keeps one
     retransmission and one checkpoint timer at a time, so it is exact only
-    where at most one RS of a report (the RSs answering one checkpoint)
-    leaves gaps in its scope. A block of at most three red segments, or
-    reports of one RS each, never shows two (LTP.tla, MaxClaims)."""
+    while at most one RS of a report (the RSs answering one checkpoint)
+    with gaps in its scope has reached the sender. A block of at most three
+    red segments, or reports of one RS each, never has two (LTP.tla,
+    MaxClaims). The trace is followed up to the second one's arrival."""
     if n_red <= 3 or max_claims >= n_red:
         return
     gaps: dict[int, set[tuple[int, int]]] = {}
-    for u in units:
-        if u["type"] != "RS":
+    for e in events:
+        u = units.get(e.record)
+        if e.kind != "arrive" or e.dir != "return" or u is None or u["type"] != "RS":
             continue
         lb, ub, claims = int(u["lb"]), int(u["ub"]), u["claims"]
         assert isinstance(claims, frozenset)
-        if set(range(lb, ub)) - claims:
-            gaps.setdefault(int(u["cp"]), set()).add((lb, ub))
-    for cp, scopes in gaps.items():
+        if not set(range(lb, ub)) - claims:
+            continue
+        scopes = gaps.setdefault(int(u["cp"]), set())
+        scopes.add((lb, ub))
         if len(scopes) > 1:
             shown = ", ".join(f"[{lb}, {ub})" for lb, ub in sorted(scopes))
             raise Unrepresentable(
-                f"the report answering checkpoint {cp} is several RSs of which {len(scopes)} "
-                f"leave gaps (model segments {shown}); the model's sender answers one at a time "
-                "(specs/ltp/LTP.tla, MaxClaims)"
+                f"the sender got {len(scopes)} RSs answering checkpoint {u['cp']} that leave "
+                f"gaps (model segments {shown}); the model's sender answers one at a time "
+                "(specs/ltp/LTP.tla, MaxClaims)",
+                at=e.t,
             )
 
 
@@ -175,8 +181,6 @@ def trace_model(
     each record's number in the run), and the TLC constants."""
     block = scn.params
     assert isinstance(block, LtpBlock)
-    if block.red_len == 0:
-        raise Unrepresentable("a green-only block (the model has a red part)")
     geo = _Geometry(block)
     reasons = wire.names("ltp", "cancel_reasons")
     cps: dict[int, int] = {}
@@ -246,7 +250,7 @@ def trace_model(
             units[k] = _mk(t)
         else:
             raise Unrepresentable(f"{where}: segment type {t or '?'} is not in the model")
-    _one_gap_rs_per_report(units.values(), geo.n_red, block.max_claims_per_rs)
+    _one_gap_rs_per_report(units, events, geo.n_red, block.max_claims_per_rs)
     losses = sum(1 for e in events if e.kind == "lose")
     return TraceModel(
         module=TRACE_SPEC,

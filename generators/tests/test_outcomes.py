@@ -196,6 +196,30 @@ def test_a_receiver_the_session_never_reached_gives_no_notice(tlc: None, tmp_pat
 
 
 @pytest.mark.integration
+def test_a_green_only_block_closes_at_its_eob(tlc: None, tmp_path: Path):
+    """A block with no red part (RFC 5326 §8.2's "fully green" session):
+    the sender completes once all is sent (§6.12: the red part has zero
+    length), and the receiver closes at the EOB with no notice under every
+    reading, the data it got delivered (§7.2). A lost green segment is
+    simply missing; with the EOB lost, the receiver has nothing that ends
+    its session and stays open."""
+    block = LtpBlock(block_len=3000, red_len=0, segment_size=1000)
+
+    def ends(*offsets: int) -> set[tuple[str, str, int, int]]:
+        imps = [_drop("forward", kind="green_data", offset=o) for o in offsets]
+        got = outcomes.expectation(block, imps, tmp_path / "-".join(map(str, offsets)))
+        return {
+            (o.sender_outcome, o.receiver_outcome, _ltp_delivery(o.delivered).red_bytes_delivered,
+             _ltp_delivery(o.delivered).green_bytes_delivered)
+            for o in got.outcomes
+        }  # fmt: skip
+
+    assert ends() == {("completed", "closed", 0, 3000)}
+    assert ends(0) == {("completed", "closed", 0, 2000)}
+    assert ends(2000) == {("completed", "open", 0, 2000)}
+
+
+@pytest.mark.integration
 def test_reading_5_adds_the_receiver_that_closes_on_the_green_eob(tlc: None, tmp_path: Path):
     """A mixed block whose one red segment is lost once: the default reading
     recovers it; the alternative (GreenEobCloses) may also close the

@@ -15,7 +15,9 @@
 (*   3.2.4    cancel segments (reason code) and cancel acknowledgments     *)
 (*   6.1      initial transmission: red part first, the last red segment   *)
 (*            a checkpoint with EORP (and EOB if there is no green part),  *)
-(*            the last green segment GD-EOB                                *)
+(*            the last green segment GD-EOB; red-only, mixed and           *)
+(*            green-only blocks (NRed = 0: no checkpoint, no report, the   *)
+(*            receiver closes at the EOB, 8.2)                             *)
 (*   6.2/6.3  checkpoint and RS timers (expiry is a nondeterministic       *)
 (*            event, see PrematureTimeouts)                                *)
 (*   6.5/6.6  link state cues: the link goes down and comes back; an       *)
@@ -148,8 +150,9 @@ CONSTANTS
     GreenEobCloses      \* reading 5 (specs/ltp/README.md): may a receiver that got
                         \* the green EOB and no red data at all close, no notice?
 
-ASSUME NRed \in Nat \ {0}           \* at least one red segment (red-only and mixed blocks)
+ASSUME NRed \in Nat                 \* red-only, mixed and green-only blocks
 ASSUME NGreen \in Nat
+ASSUME NRed + NGreen > 0
 ASSUME MaxRetx \in Nat
 ASSUME MaxLoss \in Nat
 ASSUME MaxLate \in Nat
@@ -858,6 +861,7 @@ ReceiverDiscardGreenData(s) ==
 \* red offsets only, so counting it says RedSet \subseteq rRed, in constant
 \* time (this guard is evaluated in every state of a long trace).
 ReceiverDeliverRedPart ==
+    /\ NRed > 0
     /\ rState = "open"
     /\ rDeliveries = 0
     /\ IF FaultyReceiver THEN NRed - 1 \in rRed ELSE Cardinality(rRed) = NRed
@@ -982,13 +986,15 @@ ReceiverAbandonCancel ==
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
                    rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
 
-\* Reading 5 (GreenEobCloses, specs/ltp/README.md): the green EOB has
-\* arrived and not one red segment, and no report was issued.  The RFC's
-\* receiver diagram (8.2) waits in WAIT_RP_REC for the red part; a receiver
-\* that takes the EOB for the block's end closes (6.20) with no notice.
-\* Only under the alternative reading.
+\* 8.2, 6.20: the green EOB has arrived and not one red segment, and no
+\* report was issued: the receiver takes the red part as fully received and
+\* closes, with no notice (8.2's note: "including the case where the session
+\* was indeed fully green").  For a green-only block (NRed = 0) that is the
+\* block's end.  For a block with a red part, all of it lost, it is reading
+\* 5's alternative (GreenEobCloses, specs/ltp/README.md); the default waits
+\* in WAIT_RP_REC for the red part (8.2's diagram).
 ReceiverCloseOnGreenEob ==
-    /\ GreenEobCloses
+    /\ NRed = 0 \/ GreenEobCloses
     /\ rState = "open"
     /\ NGreen > 0
     /\ NSeg - 1 \in rGreen
@@ -1162,13 +1168,15 @@ SessionEnded == SenderEnded /\ ReceiverEnded /\ ChannelsEmpty
 \* open, has not got the whole red part, and has no unacknowledged RS, so it
 \* runs no timer: RFC 5326 gives it nothing more to do (there is no
 \* receiver-side inactivity timer; 6.3 starts RS timers only).  Reached when
-\* the sender cancels and every CS is lost, or its timers expire early.
+\* the sender cancels and every CS is lost, or its timers expire early, or
+\* a green-only block's EOB is lost (with it in, the receiver closes, 8.2).
 ReceiverOrphaned ==
     /\ SenderEnded
     /\ rState = "open"
     /\ rDeliveries = 0
     /\ DOMAIN rReports \subseteq rAcked
     /\ ChannelsEmpty
+    /\ ~(NRed = 0 /\ NSeg - 1 \in rGreen)
 
 \* Nothing more happens once the session has ended or the receiver is
 \* orphaned (neither is a deadlock).
@@ -1300,12 +1308,13 @@ ClaimsAreTrue == sClaimed \subseteq rRed \/ Reopened
 SuccessOnlyWhenClaimed ==
     sOutcome = "completed" => (RedSet \subseteq sClaimed /\ (RedSet \subseteq rRed \/ Reopened))
 \* Notices are final: an outcome once given is kept by a closed side.  A
-\* receiver closes without one only under reading 5's alternative.
+\* receiver closes without one only at a green-only block's end, under
+\* reading 5's alternative, or refusing the session.
 OutcomeOnClose ==
     /\ SenderEnded => sOutcome # "none"
     /\ (rState = "closed" /\ rDeliveries = 0)
            => \/ rOutcome = "cancelled"
-              \/ (GreenEobCloses \/ ~ServiceKnown) /\ rOutcome = "none"
+              \/ (NRed = 0 \/ GreenEobCloses \/ ~ServiceKnown) /\ rOutcome = "none"
 
 Safety ==
     /\ RedDeliveredOnlyWhenComplete

@@ -179,10 +179,11 @@ OutcomeView == <<ProtocolState, wrapperVars>>
 
 \* Terminal: no step but the final stutter can follow (fairness in Spec takes
 \* every other one).  An ended session has none; an orphaned receiver has
-\* none unless its red part is complete, when it will still deliver it.
+\* none unless its red part is complete, when it will still deliver it (a
+\* green-only block has none to deliver).
 Terminal ==
     \/ SessionEnded
-    \/ ReceiverOrphaned /\ ~(RedSet \subseteq rRed)
+    \/ ReceiverOrphaned /\ (NRed = 0 \/ ~(RedSet \subseteq rRed))
 
 \* Test generation (MCLTPTraps, MCLTPCatalogue) keeps only losses that matter: the channel never loses a
 \* data segment whose offset the receiver already holds. The channel is a set,
