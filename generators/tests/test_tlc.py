@@ -140,6 +140,7 @@ def test_tlc_matches_manifest(bound):
         "MCLTP_miscolored.cfg",
         "MCLTP_cues.cfg",
         "MCLTP_sessions.cfg",
+        "MCLTP_green.cfg",
     ],
 )
 def test_other_bounds_match_manifest(cfg, tmp_path):
