@@ -1232,12 +1232,19 @@ def _with_cuts(tc: TraceCheck, sessions: Sequence[_Session]) -> TraceCheck:
         return tc
     why = "; ".join(cuts)
     if tc.status == "rejected":
-        msg = f"{tc.message} (validated up to what the model cannot express, later: {why})"
+        msg = f"{tc.message} (the trace validated only up to what the model cannot express: {why})"
         return tc.model_copy(update={"message": msg})
     if tc.status == "accepted":
         msg = f"{why}; the trace up to there is accepted ({tc.message})"
         return tc.model_copy(
-            update={"status": "unchecked", "message": msg, "ends": [], "reading": "", "late": False}
+            update={
+                "status": "unchecked",
+                "message": msg,
+                "ends": [],
+                "reading": "",
+                "late": False,
+                "default_rejected": False,
+            }
         )
     return tc.model_copy(update={"message": f"{tc.message} ({why})"})
 
@@ -1368,7 +1375,12 @@ def _check_sessions(
     slow_ms = (late_us + round(w_ms * 1000)) / 1000
 
     def one(n: int, sess: _Session) -> _Judged:
-        seen = observed if len(sessions) == 1 else None
+        seen = observed if len(sessions) == 1 and not sess.cut else None
+        if sess.cut:
+            # a prefix: its end is not the run's, so neither the outcome
+            # the harnesses reported at the run's end nor the model's state
+            # at the prefix's end says anything about the other
+            sess = replace(sess, tm=replace(sess.tm, end_outcomes=None))
         # Where the trace's end judges the outcome, the default reading goes
         # first: an alternative is needed only where the default cannot
         # explain both the trace and the reported outcome (the caller's

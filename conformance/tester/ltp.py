@@ -70,6 +70,11 @@ def check(scn: Scenario, role: str) -> None:
     p = scn.params
     assert isinstance(p, LtpBlock)
     check_probes(scn, role)
+    if p.red_len == 0 and scn.probes:
+        raise CannotPlay(
+            "probes: the robustness probes are built on the block's checkpoint and report, which "
+            "a green-only block (params.red_len 0) has not"
+        )
     if p.miscolored_sender and role != "sender":
         raise CannotPlay(
             "params.miscolored_sender: only the tester's sender plays a miscolored sender; run "

@@ -325,6 +325,9 @@ def test_what_the_tester_cannot_play_names_the_field() -> None:
         launch.check(LTP, _scenario(["truncated-report"]), None)
     with pytest.raises(InputError, match=r"--tester: 'both' is not a role"):
         launch.check(LTP, _scenario(), "both")
+    # the probes are built on a checkpoint and a report: none in a green-only block
+    with pytest.raises(InputError, match=r"probes: .* green-only block"):
+        launch.check(LTP, _scenario(["truncated-checkpoint"], red_len=0), "sender")
 
 
 def _rejected(actions: list[str]) -> TraceCheck:

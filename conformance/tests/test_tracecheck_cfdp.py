@@ -832,6 +832,27 @@ def test_an_immediate_nak_paced_past_the_late_window_is_unchecked(
     assert "frame 7 of b.pcap" in tc.message  # segment 5's arrival opened the gap
 
 
+def test_the_earliest_thing_the_model_cannot_express_sets_the_cut() -> None:
+    """Every pre-check runs on the whole trace: the cut is at the earliest
+    point any of them names, whichever ran first (a check that needs what
+    comes later would not fire on a prefix), and one with no known point
+    leaves nothing to validate."""
+    from conformance.core.contract import Unrepresentable
+    from generators.cfdp.trace import _first_unrepresentable
+
+    def raises(msg: str, at: float | None) -> Callable[[], None]:
+        def check() -> None:
+            raise Unrepresentable(msg, at=at)
+
+        return check
+
+    with pytest.raises(Unrepresentable, match="^early$"):
+        _first_unrepresentable([raises("late", 5.0), lambda: None, raises("early", 2.0)])
+    with pytest.raises(Unrepresentable, match="^anywhere$"):
+        _first_unrepresentable([raises("early", 2.0), raises("anywhere", None)])
+    _first_unrepresentable([lambda: None])
+
+
 def test_a_transaction_opened_again_after_its_end_is_unchecked(tmp_path: Path) -> None:
     """cfdp-py and cfdp-rs forget a finished transaction: a held copy of File
     Data that arrives after the ACK(Finished) opens it again, and their NAK
@@ -841,16 +862,26 @@ def test_a_transaction_opened_again_after_its_end_is_unchecked(tmp_path: Path) -
     w = Wire()
     data_sent(w)
     # the channel's second copy of File Data 0 (sent at 1 ms, delivered at
-    # 3 ms), held back past the transaction's end
+    # 3 ms), held back past the transaction's end and the receiver's timers
     copy = w.b[1].copy()
-    copy.time = T0 + 0.520
+    copy.time = T0 + 1.520
     w.b.append(copy)
     w.pdu(0.006, "return", ack("eof"))
     closed(w, 0.007)
-    w.pdu(0.525, "return", CFDPNak(start_of_scope=0, end_of_scope=SEG,
+    w.pdu(1.525, "return", CFDPNak(start_of_scope=0, end_of_scope=SEG,
                                    segment_requests=[(0, 0)], **HEAD))  # fmt: skip
-    tc = w.check(tmp_path, scenario(), readings=[""], duplicated=1)
+    scn = scenario()
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+    tc = w.check(tmp_path / "a", scn, readings=[""], duplicated=1)
     assert tc.status == "unchecked", tc.message
     assert "after its Finished was acknowledged" in tc.message and "frame" in tc.message
     # the trace before that NAK is validated, and accepted
     assert "the trace up to there is accepted" in tc.message
+    # The run's own end may come from what follows the cut (the transaction
+    # opened again and then abandoned): the outcome the harnesses reported
+    # at the end does not confine the prefix, which is not rejected for it.
+    ended = scn.expect.outcomes[0].model_copy(update={"receiver_outcome": "abandoned"})
+    tc = w.check(tmp_path / "b", scn, readings=[""], duplicated=1, observed=ended)
+    assert tc.status == "unchecked", tc.message
+    assert tc.ends == []

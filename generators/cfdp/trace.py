@@ -19,7 +19,7 @@ reason, never a fail.
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from functools import cache, partial
 from typing import Any
 
@@ -209,6 +209,22 @@ def model_pdu(f: Mapping[str, object], grid: _Grid, where: str) -> Record:
     if k == "PROMPT":
         return _pdu("PROMPT", of=PROMPT_OF.get(str(f.get("response_required", "")), "?"))
     return _pdu(k)  # KA (its progress is not compared: TraceKaPdu)
+
+
+def _first_unrepresentable(checks: Sequence[Callable[[], None]]) -> None:
+    """Run every check on the whole trace and raise what the model cannot
+    express first: one with no known start before any other (nothing of the
+    trace can then be validated), else the one that starts earliest, so that
+    trace validation cuts the trace there (a check that needs what comes
+    later, such as a paced NAK's, would not fire on a prefix)."""
+    found: list[Unrepresentable] = []
+    for check in checks:
+        try:
+            check()
+        except Unrepresentable as exc:
+            found.append(exc)
+    if found:
+        raise min(found, key=lambda x: (x.at is not None, x.at or 0.0))
 
 
 def _no_immediate_nak_scoped_past_a_gap(
@@ -463,12 +479,17 @@ def trace_model(
                     f"{where} was corrupted with no PDU CRC to catch it; the model corrupts "
                     "File Data only"
                 )
+    checks: list[Callable[[], None]] = [
+        lambda: _no_unprompted_keep_alive(units, events),
+        lambda: _no_reopened_transaction(units, events),
+        lambda: _no_finished_after_cancel_eof(units, events),
+    ]
     if t.nak_mode == "immediate":
-        _no_immediate_nak_scoped_past_a_gap(units, events, scopes, grid)
-        _no_paced_immediate_nak(units, events, _late_window_s(scn))
-    _no_unprompted_keep_alive(units, events)
-    _no_reopened_transaction(units, events)
-    _no_finished_after_cancel_eof(units, events)
+        checks += [
+            lambda: _no_immediate_nak_scoped_past_a_gap(units, events, scopes, grid),
+            lambda: _no_paced_immediate_nak(units, events, _late_window_s(scn)),
+        ]
+    _first_unrepresentable(checks)
     corrupt = sum(1 for v in arrived.values() if v is not None)
     losses = sum(1 for e in events if e.kind == "lose") + sum(
         1 for v in arrived.values() if v is None
