@@ -858,7 +858,6 @@ def _rule_of(tm: TraceModel, spec: str, blame: Sequence[str]) -> tuple[str, list
 
 
 def window_ms(scn: Scenario) -> float:
-
     return min(MAX_WINDOW_MS, timers.derive(scn).retransmission_ms / 2)
 
 
@@ -1335,7 +1334,6 @@ def _modelled(
 def _late_us(scn: Scenario, w_ms: float) -> int:
     """How much longer than the window ``w_ms`` the late pass lets an
     endpoint take: up to timers.LATE_SHARE of the retransmission interval."""
-
     slow_ms = timers.LATE_SHARE * timers.derive(scn).retransmission_ms
     return max(0, round(slow_ms * 1000) - round(w_ms * 1000))
 

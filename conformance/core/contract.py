@@ -395,6 +395,22 @@ class Unrepresentable(DtncError):
         self.at = at
 
 
+def first_unrepresentable(checks: Sequence[Callable[[], None]]) -> None:
+    """Run every check of a trace model on the whole trace and raise what
+    the model cannot express first: one with no known start before any
+    other (nothing of the trace can then be validated), else the one that
+    starts earliest, so that trace validation cuts the trace there (a check
+    that needs what comes later would not fire on a prefix)."""
+    found: list[Unrepresentable] = []
+    for check in checks:
+        try:
+            check()
+        except Unrepresentable as exc:
+            found.append(exc)
+    if found:
+        raise min(found, key=lambda x: (x.at is not None, x.at or 0.0))
+
+
 @dataclass
 class WireEvent:
     kind: str  # send, arrive, lose, exit, end

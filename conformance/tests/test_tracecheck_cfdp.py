@@ -837,8 +837,7 @@ def test_the_earliest_thing_the_model_cannot_express_sets_the_cut() -> None:
     point any of them names, whichever ran first (a check that needs what
     comes later would not fire on a prefix), and one with no known point
     leaves nothing to validate."""
-    from conformance.core.contract import Unrepresentable
-    from generators.cfdp.trace import _first_unrepresentable
+    from conformance.core.contract import Unrepresentable, first_unrepresentable
 
     def raises(msg: str, at: float | None) -> Callable[[], None]:
         def check() -> None:
@@ -847,10 +846,10 @@ def test_the_earliest_thing_the_model_cannot_express_sets_the_cut() -> None:
         return check
 
     with pytest.raises(Unrepresentable, match="^early$"):
-        _first_unrepresentable([raises("late", 5.0), lambda: None, raises("early", 2.0)])
+        first_unrepresentable([raises("late", 5.0), lambda: None, raises("early", 2.0)])
     with pytest.raises(Unrepresentable, match="^anywhere$"):
-        _first_unrepresentable([raises("early", 2.0), raises("anywhere", None)])
-    _first_unrepresentable([lambda: None])
+        first_unrepresentable([raises("early", 2.0), raises("anywhere", None)])
+    first_unrepresentable([lambda: None])
 
 
 def test_a_transaction_opened_again_after_its_end_is_unchecked(tmp_path: Path) -> None:

@@ -23,7 +23,13 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from functools import cache, partial
 from typing import Any
 
-from conformance.core.contract import TraceModel, Unrepresentable, WireEvent, field_int
+from conformance.core.contract import (
+    TraceModel,
+    Unrepresentable,
+    WireEvent,
+    field_int,
+    first_unrepresentable,
+)
 from conformance.core.types import Scenario, SegmentRecord
 from conformance.protocols.cfdp import MODEL_CONDITIONS, MODEL_MODES, CfdpTransfer
 from generators.cfdp import SPEC_DIR
@@ -209,22 +215,6 @@ def model_pdu(f: Mapping[str, object], grid: _Grid, where: str) -> Record:
     if k == "PROMPT":
         return _pdu("PROMPT", of=PROMPT_OF.get(str(f.get("response_required", "")), "?"))
     return _pdu(k)  # KA (its progress is not compared: TraceKaPdu)
-
-
-def _first_unrepresentable(checks: Sequence[Callable[[], None]]) -> None:
-    """Run every check on the whole trace and raise what the model cannot
-    express first: one with no known start before any other (nothing of the
-    trace can then be validated), else the one that starts earliest, so that
-    trace validation cuts the trace there (a check that needs what comes
-    later, such as a paced NAK's, would not fire on a prefix)."""
-    found: list[Unrepresentable] = []
-    for check in checks:
-        try:
-            check()
-        except Unrepresentable as exc:
-            found.append(exc)
-    if found:
-        raise min(found, key=lambda x: (x.at is not None, x.at or 0.0))
 
 
 def _no_immediate_nak_scoped_past_a_gap(
@@ -489,7 +479,7 @@ def trace_model(
             lambda: _no_immediate_nak_scoped_past_a_gap(units, events, scopes, grid),
             lambda: _no_paced_immediate_nak(units, events, _late_window_s(scn)),
         ]
-    _first_unrepresentable(checks)
+    first_unrepresentable(checks)
     corrupt = sum(1 for v in arrived.values() if v is not None)
     losses = sum(1 for e in events if e.kind == "lose") + sum(
         1 for v in arrived.values() if v is None

@@ -415,19 +415,12 @@ def retx_grid(block_len: int, red_len: int, segment_size: int, max_losses: int) 
                         impairment_of(x, block, note=f"retx-table loss: {_grid_name(x, block)}")
                         for x in losses
                     ],
-                    expect=Expectation(
-                        outcomes=[
-                            outcome_of(
-                                "completed",
-                                "completed" if n_red else "closed",
-                                1 if n_red else 0,
-                                list(range(n_red, n_red + n_green)),
-                                block,
-                            )
-                        ],
-                        unjudged="a retransmission table's row: judged at the end of its "
-                        "validated trace, no outcome set enumerated",
-                    ),  # fmt: skip
+                    expect=judged_at_end(
+                        block,
+                        set(),
+                        "a retransmission table's row: judged at the end of its validated "
+                        "trace, no outcome set enumerated",
+                    ),
                     origin=Origin(
                         model="specs/ltp/TraceLTP.tla",
                         config=f"block_len={block_len}, red_len={red_len}, "
@@ -438,6 +431,21 @@ def retx_grid(block_len: int, red_len: int, segment_size: int, max_losses: int) 
                 )
             )
     return out
+
+
+def judged_at_end(block: LtpBlock, lost_green: set[int], unjudged: str) -> Expectation:
+    """What a transfer that completes delivers, shown for a scenario too
+    large for an outcome set (``unjudged`` says why): the red part, the
+    green model segments but ``lost_green``; the receiver of a green-only
+    block closes with no notice (RFC 5326 §8.2). The verdict comes from
+    the end of the run's validated trace, not from this."""
+    n_red, n_green = block_segments(block)
+    green = [g for g in range(n_red, n_red + n_green) if g not in lost_green]
+    end = "completed" if n_red else "closed"
+    return Expectation(
+        outcomes=[outcome_of("completed", end, 1 if n_red else 0, green, block)],
+        unjudged=unjudged,
+    )
 
 
 def _grid_name(x: PlannedLoss, block: LtpBlock) -> str:
@@ -555,7 +563,6 @@ def realistic_scenarios() -> list[Scenario]:
     out: list[Scenario] = []
     for tag, what, block, losses, channel in purposes:
         n_red, n_green = block_segments(block)
-        lost_green = {x.off for x in losses if x.key == "green_data"}
         name = f"ltp-realistic-{tag}"
         out.append(
             Scenario(
@@ -568,18 +575,11 @@ def realistic_scenarios() -> list[Scenario]:
                 impairments=[
                     impairment_of(x, block, note=f"{_short(x)} ({x.dir})") for x in losses
                 ],
-                expect=Expectation(
-                    outcomes=[
-                        outcome_of(
-                            "completed",
-                            "completed" if n_red else "closed",
-                            1,
-                            [g for g in range(n_red, n_red + n_green) if g not in lost_green],
-                            block,
-                        )
-                    ],
-                    unjudged=f"{n_red + n_green} data segments, past the outcome sets TLC "
-                    "enumerates: judged at the end of its validated trace",
+                expect=judged_at_end(
+                    block,
+                    {x.off for x in losses if x.key == "green_data"},
+                    f"{n_red + n_green} data segments, past the outcome sets TLC enumerates: "
+                    "judged at the end of its validated trace",
                 ),
                 origin=Origin(
                     model="specs/ltp/TraceLTP.tla",
