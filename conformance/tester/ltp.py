@@ -719,7 +719,8 @@ class LtpReceiver(_Side):
         self.rs_tx: dict[int, int] = {}
         self.by_cp: dict[int, list[int]] = {}  # checkpoint serial -> its RSs' serials
         # the model's ServiceKnown = FALSE: the first data segment is refused
-        self.refusing = self.p.service_at_receiver != self.p.client_service_id
+        self.unknown = self.p.service_at_receiver != self.p.client_service_id
+        self.refusing = self.unknown
         self.acked: set[int] = set()
 
     def start(self) -> None:
@@ -784,6 +785,14 @@ class LtpReceiver(_Side):
             self.cx_reason = UNREACH
             self.tx("ReceiverRefuseSession", self.seg("CR", reason=UNREACH), rx=seg)
             self.ctx.arm("cancel", self.rtx_s, self.expire_cancel_timer)
+            return
+        if self.unknown:  # 6's preamble: each later segment of it draws a CR (red: MUST)
+            again = self.state == "closed"
+            self.state = "cr_sent"
+            if again:  # closed already: the cancellation sequence starts again (6.15)
+                self.cx_tx = 1
+                self.ctx.arm("cancel", self.rtx_s, self.expire_cancel_timer)
+            self.tx("ReceiverRefuseData", self.seg("CR", reason=UNREACH), rx=seg)
             return
         if self.state != "open":  # the model's choice: discarded once not open
             action = (

@@ -319,13 +319,15 @@ def test_answered_cancel_is_accepted(tmp_path: Path) -> None:
 
 def test_a_cancel_after_a_lost_first_copy_is_blamed_on_its_answer(tmp_path: Path) -> None:
     """A live run (licklider 0.1.1 sending, the tester receiving with an
-    unknown client service, data/ltp-refused-first-cr-lost): the tester's
-    first CR (UNREACH, §8.2) is lost, the second reaches licklider, which
-    never answers it (its known §6.17 deviation). The model's channel merges
-    identical copies, so some of its explanations have the second CR still to
-    be put back; the diagnosis names the model's answer to the CR
-    (SenderRxCancel, §6.17) all the same, not what else the sender could do
-    (SenderCancelSession, §6.7)."""
+    unknown client service, data/ltp-refused-first-cr-lost, recorded again on
+    2026-11-30 once the tester refused each data segment with a CR of its
+    own, §6's preamble): the tester's first CR (UNREACH, §8.2) is lost, the
+    second reaches licklider, which never answers it (its known §6.17
+    deviation; the third and the timer's copy get their CARs, which the
+    channel drops). The model's channel merges identical copies, so some of
+    its explanations have a CR still to be put back; the diagnosis names the
+    model's answer to the CR (§6.17) all the same, not what else the sender
+    could do (SenderCancelSession, §6.7)."""
     from conformance.core.types import RunResult, SegmentRecord, load_model
     from conformance.runner import PORTS, validate_trace
 
@@ -340,8 +342,9 @@ def test_a_cancel_after_a_lost_first_copy_is_blamed_on_its_answer(tmp_path: Path
     result = load_model(RunResult, run / "result.json")
     tc = validate_trace(LTP_SPEC, scn, segments, run, port=PORTS["ltp"], ip_a=None, result=result)
     assert tc.status == "rejected", tc.message
-    assert "the sender had not answered the CR" in tc.message
-    assert tc.actions == ["SenderRxCancel"] and "§6.17" in tc.rule
+    assert "had to send a CAR" in tc.message or "had not answered the CR" in tc.message
+    assert set(tc.actions) <= {"SenderRxCancel", "SenderRxRedundantCancel"}, tc.actions
+    assert tc.actions and "§6.17" in tc.rule
 
 
 @pytest.mark.parametrize("after", [0.600, 0.950])

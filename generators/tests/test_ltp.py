@@ -102,7 +102,7 @@ CHECKPOINT_ACTIONS = {
 
 def test_model_actions_are_the_disjuncts_of_next():
     actions = ltp.model_actions()
-    assert len(actions) == len(set(actions)) == 51
+    assert len(actions) == len(set(actions)) == 52
     assert {
         "SenderTxCheckpoint",
         "ChannelLoseReturn",
@@ -234,6 +234,7 @@ def test_two_generate_runs_at_once_both_succeed(tmp_path: Path) -> None:
         "ReceiverCloseOnGreenEob",
         "ReceiverReopenSession",
         "ReceiverRefuseSession",
+        "ReceiverRefuseData",
         "SenderRxRedundantCancel",
         "SenderExpireCancelTimer",
         "SenderAbandonCancel",
@@ -244,7 +245,7 @@ def test_two_generate_runs_at_once_both_succeed(tmp_path: Path) -> None:
         "ReceiverExpireCancelTimer",
         "ReceiverAbandonCancel",
     }
-    assert len(a.actions_covered) >= 27  # of 51; the catalogue covers all
+    assert len(a.actions_covered) >= 27  # of 52; the catalogue covers all
     assert {"Terminating", "SenderRxRedundantReport"} <= set(a.actions_covered)
     assert CHECKPOINT_ACTIONS - {"ReceiverDiscardCheckpoint"} <= set(a.actions_covered)
     cov = json.loads((tmp_path / "a" / "coverage.json").read_text())

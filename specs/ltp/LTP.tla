@@ -693,10 +693,12 @@ ReceiverRxRedData(s) ==
 \* (6.19) or closed (6.20: no record is left): discarded.  RFC 5326 has no
 \* rule for a closed session (8.2 would start a new one): discarding is the
 \* default reading of question 4, ReceiverReopenSession its alternative.
+\* Not red data naming a service the receiver lacks: ReceiverRefuseData.
 ReceiverDiscardRedData(s) ==
     /\ s \in fwd
     /\ s.type = "RD"
     /\ ReceiverDiscards
+    /\ ServiceKnown
     /\ fwd' = fwd \ {s}
     /\ lastEvent' = Ev("receiver", "ReceiverDiscardRedData", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, late, link>>
@@ -745,6 +747,7 @@ ReceiverDiscardCheckpoint(s) ==
     /\ s \in fwd
     /\ IsCp(s)
     /\ ReceiverDiscards
+    /\ ServiceKnown  \* else ReceiverRefuseData
     /\ fwd' = fwd \ {s}
     /\ lastEvent' = Ev("receiver", "ReceiverDiscardCheckpoint", "", <<s>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, receiverVars, rtn, lostLog, late, link>>
@@ -815,9 +818,9 @@ ReceiverCancelOnMiscolored(s) ==
 \* receiver does not have: the session is refused, with the cancellation
 \* sequence (a CR with reason UNREACH, its timer started, 6.15, 6.16); no
 \* notice is given (there is no client service to give it to).  Reading 12
-\* (RefusalStateless): a receiver that keeps no record of a refused session
-\* stays in CLOSED ("idle"), runs no cancel timer, and refuses each later
-\* data segment of the session anew, as the first one of a session.
+\* (RefusalStateless, a deviation): a receiver that keeps no record of a
+\* refused session stays in CLOSED ("idle"), runs no cancel timer, and
+\* refuses each later data segment of the session anew, as the first one.
 ReceiverRefuseSession(s) ==
     /\ s \in fwd
     /\ IsData(s)
@@ -831,6 +834,29 @@ ReceiverRefuseSession(s) ==
     /\ lastEvent' = TxRtn("ReceiverRefuseSession", <<s>>, <<CancelSeg("CR", "UNREACH")>>)
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
                    lostLog, late, link>>
+
+\* 6 (the preamble of Internal Procedures): every data segment naming a
+\* client service the receiver lacks is handled by this procedure instead
+\* of any other; for a red segment "a CR with reason-code UNREACH MUST be
+\* enqueued", for a green one it SHOULD be (so a green one may also be
+\* discarded, ReceiverDiscardGreenData).  A later segment of a refused
+\* session therefore draws a CR of its own, whether the session is still
+\* cancelling (the copy leaves the cancel timer and its count as they are:
+\* 6.16 counts the timer's retransmissions) or closed already (its
+\* cancellation sequence starts again: 6.15 starts a timer whenever a Cx
+\* segment is de-queued).
+ReceiverRefuseData(s) ==
+    /\ s \in fwd
+    /\ IsData(s)
+    /\ rState \in {"cr_sent", "closed"}
+    /\ ~ServiceKnown
+    /\ fwd' = fwd \ {s}
+    /\ rtn' = rtn \cup {CancelSeg("CR", "UNREACH")}
+    /\ rState' = "cr_sent"
+    /\ rCxTx' = IF rState = "closed" THEN 1 ELSE rCxTx
+    /\ lastEvent' = TxRtn("ReceiverRefuseData", <<s>>, <<CancelSeg("CR", "UNREACH")>>)
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
+                   lostLog, late, rCxReason, link>>
 
 \* 6.10, 7.2: a green segment arrives while the session is open (or opens
 \* it, 8.2): one green-part segment arrival notice.
@@ -1223,6 +1249,7 @@ ReceiverNext ==
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRxGreenData(s)
                       \/ ReceiverDiscardGreenData(s)
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRefuseSession(s)
+    \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRefuseData(s)
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverCancelOnMiscolored(s)
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverReopenSession(s)
     \/ ReceiverDeliverRedPart
@@ -1343,8 +1370,13 @@ TimersNeverEarly ==
 \* The session ends at both sides (completed or cancelled), except for a
 \* receiver orphaned by a cancelled sender ...
 EventuallyEnded == <>[](SessionEnded \/ ReceiverOrphaned)
-\* ... and, unless it was cancelled, with the red part delivered.
-DeliveredUnlessCancelled == <>[](NoCancel => (SessionEnded /\ rDeliveries = 1))
+\* ... and, unless it was cancelled, with the red part delivered.  A
+\* green-only block has no red part to deliver and no timer to recover a
+\* lost EOB: unless cancelled, its sender ends, and its receiver ends once
+\* the EOB is in (8.2).
+DeliveredUnlessCancelled ==
+    <>[](NoCancel => IF NRed > 0 THEN SessionEnded /\ rDeliveries = 1
+                     ELSE SenderEnded /\ (NSeg - 1 \in rGreen => ReceiverEnded))
 \* The strict form, which fails where the receiver can be orphaned
 \* (MCLTP_orphan.cfg shows the counterexample).
 EventuallyBothEnded == <>SessionEnded
