@@ -410,14 +410,30 @@ def test_condition_outside_model_is_unchecked(tmp_path: Path, cond: str) -> None
     assert cond in tc.message
 
 
-def test_unprompted_keep_alive_is_unchecked(tmp_path: Path) -> None:
+def test_a_keep_alive_on_the_receivers_own_timer_is_judged(tmp_path: Path) -> None:
+    """727.0-B-5 4.6.5.2.1: the receiver "may periodically send a Keep
+    Alive PDU" (CFDP.tla ReceiverTxKeepAlive), and 4.6.5.2.3: it "shall
+    cease upon receipt of the transaction's EOF (No error) PDU". One sent
+    while the data is arriving is accepted; one sent well after the EOF was
+    acknowledged is rejected."""
+    w = Wire()
+    data_sent(w)  # each PDU arrives 2 ms after it is sent: the EOF at 5 ms
+    w.pdu(0.0035, "return", CFDPKeepAlive(progress=SEG, **HEAD))
+    w.pdu(0.006, "return", ack("eof"))
+    closed(w, 0.007)
+    (tmp_path / "before").mkdir()
+    tc = w.check(tmp_path / "before", scenario())
+    assert tc.status == "accepted", tc.message
+
     w = Wire()
     data_sent(w)
     w.pdu(0.006, "return", ack("eof"))
-    w.pdu(0.007, "return", CFDPKeepAlive(progress=len(FILE), **HEAD))
-    tc = w.check(tmp_path, scenario())
-    assert tc.status == "unchecked"
-    assert "Keep Alive no Prompt" in tc.message
+    # past the reaction window: not one queued before the EOF was processed
+    w.pdu(0.400, "return", CFDPKeepAlive(progress=len(FILE), **HEAD))
+    (tmp_path / "after").mkdir()
+    tc = w.check(tmp_path / "after", scenario())
+    assert tc.status == "rejected", tc.message
+    assert "Keep Alive" in tc.message or "KeepAlive" in tc.message, tc.message
 
 
 @pytest.mark.parametrize("suspended", [False, True])
@@ -884,3 +900,43 @@ def test_a_transaction_opened_again_after_its_end_is_unchecked(tmp_path: Path) -
     tc = w.check(tmp_path / "b", scn, readings=[""], duplicated=1, observed=ended)
     assert tc.status == "unchecked", tc.message
     assert tc.ends == []
+
+
+def test_a_nak_repeated_before_the_eof_is_unchecked(tmp_path: Path) -> None:
+    """File Data 0 is lost; File Data 1 opens the gap and the receiver asks
+    for it. When File Data 2 arrives it asks again, with no new gap: the
+    model's immediate NAK answers a new gap only, and whether the immediate
+    NAK mode allows a repeat cannot be read here. The trace is validated up
+    to that NAK and not judged past it; without the repeat it is accepted."""
+    file = bytes(range(256)) * 12  # 3 segments
+    meta = CFDPMetadata(file_size=len(file), checksum_type=15, source_file_name=b"a",
+                        dest_file_name=b"b", **HEAD)  # fmt: skip
+
+    def data(off: int) -> Any:
+        return CFDPFileData(offset=off, data=file[off : off + SEG], **HEAD)
+
+    def nak(end: int) -> Any:
+        return CFDPNak(start_of_scope=0, end_of_scope=end, segment_requests=[(0, SEG)], **HEAD)
+
+    for repeat in (False, True):
+        w = Wire()
+        w.pdu(0.000, "forward", meta)
+        w.pdu(0.001, "forward", data(0), lost=True)
+        w.pdu(0.002, "forward", data(SEG))
+        w.pdu(0.003, "forward", data(2 * SEG))
+        w.pdu(0.0045, "return", nak(2 * SEG))  # File Data 1 arrived at 4 ms
+        if repeat:
+            w.pdu(0.0055, "return", nak(3 * SEG))  # File Data 2 arrived at 5 ms
+        w.pdu(0.007, "forward", data(0))  # the first NAK arrived at 6.5 ms
+        w.pdu(0.008, "forward", CFDPEOF(condition="no_error", file_size=len(file), checksum=0,
+                                        **HEAD))  # fmt: skip
+        w.pdu(0.0105, "return", ack("eof"))
+        closed(w, 0.011)
+        (tmp_path / str(repeat)).mkdir()
+        tc = w.check(tmp_path / str(repeat), scenario(nak_mode="immediate", file_len=len(file)))
+        if not repeat:
+            assert tc.status == "accepted", tc.message
+        else:
+            assert tc.status == "unchecked", tc.message
+            assert "asks again for segment(s) [0]" in tc.message, tc.message
+            assert "the trace up to there is accepted" in tc.message, tc.message

@@ -205,6 +205,7 @@ def constants(
         "FaultAbandons": set(),
         "PrematureTimeouts": False,
         "FaultyReceiver": False,
+        "KeepAliveTimer": False,
         **SPEC.reading_constants(reading),
     }
 

@@ -255,6 +255,44 @@ def _no_immediate_nak_scoped_past_a_gap(
             asked |= segs
 
 
+def _no_repeated_immediate_nak(units: Mapping[int, Record], events: Sequence[WireEvent]) -> None:
+    """The model's receiver sends a NAK before the EOF only when File Data
+    opens a new gap (its immediate NAK) or a Prompt(NAK) asks for one. A
+    receiver may also repeat a NAK for gaps it asked for already, say one
+    per arriving PDU: no source reached quotes the immediate NAK mode's text
+    (OpenC3's tests label it 4.6.4.4.2), and 4.11.1.2.1 a) speaks of NAKs
+    sent "in response to NAK timer expiration or in response to any other
+    events" (dariol83/ccsds quotes it), so such a trace is not judged past
+    that NAK, rather than failed on a rule the text may not make. After the
+    EOF the model's own NAKs (4.6.4.6) already ask again for what is
+    missing, so only NAKs before the EOF arrived are concerned."""
+    asked: set[int] = set()  # segments an earlier NAK asked for
+    md_asked = eof = False
+    prompts = 0  # Prompt(NAK)s arrived and not yet answered
+    for e in events:
+        u = units.get(e.record, _NONE)
+        if e.kind == "arrive" and e.dir == "forward" and u["k"] == "EOF":
+            eof = True
+        elif e.kind == "arrive" and e.dir == "forward" and u["k"] == "PROMPT" and u["of"] == "NAK":
+            prompts += 1
+        elif e.kind == "send" and u["k"] == "NAK":
+            segs = {int(g) for g in u["segs"]}
+            again = bool(segs or u["md"]) and segs <= asked and (md_asked or not u["md"])
+            if prompts:
+                prompts -= 1
+            elif again and not eof:
+                raise Unrepresentable(
+                    f"the receiver's NAK (frame {e.frame} of {e.side}.pcap), before the EOF "
+                    f"arrived, asks again for segment(s) {sorted(segs)}, which an earlier NAK "
+                    "asked for, with no new gap and no Prompt (NAK); the model's immediate NAK "
+                    "answers a new gap only, and whether 727.0-B-5's immediate NAK mode lets a "
+                    "receiver repeat a NAK cannot be read here",
+                    at=e.t,
+                )
+            asked |= segs
+            md_asked = md_asked or bool(u["md"])
+
+
 def _no_paced_immediate_nak(
     units: Mapping[int, Record], events: Sequence[WireEvent], within_s: float
 ) -> None:
@@ -350,26 +388,6 @@ def _late_window_s(scn: Scenario) -> float:
     from conformance import timers
 
     return timers.LATE_SHARE * timers.derive(scn).retransmission_ms / 1000
-
-
-def _no_unprompted_keep_alive(units: Mapping[int, Record], events: Sequence[WireEvent]) -> None:
-    """The model's receiver sends a Keep Alive only in answer to a
-    Prompt(Keep Alive); an implementation may also send them on its own
-    timer (the keep-alive procedure the model leaves out, with its limit),
-    which the model cannot express: such a trace is not judged."""
-    prompts = 0
-    for e in events:
-        u = units.get(e.record, _NONE)
-        if e.kind == "arrive" and u["k"] == "PROMPT" and u["of"] == "KA":
-            prompts += 1
-        elif e.kind == "send" and u["k"] == "KA":
-            prompts -= 1
-            if prompts < 0:
-                raise Unrepresentable(
-                    "the receiver sends a Keep Alive no Prompt (Keep Alive) asked for; the model "
-                    "has no keep-alive timer (its receiver answers Prompts only)",
-                    at=e.t,
-                )
 
 
 def _no_finished_after_cancel_eof(units: Mapping[int, Record], events: Sequence[WireEvent]) -> None:
@@ -470,13 +488,13 @@ def trace_model(
                     "File Data only"
                 )
     checks: list[Callable[[], None]] = [
-        lambda: _no_unprompted_keep_alive(units, events),
         lambda: _no_reopened_transaction(units, events),
         lambda: _no_finished_after_cancel_eof(units, events),
     ]
     if t.nak_mode == "immediate":
         checks += [
             lambda: _no_immediate_nak_scoped_past_a_gap(units, events, scopes, grid),
+            lambda: _no_repeated_immediate_nak(units, events),
             lambda: _no_paced_immediate_nak(units, events, _late_window_s(scn)),
         ]
     first_unrepresentable(checks)
@@ -485,7 +503,14 @@ def trace_model(
         1 for v in arrived.values() if v is None
     )
     consts = model_constants(t, losses=losses, corrupt=corrupt, requests=t.requests)
-    consts |= {"Modes": {MODEL_MODES[t.mode]}, "PrematureTimeouts": True, "MaxLate": 0}
+    # timers are configuration (PrematureTimeouts), so is the receiver's
+    # keep-alive period (4.6.5.2.1: it "may periodically send" one)
+    consts |= {
+        "Modes": {MODEL_MODES[t.mode]},
+        "PrematureTimeouts": True,
+        "KeepAliveTimer": True,
+        "MaxLate": 0,
+    }
     consts |= observed_constants(None)
     return TraceModel(
         module=TRACE_SPEC,
@@ -540,8 +565,9 @@ def timer_actions() -> list[str]:
 
 # Where the wire shows the sender sending what nothing waiting shows, new
 # data is emitted ahead of it only on the way there (TraceCFDP's
-# FileDataOnTheWay; TraceCore's AnyOnTheWay puts no bound).
-ON_THE_WAY = "FileDataOnTheWay"
+# FileDataOnTheWay; TraceCore's AnyOnTheWay puts no bound), and a Keep Alive
+# only at its own line (PduOnTheWay).
+ON_THE_WAY = "PduOnTheWay"
 
 # Arrivals processed only where the trace needs it (TraceCore's Needs): the
 # model's CFDP entities read no state of each other's.

@@ -28,6 +28,7 @@ ConstInit ==
     /\ FaultAbandons = {}
     /\ PrematureTimeouts = FALSE
     /\ FaultyReceiver = FALSE
+    /\ KeepAliveTimer = FALSE
     /\ AckClosedFinished = TRUE
     /\ FinishedOnDupEof = FALSE
     /\ SenderCheckTimer = TRUE

@@ -121,6 +121,8 @@ CONSTANTS
     \* @type: Bool;
     FaultyReceiver,     \* fault injection: deliver without verifying the checksum
     \* @type: Bool;
+    KeepAliveTimer,     \* may the receiver send Keep Alives on its own timer (4.6.5.2.1)?
+    \* @type: Bool;
     AckClosedFinished,  \* reading 1 (README)
     \* @type: Bool;
     FinishedOnDupEof,   \* reading 2 (README)
@@ -140,7 +142,7 @@ ASSUME NakMode \in {"immediate", "deferred"}
 ASSUME \A n \in {MaxAck, MaxNak, MaxCheck, MaxLoss, MaxLate, MaxCorrupt, MaxOutages,
                  MaxCancels, MaxSuspends, MaxPrompts} : n \in Nat
 ASSUME FaultAbandons \subseteq Faults
-ASSUME \A b \in {PrematureTimeouts, FaultyReceiver, AckClosedFinished, FinishedOnDupEof, SenderCheckTimer,
+ASSUME \A b \in {PrematureTimeouts, FaultyReceiver, KeepAliveTimer, AckClosedFinished, FinishedOnDupEof, SenderCheckTimer,
                  FinishedBeforeEofAck} :
            b \in BOOLEAN
 
@@ -650,6 +652,19 @@ ReceiverRxPrompt(t) ==
                    ELSE {KaPdu(t, Cardinality(rcv[t].got))})
         /\ UNCHANGED <<mode, snd, held, spent, lostLog>>
 
+\* 4.6.5.2.1: in Class 2 the receiver "may periodically send a Keep Alive
+\* PDU ... reporting on the transaction's reception progress so far", and
+\* 4.6.5.2.3: "shall cease upon receipt of the transaction's EOF (No error)
+\* PDU" (727.0-B-5 as dariol83/ccsds quotes it, specs/cfdp/README.md).  Its
+\* period is configuration, not conformance: with KeepAliveTimer (trace
+\* validation) one may go at any time until the EOF is in; the bounds leave
+\* it out (the sender only discards it, SenderRxRedundantPdu).
+ReceiverTxKeepAlive(t) ==
+    /\ KeepAliveTimer
+    /\ RActive(t) /\ Acknowledged(t) /\ rcv[t].phase = "open" /\ rcv[t].eof = ""
+    /\ SendRtn("ReceiverTxKeepAlive", t, {KaPdu(t, Cardinality(rcv[t].got))})
+    /\ UNCHANGED <<mode, snd, rcv, fwd, held, spent, lostLog>>
+
 \* 4.6.4.3.1: the deferred NAK once the EOF is in and something is missing;
 \* it arms the NAK timer (4.6.4.7).
 ReceiverTxNak(t) ==
@@ -886,6 +901,7 @@ ReceiverStep(t) ==
     \/ ReceiverRxRedundantEof(t)
     \/ ReceiverRxRedundantPdu(t)
     \/ ReceiverRxPrompt(t)
+    \/ ReceiverTxKeepAlive(t)
     \/ ReceiverTxNak(t)
     \/ ReceiverTimeoutNak(t)
     \/ ReceiverFaultNakLimit(t)
