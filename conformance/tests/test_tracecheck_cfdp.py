@@ -27,6 +27,7 @@ from dissectors.cfdp.layer import (
     CFDPKeepAlive,
     CFDPMetadata,
     CFDPNak,
+    CFDPPrompt,
 )
 from generators.cfdp import trace as cfdp_trace
 
@@ -434,6 +435,22 @@ def test_a_keep_alive_on_the_receivers_own_timer_is_judged(tmp_path: Path) -> No
     tc = w.check(tmp_path / "after", scenario())
     assert tc.status == "rejected", tc.message
     assert "Keep Alive" in tc.message or "KeepAlive" in tc.message, tc.message
+
+    # The same once the first EOF was lost and its timer's copy got in: the
+    # File Data waiting there must not let a Keep Alive be made early and
+    # sent 400 ms later (TraceCore's OwnLineOnly; a review found it).
+    w = Wire()
+    w.pdu(0.000, "forward", md())
+    w.pdu(0.001, "forward", fd(0))
+    w.pdu(0.002, "forward", fd(SEG))
+    w.pdu(0.003, "forward", eof(), lost=True)
+    w.pdu(1.003, "forward", eof())  # arrives at 1.005 s
+    w.pdu(1.006, "return", ack("eof"))
+    w.pdu(1.400, "return", CFDPKeepAlive(progress=len(FILE), **HEAD))
+    closed(w, 1.5)
+    (tmp_path / "eof-lost").mkdir()
+    tc = w.check(tmp_path / "eof-lost", scenario())
+    assert tc.status == "rejected", tc.message
 
 
 @pytest.mark.parametrize("suspended", [False, True])
@@ -940,3 +957,36 @@ def test_a_nak_repeated_before_the_eof_is_unchecked(tmp_path: Path) -> None:
             assert tc.status == "unchecked", tc.message
             assert "asks again for segment(s) [0]" in tc.message, tc.message
             assert "the trace up to there is accepted" in tc.message, tc.message
+
+
+@pytest.mark.parametrize("prompt_first", [False, True])
+def test_a_prompted_nak_is_not_taken_for_a_repeat(tmp_path: Path, prompt_first: bool) -> None:
+    """File Data 0 and the EOF are lost; File Data 1 opens the gap and a
+    Prompt (NAK) follows. The receiver's immediate NAK and its answer to the
+    Prompt both ask for segment 0: both are the model's, whichever reached
+    the receiver first (a review found the Prompt credited to the immediate
+    NAK and its own answer taken for a repeat)."""
+
+    def nak0() -> Any:
+        return CFDPNak(start_of_scope=0, end_of_scope=SEG, segment_requests=[(0, SEG)], **HEAD)
+
+    w = Wire()
+    w.pdu(0.000, "forward", md())
+    w.pdu(0.001, "forward", fd(0), lost=True)
+    w.pdu(0.002, "forward", fd(SEG))  # arrives at 4 ms
+    w.pdu(0.0025, "forward", eof(), lost=True)
+    w.pdu(
+        0.0026 if prompt_first else 0.0035, "forward", CFDPPrompt(response_required="nak", **HEAD)
+    )
+    w.pdu(0.0050, "return", nak0())
+    w.pdu(0.0058, "return", nak0())
+    w.pdu(0.0075, "forward", fd(0))  # the first NAK arrived at 7 ms
+    w.pdu(0.0085, "forward", fd(0))  # the second at 7.8 ms
+    w.pdu(1.0025, "forward", eof())  # the EOF's timer; arrives at 1.0045 s
+    w.pdu(1.005, "return", ack("eof"))
+    closed(w, 1.006)
+    after = {"direction": "forward", "match": {"directive": "eof"}}
+    scn = scenario(nak_mode="immediate",
+                   requests=[{"entity": "sender", "request": "prompt_nak", "after": after}])  # fmt: skip
+    tc = w.check(tmp_path, scn)
+    assert tc.status == "accepted", tc.message

@@ -278,7 +278,7 @@ def _no_repeated_immediate_nak(units: Mapping[int, Record], events: Sequence[Wir
         elif e.kind == "send" and u["k"] == "NAK":
             segs = {int(g) for g in u["segs"]}
             again = bool(segs or u["md"]) and segs <= asked and (md_asked or not u["md"])
-            if prompts:
+            if again and prompts:  # a Prompt's answer may repeat what was asked
                 prompts -= 1
             elif again and not eof:
                 raise Unrepresentable(
@@ -534,6 +534,7 @@ def trace_model(
             "OwesAfter": "NakOwes",
             "OwesMet": "NakMet",
             "OnTheWay": ON_THE_WAY,
+            "OwnLineOnly": "KeepAliveOwnLineOnly",
             "AsksFor": "NakAsksFor",
         },
         # the actions that cancel or abandon the transaction (a user's
@@ -565,9 +566,8 @@ def timer_actions() -> list[str]:
 
 # Where the wire shows the sender sending what nothing waiting shows, new
 # data is emitted ahead of it only on the way there (TraceCFDP's
-# FileDataOnTheWay; TraceCore's AnyOnTheWay puts no bound), and a Keep Alive
-# only at its own line (PduOnTheWay).
-ON_THE_WAY = "PduOnTheWay"
+# FileDataOnTheWay; TraceCore's AnyOnTheWay puts no bound).
+ON_THE_WAY = "FileDataOnTheWay"
 
 # Arrivals processed only where the trace needs it (TraceCore's Needs): the
 # model's CFDP entities read no state of each other's.

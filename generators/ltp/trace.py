@@ -281,6 +281,7 @@ def trace_model(
             "OwesMet": "RsMet",
             "OnTheWay": "AnyOnTheWay",
             "AsksFor": "NoneAsked",
+            "OwnLineOnly": "NoneOwnLineOnly",
         },
         # TraceLTP's EndReport prints OutcomeLine, as MCLTPOutcomes' Report does
         end_outcomes=functools.partial(parse_outcomes, block=block),

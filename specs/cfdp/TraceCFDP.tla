@@ -134,15 +134,13 @@ FileDataOnTheWay(e, u) ==
             ELSE {i \in DOMAIN q : \/ q[i].seg.k = "FIN"
                                    \/ q[i].seg.k = "NAK" /\ \E o \in q[i].seg.segs : o >= n} # {}
 
-\* The OnTheWay of CFDP's trace validation.  A Keep Alive on the receiver's
-\* own timer (ReceiverTxKeepAlive) is on the way to nothing: no other PDU
-\* follows from it, so it is emitted only at the line that sends it.  Were
-\* it emitted on the way to another line, it could wait there unsent for
-\* as long as the trace liked: a Keep Alive sent long after the EOF (No
-\* error) arrived would pass as one made before, which 4.6.5.2.3 forbids
-\* ("shall cease upon receipt").  Everything else: FileDataOnTheWay.
-PduOnTheWay(e, u) ==
-    IF e.action = "ReceiverTxKeepAlive" THEN FALSE ELSE FileDataOnTheWay(e, u)
+\* A Keep Alive on the receiver's own timer (ReceiverTxKeepAlive) is on the
+\* way to nothing: no other PDU follows from it.  Emitted only at the line
+\* that sends it (TraceCore's OwnLineOnly), it is judged by the state there:
+\* one sent past the EOF's arrival is rejected (4.6.5.2.3: Keep Alives
+\* "shall cease upon receipt" of the EOF (No error)), where one made
+\* earlier could otherwise wait unsent for as long as the trace liked.
+KeepAliveOwnLineOnly(e) == e.action = "ReceiverTxKeepAlive"
 
 \* A NAK asks for each segment it names, and for the Metadata with a (0, 0)
 \* request (4.6.4.2.1; NakOwes).

@@ -838,9 +838,10 @@ ReceiverRefuseSession(s) ==
 \* 6 (the preamble of Internal Procedures): every data segment naming a
 \* client service the receiver lacks is handled by this procedure instead
 \* of any other; for a red segment "a CR with reason-code UNREACH MUST be
-\* enqueued", for a green one it SHOULD be (so a green one may also be
-\* discarded, ReceiverDiscardGreenData).  A later segment of a refused
-\* session therefore draws a CR of its own, whether the session is still
+\* enqueued", for a green one it SHOULD be (so a later green one may also
+\* be discarded, ReceiverDiscardGreenData; the session's first segment,
+\* green or red, is refused: ReceiverRefuseSession).  A later segment of a
+\* refused session therefore draws a CR of its own, whether it is still
 \* cancelling (the copy leaves the cancel timer and its count as they are:
 \* 6.16 counts the timer's retransmissions) or closed already (its
 \* cancellation sequence starts again: 6.15 starts a timer whenever a Cx

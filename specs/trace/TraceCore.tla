@@ -38,7 +38,9 @@
 (*     only where the trace needs it (Wanted): the current line is a send  *)
 (*     of its actor that nothing waiting shows, and the step emits that    *)
 (*     unit or is on the way to it (the protocol's OnTheWay); or an        *)
-(*     arrival waits at its actor; or the trace is over.  Such a step can  *)
+(*     arrival waits at its actor; or the trace is over (a step on the way *)
+(*     to nothing, the protocol's OwnLineOnly, only at the line that sends *)
+(*     what it emits, or once the trace is over).  Such a step can         *)
 (*     always be put off until then: other actors' steps do not read its   *)
 (*     actor's state, and its emission has no deadline; so no behaviour    *)
 (*     that takes the trace is lost, and the orders of early emissions are *)
@@ -137,6 +139,13 @@ CONSTANT OnTheWay(_, _)
 \* (Met), and the eager pass, which processes each arrival as it comes,
 \* orders them so.  NoneAsked: no unit asks for another.
 CONSTANT AsksFor(_, _)
+\* OwnLineOnly(e): the OnDemand step e is on the way to nothing (no later
+\* step needs it, and nothing it emits has a deadline): Wanted takes it
+\* only at a "send" line of what it emits.  Taken anywhere earlier, what it
+\* emits could wait unsent in pend for as long as the trace liked, and pass
+\* for a unit made while the model still allowed it (CFDP: a Keep Alive the
+\* receiver may send only until the EOF is in).  NoneOwnLineOnly: no step.
+CONSTANT OwnLineOnly(_)
 
 VARIABLES
     l,          \* the next trace line
@@ -296,12 +305,15 @@ Needs(a) ==
 AnyOnTheWay(e, u) == TRUE
 \* No unit asks for another (see AsksFor).
 NoneAsked(r, u) == FALSE
+\* Every OnDemand step may be on the way to something (see OwnLineOnly).
+NoneOwnLineOnly(e) == FALSE
 
 \* A step e that emits without consuming may be taken now: it is not an
 \* OnDemand action, or the trace needs it (see the header).
 \* (IF, not \/: inside an action TLC explores each disjunct.)
 Wanted(e) ==
     IF e.action \notin OnDemand \/ l > TraceLen THEN TRUE
+    ELSE IF OwnLineOnly(e) THEN Owes(e.actor) /\ \E i \in DOMAIN e.tx : e.tx[i] = cur.seg
     ELSE IF Owes(e.actor)
          THEN IF \E i \in DOMAIN e.tx : e.tx[i] = cur.seg THEN TRUE ELSE OnTheWay(e, cur.seg)
     ELSE IF inq[e.actor] = <<>> THEN FALSE
