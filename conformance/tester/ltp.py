@@ -778,21 +778,18 @@ class LtpReceiver(_Side):
 
     def rx_data(self, seg: LTP) -> None:
         name = "Red" if seg.is_red else "Green"
-        if self.refusing:  # 8.2: the data names a client service we do not have
-            self.refusing = False
-            self.state = "cr_sent"
-            self.cx_tx = 1
-            self.cx_reason = UNREACH
-            self.tx("ReceiverRefuseSession", self.seg("CR", reason=UNREACH), rx=seg)
-            self.ctx.arm("cancel", self.rtx_s, self.expire_cancel_timer)
-            return
-        if self.unknown:  # 6's preamble: each later segment of it draws a CR (red: MUST)
-            again = self.state == "closed"
-            self.state = "cr_sent"
-            if again:  # closed already: the cancellation sequence starts again (6.15)
+        if self.unknown:  # the data names a client service we do not have
+            # the first segment refuses the session (8.2), each later one draws
+            # a CR of its own (6's preamble: for red data a MUST); a closed
+            # session's cancellation sequence starts again (6.15)
+            first, self.refusing = self.refusing, False
+            if first or self.state == "closed":
                 self.cx_tx = 1
+                self.cx_reason = UNREACH
                 self.ctx.arm("cancel", self.rtx_s, self.expire_cancel_timer)
-            self.tx("ReceiverRefuseData", self.seg("CR", reason=UNREACH), rx=seg)
+            self.state = "cr_sent"
+            action = "ReceiverRefuseSession" if first else "ReceiverRefuseData"
+            self.tx(action, self.seg("CR", reason=UNREACH), rx=seg)
             return
         if self.state != "open":  # the model's choice: discarded once not open
             action = (
