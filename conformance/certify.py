@@ -50,6 +50,8 @@ class CertifyOutcome:
     # Robot error: the keyword never ran, or died before judging)
     robot_rc: int = 0
     unrun: dict[str, str] = field(default_factory=dict)
+    # cases a role of the implementation refused at run time (exit 127): why
+    unsupported: dict[str, str] = field(default_factory=dict)
 
 
 # Who plays which side of a case: the SUT both, or the tester one of them.
@@ -256,7 +258,13 @@ def no_verdicts(
     Robot's own message (from its output.xml, else its console): a case
     whose keyword never ran (a row Robot could not read), or died before
     judging. Empty when every case left a verdict."""
-    missing = [n for n in names if not (runs_dir / n / "verdict.json").is_file()]
+    # (a case whose implementation exited 127 left unsupported.txt instead)
+    missing = [
+        n
+        for n in names
+        if not (runs_dir / n / "verdict.json").is_file()
+        and not (runs_dir / n / "unsupported.txt").is_file()
+    ]
     if not missing:
         return {}
     messages: dict[str, str] = {}
@@ -447,8 +455,18 @@ def certify(
             f"{out}: nothing to resume: each of its {len(every)} cases has a verdict "
             f"(report: {report})"
         )
+    refused = {
+        c.name: f.read_text(encoding="utf-8").strip()
+        for c in every
+        if (f := runs_dir / c.name / "unsupported.txt").is_file()
+    }
     return CertifyOutcome(
-        runs=runs, robot_log=robot.log, report=report, robot_rc=robot.rc, unrun=unrun
+        runs=runs,
+        robot_log=robot.log,
+        report=report,
+        robot_rc=robot.rc,
+        unrun=unrun,
+        unsupported=refused,
     )
 
 
@@ -513,7 +531,7 @@ def _run_cases(
     robot = run_robot(
         suite,
         out,
-        [f"RUNS_DIR:{runs_dir}", f"SUT:{sut.name}", f"SUT_OPTIONS:{options}"],
+        [f"RUNS_DIR:{runs_dir}", f"SUT:{sut.ref}", f"SUT_OPTIONS:{options}"],
         len(todo),
         on_test,
         lanes,

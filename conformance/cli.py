@@ -783,6 +783,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
                 raise KeyboardInterrupt from None
             raise
     print_verdicts(outcome.runs)
+    for name, why in outcome.unsupported.items():
+        console.print(f"  {name}: not supported (exit 127): {why}", markup=False)
     if outcome.robot_log.is_file():
         console.print(f"Robot Framework log: {outcome.robot_log}")
     console.print(f"HTML report: {outcome.report}")
@@ -860,7 +862,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         try:
             log, minimal, text = search.search(
                 spec,
-                sut.name,
+                sut.ref,
                 out,
                 examples=args.examples,
                 deterministic=args.deterministic,

@@ -15,6 +15,7 @@ supported", never "fail".
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +43,9 @@ class Cell:
     sender: str
     receiver: str
     unsupported: str = ""
+    # what suts.registry.get takes for each (an endpoint file's path)
+    sender_ref: str = ""
+    receiver_ref: str = ""
 
     @property
     def name(self) -> str:
@@ -63,7 +67,7 @@ def cells(
                     for a, role in ((tx, "sender"), (rx, "receiver"))
                     if (w := a.supports(params, role))
                 ]
-                out.append(Cell(cfg, path, tx.name, rx.name, "; ".join(why)))
+                out.append(Cell(cfg, path, tx.name, rx.name, "; ".join(why), tx.ref, rx.ref))
     return out
 
 
@@ -85,7 +89,12 @@ def write_suite(
     for c in every:
         lines.append(
             suitefile.row(
-                c.name, str(c.scenario.resolve()), c.sender, c.receiver, c.name, c.unsupported
+                c.name,
+                str(c.scenario.resolve()),
+                c.sender_ref or c.sender,
+                c.receiver_ref or c.receiver,
+                c.name,
+                c.unsupported,
             )
         )
         tags = [f"sender:{c.sender}", f"receiver:{c.receiver}", f"config:{c.config.name}"]
@@ -168,6 +177,13 @@ def interop(
     unrun = {}
     if robot.rc != 253:  # stopped by the user: the caller reports the interrupt
         unrun = no_verdicts(runnable, out / "runs", robot, out / CONSOLE)
+    # a cell a role refused at run time (exit 127) is "not supported" too
+    every = [
+        dataclasses.replace(c, unsupported=f.read_text(encoding="utf-8").strip())
+        if (f := out / "runs" / c.name / "unsupported.txt").is_file()
+        else c
+        for c in every
+    ]
     runs = {
         c.name: load_outcome(out / "runs" / c.name)
         for c in every

@@ -31,7 +31,7 @@ from typing import IO, Any, cast
 from conformance import judge, netns, protocols, provenance, timers, tracecheck
 from conformance.channel import control as emulator
 from conformance.core import classifiers
-from conformance.core.errors import DtncError, InputError
+from conformance.core.errors import DtncError, InputError, NotSupported
 from conformance.core.types import (
     EndpointResult,
     Reason,
@@ -45,7 +45,7 @@ from conformance.core.types import (
     dump_model,
 )
 from conformance.segments import Finding, datagrams, dissector_findings, records_from_captures
-from suts.base import Endpoint, SutAdapter
+from suts.base import NOT_SUPPORTED, Endpoint, SutAdapter
 
 PORTS = {p: port for p in classifiers.protocols() if (port := classifiers.default_port(p))}
 Step = Callable[[str], None]
@@ -182,6 +182,17 @@ def run_scenario(
     segments = _decode(run, ended, ends)
     result = _result(run, ended, ends, segments)
     dump_model(result, run_dir / "result.json")
+    refused = [
+        f"{(run.rx_sut if role == 'receiver' else run.sut).name}'s {role}: "
+        + (ends[role].detail.splitlines() or ["(no detail)"])[-1]
+        for role, proc in ended.procs.items()
+        if role != run.tester and proc.returncode == NOT_SUPPORTED
+    ]
+    if refused:
+        # exit 127: the implementation does not take this scenario, a cell
+        # "not supported" (docs/implementers.md), never judged
+        (run_dir / "unsupported.txt").write_text("; ".join(refused) + "\n")
+        raise NotSupported(f"{scn.name}: not supported (exit 127): {'; '.join(refused)}")
     run.say("validating the trace")
     # our dissector's expert checks (tshark) beside TLC, on the other core
     with ThreadPoolExecutor(1) as pool:
@@ -229,9 +240,11 @@ def _prepare(
     run_dir.mkdir(parents=True, exist_ok=True)
     dump_model(scn, run_dir / "scenario.json")
     netns.require_root()
-    sut.ensure_built()
-    if rx_sut is not sut:
-        rx_sut.ensure_built()
+    for adapter in dict.fromkeys((sut, rx_sut)):
+        adapter.ensure_built()
+        # (duck-typed: an adapter older than SutAdapter.check_contract has none)
+        if (check := getattr(adapter, "check_contract", None)) is not None:
+            check(scn)
     port = PORTS.get(scn.protocol)
     if port is None:
         raise InputError(f"{scn.name}: protocol {scn.protocol} has no default UDP port")
@@ -405,6 +418,8 @@ def _await_roles(
         for role, proc in procs.items():
             if role not in exited and proc.poll() is not None:
                 exited[role] = time.time()
+                if role != run.tester and proc.returncode == NOT_SUPPORTED:
+                    deadline = 0.0  # it refused the scenario: the run is over
         time.sleep(0.005)
     for role, proc in procs.items():
         if role not in exited:

@@ -34,6 +34,10 @@ class Endpoint:
 # A, the receiver in B. Adapters and the tester use the same ones.
 ENGINES: dict[str, tuple[int, int]] = {"sender": (1, 2), "receiver": (2, 1)}
 
+# A role's exit code for "this scenario is not supported" (docs/implementers.md,
+# as the QUIC interop runner's endpoints): the cell is "not supported", no fail.
+NOT_SUPPORTED = 127
+
 
 @dataclass(frozen=True)
 class SutOption:
@@ -60,6 +64,12 @@ class SutAdapter(ABC):
 
     def __init__(self) -> None:
         self.options: dict[str, str] = {}
+
+    @property
+    def ref(self) -> str:
+        """What ``suts.registry.get`` takes to make this adapter again (a
+        Robot suite's, a child process's ``--sut``): its name."""
+        return self.name
 
     def set_options(self, pairs: list[str]) -> None:
         """``NAME=VALUE`` pairs into :attr:`options` (InputError for a name
@@ -89,6 +99,12 @@ class SutAdapter(ABC):
         parameters ('' if it can): an interoperability cell it cannot take
         is "not supported", not a fail."""
         return ""
+
+    def check_contract(self, scn: Scenario) -> None:
+        """Before the run, once its build is there: raise InputError if the
+        implementation does not keep the process contract (an endpoint
+        file's roles must refuse an unknown feature; default: nothing)."""
+        return None
 
     def cleanup(self) -> None:
         """After a run, once its results are read: remove what the adapter

@@ -226,6 +226,8 @@ def execute(
             with _LIVE_LOCK:
                 _LIVE.discard(proc)
     vfile = run_dir / "verdict.json"
+    if (no := run_dir / "unsupported.txt").is_file():  # a role exited 127
+        return Done("unsupported", detail=no.read_text(encoding="utf-8").strip(), where=where)
     if not vfile.is_file():
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
         return Done(

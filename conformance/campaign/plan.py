@@ -80,13 +80,14 @@ class ProtocolEntry(Strict):
     def _pairs_known(cls, v: Any) -> Any:
         if v == "all":
             return v
-        from suts.registry import REGISTRY
+        from suts.registry import REGISTRY, is_path
 
         for pair in v:
             for name in pair:
-                if name != TESTER and name not in REGISTRY:
+                if name != TESTER and name not in REGISTRY and not is_path(name):
                     raise ValueError(
-                        f"unknown implementation {name!r} (known: {', '.join(REGISTRY)}, {TESTER})"
+                        f"unknown implementation {name!r} (known: {', '.join(REGISTRY)}, {TESTER};"
+                        " or the path of an endpoint file)"
                     )
             if pair[0] == pair[1] == TESTER:
                 raise ValueError("a pair needs one implementation at least: tester -> tester")

@@ -60,6 +60,12 @@ class ProtocolParams(Strict):
         """Raise ValueError (starting "field: ") when the scenario cannot
         run with these parameters."""
 
+    def features(self) -> list[str]:
+        """What a transfer with these parameters asks of an implementation,
+        in the protocol's words (docs/implementers.md, "Features"): an
+        endpoint given one it lacks exits 127, "not supported"."""
+        return []
+
     def largest_unit(self) -> tuple[int, int, str] | None:
         """The largest datagram a transfer with these parameters sends, as
         (its ``segment_size`` data octets, at most, the protocol's other
@@ -328,6 +334,11 @@ class ProtocolSpec:
     # the scenario parameters of a campaign's transfer of ``size`` bytes
     # (conformance.campaign): the protocol's defaults, then the plan's
     sized: Callable[[int], dict[str, object]] = lambda size: {}
+    # The endpoint contract's knobs of one role (docs/implementers.md): name
+    # -> value, every setting the model has, from the scenario and its timers;
+    # a list is repeated (CFDP's users' requests). An endpoint file passes
+    # them as DTNC_<NAME> and {name} in its arguments.
+    endpoint_knobs: Callable[[Scenario, str], dict[str, int | str | list[str]]] = lambda scn, role: {}
 
     def reading(self, rid: str) -> Reading:
         for r in self.readings:

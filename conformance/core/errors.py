@@ -27,6 +27,11 @@ class NotRun(DtncError):
     exit_code = 2
 
 
+class NotSupported(NotRun):
+    """An implementation's role exited 127: it does not take the scenario
+    (docs/implementers.md). A cell of a campaign is then "not supported"."""
+
+
 class ToolMissing(DtncError):
     """An external tool is not installed; the message carries the install hint."""
 

@@ -13,6 +13,7 @@ section numbers are those the implementations' sources cite for
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -135,6 +136,16 @@ class CfdpTransfer(ProtocolParams):
 
     def retx_limit(self) -> int:
         return self.ack_limit
+
+    def features(self) -> list[str]:
+        """The mode (§7.2: class1, class1-closure, class2), the checksum
+        (checksum-modular, -crc32, -crc32c, -null), pdu-crc, a Class 2
+        receiver's deferred-nak, and each user's request (request-cancel,
+        -suspend, -prompt_nak, -prompt_keep_alive)."""
+        out = [self.mode, f"checksum-{self.checksum_type}"]
+        out += ["pdu-crc"] if self.pdu_crc else []
+        out += ["deferred-nak"] if self.mode == "class2" and self.nak_mode == "deferred" else []
+        return out + sorted({f"request-{r.request}" for r in self.requests})
 
     def check(self, scn: Scenario) -> None:
         for i, r in enumerate(self.requests):
@@ -339,6 +350,48 @@ def sized(size: int) -> dict[str, object]:
     return {"file_len": size, "segment_size": 1024, "mode": "class2"}
 
 
+def endpoint_knobs(scn: Scenario, role: str) -> dict[str, int | str | list[str]]:
+    """Every setting of one CFDP entity (docs/implementers.md, "Knobs"),
+    named as the shared CFDP harness command line names its flags
+    (suts/cfdp/cfdppy/README.md); ``request``: the role's users' requests,
+    each one JSON object."""
+    from conformance import timers
+    from suts.base import ENGINES
+
+    t = scn.params
+    assert isinstance(t, CfdpTransfer)
+    tm = timers.derive(scn)
+    entity, peer = ENGINES[role]
+    rtx = math.ceil(tm.retransmission_ms)
+    out: dict[str, int | str | list[str]] = {
+        "entity-id": entity,
+        "peer-entity-id": peer,
+        "entity-id-len": t.entity_id_len,
+        "seq-len": t.sequence_number_len,
+        "mode": t.mode,
+        "checksum": t.checksum_type,
+        "pdu-crc": int(t.pdu_crc),
+        "segment-size": t.segment_size,
+        "nak-mode": t.nak_mode,
+        "ack-limit": t.ack_limit,
+        "nak-limit": t.nak_limit,
+        "check-limit": t.check_limit,
+        # one period for every timer, sized from the channel (conformance.timers)
+        "ack-timer-ms": rtx,
+        "nak-timer-ms": rtx,
+        "check-timer-ms": rtx,
+        # inactivity: past every retransmission the limits allow, so that it
+        # does not overtake them (the model lets it fire only on a silent peer)
+        "inactivity-ms": (max(t.ack_limit, t.nak_limit, t.check_limit) + 2) * 2 * rtx,
+        "linger-ms": math.ceil(tm.linger_ms),
+        "time-limit-ms": math.ceil(tm.time_limit_s * 1000),
+    }
+    if role == "sender":
+        out["file-len"] = t.file_len
+    out["request"] = [r.model_dump_json() for r in t.requests if r.entity == role]
+    return out
+
+
 def provides() -> Capabilities:
     """What CFDP provides. Imported when first asked for: each of these
     modules builds on the types above."""
@@ -509,6 +562,7 @@ SPEC = ProtocolSpec(
     run_port=5111,
     data_span=data_span,
     sized=sized,
+    endpoint_knobs=endpoint_knobs,
 )
 
 register(SPEC)

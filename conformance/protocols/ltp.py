@@ -122,6 +122,15 @@ class LtpBlock(ProtocolParams):
     def retx_limit(self) -> int:
         return self.retransmission_limit
 
+    def features(self) -> list[str]:
+        """red and green: the block's parts (RFC 5326 §3.1); foreign-service:
+        the receiver has not the sender's client service (§6.21, UNREACH)."""
+        out = ["red"] if self.red_len else []
+        out += ["green"] if self.green_len else []
+        return out + (
+            ["foreign-service"] if self.service_at_receiver != self.client_service_id else []
+        )
+
     def tester_role(self) -> str | None:
         """The role only the model-driven tester can play here (None: any
         side may be the implementation's): a miscolored sender is one."""
@@ -272,6 +281,41 @@ def provides() -> Capabilities:
     )
 
 
+def endpoint_knobs(scn: Scenario, role: str) -> dict[str, int | str | list[str]]:
+    """Every setting of one LTP role (docs/implementers.md, "Knobs"): the
+    block, the engines, the client service, and the timers
+    conformance.timers derives from the channel unless the scenario gives
+    them."""
+    from conformance import timers
+    from suts.base import ENGINES
+
+    b = scn.params
+    assert isinstance(b, LtpBlock)
+    t = timers.derive(scn)
+    engine, peer_engine = ENGINES[role]
+    return {
+        "engine": engine,
+        "peer-engine": peer_engine,
+        "block-len": b.block_len,
+        "red-len": b.red_len,
+        "segment-size": b.segment_size,
+        # the sender names the service in its data segments; the receiver
+        # registers its own (another makes the sender's unreachable, §6.21)
+        "client-service-id": b.client_service_id if role == "sender" else b.service_at_receiver,
+        # one period for checkpoints, reports and cancels (§6.2, §6.3, §6.15)
+        "retransmission-ms": math.ceil(t.retransmission_ms),
+        # for each of them (§6.7, §6.8, §6.16): the model's one limit
+        "retransmission-limit": b.retransmission_limit,
+        "max-claims-per-rs": b.max_claims_per_rs,
+        # keep serving after the session ended: late segments meet an engine
+        "linger-ms": math.ceil(t.linger_ms),
+        # a receiver with nothing outstanding and a session still open (its
+        # green EOB lost) stops waiting after this and reports open
+        "close-wait-ms": math.ceil(t.close_wait_ms),
+        "time-limit-ms": math.ceil(t.time_limit_s * 1000),
+    }
+
+
 SPEC = ProtocolSpec(
     provides=provides,
     name="ltp",
@@ -310,6 +354,7 @@ SPEC = ProtocolSpec(
     unit="segment",
     data_span=data_span,
     sized=sized,
+    endpoint_knobs=endpoint_knobs,
     rules={
         "red_bytes_delivered": {
             "": Rule(

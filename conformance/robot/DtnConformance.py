@@ -10,8 +10,10 @@ from pathlib import Path
 
 from robot.api import logger
 from robot.api.deco import keyword, library
+from robot.api.exceptions import SkipExecution
 from robot.libraries.BuiltIn import BuiltIn
 
+from conformance.core.errors import NotSupported
 from conformance.core.types import RunOutcome, load_scenario
 from conformance.runner import error_outcome, run_scenario
 from suts.registry import get
@@ -53,6 +55,8 @@ class DtnConformance:
         run_dir = self.runs_dir / (run or scn.name)
         try:
             self.last = run_scenario(scn, adapter, run_dir, tester=role, receiver_sut=peer)
+        except NotSupported as exc:  # a role exited 127: no verdict, no fail
+            raise SkipExecution(f"not supported: {exc}") from None
         except Exception as exc:  # set-up failure: still leave a verdict behind
             self.last = error_outcome(scn, adapter, run_dir, exc, tester=role, receiver_sut=peer)
         v = self.last.verdict

@@ -52,7 +52,10 @@ def test_cells_an_implementation_cannot_take_say_why(tmp_path: Path) -> None:
     by = {(c.sender, c.receiver): c for c in interop.cells([(cfg, scn)], [get("cfdp-py"),
                                                                          get("cfdp-rs")])}  # fmt: skip
     assert by[("cfdp-py", "cfdp-py")].unsupported == ""
-    assert "cfdp-rs: File Data segments of at most 4080" in by[("cfdp-py", "cfdp-rs")].unsupported
+    assert (
+        "cfdp-rs: segment_size 4096: File Data segments of at most 4080"
+        in by[("cfdp-py", "cfdp-rs")].unsupported
+    )
     assert "cfdp-rs" in by[("cfdp-rs", "cfdp-py")].unsupported
 
 

@@ -12,7 +12,8 @@ import pytest
 from conformance import timers
 from conformance.channel import profiles
 from conformance.core.types import Impairment, Scenario
-from suts.ltp.licklider import Licklider
+from suts.endpoint import EndpointFile
+from suts.registry import get
 
 BLOCK = {"block_len": 2000, "red_len": 1000, "segment_size": 500}
 
@@ -176,24 +177,37 @@ def test_extra_rule_delay_lengthens_time_limit_not_timer() -> None:
     assert held.time_limit_s >= plain.time_limit_s + 4
 
 
-def test_licklider_adapter_passes_the_derived_knobs() -> None:
+def test_licklider_endpoint_file_passes_the_derived_knobs() -> None:
+    from suts.base import Endpoint
+
     scn = _scn(
         {"profile": "grc-1mbps-250ms-pe0"}, ltp={"client_service_id": 3, "retransmission_limit": 4}
     )
     t = timers.derive(scn)
-    snd, rcv = Licklider().flags(scn, "sender"), Licklider().flags(scn, "receiver")
+    ep = Endpoint(ip="10.0.0.1", peer_ip="10.0.0.2", port=1113)
+    sut = get("licklider")
+    assert isinstance(sut, EndpointFile)
+
+    def flags(s: Scenario, role: str) -> dict[str, str]:
+        argv = sut.sender_argv(s, ep) if role == "sender" else sut.receiver_argv(s, ep)
+        sut.cleanup()
+        return {a: b for a, b in zip(argv, argv[1:], strict=False) if a.startswith("--")}
+
+    snd, rcv = flags(scn, "sender"), flags(scn, "receiver")
     for f in (snd, rcv):
-        assert f["rtx-timeout-ms"] == math.ceil(t.retransmission_ms)
-        assert f["linger-ms"] == math.ceil(t.linger_ms)
-        assert f["time-limit-ms"] == math.ceil(t.time_limit_s * 1000)
-        assert f["max-retransmissions"] == f["cancel-rtx-limit"] == 4
-        assert f["client-service-id"] == 3
-    assert rcv["close-wait-ms"] == math.ceil(t.close_wait_ms) and "close-wait-ms" not in snd
+        assert f["--rtx-timeout-ms"] == str(math.ceil(t.retransmission_ms))
+        assert f["--linger-ms"] == str(math.ceil(t.linger_ms))
+        assert f["--time-limit-ms"] == str(math.ceil(t.time_limit_s * 1000))
+        assert f["--max-retransmissions"] == f["--cancel-rtx-limit"] == "4"
+        assert f["--client-service-id"] == "3"
+    assert (
+        rcv["--close-wait-ms"] == str(math.ceil(t.close_wait_ms)) and "--close-wait-ms" not in snd
+    )
     other = _scn({}, ltp={"client_service_id": 3, "receiver_client_service_id": 8})
-    assert Licklider().flags(other, "receiver")["client-service-id"] == 8
-    assert Licklider().flags(other, "sender")["client-service-id"] == 3
-    knobs = Licklider().knobs(scn)
-    assert knobs["rtx-timeout-ms"] == 1520 and knobs["rtx-timeout-ms.source"] == "derived"
+    assert flags(other, "receiver")["--client-service-id"] == "8"
+    assert flags(other, "sender")["--client-service-id"] == "3"
+    knobs = sut.knobs(scn)
+    assert knobs["retransmission-ms"] == 1520
     assert knobs["sender.engine"] == 1 and knobs["receiver.engine"] == 2
     assert knobs["udp-port"] == 1113
 

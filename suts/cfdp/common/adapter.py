@@ -4,61 +4,25 @@ scenario, and the adapter around it."""
 
 from __future__ import annotations
 
-import math
 import shutil
 import tempfile
 
-from conformance import timers
+from conformance.core import registry as protocols
 from conformance.core.classifiers import default_port
 from conformance.core.types import Scenario
-from conformance.protocols.cfdp import CfdpTransfer
-from suts.base import ENGINES, Endpoint, SutAdapter, merge_knobs
-
-
-def _ms(value: float) -> int:
-    return math.ceil(value)
+from suts.base import Endpoint, SutAdapter, merge_knobs
 
 
 def cfdp_flags(scn: Scenario, role: str) -> dict[str, int | str]:
-    """Every behaviour knob of one CFDP entity, by harness flag: the command
-    line every CFDP harness of dtnconform shares (suts/cfdp/cfdppy/README.md)."""
-    t = scn.params
-    assert isinstance(t, CfdpTransfer)
-    tm = timers.derive(scn)
-    entity, peer = ENGINES[role]
-    rtx = _ms(tm.retransmission_ms)
-    out: dict[str, int | str] = {
-        "entity-id": entity,
-        "peer-entity-id": peer,
-        "entity-id-len": t.entity_id_len,
-        "seq-len": t.sequence_number_len,
-        "mode": t.mode,
-        "checksum": t.checksum_type,
-        "pdu-crc": int(t.pdu_crc),
-        "segment-size": t.segment_size,
-        "nak-mode": t.nak_mode,
-        "ack-limit": t.ack_limit,
-        "nak-limit": t.nak_limit,
-        "check-limit": t.check_limit,
-        # one period for every timer, sized from the channel (conformance.timers)
-        "ack-timer-ms": rtx,
-        "nak-timer-ms": rtx,
-        "check-timer-ms": rtx,
-        # inactivity: past every retransmission the limits allow, so that it
-        # does not overtake them (the model lets it fire only on a silent peer)
-        "inactivity-ms": (max(t.ack_limit, t.nak_limit, t.check_limit) + 2) * 2 * rtx,
-        "linger-ms": _ms(tm.linger_ms),
-        "time-limit-ms": _ms(tm.time_limit_s * 1000),
-    }
-    if role == "sender":
-        out["file-len"] = t.file_len
-    return out
+    """Every behaviour knob of one CFDP entity, by harness flag: the
+    protocol's endpoint knobs (conformance/protocols/cfdp.py), the users'
+    requests aside (``--request``, one per request)."""
+    knobs = protocols.get("cfdp").endpoint_knobs(scn, role)
+    return {k: v for k, v in knobs.items() if not isinstance(v, list)}
 
 
 def cfdp_argv(prefix: list[str], scn: Scenario, ep: Endpoint, role: str, workdir: str) -> list[str]:
     """The shared CFDP harness command line of one role."""
-    t = scn.params
-    assert isinstance(t, CfdpTransfer)
     argv = [
         *prefix,
         "send" if role == "sender" else "recv",
@@ -69,11 +33,9 @@ def cfdp_argv(prefix: list[str], scn: Scenario, ep: Endpoint, role: str, workdir
         "--workdir",
         workdir,
     ]
-    for flag, value in cfdp_flags(scn, role).items():
-        argv += [f"--{flag}", str(value)]
-    for r in t.requests:
-        if r.entity == role:
-            argv += ["--request", r.model_dump_json()]
+    for flag, value in protocols.get("cfdp").endpoint_knobs(scn, role).items():
+        for one in value if isinstance(value, list) else [value]:
+            argv += [f"--{flag}", str(one)]
     return argv
 
 

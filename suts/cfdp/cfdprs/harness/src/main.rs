@@ -1205,7 +1205,36 @@ fn run(a: &Args, t0: Instant) -> Result<Value, UsageError> {
     Ok(settle(&mut ent, timed_out, &why_stopped))
 }
 
+/// The features of docs/implementers.md this harness takes: every one a
+/// CFDP scenario can ask for (the requests cfdp-rs cannot make are reported
+/// unmade, as each request's own result says).
+const FEATURES: [&str; 13] = [
+    "class1",
+    "class1-closure",
+    "class2",
+    "checksum-modular",
+    "checksum-crc32",
+    "checksum-crc32c",
+    "checksum-null",
+    "pdu-crc",
+    "deferred-nak",
+    "request-cancel",
+    "request-suspend",
+    "request-prompt_nak",
+    "request-prompt_keep_alive",
+];
+
 fn main() {
+    // DTNC_FEATURES (the endpoint contract): exit 127, "not supported", for
+    // a feature we do not know, before anything else
+    let wanted = std::env::var("DTNC_FEATURES").unwrap_or_default();
+    if let Some(f) = wanted
+        .split(',')
+        .find(|f| !f.is_empty() && !FEATURES.contains(f))
+    {
+        eprintln!("dtnc-cfdprs: feature {f:?} not supported (DTNC_FEATURES={wanted})");
+        std::process::exit(127);
+    }
     let t0 = Instant::now();
     let args = Args::parse();
     cfdprs::install_panic_hook();

@@ -37,6 +37,13 @@ const EXIT_BAD_ARGS: u8 = 2;
 const EXIT_OPEN: u8 = 3;
 const EXIT_ERROR: u8 = 4;
 const EXIT_CLOSED: u8 = 5;
+/// The endpoint contract's "not supported" (docs/implementers.md).
+const EXIT_NOT_SUPPORTED: u8 = 127;
+
+/// The features of docs/implementers.md licklider takes: every one an LTP
+/// scenario can ask for (red and green parts, a client service the receiver
+/// has not).
+const FEATURES: [&str; 3] = ["red", "green", "foreign-service"];
 
 /// dtnconform harness for licklider 0.1.1 (LTP, RFC 5326) over UDP.
 ///
@@ -313,6 +320,16 @@ fn emit(value: &Value) {
 }
 
 fn main() -> ExitCode {
+    // DTNC_FEATURES (the endpoint contract): refuse a scenario asking for a
+    // feature we do not know, before anything else
+    let wanted = std::env::var("DTNC_FEATURES").unwrap_or_default();
+    if let Some(f) = wanted
+        .split(',')
+        .find(|f| !f.is_empty() && !FEATURES.contains(f))
+    {
+        eprintln!("dtnc-licklider: feature {f:?} not supported (DTNC_FEATURES={wanted})");
+        return ExitCode::from(EXIT_NOT_SUPPORTED);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -1,0 +1,132 @@
+"""The endpoint contract (suts/endpoint.py, docs/implementers.md): endpoint
+files read and checked, knobs reaching a role's command, exit 127 as "not
+supported" before and during a run, and the compliance check, with real
+processes: licklider's and cfdp-rs's own files, and small shell endpoints."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conformance import timers
+from conformance.core.errors import InputError, NotSupported
+from conformance.core.types import Scenario, load_scenario
+from conformance.runner import run_scenario
+from suts.base import REPO, Endpoint
+from suts.endpoint import EndpointFile
+from suts.registry import get
+
+NOMINAL = REPO / "reports" / "findings" / "ltp" / "scenarios" / "ltp-two-reports-lost.json"
+CFDP = min((REPO / "reports" / "findings" / "cfdp" / "scenarios").glob("*.json"))
+EP = Endpoint(ip="127.0.0.1", peer_ip="127.0.0.1", port=1113)
+
+
+def _file(tmp_path: Path, sender: str, receiver: str = "exit 127", extra: str = "") -> Path:
+    """An LTP endpoint file whose roles are the shell commands given."""
+    path = tmp_path / "endpoint.toml"
+    path.write_text(
+        'name = "shell"\nprotocol = "ltp"\nversion = "0"\n[run]\n'
+        f"sender = {json.dumps(['sh', '-c', sender])}\n"
+        f"receiver = {json.dumps(['sh', '-c', receiver])}\n" + extra,
+        encoding="utf-8",
+    )
+    return path
+
+
+def _nominal() -> Scenario:
+    return load_scenario(NOMINAL).model_copy(update={"impairments": []})
+
+
+def test_the_registered_files_load_and_name_their_implementations() -> None:
+    for name, proto in (("licklider", "ltp"), ("cfdp-rs", "cfdp")):
+        sut = get(name)
+        assert isinstance(sut, EndpointFile) and sut.protocol == proto
+        # a path to the same file is the same implementation
+        assert get(sut.ref).name == name and sut.ref.endswith("endpoint.toml")
+
+
+def test_a_bad_file_is_refused_naming_the_file_and_the_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\nprotocol = "ltp"\nversion = "1"\n[run]\nsender = []\n')
+    with pytest.raises(InputError, match=r"bad\.toml: run\.sender"):
+        get(str(bad))
+    bad.write_text('name = "x"\nprotocol = "nope"\nversion = "1"\n[run]\nsender=["a"]\n'
+                   'receiver=["b"]\n')  # fmt: skip
+    with pytest.raises(InputError, match="unknown protocol 'nope'"):
+        get(str(bad))
+    with pytest.raises(InputError, match="no such endpoint file"):
+        get(str(tmp_path / "absent.toml"))
+    typo = _file(tmp_path, "exit 0", extra='args = ["--block", "{blok-len}"]\n')
+    with pytest.raises(InputError, match=r"\{blok-len\} is no knob of ltp .*block-len"):
+        get(str(typo)).sender_argv(_nominal(), EP)
+
+
+def test_every_knob_reaches_the_role_as_a_variable_and_a_template(tmp_path: Path) -> None:
+    # the role prints what it was given: the environment and its arguments
+    path = _file(tmp_path, 'echo "$DTNC_BLOCK_LEN $DTNC_RED_LEN $DTNC_FEATURES $0 $1"',
+                 extra='args = ["{segment-size}", "{retransmission-limit}"]\n')  # fmt: skip
+    sut = get(str(path))
+    scn = _nominal()
+    argv = sut.sender_argv(scn, EP)
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["4000", "3000", "red,green", "1000", "1"]
+    sut.cleanup()
+
+
+def test_declared_limits_and_features_make_a_cell_not_supported() -> None:
+    rs = get("cfdp-rs")
+    assert "entity_id_len 3: 1, 2, 4 or 8 octets only" in rs.supports(
+        {"entity_id_len": 3, "sequence_number_len": 2, "segment_size": 100}, "sender"
+    )
+    assert rs.supports({"entity_id_len": 2, "sequence_number_len": 2, "segment_size": 5000},
+                       "sender").startswith("segment_size 5000")  # fmt: skip
+    assert (
+        rs.supports({"entity_id_len": 2, "sequence_number_len": 2, "segment_size": 100}, "") == ""
+    )
+
+
+def test_declared_features_are_the_protocols(tmp_path: Path) -> None:
+    only_red = get(str(_file(tmp_path, "exit 0", extra='[supports]\nfeatures = ["red"]\n')))
+    params = _nominal().params.model_dump(mode="json")
+    assert only_red.supports(params, "sender") == "it does not declare green"
+    assert get("licklider").supports(params, "sender") == ""
+
+
+@pytest.mark.parametrize("name", ["licklider", "cfdp-rs"])
+def test_our_harnesses_refuse_an_unknown_feature(name: str) -> None:
+    sut = get(name)
+    sut.ensure_built()
+    scn = _nominal() if sut.protocol == "ltp" else load_scenario(CFDP)
+    sut.check_contract(scn)  # raises unless both roles exit 127
+
+
+def test_an_endpoint_that_ignores_features_is_refused(tmp_path: Path) -> None:
+    sut = get(str(_file(tmp_path, "exit 0")))
+    with pytest.raises(InputError, match="its sender, given DTNC_FEATURES=dtnc-compliance-"):
+        sut.check_contract(_nominal())
+    hangs = get(str(_file(tmp_path, "exit 127", receiver="sleep 30")))
+    with pytest.raises(InputError, match="its receiver.*still running after 5 s"):
+        hangs.check_contract(_nominal())
+
+
+@pytest.mark.netns
+@pytest.mark.integration
+def test_a_role_that_exits_127_makes_the_run_not_supported(tmp_path: Path) -> None:
+    # the sender refuses every scenario except the contract check's (which
+    # it refuses too); the receiver is licklider's, already running
+    path = _file(tmp_path, 'echo "no LTP today" >&2; exit 127')
+    run_dir = tmp_path / "run"
+    t0 = time.monotonic()
+    with pytest.raises(NotSupported, match=r"shell's sender: no LTP today"):
+        run_scenario(_nominal(), get(str(path)), run_dir, receiver_sut=get("licklider"))
+    # the receiver was stopped, not waited for to its time limit
+    assert time.monotonic() - t0 < timers.derive(_nominal()).time_limit_s
+    assert "no LTP today" in (run_dir / "unsupported.txt").read_text()
+    assert not (run_dir / "verdict.json").exists()
+    # the command as run, its variables with it
+    assert shlex.split((run_dir / "sender.cmd").read_text())[:2] == ["env", "DTNC_ROLE=sender"]
