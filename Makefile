@@ -20,7 +20,7 @@ TEST_LANES  ?= 4
 APT_PKGS    := tshark tcpdump ethtool iproute2 libnorm-dev default-jdk-headless maven python3-venv chromium-headless-shell lua5.4
 step         = @printf '\n==> setup step: %s\n' '$(1)'
 
-.PHONY: help setup apt venv tlc rust suts demo test test-deep lint schemas clean
+.PHONY: help setup apt venv tlc rust suts peers demo test test-deep lint schemas clean
 
 help:
 	@echo "make demo       set up, then certify LTP against licklider (needs root)"
@@ -29,6 +29,7 @@ help:
 	@echo "make setup      only the set-up: apt packages, venv, TLC jar, Rust builds, the SUTs"
 	@echo "make lint       ruff, mypy, cargo clippy"
 	@echo "make lua        regenerate the Lua dissectors' tables from specs/<proto>/wire.json"
+	@echo "make peers ION_SRC=DIR  build the optional ION-DTN from its source tree (docs/implementers.md)"
 
 setup: apt venv tlc rust suts
 	@echo "setup complete"
@@ -84,6 +85,12 @@ suts:
 demo: setup
 	@# exit 1 means "some verdicts are not pass": a result of the demo, not a failure of it
 	$(VENV)/bin/dtnconform certify ltp --sut licklider || test $$? -eq 1
+
+# Optional implementations in no package registry, built from a source tree
+# you give (docs/implementers.md): ION-DTN, github.com/nasa-jpl/ION-DTN.
+peers:
+	@test -n "$(ION_SRC)" || { echo "make peers ION_SRC=path/to/ION-DTN (a source tree of github.com/nasa-jpl/ION-DTN, tag ion-open-source-4.1.3)"; exit 2; }
+	ION_SRC="$(abspath $(ION_SRC))" sh suts/ltp/ion/build.sh
 
 test: setup
 	cd $(EMULATOR) && cargo test --release --locked --quiet

@@ -390,13 +390,27 @@ def _start_roles(
         files[role] = (out, err)
         (run_dir / f"{role}.cmd").write_text(" ".join(argv) + "\n")
         procs[role] = topo.spawn(ns, argv, stdout=out, stderr=err)
-        bind_s = 10.0 + float(getattr(run.rx_sut, "startup_s", 0.0))
-        if role == "receiver" and not netns.wait_for(
-            lambda: _udp_port_bound(topo, topo.ns_b, port) or procs["receiver"].poll() is not None,
-            bind_s,
-        ):
-            run.say(f"receiver did not bind its port in {bind_s:g} s")
+        if role == "receiver":
+            _await_ready(run, topo, procs[role])
     return procs, files
+
+
+def _await_ready(run: _Run, topo: netns.Topology, proc: subprocess.Popen[bytes]) -> None:
+    """Until the receiver can take data (its port bound, or the file its
+    endpoint file names: an engine that binds before it takes data, ION)
+    or has ended, at most 10 s past its startup time."""
+    bind_s = 10.0 + float(getattr(run.rx_sut, "startup_s", 0.0))
+    flag = None
+    if run.tester != "receiver":
+        flag = getattr(run.rx_sut, "ready_file", lambda: None)()
+    if not netns.wait_for(
+        lambda: (
+            (flag.exists() if flag else _udp_port_bound(topo, topo.ns_b, run.port))
+            or proc.poll() is not None
+        ),
+        bind_s,
+    ):
+        run.say(f"receiver was not ready ({flag or 'its port bound'}) in {bind_s:g} s")
 
 
 def _await_roles(

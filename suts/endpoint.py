@@ -64,6 +64,9 @@ class Run(Strict):
     args: list[str] = []
     knob_flags: bool = Field(False, alias="knob-flags")
     report: Literal["stdout"] | Annotated[str, Field(pattern=r"^file:[^/]+$")] = "stdout"
+    # when the receiver can take data: its UDP port bound (the default), or
+    # a file it writes in its workdir
+    ready: Literal["port"] | Annotated[str, Field(pattern=r"^file:[^/]+$")] = "port"
 
 
 class Limit(Strict):
@@ -271,6 +274,14 @@ class EndpointFile(SutAdapter):
             f = Path(self._workdirs[role]) / report.removeprefix("file:")
             stdout = f.read_text(errors="replace") if f.is_file() else ""
         return super().parse_result(role, stdout, stderr, exit_code)
+
+    def ready_file(self) -> Path | None:
+        """The file whose existence says the receiver can take data (None:
+        its port bound says it)."""
+        ready = self.spec.run.ready
+        if ready == "port" or "receiver" not in self._workdirs:
+            return None
+        return Path(self._workdirs["receiver"]) / ready.removeprefix("file:")
 
     def cleanup(self) -> None:
         for workdir in self._workdirs.values():

@@ -17,8 +17,10 @@ import pytest
 from scapy.layers.inet import IP
 
 from conformance import pcapkit, tracecheck
+from conformance.core.contract import Unrepresentable
 from conformance.core.types import Scenario, TraceCheck
 from conformance.protocols.ltp import SPEC as LTP_SPEC
+from conformance.protocols.ltp import LtpBlock
 from conformance.segments import records_from_captures
 from dissectors.ltp.layer import LTP
 
@@ -370,13 +372,15 @@ def test_late_report(tmp_path: Path, after: float) -> None:
 
 
 def test_what_the_model_cannot_express_is_unchecked(tmp_path: Path) -> None:
-    """A green segment off the segment grid: the check says so, never fails."""
+    """A green segment inside another ([2500, 2510) within [2000, 3000)): the
+    model's segments cannot be cut so that each is one of them; the check
+    says so, never fails."""
     w = Wire()
     nominal(w)
     w.send(0.003, "forward", seg("GD", client_service_id=1, offset=2500, data=b"y" * 10))
     tc = w.check(tmp_path)
     assert tc.status == "unchecked"
-    assert "segment grid" in tc.message
+    assert "spans or splits them" in tc.message and "2500, 2510" in tc.message
 
 
 def test_a_duplicated_arrival_is_unchecked(tmp_path: Path) -> None:
@@ -633,3 +637,39 @@ def test_a_long_block_whose_reports_need_no_split_is_checked(tmp_path: Path) -> 
         workdir=tmp_path / "trace", out=tmp_path / "trace.ndjson",
     )  # fmt: skip
     assert tc.status == "accepted", tc.message
+
+
+def test_an_implementations_own_segmentation_is_the_models(tmp_path: Path) -> None:
+    """A live run of ION-DTN 4.1.3 at both ends (data/ltp-ion-offgrid-nominal,
+    2026-11-30): its segment size counts the header, so its red data falls
+    at 0, 1000, 1999 and a 2-byte checkpoint at 2998, not on the scenario's
+    1000-byte grid. The model's segments are cut where the trace's are, and
+    the trace is validated, not left unchecked."""
+    from conformance.core.types import RunResult, SegmentRecord, load_model
+    from conformance.runner import PORTS, validate_trace
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "data" / "ltp-ion-offgrid-nominal", run)
+    scn = Scenario.model_validate_json((run / "scenario.json").read_text())
+    segments = [
+        SegmentRecord.model_validate_json(ln)
+        for ln in (run / "segments.jsonl").read_text().splitlines()
+        if ln.strip()
+    ]
+    offsets = [s.fields["offset"] for s in segments if "offset" in s.fields]
+    assert offsets == [0, 1000, 1999, 2998, 3000, 3999]  # off the 1000-byte grid
+    result = load_model(RunResult, run / "result.json")
+    tc = validate_trace(LTP_SPEC, scn, segments, run, port=PORTS["ltp"], ip_a=None, result=result)
+    assert tc.status == "accepted", tc.message
+    # the cuts: the trace's own, and the grid where the trace sent nothing
+    from generators.ltp.trace import _Geometry
+
+    assert isinstance(scn.params, LtpBlock)
+    geo = _Geometry(scn.params, [(1000, 1999), (1999, 2998)])
+    assert geo.units == [(0, 1000), (1000, 1999), (1999, 2998), (2998, 3000), (3000, 4000)]
+    assert (geo.n_red, geo.n_green, geo.data_index(1999, 999, True)) == (4, 1, 2)
+    # ION sending a gap again as 998 bytes and a 1-byte checkpoint splits
+    # its first copy: the model counts whole segments, so that is refused
+    split = _Geometry(scn.params, [(1000, 1999), (1000, 1998), (1998, 1999)])
+    with pytest.raises(Unrepresentable, match=r"\[1000, 1999\) is not one of .* spans or splits"):
+        split.data_index(1000, 999, True)

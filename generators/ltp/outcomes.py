@@ -172,27 +172,37 @@ def outcome_of(
     green: Sequence[int],
     block: LtpBlock,
     readings: Sequence[str] = ("",),
+    green_of: Callable[[Sequence[int]], int] | None = None,
 ) -> ExpectedOutcome:
     """One terminal state of the model as an outcome: each side's notice, the
     red part delivered or not, the green model segments that arrived, and
-    the readings it was reached under."""
+    the readings it was reached under. ``green_of``: the bytes of green
+    model segments, where they are not the scenario's grid (a trace's own
+    segmentation, generators/ltp/trace.py)."""
     return ExpectedOutcome(
         readings=list(readings),
         delivered=LtpDelivery(
             red_bytes_delivered=block.red_len if deliveries > 0 else 0,
-            green_bytes_delivered=green_bytes(green, block),
+            green_bytes_delivered=green_bytes(green, block)
+            if green_of is None
+            else green_of(green),
         ),
         sender_outcome=outcome_name(sender),
         receiver_outcome=outcome_name(receiver),
     )
 
 
-def parse_outcomes(text: str, block: LtpBlock, reading: str = "") -> list[ExpectedOutcome]:
+def parse_outcomes(
+    text: str,
+    block: LtpBlock,
+    reading: str = "",
+    green_of: Callable[[Sequence[int]], int] | None = None,
+) -> list[ExpectedOutcome]:
     seen: dict[tuple[int | str, ...], ExpectedOutcome] = {}
     for m in _LINE.finditer(text):
         sender, receiver, delivered, green = m.groups()
         offs = sorted(cast(frozenset[int], parse_value(green)))
-        o = outcome_of(sender, receiver, int(delivered), offs, block, (reading,))
+        o = outcome_of(sender, receiver, int(delivered), offs, block, (reading,), green_of)
         seen.setdefault(o.key(), o)
     return list(seen.values())
 

@@ -14,7 +14,6 @@ the reason, never a fail.
 from __future__ import annotations
 
 import functools
-import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from functools import cache
@@ -83,44 +82,70 @@ def action_sections() -> dict[str, list[str]]:
 
 
 class _Geometry:
-    def __init__(self, block: LtpBlock) -> None:
+    """The block's data as the model's segments, cut where this trace's data
+    segments start and end: an implementation's own segmentation (ION's
+    counts the header in its segment size, so its segments fall at 0, 1000,
+    1999, 2998), never a grid it may not share. Where no segment of the
+    trace covers a range (never sent), the scenario's segment size cuts it.
+    The model counts segments, not bytes, so every data segment of the trace
+    must be one such segment, and every report bound and claim must fall on
+    their edges."""
+
+    def __init__(self, block: LtpBlock, spans: Sequence[tuple[int, int]]) -> None:
         self.seg = block.segment_size
         self.red = block.red_len
         self.block = block.block_len
-        self.n_red = math.ceil(self.red / self.seg)
-        self.n_green = math.ceil((self.block - self.red) / self.seg)
         # LTP.tla's MiscoloredSender: green data at offset 0 (RFC 5326 §6.21)
         self.miscolored = block.miscolored_sender
+        cuts = {0, self.red, self.block}
+        for a, b in spans:
+            cuts |= {a, b}
+        # the scenario's grid where the trace says nothing: a grid point
+        # inside a segment of the trace is not a cut
+        for start, end in ((0, self.red), (self.red, self.block)):
+            for c in range(start + self.seg, end, self.seg):
+                if not any(a < c < b for a, b in spans):
+                    cuts.add(c)
+        edges = sorted(c for c in cuts if 0 <= c <= self.block)
+        self.units = list(zip(edges, edges[1:], strict=False))
+        self.n_red = sum(1 for a, _ in self.units if a < self.red)
+        self.n_green = len(self.units) - self.n_red
+        self.start = {a: i for i, (a, _) in enumerate(self.units)}
+        self.on_grid = all((a - (0 if a < self.red else self.red)) % self.seg == 0 for a in edges
+                           if a not in (self.red, self.block))  # fmt: skip
+
+    def _grid(self) -> str:
+        return "" if self.on_grid else (
+            " (cut where this trace's data segments start and end: "
+            + ", ".join(str(a) for a, _ in self.units[1:]) + ")"
+        )  # fmt: skip
 
     def data_index(self, off: int, length: int, red: bool) -> int:
-        if not red and self.miscolored and off == 0 and length == min(self.seg, self.red):
+        i = self.start.get(off)
+        if not red and self.miscolored and i == 0 and length == self.units[0][1]:
             return 0  # the model's MiscoloredSeg
-        start = 0 if red else self.red
-        end = self.red if red else self.block
-        rel = off - start
-        want = min(self.seg, end - off)
-        if off < start or off >= end or rel % self.seg or length != want:
+        in_part = i is not None and (i < self.n_red) == red
+        if i is None or not in_part or self.units[i][1] != off + length:
             raise Unrepresentable(
-                f"{'red' if red else 'green'} data [{off}, {off + length}) is not one segment "
-                f"of {self.seg} bytes on the block's segment grid (the model counts data in "
-                "whole segments)"
+                f"{'red' if red else 'green'} data [{off}, {off + length}) is not one of the "
+                f"block's segments{self._grid()}: it spans or splits them, and the model counts "
+                "data in whole segments"
             )
-        return rel // self.seg + (0 if red else self.n_red)
+        return i
 
     def bound(self, b: int) -> int:
         if b == self.red:
             return self.n_red
-        if b % self.seg or b > self.red:
+        if b not in self.start or b > self.red:
             raise Unrepresentable(
-                f"report bound {b} is not on the {self.seg}-byte segment grid of the red part"
+                f"report bound {b} is not at the edge of a red segment{self._grid()}"
             )
-        return b // self.seg
+        return self.start[b]
 
     def claimed(self, lb: int, offs: Sequence[int], lens: Sequence[int]) -> frozenset[int]:
         spans = [(lb + o, lb + o + n) for o, n in zip(offs, lens, strict=False)]
         out = set()
-        for i in range(self.n_red):
-            lo, hi = i * self.seg, min((i + 1) * self.seg, self.red)
+        for i, (lo, hi) in enumerate(self.units[: self.n_red]):
             covered = [max(0, min(hi, b) - max(lo, a)) for a, b in spans]
             total = sum(covered)
             if total == hi - lo:
@@ -131,6 +156,10 @@ class _Geometry:
                     "model claims whole segments"
                 )
         return frozenset(out)
+
+    def green_bytes(self, indices: Sequence[int]) -> int:
+        """Bytes of the green model segments ``indices``."""
+        return sum(self.units[i][1] - self.units[i][0] for i in indices if i < len(self.units))
 
 
 def _one_gap_rs_per_report(
@@ -181,7 +210,17 @@ def trace_model(
     each record's number in the run), and the TLC constants."""
     block = scn.params
     assert isinstance(block, LtpBlock)
-    geo = _Geometry(block)
+    geo = _Geometry(
+        block,
+        [
+            (
+                field_int(r.fields["offset"]),
+                field_int(r.fields["offset"]) + field_int(r.fields["length"]),
+            )
+            for r in records
+            if str(r.fields.get("type", "")) in DATA_TYPES
+        ],
+    )
     reasons = wire.names("ltp", "cancel_reasons")
     cps: dict[int, int] = {}
     rss: dict[int, int] = {}
@@ -284,7 +323,7 @@ def trace_model(
             "OwnLineOnly": "NoneOwnLineOnly",
         },
         # TraceLTP's EndReport prints OutcomeLine, as MCLTPOutcomes' Report does
-        end_outcomes=functools.partial(parse_outcomes, block=block),
+        end_outcomes=functools.partial(parse_outcomes, block=block, green_of=geo.green_bytes),
         # RFC 5326 6.19: on cancel, the session's queued segments "can be
         # deleted"; the actions that invoke it cite it
         purging=sorted(a for a, secs in action_sections().items() if "6.19" in secs),
