@@ -806,7 +806,13 @@ def cmd_interop(args: argparse.Namespace) -> int:
     if args.suts is None:  # every registered implementation of the protocol
         from suts.registry import REGISTRY
 
-        names = [n for n in REGISTRY if get(n).protocol == args.protocol]
+        names = []
+        for n in REGISTRY:
+            a = get(n)
+            if a.protocol == args.protocol and (why := a.missing()):
+                err_console.print(f"{n} is left out: {why}", markup=False, highlight=False)
+            elif a.protocol == args.protocol:
+                names.append(n)
     else:
         names = [n.strip() for n in args.suts.split(",") if n.strip()]
     adapters = [get(n) for n in names]  # unknown names fail here, before any run
@@ -1574,12 +1580,13 @@ def _add_interop(sub: _Sub, suts_list: str) -> None:
     s = sub.add_parser(
         "interop", help="every implementation against every other, per configuration (Robot)"
     )
-    s.add_argument("protocol", help="cfdp (the protocol with several implementations)")
+    s.add_argument("protocol", help="ltp or cfdp (the protocols with several implementations)")
     s.add_argument(
         "--suts",
         default=None,
-        help=f"comma-separated implementations, each as sender and receiver (default: every "
-        f"registered one of the protocol; registered: {suts_list})",
+        help=f"comma-separated implementations or endpoint files, each as sender and receiver "
+        f"(default: every registered one of the protocol that is built here; registered: "
+        f"{suts_list})",
     )
     _add_out(s, "directory, new or empty (default runs/<time>-interop-...)")
     s.add_argument(

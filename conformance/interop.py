@@ -65,7 +65,7 @@ def cells(
                 why = [
                     f"{a.name}: {w}"
                     for a, role in ((tx, "sender"), (rx, "receiver"))
-                    if (w := a.supports(params, role))
+                    if (w := a.missing() or a.supports(params, role))
                 ]
                 out.append(Cell(cfg, path, tx.name, rx.name, "; ".join(why), tx.ref, rx.ref))
     return out
@@ -169,7 +169,8 @@ def interop(
             f"none of the {len(every)} cells can run: {every[0].name}: {every[0].unsupported}"
         )
     for a in suts:
-        a.ensure_built()
+        if not a.missing():
+            a.ensure_built()
     suite = out / f"{protocol}_interop.robot"
     write_suite(protocol, every, suite)
     robot = run_robot(suite, out, [f"RUNS_DIR:{out / 'runs'}"], len(every), on_test, lanes)

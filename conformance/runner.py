@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import shlex
 import shutil
 import subprocess
 import time
@@ -182,11 +183,15 @@ def run_scenario(
     segments = _decode(run, ended, ends)
     result = _result(run, ended, ends, segments)
     dump_model(result, run_dir / "result.json")
+    # exit 127 says "not supported" only from a role that sent nothing: one
+    # that took part and then exited 127 (a wrapper's last command missing)
+    # is judged on what it did
+    sent = {"sender" if s.direction == "forward" else "receiver" for s in segments}
     refused = [
         f"{(run.rx_sut if role == 'receiver' else run.sut).name}'s {role}: "
         + (ends[role].detail.splitlines() or ["(no detail)"])[-1]
         for role, proc in ended.procs.items()
-        if role != run.tester and proc.returncode == NOT_SUPPORTED
+        if role != run.tester and proc.returncode == NOT_SUPPORTED and role not in sent
     ]
     if refused:
         # exit 127: the implementation does not take this scenario, a cell
@@ -238,6 +243,8 @@ def _prepare(
             f"(e.g. params.miscolored_sender); run with --tester {need}"
         )
     run_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ("verdict.json", "result.json", "unsupported.txt"):  # a reused folder's
+        (run_dir / stale).unlink(missing_ok=True)
     dump_model(scn, run_dir / "scenario.json")
     netns.require_root()
     for adapter in dict.fromkeys((sut, rx_sut)):
@@ -388,7 +395,7 @@ def _start_roles(
     ):
         out, err = (run_dir / f"{role}.out").open("wb"), (run_dir / f"{role}.log").open("wb")
         files[role] = (out, err)
-        (run_dir / f"{role}.cmd").write_text(" ".join(argv) + "\n")
+        (run_dir / f"{role}.cmd").write_text(shlex.join(argv) + "\n")
         procs[role] = topo.spawn(ns, argv, stdout=out, stderr=err)
         if role == "receiver":
             _await_ready(run, topo, procs[role])

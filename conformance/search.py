@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from conformance.core.contract import ProtocolSpec
-from conformance.core.errors import DtncError, InputError
+from conformance.core.errors import DtncError, InputError, NotSupported
 from conformance.core.types import Impairment, Scenario, Verdict, dump_model, load_scenario
 
 if TYPE_CHECKING:
@@ -177,6 +177,9 @@ def run_plan(search: _Search, tester: str, limit: int, planned: list[Planned]) -
         log.on_example(log.examples, scn.name)
     try:
         verdict = run_scenario(scn, sut, run_dir, tester=role).verdict
+    except NotSupported as exc:  # a role exited 127: no verdict, no finding
+        log.write({"scenario": scn.name, "unsupported": str(exc)})
+        return
     except Exception as exc:  # set-up failure: an error, not a finding
         verdict = error_outcome(scn, sut, run_dir, exc, tester=role).verdict
     log.verdicts[verdict.status] = log.verdicts.get(verdict.status, 0) + 1

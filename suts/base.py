@@ -61,6 +61,9 @@ class SutAdapter(ABC):
     # Seconds a role may spend starting before it takes its first step (a
     # JVM, a server): added to the run's deadlines, never to its time limit.
     startup_s: float = 0.0
+    # built only from a source the user gives (docs/implementers.md): absent,
+    # it is no error but a cell "not supported" (missing())
+    optional: bool = False
 
     def __init__(self) -> None:
         self.options: dict[str, str] = {}
@@ -98,6 +101,20 @@ class SutAdapter(ABC):
         """Why this implementation cannot play ``role`` with these scenario
         parameters ('' if it can): an interoperability cell it cannot take
         is "not supported", not a fail."""
+        return ""
+
+    def missing(self) -> str:
+        """Why an optional implementation cannot run here ('' if it can, and
+        for every implementation that is not optional: its absence is an
+        error, said when it is built)."""
+        if not self.optional:
+            return ""
+        from conformance.core.errors import ToolMissing
+
+        try:
+            self.ensure_built()
+        except ToolMissing as exc:
+            return f"not built here ({exc})"
         return ""
 
     def check_contract(self, scn: Scenario) -> None:

@@ -12,12 +12,14 @@ path, and the registered implementations' own files are
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import secrets
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -37,8 +39,8 @@ from suts.base import NOT_SUPPORTED, Endpoint, SutAdapter, SutOption, merge_knob
 
 Knobs = dict[str, int | str | list[str]]
 _TEMPLATE = re.compile(r"\{([a-z0-9][a-z0-9_-]*)\}")
-# the endpoint files whose roles already showed, in this process, that they
-# refuse a feature they cannot know (check_contract)
+# the endpoint files (by content) whose roles already showed, in this
+# process, that they refuse a feature they cannot know (check_contract)
 _COMPLIANT: set[tuple[str, str]] = set()
 
 
@@ -97,6 +99,10 @@ class EndpointSpec(Strict):
     protocol: str
     version: str
     startup_s: float = Field(0.0, alias="startup-s", ge=0)
+    # built from a source the user gives (ION): where it was not built, it
+    # is left out of the default sets (interop, a plan's "all") and a cell
+    # naming it is "not supported", saying why
+    optional: bool = False
     build: Build | None = None
     run: Run
     supports: Supports = Supports()
@@ -132,10 +138,13 @@ class EndpointFile(SutAdapter):
         super().__init__()
         self.path = path.resolve()
         self.spec = load(self.path)
+        # the file as read: the contract check is kept per content
+        self._key = hashlib.sha256(self.path.read_bytes()).hexdigest()
         self.name = self.spec.name
         self.protocol = self.spec.protocol
         self.version = self.spec.version
         self.startup_s = self.spec.startup_s
+        self.optional = self.spec.optional
         self.OPTIONS = {k: SutOption(tuple(o.values), o.text) for k, o in self.spec.options.items()}
         self._workdirs: dict[str, str] = {}  # role -> its folder in the run under way
 
@@ -181,6 +190,8 @@ class EndpointFile(SutAdapter):
             under = lim.min is not None and isinstance(value, int) and value < lim.min
             if outside or over or under:
                 why.append(f"{key} {value}: {lim.why}")
+        if params.get("protocol", self.protocol) != self.protocol:
+            return f"it plays {self.protocol}, not {params.get('protocol')}"
         if sup.features is not None:
             model = protocols.get(self.protocol).params.model_validate(dict(params))
             lacking = [f for f in model.features() if f not in sup.features]
@@ -231,6 +242,12 @@ class EndpointFile(SutAdapter):
         values = {**fixed, **scalars, "here": str(self.path.parent)}
         run = self.spec.run
         argv = [self._fill(t, values, f"run.{role}") for t in getattr(run, role)]
+        if shutil.which(argv[0]) is None:
+            # else `env` would exit 127 itself: "not supported" for a typo
+            raise ToolMissing(
+                f"{self.name} ({self.path}): run.{role}: {argv[0]} is not an executable; "
+                f"{self.spec.build.hint if self.spec.build else ''}".rstrip("; ")
+            )
         argv += [self._fill(t, values, "run.args") for t in run.args]
         if run.knob_flags:
             for k, v in knobs.items():
@@ -295,33 +312,44 @@ class EndpointFile(SutAdapter):
         supported"): else its 127 could not be trusted, nor its silence. Run
         once per process and role, on loopback, outside the run."""
         for role in ("sender", "receiver"):
-            if (str(self.path), role) in _COMPLIANT:
+            if (self._key, role) in _COMPLIANT:
                 continue
             bogus = f"dtnc-compliance-{secrets.token_hex(4)}"
             ep = Endpoint(ip="127.0.0.1", peer_ip="127.0.0.1", port=_free_port())
             argv = self.role_argv(scn.model_copy(update={"name": bogus}), ep, role, features=bogus)
+            # its own process group: a role that runs on is stopped whole
+            proc = subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+            )
             try:
-                proc = subprocess.run(argv, capture_output=True, timeout=5 + self.startup_s)
-                got = f"exit {proc.returncode}"
-                ok = proc.returncode == NOT_SUPPORTED
+                _, err = proc.communicate(timeout=5 + self.startup_s)
+                said = bogus in err.decode(errors="replace")
+                got = f"exit {proc.returncode}" + ("" if said else ", not naming it on stderr")
+                ok = proc.returncode == NOT_SUPPORTED and said
             except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
                 got, ok = f"still running after {5 + self.startup_s:g} s", False
             finally:
                 self.cleanup()
             if not ok:
                 raise InputError(
                     f"{self.name} ({self.path}): its {role}, given DTNC_FEATURES={bogus}, did "
-                    f"not exit 127 ({got}): an endpoint must refuse a feature it does not know "
+                    f"not exit 127 naming it on stderr ({got}): an endpoint must refuse a feature "
+                    "it does not know "
                     '(docs/implementers.md, "Not supported")'
                 )
-            _COMPLIANT.add((str(self.path), role))
+            _COMPLIANT.add((self._key, role))
 
 
 def registered(root: Path) -> dict[str, Path]:
     """The registered implementations' endpoint files: name -> path."""
     out: dict[str, Path] = {}
     for path in sorted(root.glob("*/*/endpoint.toml")):
-        out[load(path).name] = path
+        name = load(path).name
+        if name in out:
+            raise InputError(f"{path}: name {name!r} is {out[name]}'s already")
+        out[name] = path
     return out
 
 

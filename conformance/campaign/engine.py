@@ -156,7 +156,8 @@ def unsupported(plan: Plan, scn: Scenario, spec: RunSpec) -> str:
             except ValueError as exc:  # CannotPlay
                 why.append(f"tester: {exc}")
             continue
-        w = get(name).supports(params, role)
+        adapter = get(name)
+        w = adapter.missing() or adapter.supports(params, role)
         if w:
             why.append(f"{name}: {w}")
     return "; ".join(why)

@@ -261,7 +261,7 @@ def provides() -> Capabilities:
     modules builds on the types above."""
     from conformance.tester import ltp as tester
     from dissectors.ltp import bench
-    from generators.ltp import catalogue, outcomes, purposes, search, trace
+    from generators.ltp import catalogue, interop, outcomes, purposes, search, trace
 
     return Capabilities(
         checker=purposes,
@@ -275,9 +275,7 @@ def provides() -> Capabilities:
         retx_table=catalogue,
         search_space=search,
         bench=bench,
-        missing={
-            "interop": "interoperability needs two implementations; LTP has one so far (licklider)",
-        },
+        interop=interop,
     )
 
 

@@ -291,7 +291,6 @@ def test_what_the_tester_cannot_play_is_refused_before_any_run(tmp_path: Path) -
     ("argv", "protocol", "capability"),
     [
         (["search", "cfdp", "--sut", "cfdp-py"], "cfdp", "search_space"),
-        (["interop", "ltp"], "ltp", "interop"),
         (["retx-table", "cfdp", "--sut", "cfdp-py"], "cfdp", "retx_table"),
     ],
 )

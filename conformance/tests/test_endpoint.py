@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conformance import timers
-from conformance.core.errors import InputError, NotSupported
+from conformance.core.errors import InputError, NotSupported, ToolMissing
 from conformance.core.types import Scenario, load_scenario
 from conformance.runner import run_scenario
 from suts.base import REPO, Endpoint
@@ -26,7 +26,10 @@ CFDP = min((REPO / "reports" / "findings" / "cfdp" / "scenarios").glob("*.json")
 EP = Endpoint(ip="127.0.0.1", peer_ip="127.0.0.1", port=1113)
 
 
-def _file(tmp_path: Path, sender: str, receiver: str = "exit 127", extra: str = "") -> Path:
+REFUSE = 'echo "no $DTNC_FEATURES" >&2; exit 127'
+
+
+def _file(tmp_path: Path, sender: str, receiver: str = REFUSE, extra: str = "") -> Path:
     """An LTP endpoint file whose roles are the shell commands given."""
     path = tmp_path / "endpoint.toml"
     path.write_text(
@@ -109,9 +112,26 @@ def test_an_endpoint_that_ignores_features_is_refused(tmp_path: Path) -> None:
     sut = get(str(_file(tmp_path, "exit 0")))
     with pytest.raises(InputError, match="its sender, given DTNC_FEATURES=dtnc-compliance-"):
         sut.check_contract(_nominal())
-    hangs = get(str(_file(tmp_path, "exit 127", receiver="sleep 30")))
+    hangs = get(str(_file(tmp_path, REFUSE, receiver="sleep 30")))
+    t0 = time.monotonic()
     with pytest.raises(InputError, match="its receiver.*still running after 5 s"):
         hangs.check_contract(_nominal())
+    assert time.monotonic() - t0 < 10
+    # its whole process group was stopped, the shell's sleep too
+    ps = subprocess.run(["pgrep", "-f", "^sleep 30$"], capture_output=True, text=True)
+    assert ps.stdout == ""
+    # 127 without naming the feature: a missing command looks just so
+    mute = get(str(_file(tmp_path, "exit 127")))
+    with pytest.raises(InputError, match="its sender.*exit 127, not naming it on stderr"):
+        mute.check_contract(_nominal())
+
+
+def test_a_command_that_does_not_exist_is_missing_not_unsupported(tmp_path: Path) -> None:
+    path = tmp_path / "typo.toml"
+    path.write_text('name = "typo"\nprotocol = "ltp"\nversion = "0"\n[run]\n'
+                    'sender = ["{here}/no-such-binary"]\nreceiver = ["true"]\n')  # fmt: skip
+    with pytest.raises(ToolMissing, match=r"run\.sender: .*no-such-binary is not an executable"):
+        get(str(path)).sender_argv(_nominal(), EP)
 
 
 @pytest.mark.netns
@@ -119,7 +139,7 @@ def test_an_endpoint_that_ignores_features_is_refused(tmp_path: Path) -> None:
 def test_a_role_that_exits_127_makes_the_run_not_supported(tmp_path: Path) -> None:
     # the sender refuses every scenario except the contract check's (which
     # it refuses too); the receiver is licklider's, already running
-    path = _file(tmp_path, 'echo "no LTP today" >&2; exit 127')
+    path = _file(tmp_path, 'echo "no LTP today: $DTNC_FEATURES" >&2; exit 127')
     run_dir = tmp_path / "run"
     t0 = time.monotonic()
     with pytest.raises(NotSupported, match=r"shell's sender: no LTP today"):
@@ -130,3 +150,28 @@ def test_a_role_that_exits_127_makes_the_run_not_supported(tmp_path: Path) -> No
     assert not (run_dir / "verdict.json").exists()
     # the command as run, its variables with it
     assert shlex.split((run_dir / "sender.cmd").read_text())[:2] == ["env", "DTNC_ROLE=sender"]
+
+
+@pytest.mark.netns
+@pytest.mark.integration
+def test_127_after_taking_part_is_judged_not_unsupported(tmp_path: Path) -> None:
+    """licklider's sender behind a wrapper whose last command fails with 127
+    (a missing post-step): the role sent the whole block, so its 127 is no
+    refusal, and the run is judged on what it did."""
+    lick = get("licklider")
+    assert isinstance(lick, EndpointFile)
+    spec = lick.spec.run
+    here = str(lick.path.parent)
+    wrapped = [w.replace("{here}", here) for w in ["sh", "-c", '"$0" "$@"; exit 127', *spec.sender]]
+    receiver = [w.replace("{here}", here) for w in spec.receiver]
+    path = tmp_path / "wrapped.toml"
+    path.write_text(
+        'name = "wrapped"\nprotocol = "ltp"\nversion = "0"\n[run]\n'
+        f"sender = {json.dumps(wrapped)}\nreceiver = {json.dumps(receiver)}\n"
+        f"args = {json.dumps(spec.args)}\n",
+        encoding="utf-8",
+    )
+    out = run_scenario(_nominal(), get(str(path)), tmp_path / "run", receiver_sut=lick)
+    assert out.verdict.status == "pass", out.verdict.reasons
+    assert out.result is not None and out.result.sender.exit_code == 127
+    assert not (tmp_path / "run" / "unsupported.txt").exists()

@@ -207,6 +207,21 @@ def cs_not_acknowledged(out: RunOutcome) -> None:
     assert len(cas) < sum(1 for s in cs if not s.dropped), (cs, cas)
 
 
+def closed_session_segments_unanswered(out: RunOutcome) -> None:
+    """ion-4.1.3-closed-session-segments-unanswered: the RA is lost, the
+    receiver's RS comes again, and ION, its session closed, sends no RA
+    (RFC 5326 §6.13)."""
+    assert out.verdict.status == "fail", out.verdict.reasons
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+    assert tc.actions == ["SenderRxRedundantReport"] and "§6.13" in tc.rule, tc
+    ras = [s for s in out.segments if s.direction == "forward" and s.fields.get("type") == "RA"]
+    rss = [s for s in out.segments if s.direction == "return" and s.fields.get("type") == "RS"]
+    if len(rss) < 2:
+        raise NotExercised("the receiver did not send the RS again")
+    assert len(ras) == 1 and ras[0].dropped, ras
+
+
 # test id -> (scenario file, implementation, the role the tester plays, check)
 CHECKS: dict[str, tuple[str, str, str | None, Callable[[RunOutcome], None]]] = {
     "two-reports-lost": (
@@ -257,6 +272,12 @@ CHECKS: dict[str, tuple[str, str, str | None, Callable[[RunOutcome], None]]] = {
         None,
         cs_not_acknowledged,
     ),
+    "ra-lost-ion-tester-receiver": (
+        "ltp-ra-lost.json",
+        "ion",
+        "receiver",
+        closed_session_segments_unanswered,
+    ),
     "miscolored-tester-sender": (
         "ltp-r2g1l1mis-red1000.1-red1000.2.json",
         "licklider",
@@ -275,6 +296,8 @@ def test_every_finding_scenario_has_a_check() -> None:
 @pytest.mark.parametrize("name", sorted(CHECKS))
 def test_finding_still_shows(name: str, tmp_path: Path) -> None:
     path, sut, tester, check = CHECKS[name]
+    if why := get(sut).missing():  # an optional implementation (ION) not built here
+        pytest.skip(f"{sut}: {why}")
     scn = load_scenario(SCENARIOS / path)
     missed: list[str] = []
     for attempt in range(ATTEMPTS):

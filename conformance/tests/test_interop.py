@@ -90,3 +90,37 @@ def test_two_implementations_interoperate_live(tmp_path: Path) -> None:
     assert len(tests) == 4
     assert all(st is not None and st.get("status") == "PASS" for st in tests.values()), tests
     assert (tmp_path / "robot" / "log.html").exists()
+
+
+def test_ltp_losses_hold_for_any_segmentation_and_absent_peers_are_no_fail(
+    tmp_path: Path,
+) -> None:
+    from generators.ltp.interop import CONFIGS as LTP_CONFIGS
+    from generators.ltp.interop import config_names
+
+    red = LTP_CONFIGS[0]
+    assert red.params["red_len"] == red.params["block_len"] and red.losses
+    # ION's least retransmission limit, in every configuration
+    assert {c.params["retransmission_limit"] for c in LTP_CONFIGS} == {3}
+    assert config_names(red)[1:] == [
+        "ltp-interop-red-10000-s1000-lost-reddata.1",
+        "ltp-interop-red-10000-s1000-lost-RS.1",
+        "ltp-interop-red-10000-s1000-lost-RA.1",
+    ]
+    # an optional implementation that was not built: its cells are not
+    # supported, saying why, and never run
+    absent = tmp_path / "absent.toml"
+    absent.write_text(
+        'name = "absent"\nprotocol = "ltp"\nversion = "0"\noptional = true\n'
+        '[build]\ncommand = ["true"]\nmakes = "bin/x"\nrequires = ["nowhere.h"]\n'
+        'hint = "build it"\n[run]\nsender = ["x"]\nreceiver = ["x"]\n'
+    )
+    scn = tmp_path / "ltp-interop-red-nominal.json"
+    scn.write_text(json.dumps({"params": {"protocol": "ltp", **red.params}}))
+    by = {
+        (c.sender, c.receiver): c.unsupported
+        for c in interop.cells([(red, scn)], [get("licklider"), get(str(absent))])
+    }
+    assert by[("licklider", "licklider")] == ""
+    assert by[("licklider", "absent")].startswith("absent: not built here (")
+    assert "nowhere.h not found" in by[("absent", "absent")]

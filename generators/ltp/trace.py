@@ -1,10 +1,11 @@
 """LTP segments as the model's segments, for trace validation
 (conformance/tracecheck.py, specs/ltp/TraceLTP.tla).
 
-The model counts data in whole segments of the scenario's segment size
-(red first), so a data segment must start on a segment boundary and be one
-segment long (the last of a part may be shorter); report bounds and claims
-must fall on boundaries too. Checkpoint and report serial numbers are
+The model counts data in whole segments (red first). They are cut where
+the trace's data segments start and end, and at the scenario's segment
+size where the trace sent nothing (_Geometry): an implementation's own
+segmentation is followed, so long as each data segment of the trace is one
+of them; report bounds and claims must fall on their edges too. Checkpoint and report serial numbers are
 renumbered 1, 2, ... in the order the wire first shows them, as the model
 numbers them (RFC 5326 asks only that they be distinct, §3.2.1, §3.2.2).
 Anything else raises Unrepresentable: the check is then 'unchecked', with
@@ -13,6 +14,7 @@ the reason, never a fail.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections.abc import Hashable, Mapping, Sequence
@@ -101,10 +103,19 @@ class _Geometry:
         for a, b in spans:
             cuts |= {a, b}
         # the scenario's grid where the trace says nothing: a grid point
-        # inside a segment of the trace is not a cut
+        # inside a segment of the trace is not a cut (the segments merged
+        # where they overlap, as open intervals, then searched)
+        merged: list[list[int]] = []
+        for a, b in sorted(spans):
+            if merged and a < merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        starts = [a for a, _ in merged]
         for start, end in ((0, self.red), (self.red, self.block)):
             for c in range(start + self.seg, end, self.seg):
-                if not any(a < c < b for a, b in spans):
+                i = bisect.bisect_left(starts, c) - 1
+                if i < 0 or not merged[i][0] < c < merged[i][1]:
                     cuts.add(c)
         edges = sorted(c for c in cuts if 0 <= c <= self.block)
         self.units = list(zip(edges, edges[1:], strict=False))
