@@ -690,8 +690,17 @@ def render_interop(
         for tx in names for rx in names for cfg in configs if (tx, rx, cfg.name) in by
     ]  # fmt: skip
     counts = mark_counts(r["mark"] for rs in by.values() for r in rs)
+    # each configuration's scenarios, named after it: "nominal", "lost-RS.1", ...
+    scenarios: dict[str, list[str]] = {}
+    for c in cells:
+        short = c.scenario.stem.split(f"-{c.config.name}-", 1)[-1]
+        if short not in scenarios.setdefault(c.config.name, []):
+            scenarios[c.config.name].append(short)
+    for names_ in scenarios.values():
+        names_.sort(key=lambda n: n != "nominal")
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
     page = env.get_template("interop.html").render(
+        scenarios=scenarios,
         protocol=spec.name.upper(),
         spec_name=spec.spec,
         suts=[f"{s.name} {s.version}" for s in suts],
