@@ -25,13 +25,16 @@ impairment and why.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
+from conformance.core.capabilities import InteropConfig
+from conformance.core.contract import ProtocolParams
 from conformance.core.errors import DtncError as DtncError  # re-exported: Unplannable's base
 from conformance.core.types import (
+    Channel,
     Direction,
     Expectation,
     ExpectedOutcome,
@@ -403,3 +406,43 @@ def merge_readings(runs: Sequence[CatalogueRun[B, K]], bound: B) -> CatalogueRun
             for o, rs in p.outcomes.items():
                 have.outcomes.setdefault(o, set()).update(rs)
     return CatalogueRun(list(found.values()), actions, runs[0].states, sum(r.seconds for r in runs))
+
+
+def interop_scenarios(
+    cfg: InteropConfig,
+    plans: Mapping[str, Sequence[PlannedLoss]],
+    params: ProtocolParams,
+    impairment: Callable[[PlannedLoss], Impairment],
+    expectation: Callable[[Scenario, Path], Expectation],
+    workdir: Path,
+    names: Collection[str] | None = None,
+) -> list[Scenario]:
+    """An interoperability configuration's scenarios (conformance/interop.py):
+    one per plan (``names``: those of them only), with ``params``, the
+    plan's impairments and the outcome set the model computes for it."""
+    from conformance.core import registry as protocols
+
+    delivery = protocols.get(params.protocol).delivery
+    out = []
+    for name, plan in plans.items():
+        if names is not None and name not in names:
+            continue
+        placeholder = ExpectedOutcome(
+            sender_outcome="completed",
+            receiver_outcome="completed",
+            delivered=delivery(protocol=params.protocol),
+        )
+        scn = Scenario(
+            name=name,
+            protocol=params.protocol,
+            description=f"Interoperability, {cfg.describe()}: "
+            + (", ".join(f"{x.key} {x.off} lost once ({x.dir})" for x in plan) or "no loss")
+            + ".",
+            params=params,
+            impairments=[impairment(x) for x in plan],
+            channel=Channel(mtu=cfg.mtu),
+            expect=Expectation(outcomes=[placeholder]),
+        )
+        scn.expect = expectation(scn, workdir)
+        out.append(scn)
+    return out

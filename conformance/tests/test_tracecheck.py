@@ -18,7 +18,7 @@ from scapy.layers.inet import IP
 
 from conformance import pcapkit, tracecheck
 from conformance.core.contract import Unrepresentable
-from conformance.core.types import Scenario, TraceCheck
+from conformance.core.types import Scenario, SegmentRecord, TraceCheck
 from conformance.protocols.ltp import SPEC as LTP_SPEC
 from conformance.protocols.ltp import LtpBlock
 from conformance.segments import records_from_captures
@@ -319,6 +319,27 @@ def test_answered_cancel_is_accepted(tmp_path: Path) -> None:
     assert tc.status == "accepted", tc.message
 
 
+def _stored_run(
+    name: str, tmp_path: Path
+) -> tuple[Path, Scenario, list[SegmentRecord], TraceCheck]:
+    """A live run stored in data/NAME (its captures, scenario, segments and
+    result), validated again: (its folder, scenario, segments, the check)."""
+    from conformance.core.types import RunResult, load_model
+    from conformance.runner import PORTS, validate_trace
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "data" / name, run)
+    scn = Scenario.model_validate_json((run / "scenario.json").read_text())
+    segments = [
+        SegmentRecord.model_validate_json(ln)
+        for ln in (run / "segments.jsonl").read_text().splitlines()
+        if ln.strip()
+    ]
+    result = load_model(RunResult, run / "result.json")
+    tc = validate_trace(LTP_SPEC, scn, segments, run, port=PORTS["ltp"], ip_a=None, result=result)
+    return run, scn, segments, tc
+
+
 def test_a_cancel_after_a_lost_first_copy_is_blamed_on_its_answer(tmp_path: Path) -> None:
     """A live run (licklider 0.1.1 sending, the tester receiving with an
     unknown client service, data/ltp-refused-first-cr-lost, recorded again on
@@ -330,19 +351,7 @@ def test_a_cancel_after_a_lost_first_copy_is_blamed_on_its_answer(tmp_path: Path
     its explanations have a CR still to be put back; the diagnosis names the
     model's answer to the CR (§6.17) all the same, not what else the sender
     could do (SenderCancelSession, §6.7)."""
-    from conformance.core.types import RunResult, SegmentRecord, load_model
-    from conformance.runner import PORTS, validate_trace
-
-    run = tmp_path / "run"
-    shutil.copytree(Path(__file__).parent / "data" / "ltp-refused-first-cr-lost", run)
-    scn = Scenario.model_validate_json((run / "scenario.json").read_text())
-    segments = [
-        SegmentRecord.model_validate_json(ln)
-        for ln in (run / "segments.jsonl").read_text().splitlines()
-        if ln.strip()
-    ]
-    result = load_model(RunResult, run / "result.json")
-    tc = validate_trace(LTP_SPEC, scn, segments, run, port=PORTS["ltp"], ip_a=None, result=result)
+    _, _, _, tc = _stored_run("ltp-refused-first-cr-lost", tmp_path)
     assert tc.status == "rejected", tc.message
     assert "had to send a CAR" in tc.message or "had not answered the CR" in tc.message
     assert set(tc.actions) <= {"SenderRxCancel", "SenderRxRedundantCancel"}, tc.actions
@@ -645,21 +654,9 @@ def test_an_implementations_own_segmentation_is_the_models(tmp_path: Path) -> No
     at 0, 1000, 1999 and a 2-byte checkpoint at 2998, not on the scenario's
     1000-byte grid. The model's segments are cut where the trace's are, and
     the trace is validated, not left unchecked."""
-    from conformance.core.types import RunResult, SegmentRecord, load_model
-    from conformance.runner import PORTS, validate_trace
-
-    run = tmp_path / "run"
-    shutil.copytree(Path(__file__).parent / "data" / "ltp-ion-offgrid-nominal", run)
-    scn = Scenario.model_validate_json((run / "scenario.json").read_text())
-    segments = [
-        SegmentRecord.model_validate_json(ln)
-        for ln in (run / "segments.jsonl").read_text().splitlines()
-        if ln.strip()
-    ]
+    _, scn, segments, tc = _stored_run("ltp-ion-offgrid-nominal", tmp_path)
     offsets = [s.fields["offset"] for s in segments if "offset" in s.fields]
     assert offsets == [0, 1000, 1999, 2998, 3000, 3999]  # off the 1000-byte grid
-    result = load_model(RunResult, run / "result.json")
-    tc = validate_trace(LTP_SPEC, scn, segments, run, port=PORTS["ltp"], ip_a=None, result=result)
     assert tc.status == "accepted", tc.message
     # the cuts: the trace's own, and the grid where the trace sent nothing
     from generators.ltp.trace import _Geometry

@@ -13,10 +13,9 @@ from pathlib import Path
 
 from conformance.core.capabilities import InteropConfig
 from conformance.core.contract import field_int
-from conformance.core.types import Channel, Expectation, ExpectedOutcome, Scenario
-from conformance.protocols.cfdp import CfdpDelivery
+from conformance.core.types import Scenario
 from generators.cfdp import catalogue, outcomes
-from generators.outcomes import PlannedLoss
+from generators.outcomes import PlannedLoss, interop_scenarios
 
 # Each width, checksum, CRC setting, segment size and class at least once;
 # the first configuration runs every loss scenario of its mode.
@@ -79,23 +78,12 @@ def config_scenarios(
     seg = field_int(cfg.params["segment_size"])
     t = catalogue.Bound(str(cfg.params["mode"]), 0).transfer()
     t = t.model_copy(update={**cfg.params, "file_len": 2 * seg - 100})
-    out = []
-    for name, plan in config_plans(cfg).items():
-        if names is not None and name not in names:
-            continue
-        placeholder = ExpectedOutcome(sender_outcome="completed", receiver_outcome="completed",
-                                      delivered=CfdpDelivery(protocol="cfdp"))  # fmt: skip
-        scn = Scenario(
-            name=name,
-            protocol="cfdp",
-            description=f"Interoperability, {cfg.describe()}: "
-            + (", ".join(f"{x.key} {x.off} lost once ({x.dir})" for x in plan) or "no loss")
-            + ".",
-            params=t,
-            impairments=[outcomes.impairment_of(x, t, note="interop loss") for x in plan],
-            channel=Channel(mtu=cfg.mtu),
-            expect=Expectation(outcomes=[placeholder]),
-        )
-        scn.expect = outcomes.expectation_for(scn, workdir)
-        out.append(scn)
-    return out
+    return interop_scenarios(
+        cfg,
+        config_plans(cfg),
+        t,
+        lambda x: outcomes.impairment_of(x, t, note="interop loss"),
+        outcomes.expectation_for,
+        workdir,
+        names,
+    )

@@ -18,10 +18,10 @@ from collections.abc import Collection
 from pathlib import Path
 
 from conformance.core.capabilities import InteropConfig
-from conformance.core.types import Channel, Expectation, ExpectedOutcome, Scenario
-from conformance.protocols.ltp import LtpBlock, LtpDelivery
+from conformance.core.types import Scenario
+from conformance.protocols.ltp import LtpBlock
 from generators.ltp import outcomes
-from generators.outcomes import PlannedLoss
+from generators.outcomes import PlannedLoss, interop_scenarios
 
 _LIMIT = {"retransmission_limit": 3, "client_service_id": 1}
 
@@ -66,23 +66,12 @@ def config_scenarios(
     (``names``: those of them only), each with the outcome set the model
     computes for it."""
     block = LtpBlock.model_validate(cfg.params)
-    out = []
-    for name, plan in config_plans(cfg).items():
-        if names is not None and name not in names:
-            continue
-        placeholder = ExpectedOutcome(sender_outcome="completed", receiver_outcome="completed",
-                                      delivered=LtpDelivery())  # fmt: skip
-        scn = Scenario(
-            name=name,
-            protocol="ltp",
-            description=f"Interoperability, {cfg.describe()}: "
-            + (", ".join(f"the first {x.key} lost once ({x.dir})" for x in plan) or "no loss")
-            + ".",
-            params=block,
-            impairments=[outcomes.impairment_of(x, block, note="interop loss") for x in plan],
-            channel=Channel(mtu=cfg.mtu),
-            expect=Expectation(outcomes=[placeholder]),
-        )
-        scn.expect = outcomes.expectation_for(scn, workdir)
-        out.append(scn)
-    return out
+    return interop_scenarios(
+        cfg,
+        config_plans(cfg),
+        block,
+        lambda x: outcomes.impairment_of(x, block, note="interop loss"),
+        outcomes.expectation_for,
+        workdir,
+        names,
+    )
