@@ -276,8 +276,10 @@ def judge(
                 Reason(
                     code="expectation-disagrees",
                     message=f"the scenario's outcome set does not hold the outcome the model "
-                    f"reaches at the trace's end ({seen.describe()}): the set is stale or was "
-                    "written by hand; `dtnconform expect SCENARIO --write` recomputes it",
+                    f"reaches at the trace's end ({seen.describe()}): the set is stale, was "
+                    "written by hand, or counts the scenario's segments where the trace shows "
+                    "the implementation's own (ION's green EOB of 1 byte); `dtnconform expect "
+                    "SCENARIO --write` recomputes it",
                 )
             )
     elif not errors and trace is not None and trace.status == "rejected" and scn.expect.unjudged:

@@ -31,8 +31,16 @@
 #   OWLT out + OWLT in + the span's remote queuing latency + ownqtime/2*2
 #   (libltpP.c, ~3340-3366), checked once a second by ltpclock.  We set the
 #   OWLT to 0 (ionadmin range) and the queuing latency to
-#   ceil(DTNC_RETRANSMISSION_MS / 1000) s: the timer never fires early, up to
-#   1 s late.
+#   ceil(DTNC_RETRANSMISSION_MS / 1000) s. ION counts from the current whole
+#   second, so a timer may fire up to a second early (an RS resent 549 ms
+#   after it left, with 1000 ms asked) or late; the trace model lets a timer
+#   expire at any time, so no verdict rests on it.
+# - The receiver's linger.  ION tells a client of delivery and cancellation,
+#   never that an import session closed: after the red part and the EOB the
+#   session may still resend its RS and, at the limit, cancel (RLEXC).  So
+#   the receiver lingers, registered, past every RS retransmission the limit
+#   allows, (L + 1) timer periods of up to QTIME + 1 s, and its outcome is
+#   its last notice by then (docs/implementers.md, "linger by rule").
 # - Retransmission limit L.  ION has no such setting: the limit on timer
 #   expiries of checkpoints, reports and cancel segments (vspan->maxTimeouts)
 #   is derived from "m maxber" and the segment size, and is never below 3
@@ -169,6 +177,10 @@ ohd=$((1 + $(sdnv_len "$orig") + $(sdnv_len 1) + 1 + $(sdnv_len "$DTNC_CLIENT_SE
 MSS=$((S + ohd))
 QTIME=$(((DTNC_RETRANSMISSION_MS + 999) / 1000))
 ((QTIME >= 1)) || QTIME=1
+if [ "$DTNC_ROLE" = receiver ]; then # linger by rule (header)
+    by_rule=$(((L + 1) * (QTIME + 1) * 1000))
+    ((DTNC_LINGER_MS >= by_rule)) || export DTNC_LINGER_MS=$by_rule
+fi
 # segment loss rate p with smallest n such that p^n <= 1e-6 equal to L
 # (libltpP.c computeRetransmissionLimits), then the bit error rate giving p
 # for segments of MSS bytes: p = 1 - (1 - ber)^(8 MSS)
