@@ -25,6 +25,7 @@ from conformance.core.types import (
     Scenario,
     SegmentRecord,
     Verdict,
+    dump_model,
     load_model,
     load_scenario,
 )
@@ -52,6 +53,8 @@ class CertifyOutcome:
     unrun: dict[str, str] = field(default_factory=dict)
     # cases a role of the implementation refused at run time (exit 127): why
     unsupported: dict[str, str] = field(default_factory=dict)
+    # scenarios run as the implementation's profile moves them: what moved
+    adapted: dict[str, list[str]] = field(default_factory=dict)
 
 
 # Who plays which side of a case: the SUT both, or the tester one of them.
@@ -421,6 +424,7 @@ def certify(
     from reports.html import render_certification
 
     every = _chosen(cases(spec, _scenarios(out, catalogue), sut_roles), out, only)
+    every, adapted = _adapted(sut, every, out)
     every = _supported(spec, sut, every)
     runs_dir = out / "runs"
     todo = every
@@ -467,6 +471,7 @@ def certify(
         robot_rc=robot.rc,
         unrun=unrun,
         unsupported=refused,
+        adapted=adapted,
     )
 
 
@@ -498,6 +503,32 @@ def _chosen(every: list[Case], out: Path, only: str | None) -> list[Case]:
             + ")"
         )
     return chosen
+
+
+def _adapted(
+    sut: SutAdapter, every: list[Case], out: Path
+) -> tuple[list[Case], dict[str, list[str]]]:
+    """Each case whose scenario the implementation's declared profile moves
+    runs its adapted copy, written under ``out/adapted`` with the outcome set
+    the model computes for it (conformance/adapt.py); and what moved, by
+    scenario name."""
+    from conformance import adapt
+
+    paths: dict[Path, Path] = {}
+    moved: dict[str, list[str]] = {}
+    for c in every:
+        if c.path in paths:
+            continue
+        scn = load_scenario(c.path)
+        new, said = adapt.adapt(scn, [sut], out / "tlc-adapted")
+        paths[c.path] = c.path
+        if said:
+            rel = c.path.relative_to(out) if c.path.is_relative_to(out) else Path(c.path.name)
+            paths[c.path] = out / "adapted" / rel
+            paths[c.path].parent.mkdir(parents=True, exist_ok=True)
+            dump_model(new, paths[c.path])
+            moved[scn.name] = said
+    return [Case(paths[c.path], c.tester) for c in every], moved
 
 
 def _supported(spec: ProtocolSpec, sut: SutAdapter, every: list[Case]) -> list[Case]:

@@ -21,6 +21,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -592,6 +593,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     params = scn.params.model_dump(mode="json")
     plays = [(sut, r) for r in ("sender", "receiver") if r != args.tester and not (
         peer is not None and r == "receiver")] + ([(peer, "receiver")] if peer else [])  # fmt: skip
+    from conformance import adapt
+
+    scn, said = adapt.adapt(
+        scn, [a for a, _ in plays], Path(tempfile.mkdtemp(prefix="dtnc-adapt-"))
+    )
+    for line in said:  # the implementation's declared profile moved the scenario
+        console.print(f"adapted to the implementation's profile: {line}", markup=False)
+    params = scn.params.model_dump(mode="json")
     for adapter, role in plays:
         why = adapter.supports(params, role)
         if why:
@@ -783,6 +792,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
                 raise KeyboardInterrupt from None
             raise
     print_verdicts(outcome.runs)
+    for name, said in outcome.adapted.items():
+        console.print(f"  {name}: adapted to {sut.name}'s profile: {'; '.join(said)}", markup=False)
     for name, why in outcome.unsupported.items():
         console.print(f"  {name}: not supported (exit 127): {why}", markup=False)
     if outcome.robot_log.is_file():

@@ -103,6 +103,14 @@ class SutAdapter(ABC):
         is "not supported", not a fail."""
         return ""
 
+    def profile_changes(
+        self, params: Mapping[str, object]
+    ) -> dict[str, tuple[object, object, str]]:
+        """The scenario parameters the implementation's declared profile
+        moves (conformance/adapt.py): name -> (the scenario's value, the
+        profile's, why). Default: none."""
+        return {}
+
     def missing(self) -> str:
         """Why an optional implementation cannot run here ('' if it can, and
         for every implementation that is not optional: its absence is an

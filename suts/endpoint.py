@@ -88,6 +88,15 @@ class Supports(Strict):
     params: dict[str, Limit] = {}
 
 
+class Profile(Strict):
+    """What the standard leaves to the implementation and it fixes (ION's
+    retransmission limit of at least 3): a scenario outside it is adapted,
+    its parameter moved to the nearest value the profile takes and its
+    outcome set computed again (conformance/adapt.py), not refused."""
+
+    params: dict[str, Limit] = {}
+
+
 class Option(Strict):
     values: list[str] = Field(min_length=1)
     text: str
@@ -106,6 +115,7 @@ class EndpointSpec(Strict):
     build: Build | None = None
     run: Run
     supports: Supports = Supports()
+    profile: Profile = Profile()
     options: dict[str, Option] = {}
 
 
@@ -198,6 +208,25 @@ class EndpointFile(SutAdapter):
             if lacking:
                 why.append(f"it does not declare {', '.join(lacking)}")
         return "; ".join(why)
+
+    def profile_changes(
+        self, params: Mapping[str, object]
+    ) -> dict[str, tuple[object, object, str]]:
+        """The parameters its profile moves: name -> (the scenario's value,
+        the profile's, why)."""
+        out: dict[str, tuple[object, object, str]] = {}
+        for key, lim in self.spec.profile.params.items():
+            value = params.get(key)
+            new = value
+            if isinstance(value, int) and lim.min is not None and value < lim.min:
+                new = lim.min
+            elif isinstance(value, int) and lim.max is not None and value > lim.max:
+                new = lim.max
+            elif lim.in_ is not None and value not in lim.in_:
+                new = lim.in_[0]
+            if new != value:
+                out[key] = (value, new, lim.why)
+        return out
 
     # ------------------------------------------------------------ the roles
     def role_knobs(self, scn: Scenario, role: str) -> Knobs:

@@ -175,3 +175,31 @@ def test_127_after_taking_part_is_judged_not_unsupported(tmp_path: Path) -> None
     assert out.verdict.status == "pass", out.verdict.reasons
     assert out.result is not None and out.result.sender.exit_code == 127
     assert not (tmp_path / "run" / "unsupported.txt").exists()
+
+
+def test_a_profile_adapts_the_scenario_and_the_model_judges_it_again(tmp_path: Path) -> None:
+    """ION's profile: a retransmission limit of at least 3. The demo's limit
+    of 1 runs as 3, with the outcome set TLC computes for 3 (two lost
+    reports no longer exhaust the limit: the block may complete)."""
+    from conformance import adapt
+
+    prof = tmp_path / "prof.toml"
+    prof.write_text(
+        'name = "prof"\nprotocol = "ltp"\nversion = "0"\n[run]\nsender = ["true"]\n'
+        'receiver = ["true"]\n[profile.params.retransmission_limit]\nmin = 3\nwhy = "three"\n'
+    )
+    scn = load_scenario(NOMINAL)  # two RSs lost, limit 1: both sides cancel
+    assert {o.sender_outcome for o in scn.expect.outcomes} == {"cancelled"}
+    new, said = adapt.adapt(scn, [get(str(prof)), get("licklider")], tmp_path / "tlc")
+    assert said == ["retransmission_limit 1 -> 3 (prof: three)"]
+    assert new.params.retx_limit() == 3 and new.name == scn.name
+    assert new.description.startswith("Adapted to the implementation's profile")
+    assert "completed" in {o.sender_outcome for o in new.expect.outcomes}
+    # nothing to move: the scenario itself
+    same, none = adapt.adapt(new, [get(str(prof))], tmp_path / "tlc")
+    assert same is new and none == []
+    # a pair whose profiles ask for two values is refused
+    other = tmp_path / "other.toml"
+    other.write_text(prof.read_text().replace('"prof"', '"other"').replace("min = 3", "min = 4"))
+    with pytest.raises(InputError, match="the profiles of the pair ask for 3 and 4"):
+        adapt.changes(scn, [get(str(prof)), get(str(other))])

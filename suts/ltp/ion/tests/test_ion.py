@@ -36,12 +36,13 @@ def _nominal(name: str) -> Scenario:
 
 def test_ion_refuses_what_it_cannot_take(ion: SutAdapter) -> None:
     ion.check_contract(_nominal("contract"))  # 127 for a feature nobody knows
-    # its retransmission limit is never below 3 (libltpP.c:518-533)
+    # its retransmission limit is never below 3 (libltpP.c:518-533): its
+    # profile moves a scenario's 1 to 3, and a role given 1 refuses it
     params = _nominal("x").params.model_dump(mode="json")
-    assert "never retransmits fewer than 3" in ion.supports(
-        {**params, "retransmission_limit": 1}, "sender"
-    )
-    assert ion.supports(params, "sender") == ""
+    moved = ion.profile_changes({**params, "retransmission_limit": 1})
+    assert moved["retransmission_limit"][:2] == (1, 3)
+    assert ion.supports({**params, "retransmission_limit": 1}, "sender") == ""
+    assert ion.profile_changes(params) == {}
 
 
 @pytest.mark.parametrize("pair", ["ion>ion", "ion>licklider", "licklider>ion"])

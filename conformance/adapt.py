@@ -1,0 +1,56 @@
+"""Scenarios adapted to implementations' declared profiles
+(docs/implementers.md, "Profiles"): where an endpoint file fixes what the
+standard leaves to the implementation (ION's retransmission limit is never
+below 3, RFC 5326 §6.7 and §6.8 leave the limit to network management), a
+scenario outside it runs with the profile's value, and the model computes
+its outcome set again: the same test purpose under the implementation's
+own settings, judged exactly, not a fail and not "not supported"."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from conformance.core import registry as protocols
+from conformance.core.errors import InputError
+from conformance.core.types import Scenario
+from suts.base import SutAdapter
+
+
+def changes(scn: Scenario, suts: Sequence[SutAdapter]) -> dict[str, tuple[object, object, str]]:
+    """What the implementations' profiles move in ``scn``: name -> (the
+    scenario's value, the value run, why). Two implementations that move
+    one parameter apart (an interop pair) are refused: no value suits both."""
+    params = scn.params.model_dump(mode="json")
+    out: dict[str, tuple[object, object, str]] = {}
+    for sut in dict.fromkeys(suts):
+        for key, (old, new, why) in sut.profile_changes(params).items():
+            if key in out and out[key][1] != new:
+                raise InputError(
+                    f"{scn.name}: {key}: the profiles of the pair ask for {out[key][1]} and "
+                    f"{new} ({sut.name}: {why})"
+                )
+            out[key] = (old, new, f"{sut.name}: {why}")
+    return out
+
+
+def adapt(scn: Scenario, suts: Sequence[SutAdapter], workdir: Path) -> tuple[Scenario, list[str]]:
+    """``scn`` as the implementations' profiles run it, its outcome set
+    computed again by the model, and each change said ("retransmission_limit
+    1 -> 3 (ion: ...)"); ``scn`` itself, and no change, where none moves."""
+    moved = changes(scn, suts)
+    if not moved:
+        return scn, []
+    said = [f"{k} {old} -> {new} ({why})" for k, (old, new, why) in moved.items()]
+    params = scn.params.model_copy(update={k: new for k, (_, new, _) in moved.items()})
+    spec = protocols.get(scn.protocol)
+    out = scn.model_copy(
+        update={
+            "params": type(scn.params).model_validate(params.model_dump()),
+            "description": f"Adapted to the implementation's profile: {'; '.join(said)}. "
+            + scn.description,
+        }
+    )
+    oc = spec.need("outcomes", spec.capabilities.outcomes)
+    out.expect = oc.expectation_for(out, workdir)
+    return out, said
