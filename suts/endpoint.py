@@ -30,6 +30,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError
 
+from conformance import timers
 from conformance.core import registry as protocols
 from conformance.core.classifiers import default_port
 from conformance.core.contract import Strict
@@ -310,6 +311,9 @@ class EndpointFile(SutAdapter):
         out = merge_knobs(flat("sender"), flat("receiver"))
         out.update(self.options)
         out["udp-port"] = default_port(self.protocol) or 0
+        # whether each timer was derived from the channel or set by the scenario
+        tm = timers.derive(scn).as_dict()
+        out.update({f"timers.{k}": str(v) for k, v in tm.items() if k.endswith(".source")})
         return out
 
     def parse_result(

@@ -208,6 +208,7 @@ def test_licklider_endpoint_file_passes_the_derived_knobs() -> None:
     assert flags(other, "sender")["--client-service-id"] == "3"
     knobs = sut.knobs(scn)
     assert knobs["retransmission-ms"] == 1520
+    assert knobs["timers.retransmission_ms.source"] == "derived"
     assert knobs["sender.engine"] == 1 and knobs["receiver.engine"] == 2
     assert knobs["udp-port"] == 1113
 
