@@ -79,7 +79,10 @@ name = "x"
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        (BASE.replace("licklider, licklider", "licklider, ion"), r"protocols\.0\.pairs: .*ion"),
+        (
+            BASE.replace("licklider, licklider", "licklider, nosuch"),
+            r"protocols\.0\.pairs: .*nosuch",
+        ),
         (BASE.replace("replicates: 3", "replicates: 0"), r"replicates: .*greater than or equal"),
         (BASE.replace("{profile: grc-1mbps-25ms-pe0}", "{name: a}"), r"two links are called 'a'"),
         (BASE.replace("sizes: [1000, 8000]", "sizes: []"), r"sizes: .*at least 1"),

@@ -143,8 +143,8 @@ def test_cli_bad_json_and_unknown_sut(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["run", str(bad), "--sut", "licklider"]) == 2
     assert "not JSON" in capsys.readouterr().err
     good = _write(tmp_path, GOOD)
-    assert main(["run", str(good), "--sut", "ion"]) == 2
-    assert "unknown SUT 'ion'" in capsys.readouterr().err
+    assert main(["run", str(good), "--sut", "nosuch"]) == 2
+    assert "unknown SUT 'nosuch'" in capsys.readouterr().err
 
 
 def test_cli_not_root(tmp_path: Path, capsys: pytest.CaptureFixture[str],
