@@ -595,9 +595,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         peer is not None and r == "receiver")] + ([(peer, "receiver")] if peer else [])  # fmt: skip
     from conformance import adapt
 
-    scn, said = adapt.adapt(
-        scn, [a for a, _ in plays], Path(tempfile.mkdtemp(prefix="dtnc-adapt-"))
-    )
+    # the adapted outcome set's TLC files are not kept (the run keeps the scenario)
+    with tempfile.TemporaryDirectory(prefix="dtnc-adapt-") as tlc:
+        scn, said = adapt.adapt(scn, [a for a, _ in plays], Path(tlc))
     for line in said:  # the implementation's declared profile moved the scenario
         console.print(f"adapted to the implementation's profile: {line}", markup=False)
     params = scn.params.model_dump(mode="json")
