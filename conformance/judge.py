@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from conformance.core.classifiers import HOLDS, frame_matches
 from conformance.core.types import (
     ExpectedOutcome,
     Impairment,
@@ -153,7 +154,7 @@ def channel_saw(records: list[ChannelRecord], imp: Impairment) -> str:
     frames = [r for r in records if r.dir == imp.direction]
     kinds = Counter(r.kind for r in frames)
     segs = [r for r in frames if r.proto]
-    matching = [r for r in segs if all(r.fields.get(k) == v for k, v in imp.match.items())]
+    matching = [r for r in segs if frame_matches(r.fields, imp.match)]
     parts = [f"{len(frames)} {imp.direction} frame{'s' * (len(frames) != 1)}"]
     parts.append(f"{len(segs)} classified as segments")
     if kinds.get("fragment"):
@@ -219,6 +220,26 @@ def uncovered(scn: Scenario, records: Sequence[ChannelRecord]) -> str:
     if exp.in_order is None:
         return ""  # a hand-written set: nothing to compare with
     segs = [r for r in records if r.seg is not None]
+    # a rule naming a byte ("holds") meets whatever segment holds it; the
+    # set was computed for the segment of the scenario's grid that starts
+    # there, so one that starts elsewhere (ION's [1999, 2998) for byte 2000,
+    # plain data where the grid's is the checkpoint) may be another test
+    off = [
+        (i, r)
+        for r in segs
+        if r.rule is not None
+        and r.rule < len(scn.impairments)
+        and (i := scn.impairments[r.rule].match.get(HOLDS)) is not None
+        and r.fields.get("offset") != i
+    ]
+    if off:
+        i, r = off[0]
+        return (
+            f"the rule naming byte {i} acted on a segment at {r.fields.get('offset')} "
+            f"({r.fields.get('length')} bytes), not the one the scenario's grid starts there "
+            "(the implementation cuts the block otherwise): the set, computed for the grid's "
+            "segment, does not decide"
+        )
     # what a planned outage swallowed is in the set (Expectation.outages)
     planned = ("rule", "outage") if exp.outages else ("rule",)
     lost = sum(1 for r in segs if r.lost and r.cause not in planned)

@@ -13,6 +13,7 @@ integer field that a rule's number matches (LTP ``type`` and ``type_code``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from conformance.core import registry, wire
@@ -90,6 +91,26 @@ def _int_allowed(spec: str | dict[str, Any], value: int) -> str | None:
     if lo <= value <= hi:
         return None
     return "0 .. 2^64-1" if (lo, hi) == (0, UINT_MAX) else f"{lo}-{hi}"
+
+
+HOLDS = "holds"
+
+
+def frame_matches(fields: Mapping[str, object], match: Mapping[str, object]) -> bool:
+    """The emulator's match (its rules.rs ``matches``) on a frame's
+    classified fields: every entry equal, and ``holds: X`` true of a
+    segment whose client data holds byte X (offset <= X < offset + length),
+    whatever the segmentation."""
+    for key, want in match.items():
+        if key == HOLDS:
+            off, n = fields.get("offset"), fields.get("length")
+            if not (isinstance(off, int) and isinstance(n, int) and isinstance(want, int)):
+                return False
+            if not off <= want < off + n:
+                return False
+        elif fields.get(key) != want:
+            return False
+    return True
 
 
 def validate_match(protocol: str, key: str, value: object) -> None:

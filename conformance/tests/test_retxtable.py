@@ -61,7 +61,7 @@ def test_the_ns3_papers_geometry_is_built_in() -> None:
     g = catalogue.RETX_GEOMETRIES
     rows = catalogue.retx_grid(**g["ns3"])
     assert len(rows) == 1 + 6 + 15 + 20 + 15
-    offsets = {(i.match.get("kind"), i.match.get("offset")) for s in rows for i in s.impairments}
+    offsets = {(i.match.get("kind"), i.match.get("holds")) for s in rows for i in s.impairments}
     assert offsets == {("red_data", 0), ("red_data", 1461), ("green_data", 1500),
                        ("green_data", 2961), ("green_data", 4422), (None, None)}  # fmt: skip
     assert all(s.channel.mtu >= 1461 + 23 + 28 for s in rows)

@@ -451,7 +451,7 @@ def judged_at_end(block: LtpBlock, lost_green: set[int], unjudged: str) -> Expec
 def _grid_name(x: PlannedLoss, block: LtpBlock) -> str:
     """A loss as a row names it: "red1461.1", "green2961.1", "RS.1"."""
     if x.key in ("red_data", "green_data"):
-        off = impairment_of(x, block).match["offset"]
+        off = impairment_of(x, block).match["holds"]
         return f"{x.key.split('_')[0]}{off}.{x.occ}"
     return f"{x.key}.{x.occ}"
 
@@ -620,15 +620,15 @@ OUTAGE_BOUND = Bound(2, 1, 1, 0)
 OUTAGE_TRIGGERS = (
     OutageTrigger(
         "sender-sends-red", "sender in its initial transmission (receiver not yet reached)",
-        "forward", {"kind": "red_data", "offset": 0},
+        "forward", {"kind": "red_data", "holds": 0},
     ),
     OutageTrigger(
         "sender-awaits-report", "sender with its checkpoint timer running (6.2)",
-        "forward", {"kind": "red_data", "offset": 1000},
+        "forward", {"kind": "red_data", "holds": 1000},
     ),
     OutageTrigger(
         "sender-sends-green", "sender transmitting the green part (6.1)",
-        "forward", {"kind": "green_data", "offset": 2000},
+        "forward", {"kind": "green_data", "holds": 2000},
     ),
     OutageTrigger(
         "receiver-awaits-ack", "receiver with its RS timer running (6.3)",
@@ -640,7 +640,7 @@ OUTAGE_TRIGGERS = (
     ),
     OutageTrigger(
         "sender-retransmits", "sender retransmitting a gap (6.13)",
-        "forward", {"kind": "red_data", "offset": 0}, 2,
+        "forward", {"kind": "red_data", "holds": 0}, 2,
         (PlannedLoss("forward", "red_data", 0, 1),),
     ),
     OutageTrigger(

@@ -74,6 +74,16 @@ def plan(impairments: Sequence[Impairment], block: LtpBlock) -> list[PlannedLoss
         m = dict(imp.match)
         if set(m) == {"type"} and m["type"] in CTRL_TYPES:
             return str(m["type"]), 0
+        if set(m) == {"kind", "holds"} and m["kind"] in ("red_data", "green_data"):
+            # the model's segment holding that byte (the scenario's own grid)
+            kind, byte = str(m["kind"]), int(m["holds"])
+            index = _segment_holding(kind, byte, block)
+            if index is None:
+                raise Unplannable(
+                    f"{where}: byte {byte} is not in the block's {kind.split('_')[0]} part "
+                    f"(red_len {block.red_len}, block_len {block.block_len})"
+                )
+            return kind, index
         if set(m) == {"kind", "offset"} and m["kind"] in ("red_data", "green_data"):
             kind, offset = str(m["kind"]), int(m["offset"])
             index = _segment_index(kind, offset, block)
@@ -86,7 +96,7 @@ def plan(impairments: Sequence[Impairment], block: LtpBlock) -> list[PlannedLoss
             return kind, index
         raise Unplannable(
             f"{where}: match {m} is not one the model names "
-            "(type of a control segment, or kind + offset of a data segment)"
+            "(type of a control segment, or kind + holds or offset of a data segment)"
         )
 
     return expand(impairments, key_of)
@@ -98,7 +108,7 @@ def impairment_of(
     """The channel rule that makes planned impairment ``x`` (the inverse of :func:`plan`);
     ``delay_ms``: a delay's or an outage's length."""
     match: dict[str, FieldValue] = (
-        {"kind": x.key, "offset": _segment_offset(x.key, x.off, block)}
+        {"kind": x.key, "holds": _segment_offset(x.key, x.off, block)}
         if x.key in ("red_data", "green_data")
         else {"type": x.key}
     )
@@ -135,6 +145,17 @@ def _segment_index(kind: str, offset: int, block: LtpBlock) -> int | None:
     if rel < 0 or rel % block.segment_size:
         return None
     return first + rel // block.segment_size
+
+
+def _segment_holding(kind: str, byte: int, block: LtpBlock) -> int | None:
+    """The model's index of the data segment of ``kind`` that holds block
+    byte ``byte`` (None: that part has no such byte)."""
+    lo, hi = (0, block.red_len) if kind == "red_data" else (block.red_len, block.block_len)
+    if not lo <= byte < hi:
+        return None
+    n_red, _ = block_segments(block)
+    first = 0 if kind == "red_data" else n_red
+    return first + (byte - lo) // block.segment_size
 
 
 def _segment_offset(kind: str, index: int, block: LtpBlock) -> int:

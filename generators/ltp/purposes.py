@@ -93,6 +93,7 @@ GEN_CONSTANTS: dict[str, int | bool] = {
     "RefusalStateless": False,
     "ClosedReopens": False,
     "GreenEobCloses": False,
+    "RedPartCloses": False,
 }
 SEGMENT_SIZE = 1000
 # TLC processes run side by side during generation (one worker each).
@@ -258,12 +259,15 @@ def model_actions(spec: Path = SPEC) -> list[str]:
 
 
 def match_fields(seg: Mapping[str, Any], segment_size: int = SEGMENT_SIZE) -> dict[str, FieldValue]:
-    """The wire fields an impairment matches a model segment on."""
+    """The wire fields an impairment matches a model segment on: a data
+    segment by the byte it starts with (``holds``: the segment holding that
+    byte in any segmentation, RFC 5326 leaves segmentation to the engine,
+    §6.1), a control segment by its type."""
     t = seg["type"]
     if t in RED_TYPES:
-        return {"kind": "red_data", "offset": int(seg["off"]) * segment_size}
+        return {"kind": "red_data", "holds": int(seg["off"]) * segment_size}
     if t in GREEN_TYPES:
-        return {"kind": "green_data", "offset": int(seg["off"]) * segment_size}
+        return {"kind": "green_data", "holds": int(seg["off"]) * segment_size}
     return {"type": t}
 
 

@@ -2,9 +2,10 @@
 search (conformance/search.py) impairs, and the block every example
 transfers.
 
-A data segment is named by its kind and byte offset, a control segment by
-its type, as the model names them (specs/ltp/LTP.tla); the offsets are those
-of the block below.
+A data segment is named by its kind and the byte it starts with on the
+block's grid (its rule matches the segment that holds that byte, whatever
+the segmentation), a control segment by its type, as the model names them
+(specs/ltp/LTP.tla); the bytes are those of the block below.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ RETURN = ("RS", "CR", "CAS")
 
 
 def match_of(unit: str) -> dict[str, str | int]:
-    """ "red_data@1000" -> {kind, offset}; "RS" -> {type}."""
+    """ "red_data@1000" -> {kind, holds}: the data segment holding that byte,
+    whatever the segmentation; "RS" -> {type}."""
     if "@" in unit:
         kind, offset = unit.split("@")
-        return {"kind": kind, "offset": int(offset)}
+        return {"kind": kind, "holds": int(offset)}
     return {"type": unit}
 
 

@@ -82,17 +82,40 @@ def test_green_segments_are_planned_from_the_red_parts_end():
     the tester cuts it from red_len), not at multiples of the segment size."""
     block = LtpBlock(block_len=5000, red_len=1500, segment_size=1461)
     imps = [
-        _drop("forward", kind="red_data", offset=1461),
-        _drop("forward", kind="green_data", offset=2961),
+        _drop("forward", kind="red_data", holds=1461),
+        _drop("forward", kind="green_data", holds=2961),
     ]
     plan = outcomes.plan(imps, block)
     # the model's indices: red 0-1, green 2-4
     assert [(p.key, p.off) for p in plan] == [("red_data", 1), ("green_data", 3)]
     back = [outcomes.impairment_of(p, block) for p in plan]
     assert [dict(i.match) for i in back] == [dict(i.match) for i in imps]
+    # an offset names the same segments on the scenario's grid
+    by_offset = [_drop("forward", kind="red_data", offset=1461),
+                 _drop("forward", kind="green_data", offset=2961)]  # fmt: skip
+    assert outcomes.plan(by_offset, block) == plan
     for bad in (2922, 1461):  # a red-part multiple of the size, and red's own offset
         with pytest.raises(common.Unplannable, match="green part"):
             outcomes.plan([_drop("forward", kind="green_data", offset=bad)], block)
+
+
+def test_a_byte_names_the_segment_holding_it_whatever_the_grid():
+    """``holds``: the data segment whose range holds a byte. On the model's
+    grid that is the segment the byte falls in, so an implementation that
+    cuts the block elsewhere (ION counts its header in the segment size)
+    meets a loss the model can plan."""
+    plan = outcomes.plan(
+        [
+            _drop("forward", kind="red_data", holds=2999),
+            _drop("forward", kind="green_data", holds=3000),
+            _drop("forward", kind="red_data", holds=1012),
+        ],
+        BLOCK,
+    )
+    assert [(p.key, p.off) for p in plan] == [("red_data", 2), ("green_data", 3), ("red_data", 1)]
+    for kind, byte in (("red_data", 3000), ("green_data", 2999), ("green_data", 4000)):
+        with pytest.raises(common.Unplannable, match="is not in the block's"):
+            outcomes.plan([_drop("forward", kind=kind, holds=byte)], BLOCK)
 
 
 def test_outcome_lines_become_byte_counts():

@@ -64,11 +64,34 @@ fn value_eq(field: &Value, want: &MatchValue) -> bool {
     }
 }
 
+/// The match key that names a byte instead of a field: a segment carrying
+/// client data from `offset` for `length` bytes matches `holds: X` when
+/// `offset <= X < offset + length`. "The data segment that holds byte X"
+/// means the same whatever the implementation's segmentation; an `offset`
+/// match assumes a grid.
+pub const HOLDS: &str = "holds";
+
+fn field_int(fields: &Fields, key: &str) -> Option<u64> {
+    match fields.iter().find(|(k, _)| *k == key) {
+        Some((_, Value::Int(n))) => Some(*n),
+        _ => None,
+    }
+}
+
 /// True when every entry of `want` equals the segment's field. A code field
 /// given as a number matches the field's `<name>_code` companion (LTP's
-/// `type` may be given as "RS" or as 8).
+/// `type` may be given as "RS" or as 8); `holds` (see [`HOLDS`]) matches a
+/// segment whose data holds that byte.
 pub fn matches(fields: &Fields, want: &[(String, MatchValue)]) -> bool {
     want.iter().all(|(key, w)| {
+        if key == HOLDS {
+            let (Some(off), Some(len), MatchValue::Int(x)) =
+                (field_int(fields, "offset"), field_int(fields, "length"), w)
+            else {
+                return false;
+            };
+            return off <= *x && *x - off < len;
+        }
         let Some((_, have)) = fields.iter().find(|(k, _)| k == key) else {
             return false;
         };
@@ -203,6 +226,29 @@ mod tests {
             !matches(&f, &[("offset".into(), MatchValue::Int(0))]),
             "absent field"
         );
+    }
+
+    #[test]
+    fn holds_names_a_byte_whatever_the_segmentation() {
+        // ION's third segment of a 3000-byte red part (segment size 1000,
+        // header counted): 1999 .. 2998
+        let seg = vec![
+            ("kind", Value::Str("red_data")),
+            ("offset", Value::Int(1999)),
+            ("length", Value::Int(999)),
+        ];
+        let holds = |x| [(HOLDS.to_string(), MatchValue::Int(x))];
+        assert!(matches(&seg, &holds(1999)), "its first byte");
+        assert!(matches(&seg, &holds(2000)), "the grid's checkpoint's first byte");
+        assert!(matches(&seg, &holds(2997)), "its last byte");
+        assert!(!matches(&seg, &holds(2998)), "the next segment's first byte");
+        assert!(!matches(&seg, &holds(1998)), "the previous segment's last byte");
+        assert!(!matches(&rs(1), &holds(0)), "a segment without data");
+        let with_kind = [
+            ("kind".to_string(), MatchValue::Str("green_data".into())),
+            (HOLDS.to_string(), MatchValue::Int(2000)),
+        ];
+        assert!(!matches(&seg, &with_kind), "every entry must hold");
     }
 
     #[test]
