@@ -1274,6 +1274,13 @@ def _sessions(
         except Unrepresentable as exc:
             return TraceCheck(status="unchecked", message=f"{where}{exc}", **common)
         units = [tm.arrived[e.record] if e.corrupt else tm.units.get(e.record) for e in evs]
+        if tm.pieces:  # a frame that carries several of the model's units
+            pairs = [
+                (e, p)
+                for e, u in zip(evs, units, strict=True)
+                for p in (tm.pieces.get(e.record, [u]) if not e.corrupt else [u])
+            ]
+            evs, units = [e for e, _ in pairs], [u for _, u in pairs]
         sessions.append(
             _Session(
                 tm,

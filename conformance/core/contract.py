@@ -467,6 +467,11 @@ class TraceModel:
     # (a CRC the receiver checks); a corrupted record left out is
     # unrepresentable
     arrived: Mapping[int, Any] = field(default_factory=dict)
+    # record index -> the model's units one frame carries, in order, where an
+    # implementation's segment spans several of them (ION cuts a block one
+    # way, then a retransmission of it another): each event of the record
+    # is read as the same event of each of its pieces, at its time
+    pieces: Mapping[int, Sequence[Any]] = field(default_factory=dict)
     # a unit in words, for a rejection's message (default: its "type")
     describe: Callable[[Mapping[str, Any]], str] | None = None
     # actor -> the longest its user may hold it suspended, in microseconds:

@@ -340,6 +340,20 @@ def _stored_run(
     return run, scn, segments, tc
 
 
+def test_a_retransmission_cut_otherwise_is_validated(tmp_path: Path) -> None:
+    """A live run of ION-DTN 4.1.3 at both ends (data/ltp-ion-recut-checkpoint-lost,
+    2026-11-30; the generated ltp-checkpoint-lost, its limit adapted to 3):
+    the segment holding byte 2000 is lost, which in ION's segmentation is
+    [1999, 2998), not the checkpoint. ION sends that gap again as [1999,
+    2997) and a 1-byte checkpoint at 2997: the first copy spans two of the
+    model's segments, and is read as both, sent and lost together. Until
+    then such a trace was left unchecked."""
+    _, _, segments, tc = _stored_run("ltp-ion-recut-checkpoint-lost", tmp_path)
+    spans = [(s.fields["offset"], s.fields["length"]) for s in segments if "offset" in s.fields]
+    assert (1999, 999) in spans and (1999, 998) in spans and (2997, 1) in spans
+    assert tc.status == "accepted", tc.message
+
+
 def test_a_cancel_after_a_lost_first_copy_is_blamed_on_its_answer(tmp_path: Path) -> None:
     """A live run (licklider 0.1.1 sending, the tester receiving with an
     unknown client service, data/ltp-refused-first-cr-lost, recorded again on
@@ -666,7 +680,13 @@ def test_an_implementations_own_segmentation_is_the_models(tmp_path: Path) -> No
     assert geo.units == [(0, 1000), (1000, 1999), (1999, 2998), (2998, 3000), (3000, 4000)]
     assert (geo.n_red, geo.n_green, geo.data_index(1999, 999, True)) == (4, 1, 2)
     # ION sending a gap again as 998 bytes and a 1-byte checkpoint splits
-    # its first copy: the model counts whole segments, so that is refused
+    # its first copy: that copy is read as the two model segments it spans,
+    # sent together (red only: green is never sent again)
     split = _Geometry(scn.params, [(1000, 1999), (1000, 1998), (1998, 1999)])
     with pytest.raises(Unrepresentable, match=r"\[1000, 1999\) is not one of .* spans or splits"):
         split.data_index(1000, 999, True)
+    assert split.data_pieces(1000, 999, True) == [1, 2]
+    assert split.data_pieces(1998, 1, True) == [2]
+    green = _Geometry(scn.params, [(3000, 4000), (3000, 3500), (3500, 4000)])
+    with pytest.raises(Unrepresentable, match="spans or splits"):
+        green.data_pieces(3000, 1000, False)

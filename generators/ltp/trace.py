@@ -89,9 +89,10 @@ class _Geometry:
     counts the header in its segment size, so its segments fall at 0, 1000,
     1999, 2998), never a grid it may not share. Where no segment of the
     trace covers a range (never sent), the scenario's segment size cuts it.
-    The model counts segments, not bytes, so every data segment of the trace
-    must be one such segment, and every report bound and claim must fall on
-    their edges."""
+    The model counts segments, not bytes: a data segment of the trace is
+    one such segment or several consecutive ones sent together (where the
+    implementation cut the same bytes otherwise at another time), and every
+    report bound and claim must fall on their edges."""
 
     def __init__(self, block: LtpBlock, spans: Sequence[tuple[int, int]]) -> None:
         self.seg = block.segment_size
@@ -143,6 +144,24 @@ class _Geometry:
                 "data in whole segments"
             )
         return i
+
+    def data_pieces(self, off: int, length: int, red: bool) -> list[int]:
+        """The model's segments a data segment of the trace carries: one,
+        or, where the implementation cut this range differently at another
+        time (ION resends 998 bytes and a 1-byte checkpoint where it first
+        sent 999), the consecutive ones it spans. Red data only: red data
+        is retransmitted (RFC 5326 §6.13), and a retransmission may be cut
+        otherwise; green data is sent once, so green that spans or splits
+        other green stays unchecked."""
+        i = self.start.get(off)
+        if i is None or not red or i >= self.n_red:
+            return [self.data_index(off, length, red)]  # says why
+        out = [i]
+        while self.units[out[-1]][1] < off + length and out[-1] + 1 < len(self.units):
+            out.append(out[-1] + 1)
+        if self.units[out[-1]][1] != off + length or any((k < self.n_red) != red for k in out):
+            return [self.data_index(off, length, red)]
+        return out
 
     def bound(self, b: int) -> int:
         if b == self.red:
@@ -256,13 +275,18 @@ def trace_model(
             serial(rss, f.get("report_serial"), True)
 
     units: dict[int, Record] = {}
+    pieces: dict[int, list[Record]] = {}
     for k, rec in zip(index, records, strict=True):
         f = rec.fields
         t = str(f.get("type", ""))
         where = f"{rec.summary or t} (frame {rec.frame})"
         if t in DATA_TYPES:
             red = bool(f.get("red"))
-            o = geo.data_index(field_int(f["offset"]), field_int(f["length"]), red)
+            *inner, o = geo.data_pieces(field_int(f["offset"]), field_int(f["length"]), red)
+            if inner:
+                # the segment's flags (checkpoint, EORP, EOB) are its last
+                # byte's: the pieces before the last are plain data
+                pieces[k] = [_mk("RD" if red else "GD", i) for i in inner]
             if f.get("checkpoint"):
                 units[k] = _mk(
                     t,
@@ -274,6 +298,8 @@ def trace_model(
                 )
             else:
                 units[k] = _mk(t, o)
+            if k in pieces:
+                pieces[k].append(units[k])
         elif t == "RS":
             lb, ub = field_int(f["lower_bound"]), field_int(f["upper_bound"])
             units[k] = _mk(
@@ -301,7 +327,8 @@ def trace_model(
         else:
             raise Unrepresentable(f"{where}: segment type {t or '?'} is not in the model")
     _one_gap_rs_per_report(units, events, geo.n_red, block.max_claims_per_rs)
-    losses = sum(1 for e in events if e.kind == "lose")
+    # a lost frame that carries several model segments loses each of them
+    losses = sum(len(pieces.get(e.record, [0])) for e in events if e.kind == "lose")
     return TraceModel(
         module=TRACE_SPEC,
         constants={
@@ -322,6 +349,7 @@ def trace_model(
             **LTP.reading_constants(""),
         },
         units=units,
+        pieces=pieces,
         actions=model_actions(MODEL, NEXT_BLOCKS),
         sections=action_sections(),
         overrides={
