@@ -28,6 +28,7 @@ MANIFEST = json.loads((Path(ltp.SPEC_DIR) / "manifest.json").read_text())
         "reading4",  # reading 4's alternative: a closed receiver reopens
         "reading2",  # reading 2's alternative: the MAY report bounds
         "reading5",  # reading 5's alternative: the receiver closes on a green EOB
+        "reading13",  # reading 13's alternative: the receiver closes with its RS unacknowledged
         "early",  # timers that may expire while the reply is in flight
     ],
 )

@@ -56,10 +56,12 @@ def test_report_lost_compiles_to_one_rs_drop():
     assert {"ReceiverExpireReportTimer", "SenderExpireCheckpointTimer"} & set(scen.origin.actions)
 
 
-def test_red_data_lost_is_keyed_on_kind_and_byte_offset():
+def test_red_data_lost_is_keyed_on_kind_and_the_byte_it_holds():
+    # "the red data segment holding byte 0": the same segment in any
+    # segmentation, where an offset would assume the scenario's grid
     scen = ltp.compile_trace(_trace("red-data-0-lost"), "red-data-0-lost")
     assert [(i.direction, i.match, i.occurrence) for i in scen.impairments] == [
-        ("forward", {"kind": "red_data", "offset": 0}, 1)
+        ("forward", {"kind": "red_data", "holds": 0}, 1)
     ]
     assert scen.expect.outcomes[0].delivered.red_bytes_delivered == 3000
 
@@ -81,11 +83,11 @@ def test_occurrence_counts_earlier_matching_transmissions():
 def test_match_fields():
     assert ltp.match_fields({"type": "RD-CP-EORP", "off": 2}) == {
         "kind": "red_data",
-        "offset": 2000,
+        "holds": 2000,
     }
     assert ltp.match_fields({"type": "GD-EOB", "off": 3}, 500) == {
         "kind": "green_data",
-        "offset": 1500,
+        "holds": 1500,
     }
     assert ltp.match_fields({"type": "RA", "off": 0}) == {"type": "RA"}
 
@@ -102,7 +104,7 @@ CHECKPOINT_ACTIONS = {
 
 def test_model_actions_are_the_disjuncts_of_next():
     actions = ltp.model_actions()
-    assert len(actions) == len(set(actions)) == 52
+    assert len(actions) == len(set(actions)) == 53
     assert {
         "SenderTxCheckpoint",
         "ChannelLoseReturn",
@@ -232,6 +234,7 @@ def test_two_generate_runs_at_once_both_succeed(tmp_path: Path) -> None:
         "ChannelReleaseForward",
         "ChannelReleaseReturn",
         "ReceiverCloseOnGreenEob",
+        "ReceiverCloseOnRedPart",
         "ReceiverReopenSession",
         "ReceiverRefuseSession",
         "ReceiverRefuseData",
@@ -245,7 +248,7 @@ def test_two_generate_runs_at_once_both_succeed(tmp_path: Path) -> None:
         "ReceiverExpireCancelTimer",
         "ReceiverAbandonCancel",
     }
-    assert len(a.actions_covered) >= 27  # of 52; the catalogue covers all
+    assert len(a.actions_covered) >= 27  # of 53; the catalogue covers all
     assert {"Terminating", "SenderRxRedundantReport"} <= set(a.actions_covered)
     assert CHECKPOINT_ACTIONS - {"ReceiverDiscardCheckpoint"} <= set(a.actions_covered)
     cov = json.loads((tmp_path / "a" / "coverage.json").read_text())

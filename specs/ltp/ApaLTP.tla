@@ -29,6 +29,7 @@ ConstInit ==
     /\ RefusalStateless = FALSE
     /\ ClosedReopens = FALSE
     /\ GreenEobCloses = FALSE
+    /\ RedPartCloses = FALSE
 
 \* The inductive-invariant candidate Apalache checks at every step.
 Inv == TypeOK /\ Safety

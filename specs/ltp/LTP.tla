@@ -92,6 +92,10 @@
 (*   - reading 5 (constant GreenEobCloses, README): FALSE, as 8.2 draws    *)
 (*     it, a receiver with the green EOB waits for the red part; TRUE, one *)
 (*     that has no red data at all may close on the EOB, with no notice    *)
+(*   - reading 13 (constant RedPartCloses, README): FALSE, a receiver      *)
+(*     closes once every RS is acknowledged (6.14); TRUE, one that has     *)
+(*     delivered the red part and has the EOB may also close with an RS    *)
+(*     unacknowledged, as 8.2's WAIT_RP_REC does (ReceiverCloseOnRedPart)  *)
 (*                                                                         *)
 (* ServiceKnown = FALSE: the receiver has no client service of the one the *)
 (* data names; it refuses the session (8.2, CR UNREACH), never opening it. *)
@@ -147,8 +151,11 @@ CONSTANTS
     \* @type: Int;
     MaxOutages,         \* how many times the link may go down
     \* @type: Bool;
-    GreenEobCloses      \* reading 5 (specs/ltp/README.md): may a receiver that got
+    GreenEobCloses,     \* reading 5 (specs/ltp/README.md): may a receiver that got
                         \* the green EOB and no red data at all close, no notice?
+    \* @type: Bool;
+    RedPartCloses       \* reading 13 (specs/ltp/README.md): may a receiver with the
+                        \* red part and the EOB close before its RS is acknowledged?
 
 ASSUME NRed \in Nat                 \* red-only, mixed and green-only blocks
 ASSUME NGreen \in Nat
@@ -162,6 +169,7 @@ ASSUME FaultyReceiver \in BOOLEAN
 \* exposes it (6.21).
 ASSUME MiscoloredSender \in BOOLEAN /\ (MiscoloredSender => NRed >= 2)
 ASSUME GreenEobCloses \in BOOLEAN
+ASSUME RedPartCloses \in BOOLEAN
 ASSUME ReportBoundsMay \in BOOLEAN
 ASSUME ServiceKnown \in BOOLEAN
 ASSUME RefusalStateless \in BOOLEAN
@@ -949,6 +957,27 @@ ReceiverCloseSession ==
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
                    rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
 
+\* The end of the block has arrived: the EOB segment, red in a red-only block.
+RxEob == IF NGreen = 0 THEN NRed - 1 \in rRed ELSE NSeg - 1 \in rGreen
+
+\* Reading 13's alternative (RedPartCloses, specs/ltp/README.md): 8.2 has a
+\* receiver with the EOB (WAIT_RP_REC) move to CLOSED "upon full red-part
+\* reception", where 6.14 closes only once no RS awaits its RA.  The red
+\* part delivered and the EOB in, the receiver may close with an RS still
+\* unacknowledged; 6.20 deletes its RS timers, so a lost RA is never made
+\* good and a lost RS is answered by no one (the sender's checkpoint then
+\* meets a closed session, reading 4).
+ReceiverCloseOnRedPart ==
+    /\ RedPartCloses
+    /\ rState = "open"
+    /\ rDeliveries > 0
+    /\ RxEob
+    /\ ~(DOMAIN rReports \subseteq rAcked)
+    /\ rState' = "closed"
+    /\ lastEvent' = Ev("receiver", "ReceiverCloseOnRedPart", "", <<>>, <<>>, <<>>)
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
+                   rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
+
 \* 6.17, 6.19, 7.6, 6.20: a CS arrives while the session is open: a CAS is
 \* queued, the session is cancelled (reception-session cancellation notice,
 \* also after a red-part reception notice) and closed.
@@ -1259,6 +1288,7 @@ ReceiverNext ==
     \/ \E i \in DOMAIN rReports : ReceiverCancelSession(i)
     \/ ReceiverCloseSession
     \/ ReceiverCloseOnGreenEob
+    \/ ReceiverCloseOnRedPart
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRxCancel(s)
                       \/ ReceiverRxRedundantCancel(s)
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRxCancelAck(s)
