@@ -29,7 +29,7 @@ help:
 	@echo "make setup      only the set-up: apt packages, venv, TLC jar, Rust builds, the SUTs"
 	@echo "make lint       ruff, mypy, cargo clippy"
 	@echo "make lua        regenerate the Lua dissectors' tables from specs/<proto>/wire.json"
-	@echo "make peers ION_SRC=DIR  build the optional ION-DTN from its source tree (docs/implementers.md)"
+	@echo "make peers ION_SRC=DIR HDTN_SRC=DIR  build the optional ION-DTN and HDTN from source trees (docs/implementers.md)"
 
 setup: apt venv tlc rust suts
 	@echo "setup complete"
@@ -89,8 +89,9 @@ demo: setup
 # Optional implementations in no package registry, built from a source tree
 # you give (docs/implementers.md): ION-DTN, github.com/nasa-jpl/ION-DTN.
 peers:
-	@test -n "$(ION_SRC)" || { echo "make peers ION_SRC=path/to/ION-DTN (a source tree of github.com/nasa-jpl/ION-DTN, tag ion-open-source-4.1.3)"; exit 2; }
-	ION_SRC="$(abspath $(ION_SRC))" sh suts/ltp/ion/build.sh
+	@test -n "$(ION_SRC)$(HDTN_SRC)" || { echo "make peers ION_SRC=path/to/ION-DTN HDTN_SRC=path/to/HDTN (source trees of github.com/nasa-jpl/ION-DTN, tag ion-open-source-4.1.3, and github.com/nasa/HDTN, tag v1.3.1; either or both)"; exit 2; }
+	@if [ -n "$(ION_SRC)" ]; then ION_SRC="$(abspath $(ION_SRC))" sh suts/ltp/ion/build.sh; fi
+	@if [ -n "$(HDTN_SRC)" ]; then HDTN_SRC="$(abspath $(HDTN_SRC))" sh suts/ltp/hdtn/build.sh; fi
 
 test: setup
 	cd $(EMULATOR) && cargo test --release --locked --quiet

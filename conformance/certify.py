@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import shutil
 from collections.abc import Callable, Sequence
@@ -412,6 +413,7 @@ def certify(
     retx_table: bool = False,
     sut_roles: Sequence[str] = SUT_ROLES,
     catalogue: bool = False,
+    sample: tuple[int, int] | None = None,
     resume: bool = False,
     lanes: int = 1,
 ) -> CertifyOutcome:
@@ -420,10 +422,12 @@ def certify(
     other than ``error`` is not run again; a run cut short (by a signal: its
     verdict is ``error``) or with no verdict is redone from scratch, and the
     report covers every case (Robot's own log only this invocation's).
-    ``lanes`` > 1: that many cases at once, under pabot."""
+    ``lanes`` > 1: that many cases at once, under pabot. ``sample`` (N,
+    seed): N scenarios of the catalogue drawn with that seed, besides the
+    generated ones (the whole catalogue with ``catalogue``)."""
     from reports.html import render_certification
 
-    every = _chosen(cases(spec, _scenarios(out, catalogue), sut_roles), out, only)
+    every = _chosen(cases(spec, _scenarios(out, catalogue, sample), sut_roles), out, only)
     every, adapted = _adapted(sut, every, out)
     every = _supported(spec, sut, every)
     runs_dir = out / "runs"
@@ -475,15 +479,42 @@ def certify(
     )
 
 
-def _scenarios(out: Path, catalogue: bool) -> list[Path]:
-    """The generated scenario files, and the catalogue's when asked for."""
+SAMPLE = "catalogue-sample.json"
+
+
+def _scenarios(out: Path, catalogue: bool, sample: tuple[int, int] | None = None) -> list[Path]:
+    """The generated scenario files, and the catalogue's when asked for:
+    all of it, or ``sample`` (N, seed), N of its scenarios drawn with
+    ``random.Random(seed)`` from their sorted names. The same N and seed
+    draw the same scenarios from the same catalogue (so ``--resume`` finds
+    its cases); the draw is written to scenarios/catalogue-sample.json."""
     # coverage.json beside the scenarios is the generator's summary, not a scenario.
     scenarios = sorted(p for p in (out / "scenarios").glob("*.json") if p.name != COVERAGE)
-    if catalogue:
+    scenarios = [p for p in scenarios if p.name != SAMPLE]
+    record = out / "scenarios" / SAMPLE
+    if record.is_file() and not catalogue:
+        # a certification drawn before (--resume): the same draw, or a refusal
+        drawn = json.loads(record.read_text(encoding="utf-8"))
+        if sample is None:
+            sample = (int(drawn["n"]), int(drawn["seed"]))
+        elif sample != (drawn["n"], drawn["seed"]):
+            raise InputError(
+                f"{out}: its catalogue sample was drawn with --sample {drawn['n']} --seed "
+                f"{drawn['seed']}, not --sample {sample[0]} --seed {sample[1]}"
+            )
+    if catalogue or sample:
         # every loss pattern within the catalogue's bounds (generators.ltp.catalogue)
-        scenarios += sorted(
+        pool = sorted(
             p for p in (out / "scenarios" / CATALOGUE).glob("*.json") if p.name != CATALOGUE_INDEX
         )
+        if sample and not catalogue:
+            n, seed = sample
+            if not pool:
+                raise NotRun(f"{out / 'scenarios' / CATALOGUE}: no catalogue to sample")
+            pool = sorted(random.Random(seed).sample(pool, min(n, len(pool))))
+            draw = {"n": n, "seed": seed, "scenarios": [p.stem for p in pool]}
+            record.write_text(json.dumps(draw, indent=1) + "\n")
+        scenarios += pool
     return scenarios
 
 

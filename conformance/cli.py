@@ -544,10 +544,11 @@ def _resume_dir(args: argparse.Namespace, sut: Any) -> Path:
     from conformance.certify import GENERATED
 
     complete = (scenarios / GENERATED).is_file()
-    if complete and args.catalogue and not (scenarios / "catalogue").is_dir():
+    wants = "--catalogue" if args.catalogue else "--sample" if args.sample else None
+    if complete and wants and not (scenarios / "catalogue").is_dir():
         raise InputError(
-            f"{path}: --resume --catalogue: its scenarios have no catalogue (it was certified "
-            "without --catalogue)"
+            f"{path}: --resume {wants}: its scenarios have no catalogue (it was certified "
+            "without --catalogue or --sample)"
         )
     _require_live(sut)
     if not complete:
@@ -555,7 +556,7 @@ def _resume_dir(args: argparse.Namespace, sut: Any) -> Path:
         # yet, and a half-written scenario set is no set to run
         err_console.print(f"{scenarios}: its generation was cut short; generating it again")
         shutil.rmtree(scenarios)
-        _generate(args.protocol, scenarios, catalogue=args.catalogue)
+        _generate(args.protocol, scenarios, catalogue=args.catalogue or bool(args.sample))
     return path
 
 
@@ -762,12 +763,19 @@ def cmd_certify(args: argparse.Namespace) -> int:
             f"--sut-roles: {', '.join(bad) or 'none given'}: use a comma-separated list of "
             f"{', '.join(certify.SUT_ROLES)}"
         )
+    if args.sample is not None and args.sample < 1:
+        raise InputError(f"--sample {args.sample}: draw at least one scenario")
+    if args.sample is not None and args.catalogue:
+        raise InputError("--sample draws from the catalogue; --catalogue runs all of it: give one")
+    if args.seed is not None and args.sample is None:
+        raise InputError("--seed draws --sample's scenarios: give --sample N too")
+    sample = (args.sample, 1 if args.seed is None else args.seed) if args.sample else None
     if args.resume:
         out = _resume_dir(args, sut)
     else:
         out = _live_dir(args, sut, f"certify-{args.protocol}-{sut.name}", "certification directory")
         # the catalogue (minutes of TLC) only when it is to be run
-        _generate(args.protocol, out / "scenarios", catalogue=args.catalogue)
+        _generate(args.protocol, out / "scenarios", catalogue=args.catalogue or bool(sample))
     with _sigint_watch() as interrupted, _progress() as prog:
         task = prog.add_task(f"certify {args.protocol} on {sut.name}", total=None, info="")
 
@@ -784,6 +792,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
                 retx_table=args.retx_table,
                 sut_roles=roles,
                 catalogue=args.catalogue,
+                sample=sample,
                 resume=args.resume,
                 lanes=lanes,
             )
@@ -1627,6 +1636,14 @@ def _add_certify(sub: _Sub, protos: str) -> None:
         "and duplicates within its bounds, in each SUT role (about 2 hours per role; --only "
         "narrows, e.g. --only ltp-r1g0l1-)",
     )
+    s.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="also run N scenarios of the catalogue, drawn with --seed (the same N and seed "
+        "draw the same ones); the draw is kept in scenarios/catalogue-sample.json",
+    )
+    s.add_argument("--seed", type=int, help="the seed of --sample's draw (default 1)")
     s.add_argument(
         "--resume",
         metavar="DIR",

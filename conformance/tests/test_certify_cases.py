@@ -70,3 +70,39 @@ def test_a_miscolored_sender_runs_with_the_tester_sending_only(tmp_path: Path) -
     every = cases(LTP, [m], ["both", "sender", "receiver"])
     assert [c.name for c in every] == ["ltp-r2g1l1mis-nominal--tester-sender"]
     assert cases(LTP, [m], ["both", "sender"]) == []
+
+
+def test_a_catalogue_sample_is_the_same_draw_every_time(tmp_path: Path) -> None:
+    """``certify --sample N --seed S``: N catalogue scenarios drawn with the
+    seed from their sorted names (so ``--resume`` finds the same cases),
+    beside the generated ones, and the draw written down."""
+    import pytest
+
+    from conformance.certify import _scenarios
+    from conformance.core.errors import NotRun
+
+    out = tmp_path / "cert"
+    _write(out / "scenarios" / "ltp-nominal.json", "ltp-nominal")
+    with pytest.raises(NotRun, match="no catalogue to sample"):
+        _scenarios(out, False, (3, 1))
+    for i in range(20):
+        _write(out / "scenarios" / "catalogue" / f"ltp-r2g0l1-{i:02}.json", f"ltp-r2g0l1-{i:02}")
+    (out / "scenarios" / "catalogue" / "catalogue.json").write_text("{}")
+    first = _scenarios(out, False, (5, 7))
+    assert first == _scenarios(out, False, (5, 7))
+    assert first[0].name == "ltp-nominal.json" and len(first) == 6
+    drawn = [p.stem for p in first[1:]]
+    assert json.loads((out / "scenarios" / "catalogue-sample.json").read_text()) == {
+        "n": 5, "seed": 7, "scenarios": drawn,
+    }  # fmt: skip
+    # --resume finds the draw written down, and refuses another
+    assert _scenarios(out, False, None) == first
+    from conformance.core.errors import InputError
+
+    with pytest.raises(InputError, match="drawn with --sample 5 --seed 7"):
+        _scenarios(out, False, (5, 8))
+    assert len(_scenarios(out, True, None)) == 21  # --catalogue: all of it
+    (out / "scenarios" / "catalogue-sample.json").unlink()
+    assert [p.stem for p in _scenarios(out, False, (5, 8))[1:]] != drawn  # another seed
+    (out / "scenarios" / "catalogue-sample.json").unlink()
+    assert len(_scenarios(out, False, (50, 7))) == 21  # no more than there are
