@@ -1234,10 +1234,25 @@ ReceiverOrphaned ==
     /\ ChannelsEmpty
     /\ ~(NRed = 0 /\ NSeg - 1 \in rGreen)
 
+\* Reading 13's alternative only: the receiver closed with an RS of its
+\* report unacknowledged, and that RS was lost, so the sender never learns
+\* of data the receiver had (a report in several RSs, MaxClaims).  The
+\* sender has sent its block, has no checkpoint out, nothing queued and not
+\* every claim, so it runs no timer and cannot complete: RFC 5326 gives it
+\* nothing more to do, and it stays open.
+SenderStranded ==
+    /\ sState = "open"
+    /\ sNext = NSeg
+    /\ sCp.type = "none"
+    /\ sRetx = {}
+    /\ ~(RedSet \subseteq sClaimed)
+    /\ ReceiverEnded
+    /\ ChannelsEmpty
+
 \* Nothing more happens once the session has ended or the receiver is
 \* orphaned (neither is a deadlock).
 Terminating ==
-    /\ SessionEnded \/ ReceiverOrphaned
+    /\ SessionEnded \/ ReceiverOrphaned \/ SenderStranded
     /\ UNCHANGED vars
 
 \* The segments in flight that may reach actor a next, and that the channel
@@ -1400,7 +1415,7 @@ TimersNeverEarly ==
 
 \* The session ends at both sides (completed or cancelled), except for a
 \* receiver orphaned by a cancelled sender ...
-EventuallyEnded == <>[](SessionEnded \/ ReceiverOrphaned)
+EventuallyEnded == <>[](SessionEnded \/ ReceiverOrphaned \/ SenderStranded)
 \* ... and, unless it was cancelled, with the red part delivered.  A
 \* green-only block has no red part to deliver and no timer to recover a
 \* lost EOB: unless cancelled, its sender ends, and its receiver ends once

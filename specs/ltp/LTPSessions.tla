@@ -84,8 +84,8 @@ Session2Step == Session2!Step /\ UNCHANGED vars1
 
 \* Both sessions have ended (or left a receiver orphaned, LTP.tla).
 BothDone ==
-    /\ Session1!SessionEnded \/ Session1!ReceiverOrphaned
-    /\ Session2!SessionEnded \/ Session2!ReceiverOrphaned
+    /\ Session1!SessionEnded \/ Session1!ReceiverOrphaned \/ Session1!SenderStranded
+    /\ Session2!SessionEnded \/ Session2!ReceiverOrphaned \/ Session2!SenderStranded
 
 Next ==
     \/ Session1Step

@@ -184,6 +184,7 @@ OutcomeView == <<ProtocolState, wrapperVars>>
 Terminal ==
     \/ SessionEnded
     \/ ReceiverOrphaned /\ (NRed = 0 \/ ~(RedSet \subseteq rRed))
+    \/ SenderStranded
 
 \* Test generation (MCLTPTraps, MCLTPCatalogue) keeps only losses that matter: the channel never loses a
 \* data segment whose offset the receiver already holds. The channel is a set,
