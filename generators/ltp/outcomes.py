@@ -74,26 +74,24 @@ def plan(impairments: Sequence[Impairment], block: LtpBlock) -> list[PlannedLoss
         m = dict(imp.match)
         if set(m) == {"type"} and m["type"] in CTRL_TYPES:
             return str(m["type"]), 0
-        if set(m) == {"kind", "holds"} and m["kind"] in ("red_data", "green_data"):
-            # the model's segment holding that byte (the scenario's own grid)
-            kind, byte = str(m["kind"]), int(m["holds"])
-            index = _segment_holding(kind, byte, block)
-            if index is None:
-                raise Unplannable(
-                    f"{where}: byte {byte} is not in the block's {kind.split('_')[0]} part "
-                    f"(red_len {block.red_len}, block_len {block.block_len})"
-                )
-            return kind, index
-        if set(m) == {"kind", "offset"} and m["kind"] in ("red_data", "green_data"):
-            kind, offset = str(m["kind"]), int(m["offset"])
-            index = _segment_index(kind, offset, block)
-            if index is None:
-                raise Unplannable(
-                    f"{where}: offset {offset} is not at a segment boundary of the block's "
-                    f"{kind.split('_')[0]} part (segment_size {block.segment_size}, red_len "
-                    f"{block.red_len})"
-                )
-            return kind, index
+        # a data segment by the byte it holds (on the scenario's own grid,
+        # the segment that byte falls in), or by the offset it starts at
+        for how in ("holds", "offset"):
+            if set(m) == {"kind", how} and m["kind"] in ("red_data", "green_data"):
+                kind, at = str(m["kind"]), int(m[how])
+                part = kind.split("_")[0]
+                if how == "holds":
+                    index = _segment_holding(kind, at, block)
+                    why = f"byte {at} is not in the block's {part} part"
+                else:
+                    index = _segment_index(kind, at, block)
+                    why = f"offset {at} is not at a segment boundary of the block's {part} part"
+                if index is None:
+                    raise Unplannable(
+                        f"{where}: {why} (segment_size {block.segment_size}, red_len "
+                        f"{block.red_len}, block_len {block.block_len})"
+                    )
+                return kind, index
         raise Unplannable(
             f"{where}: match {m} is not one the model names "
             "(type of a control segment, or kind + holds or offset of a data segment)"
