@@ -213,8 +213,20 @@ void WriteResult(const std::string& dir, const std::string& line) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
     int64_t t0 = NowMs();
+    // --session-number-bits 64|32 (endpoint.toml's option): HDTN's session
+    // and serial numbers are 64-bit random values unless told 32
+    bool bits32 = false;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        std::string a = argv[i], v = argv[i + 1];
+        if (a == "--session-number-bits" && (v == "32" || v == "64")) {
+            bits32 = v == "32";
+        } else {
+            std::fprintf(stderr, "usage: %s [--session-number-bits 64|32]\n", argv[0]);
+            return 2;
+        }
+    }
     std::signal(SIGTERM, OnSignal);
     std::signal(SIGINT, OnSignal);
 
@@ -282,8 +294,9 @@ int main() {
     // the scenario's claims per RS
     cfg.mtuReportSegment = 50 + 20 * max_claims;
     cfg.maxUdpPacketsToSendPerSystemCall = 1;
+    cfg.force32BitRandomNumbers = bits32;
     // HDTN's defaults, kept as they are: report delay 20 ms (receiver), data
-    // resend delay 20 ms (sender), 64-bit session numbers
+    // resend delay 20 ms (sender); 64-bit session numbers unless asked 32
     if (st.is_sender) cfg.delaySendingOfReportSegmentsTimeMsOrZeroToDisable = 0;
     else cfg.delaySendingOfDataSegmentsTimeMsOrZeroToDisable = 0;
 

@@ -396,7 +396,8 @@ int main(void)
 	long long peer, block_len, red_len, svc, linger, limit, t0;
 	LtpSessionId sid = {0, 0};
 	int have_session = 0;
-	long long end_at = -1;	/* when the session ended (ms), -1: not yet */
+	long long end_at = -1;	/* the last end notice (ms), -1: none yet; the
+				 * linger counts from it */
 	int red_done = 0, eob_seen = 0;
 	Object fileRef = 0;
 	pthread_t tick;
@@ -571,28 +572,19 @@ int main(void)
 			add_notice("ExportSessionComplete");
 			set_outcome("completed", "ExportSessionComplete for session %u",
 				    nsid.sessionNbr);
-			if (end_at < 0)
-			{
-				end_at = now_ms();
-			}
+			end_at = now_ms();
 			break;
 		case LtpExportSessionCanceled:
 			add_notice("ExportSessionCanceled(reason=%u %s)", reason, reason_name(reason));
 			set_outcome("cancelled", "ExportSessionCanceled, reason code %u (%s)", reason,
 				    reason_name(reason));
-			if (end_at < 0)
-			{
-				end_at = now_ms();
-			}
+			end_at = now_ms();
 			break;
 		case LtpImportSessionCanceled:
 			add_notice("ImportSessionCanceled(reason=%u %s)", reason, reason_name(reason));
 			set_outcome("cancelled", "ImportSessionCanceled, reason code %u (%s)", reason,
 				    reason_name(reason));
-			if (end_at < 0)
-			{
-				end_at = now_ms();
-			}
+			end_at = now_ms();
 			break;
 		case LtpRecvRedPart:
 			add_notice("RecvRedPart(len=%u,eob=%u)", len, eob);
@@ -608,10 +600,7 @@ int main(void)
 			if (eob_seen)
 			{
 				set_outcome("completed", "RecvRedPart (%u bytes), end of block seen", len);
-				if (end_at < 0)
-				{
-					end_at = now_ms();
-				}
+				end_at = now_ms();
 			}
 			break;
 		case LtpRecvGreenSegment:
@@ -626,19 +615,13 @@ int main(void)
 				if (red_done)
 				{
 					set_outcome("completed", "RecvRedPart, then the green EOB");
-					if (end_at < 0)
-					{
-						end_at = now_ms();
-					}
+					end_at = now_ms();
 				}
 				else if (red_len == 0)
 				{
 					set_outcome("closed", "all-green block: green EOB received "
 						    "(ION gives no other end notice for it)");
-					if (end_at < 0)
-					{
-						end_at = now_ms();
-					}
+					end_at = now_ms();
 				}
 			}
 			break;
