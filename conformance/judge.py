@@ -215,10 +215,11 @@ def uncovered(scn: Scenario, records: Sequence[ChannelRecord]) -> str:
     does): the channel lost, duplicated or reordered more segments than no
     rule named than the set allows for (Expectation.random_losses and
     random_late; e.g. an outage or a lossy link that struck more often than
-    the bound the set was enumerated with)."""
+    the bound the set was enumerated with), or a rule naming a byte
+    (``holds``) met a segment that does not start at that byte (the
+    generated rules name the first byte of a segment of the scenario's
+    grid, whose loss the set was computed for)."""
     exp = scn.expect
-    if exp.in_order is None:
-        return ""  # a hand-written set: nothing to compare with
     segs = [r for r in records if r.seg is not None]
     # a rule naming a byte ("holds") meets whatever segment holds it; the
     # set was computed for the segment of the scenario's grid that starts
@@ -240,6 +241,8 @@ def uncovered(scn: Scenario, records: Sequence[ChannelRecord]) -> str:
             "(the implementation cuts the block otherwise): the set, computed for the grid's "
             "segment, does not decide"
         )
+    if exp.in_order is None:
+        return ""  # a hand-written set: nothing else to compare with
     # what a planned outage swallowed is in the set (Expectation.outages)
     planned = ("rule", "outage") if exp.outages else ("rule",)
     lost = sum(1 for r in segs if r.lost and r.cause not in planned)

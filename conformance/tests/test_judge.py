@@ -309,3 +309,22 @@ def test_an_inconclusive_run_follows_a_reading_only_if_its_trace_showed_it(
         v = judge(LTP, _red_lost_scenario(), res, log, [], trace=trace)
         assert v.status == "inconclusive", v.reasons
         assert v.readings == follows
+
+
+def test_a_byte_met_off_the_grid_leaves_the_set_undecided(tmp_path: Path) -> None:
+    """A rule naming byte 2000 (the grid's checkpoint) met ION's [1999, 2998),
+    plain data: the set computed for the grid's segment does not decide, so
+    an outcome outside it is inconclusive, not a fail. On the grid it is a
+    fail as before."""
+    scn = _scenario(
+        [(3000, 1000, "completed", "completed")],
+        impairments=[{"direction": "forward", "match": {"kind": "red_data", "holds": 2000}}],
+    )
+    res = _result(3000, 1000, "completed", "cancelled")
+    for offset, status in ((1999, "inconclusive"), (2000, "fail")):
+        rec = _rs(1, 0)
+        rec.update(dir="forward", fields={"kind": "red_data", "offset": offset, "length": 999})
+        v = judge(LTP, scn, res, _log(tmp_path, [rec]), [])
+        assert v.status == status, v.reasons
+        if status == "inconclusive":
+            assert any("acted on a segment at 1999" in r.message for r in v.reasons), v.reasons
