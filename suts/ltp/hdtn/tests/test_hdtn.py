@@ -10,7 +10,7 @@ import pytest
 
 from conformance.runner import run_scenario
 from suts.base import SutAdapter
-from suts.ltp.optional import built, interoperates, left_behind, nominal
+from suts.ltp.tests.optional import built, interoperates, left_behind, nominal
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 
