@@ -957,8 +957,9 @@ ReceiverCloseSession ==
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
                    rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
 
-\* The end of the block has arrived: the EOB segment, red in a red-only block.
-RxEob == IF NGreen = 0 THEN NRed - 1 \in rRed ELSE NSeg - 1 \in rGreen
+\* The end of the block has arrived: the EOB segment, the last red one in a
+\* red-only block (rRed and rGreen hold offsets of their own part only).
+RxEob == NSeg - 1 \in rRed \cup rGreen
 
 \* Reading 13's alternative (RedPartCloses, specs/ltp/README.md): 8.2 has a
 \* receiver with the EOB (WAIT_RP_REC) move to CLOSED "upon full red-part

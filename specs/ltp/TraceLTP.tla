@@ -57,12 +57,10 @@ ChannelRestoreCopy ==
 \* time), nor are the alternative readings' optional steps.
 Prompt == {"ReceiverDeliverRedPart", "SenderSignalCompletion"}
 
-EobIn == NSeg - 1 \in rRed \cup rGreen
-
 \* A green-only block's receiver closes at its EOB (8.2), at once.
 PromptStep ==
     \/ lastEvent'.action \in Prompt
-    \/ lastEvent'.action = "ReceiverCloseSession" /\ EobIn
+    \/ lastEvent'.action = "ReceiverCloseSession" /\ RxEob
     \/ lastEvent'.action = "ReceiverCloseOnGreenEob" /\ NRed = 0
 
 \* Actor a owes no prompt step (TraceCore's LineStep asks it at a's exit

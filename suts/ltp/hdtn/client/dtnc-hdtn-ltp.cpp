@@ -355,7 +355,7 @@ int main(int argc, char** argv) {
             std::lock_guard<std::mutex> g(st.mu);
             if (st.Ours(s, "start")) st.notices.push_back("SessionStart");
         });
-        eng->SetRedPartReceptionCallback([red_len](const Ltp::session_id_t& s,
+        eng->SetRedPartReceptionCallback([](const Ltp::session_id_t& s,
                                                    padded_vector_uint8_t& data, uint64_t len,
                                                    uint64_t service, bool eob) {
             std::lock_guard<std::mutex> g(st.mu);
@@ -369,7 +369,6 @@ int main(int argc, char** argv) {
             if (st.eob_seen)
                 st.End("completed", "RedPartReception (" + std::to_string(len) +
                                         " bytes), end of block seen");
-            (void)red_len;
         });
         eng->SetGreenPartSegmentArrivalCallback([red_len](const Ltp::session_id_t& s,
                                                           std::vector<uint8_t>& data, uint64_t off,
