@@ -120,10 +120,15 @@ def part_reasons(
     """One reason per part of ``seen`` that differs from the nearest of
     ``allowed``, each with the rule behind the value the model allows."""
     have = seen.parts()
-    nearest = min(
+    near = min(
         allowed,
-        key=lambda o: sum(v != have[f] for f, v in o.parts().items()),
-    ).parts()
+        # fewest differing parts; on a tie, an outcome of the default reading
+        key=lambda o: (sum(v != have[f] for f, v in o.parts().items()), "" not in o.readings),
+    )
+    nearest = near.parts()
+    under = (
+        "" if "" in near.readings else " (only under reading " + ", ".join(near.readings) + ")"
+    )
     reasons = []
     for f, value in have.items():
         if value == nearest[f]:
@@ -136,7 +141,7 @@ def part_reasons(
                     _rule(spec, f, nearest[f], value),
                     code=outcome_code(f),
                     message=f"{f}: observed {value}; with the other parts as observed, the "
-                    f"model allows {nearest[f]} (over all allowed outcomes: {', '.join(options)})",
+                    f"model allows {nearest[f]}{under} (over all allowed outcomes: {', '.join(options)})",
                 )
             )
         )
