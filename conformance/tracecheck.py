@@ -956,6 +956,7 @@ def _validate(
     clock: _Clock | None = None,
     observed: ExpectedOutcome | None = None,
     acts_on: Callable[[str], frozenset[str] | None] = lambda rid: None,
+    widening: frozenset[str] = frozenset(),
 ) -> tuple[
     int,
     float,
@@ -988,6 +989,9 @@ def _validate(
     L, a try whose alternatives act only on arrivals (``acts_on``: the
     unit kinds, Reading.acts_on) of which none comes up to L is not run:
     its behaviours up to L are the default's, so it stops at L too.
+    ``widening``: the readings whose alternatives only add behaviours
+    (Reading.widens): a family of tries that differ only in those is
+    judged first by its union, and not run if the union rejects.
     ``clock``: the budget, checked before each pass (_OverBudget)."""
     clock = clock or _Clock(float("inf"))
     states, seconds = 0, 0.0
@@ -995,24 +999,77 @@ def _validate(
     hurried: list[tuple[str, Mapping[str, Any]]] = []
     with_ends = sess.tm.end_outcomes is not None
     first: tuple[str, list[ExpectedOutcome]] | None = None
+    # Widening alternatives (Reading.widens): a try's family is the tries
+    # that differ from it only in those; its union, the family's largest
+    # try, runs first, and if it rejects the trace with no line held back
+    # by a deadline, so does every member (each behaviour of a member is
+    # one of the union's): the family is not run. Its result is kept for
+    # its own turn if it accepts.
+    screened: set[frozenset[str]] = set()
+    skipped: set[str] = set()
+    unions: dict[str, int] = {}  # union -> how many tries it stood for
+    ahead: dict[str, _Pass] = {}
+
+    def parts(rid: str) -> frozenset[str]:
+        return frozenset(filter(None, rid.split("+")))
+
+    def full(rid: str, tm: TraceModel) -> _Pass:
+        nonlocal states, seconds
+        res = ahead.pop(rid, None)
+        if res is None:
+            inv = ["Furthest", "Hurried"] + ["EndReport"] * with_ends
+            data = sess.data(0, False, ends=with_ends)
+            res = _run(tm, data, workdir, inv, "trace" + _tag(rid), clock)
+            states += res.states or 0
+            seconds += res.seconds
+        return res
+
     for n, (rid, consts) in enumerate(tries):
+        if rid in skipped:
+            continue
         tm = replace(sess.tm, constants={**sess.tm.constants, **consts})
         if n > 0 and reached and reached[0][1] == "" and sess.unmoved(acts_on(rid), reached[0][0]):
             reached.append((reached[0][0], rid, tm))
             if hurried and hurried[0][0] == "":
                 hurried.append((rid, consts))
             continue
+        key = parts(rid) - widening
+        if n > 0 and widening and key not in screened:
+            screened.add(key)
+            family = [(r, c) for r, c in tries[n:] if parts(r) - widening == key]
+            top, top_consts = max(family, key=lambda t: len(parts(t[0])))
+            moved = not (
+                reached and reached[0][1] == "" and sess.unmoved(acts_on(top), reached[0][0])
+            )
+            if moved and len(family) > 1 and all(parts(r) <= parts(top) for r, _c in family):
+                top_tm = replace(sess.tm, constants={**sess.tm.constants, **top_consts})
+                try:
+                    res = full(top, top_tm)
+                except _OverBudget:
+                    if first is None:
+                        raise
+                    return states, seconds, None, first[0], [], first[1]
+                if not res.accepted and not res.hurried:
+                    reached.append((res.furthest, top, top_tm))
+                    unions[top] = len(family)
+                    skipped |= {r for r, _c in family}
+                    continue
+                ahead[top] = res
         for eager in (True, False) if n == 0 else (False,):
-            inv = ["Furthest"] if eager else ["Furthest", "Hurried"]
             try:
-                res = _run(
-                    tm,
-                    sess.data(0, eager, ends=with_ends),
-                    workdir,
-                    inv + ["EndReport"] * with_ends,
-                    ("eager" if eager else "trace") + _tag(rid),
-                    clock,
-                )
+                if eager:
+                    res = _run(
+                        tm,
+                        sess.data(0, eager, ends=with_ends),
+                        workdir,
+                        ["Furthest"] + ["EndReport"] * with_ends,
+                        "eager" + _tag(rid),
+                        clock,
+                    )
+                    states += res.states or 0
+                    seconds += res.seconds
+                else:
+                    res = full(rid, tm)
             except _OverBudget:
                 if first is None:
                     raise
@@ -1020,8 +1077,6 @@ def _validate(
                 # the reported outcome: the trace is accepted all the same,
                 # and its outcome judged against the first reading's ends
                 return states, seconds, None, first[0], [], first[1]
-            states += res.states or 0
-            seconds += res.seconds
             ends, taken = _taken(res, rid, observed)
             if taken:
                 return states, seconds, None, rid, [], ends
@@ -1052,8 +1107,14 @@ def _validate(
     message, enabled, blamed, rule, tags = _diagnose(
         sess.tm, sess.lines, bad, diag.diag, sess.window_us, label, spec, tester
     )
-    others = [f"{'reading ' + r if r else 'the default reading'} stops at line {n}"
-              for n, r, _tm in reached if r != diag_rid]  # fmt: skip
+
+    def stops(n: int, r: str) -> str:
+        who = f"reading {r}" if r else "the default reading"
+        if r in unions:  # a union: its parts stop no later (Reading.widens)
+            who += f" (with its {unions[r] - 1} narrower combinations)"
+        return f"{who} stops at line {n}"
+
+    others = [stops(n, r) for n, r, _tm in reached if r != diag_rid]
     message = observing + message
     if diag_rid:
         message = f"under reading {diag_rid}'s alternative, which takes the trace furthest: " + (
@@ -1412,6 +1473,7 @@ def _check_sessions(
             clock,
             seen,
             spec.acts_on,
+            spec.widening,
         )
         late = ""
         if rejected is not None and late_us > 0 and hurried:

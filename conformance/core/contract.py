@@ -234,6 +234,13 @@ class Reading:
     # up to a trace line with no such arrival, the alternative explores
     # what the default does. Empty: not declared, it may act anywhere.
     acts_on: tuple[str, ...] = ()
+    # The alternative only adds behaviours: its constant is read only where
+    # it enables (a guard's disjunct, a larger set of choices), so every
+    # behaviour of the model without it is one with it, whatever the other
+    # constants. Trace validation then tries the union of such alternatives
+    # before their parts: if it rejects a trace, so does each part
+    # (tracecheck._validate). Checked by TLC (specs/<proto>/MC*Widens.tla).
+    widens: bool = False
 
     @property
     def deviation(self) -> bool:
@@ -285,6 +292,7 @@ def load_readings(path: Path) -> tuple[Reading, ...]:
             audit=r.get("audit", ""),
             breaks=_quote(r["breaks"]) if r.get("breaks") else None,
             acts_on=tuple(r.get("acts_on_arrival_of", [])),
+            widens=bool(r.get("widens", False)),
         )
         for r in raw["readings"]
     )
@@ -368,6 +376,11 @@ class ProtocolSpec:
                 return None
             kinds |= set(r.acts_on)
         return frozenset(kinds) if kinds else None
+
+    @functools.cached_property
+    def widening(self) -> frozenset[str]:
+        """The readings whose alternative only adds behaviours (Reading.widens)."""
+        return frozenset(r.id for r in self.readings if r.widens)
 
     def reading_constants(self, rid: str) -> dict[str, bool | int | str]:
         """The model constants of reading ``rid`` ("" = every default; "2+4":

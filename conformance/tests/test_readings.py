@@ -155,3 +155,27 @@ def test_a_reading_that_acts_on_arrivals_reads_its_constant_only_there(
             top = re.search(rf'^ {{{outer}}}/\\ p\.k = "({kinds})"', body, re.M)
             for line in (x for x in body.splitlines() if re.search(rf"\b{r.constant}\b", x)):
                 assert top or re.search(rf'p\.k = "({kinds})"', line), (r.id, name, line)
+
+
+@pytest.mark.parametrize("spec", [LTP, CFDP], ids=lambda s: s.name)
+def test_the_widening_readings_are_those_the_model_checks(spec: ProtocolSpec) -> None:
+    """``widens`` lets trace validation judge a whole family of tries by
+    their union (tracecheck._validate); it holds only because TLC checks
+    it: the wrapper's ReadingsWiden instantiates the model with each
+    widening constant on, and the bounds that check it include the CI
+    bound and each widening reading's own."""
+    folder = Path(__file__).parents[2] / "specs" / spec.name
+    proto = spec.name.upper()
+    declared = {r.constant for r in spec.readings if r.widens}
+    wrapper = (folder / f"MC{proto}.tla").read_text(encoding="utf-8")
+    checked = set(re.findall(rf"INSTANCE {proto} WITH (\w+) <- TRUE", wrapper))
+    assert checked == declared, (checked, declared)
+    if not declared:
+        return
+    assert re.search(r"^ReadingsWiden ==", wrapper, re.M)
+    cfgs = [f"MC{proto}_ci.cfg"] + [
+        f"MC{proto}_reading{r.id}.cfg" for r in spec.readings if r.widens
+    ]
+    for cfg in cfgs:
+        text = (folder / cfg).read_text(encoding="utf-8")
+        assert re.search(r"^PROPERTIES .*\bReadingsWiden\b", text, re.M), cfg

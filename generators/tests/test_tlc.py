@@ -97,7 +97,7 @@ def test_temporal_violation_with_stuttering():
 def test_read_cfg():
     info = read_cfg(SPEC_DIR / "MCLTP_ci.cfg")
     assert info["invariants"] == ["TypeOK", "Safety"]
-    assert info["properties"] == ["EventuallyEnded", "DeliveredUnlessCancelled"]
+    assert info["properties"] == ["EventuallyEnded", "DeliveredUnlessCancelled", "ReadingsWiden"]
 
 
 def test_missing_jar(monkeypatch, tmp_path):
