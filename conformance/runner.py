@@ -440,7 +440,12 @@ def _await_roles(
             if role not in exited and proc.poll() is not None:
                 exited[role] = time.time()
                 if role != run.tester and proc.returncode == NOT_SUPPORTED:
-                    deadline = 0.0  # it refused the scenario: the run is over
+                    # it refused the scenario, or exited 127 after taking
+                    # part (_judge tells which from the captures): the other
+                    # role gets its linger to end by itself, not the run's
+                    # time limit, and is not cut short before that
+                    grace = time.monotonic() + run.tm.linger_ms / 1000 * 2 + 2.0
+                    deadline = min(deadline, grace)
         time.sleep(0.005)
     for role, proc in procs.items():
         if role not in exited:

@@ -56,6 +56,7 @@ def test_success_run():
         ("Safety", "invariant", "ok"),
         ("EventuallyEnded", "property", "ok"),
         ("DeliveredUnlessCancelled", "property", "ok"),
+        ("ReadingsWiden", "property", "ok"),
         ("deadlock", "deadlock", "ok"),
     }
     assert r.trace == []
