@@ -126,9 +126,7 @@ def part_reasons(
         key=lambda o: (sum(v != have[f] for f, v in o.parts().items()), "" not in o.readings),
     )
     nearest = near.parts()
-    under = (
-        "" if "" in near.readings else " (only under reading " + ", ".join(near.readings) + ")"
-    )
+    under = "" if "" in near.readings else " (only under reading " + ", ".join(near.readings) + ")"
     reasons = []
     for f, value in have.items():
         if value == nearest[f]:
