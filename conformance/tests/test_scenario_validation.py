@@ -77,7 +77,12 @@ def test_good_scenario_loads(tmp_path: Path) -> None:
             "impairments.0.direction",
             "'forward' or 'return'",
         ),
-        (["expect", "outcomes", 0, "red_bytes_delivered"], 5000, "expect", "exceeds the red part"),
+        (
+            ["expect", "outcomes", 0, "red_bytes_delivered"],
+            5000,
+            "expect",
+            "not a whole number of red parts",
+        ),
         (["expect", "outcomes"], [], "expect.outcomes", "at least 1 item"),
         (["ltp", "red_len"], 4000, "ltp", "red_len 4000 exceeds block_len 3000"),
         (["ltp", "segment_size"], 1461, "ltp.segment_size", "over channel.mtu 1500"),

@@ -201,7 +201,7 @@ def outcome_of(
     return ExpectedOutcome(
         readings=list(readings),
         delivered=LtpDelivery(
-            red_bytes_delivered=block.red_len if deliveries > 0 else 0,
+            red_bytes_delivered=block.red_len * deliveries,
             green_bytes_delivered=green_bytes(green, block)
             if green_of is None
             else green_of(green),

@@ -334,7 +334,7 @@ def trace_outcome(
         notice = "open"
     return ExpectedOutcome(
         delivered=LtpDelivery(
-            red_bytes_delivered=n_red * segment_size if int(final["rDeliveries"]) > 0 else 0,
+            red_bytes_delivered=n_red * segment_size * int(final["rDeliveries"]),
             green_bytes_delivered=len(final["rGreen"]) * segment_size,
         ),
         sender_outcome=outcomes.outcome_name(str(final["sOutcome"])),

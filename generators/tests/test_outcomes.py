@@ -256,6 +256,25 @@ def test_reading_5_adds_the_receiver_that_closes_on_the_green_eob(tlc: None, tmp
     assert "reading 5 (GreenEobCloses)" in got.source
 
 
+@pytest.mark.integration
+def test_a_session_opened_anew_delivers_the_block_again(tlc: None, tmp_path: Path):
+    """The RS lost once. A receiver that closes on its red part (reading 13)
+    meets the retransmitted checkpoint closed; under reading 4 that opens a
+    session anew, whose RS claims that segment only, so the sender, still
+    open, resends the rest and the new record delivers the block again (RFC
+    5325 §3.2): two red-part notices, 6000 red bytes (HDTN 1.3.1 does this).
+    Neither reading alone, nor the default, delivers twice."""
+    lost = [_drop("return", type="RS")]
+
+    def reds(reading: str) -> set[int]:
+        got = outcomes.outcome_set(BLOCK, lost, tmp_path / (reading or "default"), reading=reading)
+        return {_ltp_delivery(o.delivered).red_bytes_delivered for o in got.outcomes}
+
+    assert 6000 in reds("4+13")
+    for reading in ("", "4", "13"):
+        assert reds(reading) <= {0, 3000}, reading
+
+
 def test_what_the_channel_does_after_the_time_limit_does_not_widen_the_set() -> None:
     """A delay change 30 s into the channel's clock makes it one that may
     reorder, and an outage at 60 s one that loses at random, but only for a

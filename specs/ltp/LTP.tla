@@ -295,7 +295,10 @@ VARIABLES
     \* @type: Set(Int);
     rGreen,     \* green offsets received (each one a 7.2 notice)
     \* @type: Int;
-    rDeliveries, \* red-part reception notices given (6.9)
+    rDeliveries, \* red-part reception notices given (6.9), over every record
+    \* @type: Bool;
+    rDelivered, \* this record has given its red-part notice (reading 4 opens
+                \* records anew: a new one has not)
     \* @type: Seq($seg);
     rReports,   \* the RSs issued; rReports[i] has report serial i
     \* @type: Seq(Int);
@@ -323,8 +326,8 @@ VARIABLES
 
 senderVars == <<sState, sOutcome, sNext, sClaimed, sRsSeen, sCpSerial, sCp, sCpTx,
                 sRetx, sRetxRs, sCxTx, sMiscTx>>
-receiverVars == <<rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, rCxTx,
-                  rCxReason>>
+receiverVars == <<rState, rOutcome, rRed, rGreen, rDeliveries, rDelivered, rReports, rRsTx,
+                  rAcked, rCxTx, rCxReason>>
 vars == <<senderVars, receiverVars, fwd, rtn, lostLog, late, link, lastEvent>>
 
 Ev(actor, action, dir, rx, tx, lost) ==
@@ -352,6 +355,7 @@ TypeOK ==
     /\ rRed \subseteq RedSet
     /\ rGreen \subseteq GreenSet \cup (IF MiscoloredSender THEN {0} ELSE {})
     /\ rDeliveries \in Nat
+    /\ rDelivered \in BOOLEAN
     /\ \A i \in DOMAIN rReports : rReports[i].type = "RS" /\ rReports[i].rs = i
     /\ Len(rRsTx) = Len(rReports)
     /\ rAcked \subseteq 1 .. Len(rReports)
@@ -383,6 +387,7 @@ Init ==
     /\ rRed = {}
     /\ rGreen = {}
     /\ rDeliveries = 0
+    /\ rDelivered = FALSE
     /\ rReports = <<>>
     /\ rRsTx = <<>>
     /\ rAcked = {}
@@ -694,7 +699,7 @@ ReceiverRxRedData(s) ==
     /\ rState' = "open"
     /\ rRed' = WithOffset(rRed, s.off)
     /\ lastEvent' = Ev("receiver", "ReceiverRxRedData", "", <<s>>, <<>>, <<>>)
-    /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rReports, rRsTx, rAcked,
+    /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rDelivered, rReports, rRsTx, rAcked,
                    rCxTx, rtn, lostLog, late, rCxReason, link>>
 
 \* Red data that is not a checkpoint arrives while the session is cancelling
@@ -746,8 +751,8 @@ ReceiverRxCheckpoint(s) ==
     /\ fwd' = fwd \ {s}
     /\ rState' = "open"
     /\ rRed' = red
-    /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rAcked, rCxTx, lostLog, late,
-                   rCxReason, link>>
+    /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rDelivered, rAcked, rCxTx, lostLog,
+                   late, rCxReason, link>>
 
 \* A checkpoint (new or not) arrives while the session is cancelling or
 \* closed: discarded, no RS, like any data then (ReceiverDiscardRedData).
@@ -777,8 +782,8 @@ ReceiverRxRedundantCheckpoint(s) ==
     /\ rtn' = rtn \cup Range(ReportSeqFor(s.cp))
     /\ rRsTx' = [i \in DOMAIN rRsTx |-> IF i \in mine THEN rRsTx[i] + 1 ELSE rRsTx[i]]
     /\ lastEvent' = TxRtn("ReceiverRxRedundantCheckpoint", <<s>>, ReportSeqFor(s.cp))
-    /\ UNCHANGED <<senderVars, rState, rOutcome, rGreen, rDeliveries, rReports, rAcked, rCxTx,
-                   lostLog, late, rCxReason, link>>
+    /\ UNCHANGED <<senderVars, rState, rOutcome, rGreen, rDeliveries, rDelivered, rReports,
+                   rAcked, rCxTx, lostLog, late, rCxReason, link>>
 
 \* 6.8 (b), 6.19, 7.6: a redundantly retransmitted checkpoint arrives while
 \* the session is open, and an RS issued for it has been queued more than
@@ -801,7 +806,8 @@ ReceiverCancelOnRedundantCheckpoint(s) ==
     /\ rCxTx' = 1
     /\ rCxReason' = "RLEXC"
     /\ lastEvent' = TxRtn("ReceiverCancelOnRedundantCheckpoint", <<s>>, <<cr>>)
-    /\ UNCHANGED <<senderVars, rGreen, rDeliveries, rReports, rRsTx, rAcked, lostLog, late, link>>
+    /\ UNCHANGED <<senderVars, rGreen, rDeliveries, rDelivered, rReports, rRsTx, rAcked, lostLog,
+                   late, link>>
 
 \* 6.21, 6.19, 7.6: a miscolored data segment arrives while the session is
 \* open: it is discarded and the session cancelled, with a CR whose reason
@@ -819,8 +825,8 @@ ReceiverCancelOnMiscolored(s) ==
     /\ rCxTx' = 1
     /\ rCxReason' = "MISCOLORED"
     /\ lastEvent' = TxRtn("ReceiverCancelOnMiscolored", <<s>>, <<cr>>)
-    /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, lostLog, late,
-                   link>>
+    /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rDelivered, rReports, rRsTx, rAcked,
+                   lostLog, late, link>>
 
 \* 8.2: the first data segment (red or green) names a client service the
 \* receiver does not have: the session is refused, with the cancellation
@@ -840,8 +846,8 @@ ReceiverRefuseSession(s) ==
     /\ rCxTx' = IF RefusalStateless THEN rCxTx ELSE 1
     /\ rCxReason' = "UNREACH"
     /\ lastEvent' = TxRtn("ReceiverRefuseSession", <<s>>, <<CancelSeg("CR", "UNREACH")>>)
-    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   lostLog, late, link>>
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rDelivered, rReports, rRsTx,
+                   rAcked, lostLog, late, link>>
 
 \* 6 (the preamble of Internal Procedures): every data segment naming a
 \* client service the receiver lacks is handled by this procedure instead
@@ -864,8 +870,8 @@ ReceiverRefuseData(s) ==
     /\ rState' = "cr_sent"
     /\ rCxTx' = IF rState = "closed" THEN 1 ELSE rCxTx
     /\ lastEvent' = TxRtn("ReceiverRefuseData", <<s>>, <<CancelSeg("CR", "UNREACH")>>)
-    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   lostLog, late, rCxReason, link>>
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rDelivered, rReports, rRsTx,
+                   rAcked, lostLog, late, rCxReason, link>>
 
 \* 6.10, 7.2: a green segment arrives while the session is open (or opens
 \* it, 8.2): one green-part segment arrival notice.
@@ -878,7 +884,7 @@ ReceiverRxGreenData(s) ==
     /\ rState' = "open"
     /\ rGreen' = WithOffset(rGreen, s.off)
     /\ lastEvent' = Ev("receiver", "ReceiverRxGreenData", "", <<s>>, <<>>, <<>>)
-    /\ UNCHANGED <<senderVars, rOutcome, rRed, rDeliveries, rReports, rRsTx, rAcked,
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rDeliveries, rDelivered, rReports, rRsTx, rAcked,
                    rCxTx, rtn, lostLog, late, rCxReason, link>>
 
 \* A green segment arrives while the session is cancelling or closed:
@@ -898,9 +904,10 @@ ReceiverDiscardGreenData(s) ==
 ReceiverDeliverRedPart ==
     /\ NRed > 0
     /\ rState = "open"
-    /\ rDeliveries = 0
+    /\ ~rDelivered
     /\ IF FaultyReceiver THEN NRed - 1 \in rRed ELSE Cardinality(rRed) = NRed
     /\ rDeliveries' = rDeliveries + 1
+    /\ rDelivered' = TRUE
     /\ rOutcome' = "completed"
     /\ lastEvent' = Ev("receiver", "ReceiverDeliverRedPart", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rState, rRed, rGreen, rReports, rRsTx, rAcked, rCxTx, fwd, rtn,
@@ -914,8 +921,8 @@ ReceiverRxReportAck(s) ==
     /\ rAcked' = IF rState = "open" /\ s.rs \in DOMAIN rReports THEN rAcked \cup {s.rs}
                  ELSE rAcked
     /\ lastEvent' = Ev("receiver", "ReceiverRxReportAck", "", <<s>>, <<>>, <<>>)
-    /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx,
-                   rCxTx, rtn, lostLog, late, rCxReason, link>>
+    /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rDelivered, rReports,
+                   rRsTx, rCxTx, rtn, lostLog, late, rCxReason, link>>
 
 \* 6.8 (a): an RS timer expires below the limit: a new copy of the RS.
 ReceiverExpireReportTimer(i) ==
@@ -927,8 +934,8 @@ ReceiverExpireReportTimer(i) ==
     /\ rtn' = rtn \cup {rReports[i]}
     /\ rRsTx' = [rRsTx EXCEPT ![i] = @ + 1]
     /\ lastEvent' = TxRtn("ReceiverExpireReportTimer", <<>>, <<rReports[i]>>)
-    /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rAcked,
-                   rCxTx, fwd, lostLog, late, rCxReason, link>>
+    /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rDelivered, rReports,
+                   rAcked, rCxTx, fwd, lostLog, late, rCxReason, link>>
 
 \* 6.8, 6.19, 7.6: an RS timer expires beyond the limit: the session is
 \* cancelled, a CR with reason RLEXC is queued (6.15: the cancel timer starts).
@@ -944,8 +951,8 @@ ReceiverCancelSession(i) ==
     /\ rCxTx' = 1
     /\ rCxReason' = "RLEXC"
     /\ lastEvent' = TxRtn("ReceiverCancelSession", <<>>, <<CancelSeg("CR", "RLEXC")>>)
-    /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, fwd, lostLog,
-                   late, link>>
+    /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rDelivered, rReports, rRsTx, rAcked,
+                   fwd, lostLog, late, link>>
 
 \* 6.14, 6.20: red part delivered and every RS acknowledged: the session closes.
 ReceiverCloseSession ==
@@ -954,8 +961,8 @@ ReceiverCloseSession ==
     /\ DOMAIN rReports \subseteq rAcked
     /\ rState' = "closed"
     /\ lastEvent' = Ev("receiver", "ReceiverCloseSession", "", <<>>, <<>>, <<>>)
-    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rDelivered, rReports, rRsTx,
+                   rAcked, rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
 
 \* The end of the block has arrived: the EOB segment, the last red one in a
 \* red-only block (rRed and rGreen hold offsets of their own part only).
@@ -976,8 +983,8 @@ ReceiverCloseOnRedPart ==
     /\ ~(DOMAIN rReports \subseteq rAcked)
     /\ rState' = "closed"
     /\ lastEvent' = Ev("receiver", "ReceiverCloseOnRedPart", "", <<>>, <<>>, <<>>)
-    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rDelivered, rReports, rRsTx,
+                   rAcked, rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
 
 \* 6.17, 6.19, 7.6, 6.20: a CS arrives while the session is open: a CAS is
 \* queued, the session is cancelled (reception-session cancellation notice,
@@ -991,8 +998,8 @@ ReceiverRxCancel(s) ==
     /\ rState' = "closed"
     /\ rOutcome' = "cancelled"
     /\ lastEvent' = TxRtn("ReceiverRxCancel", <<s>>, <<CancelSeg("CAS", "")>>)
-    /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked, rCxTx,
-                   lostLog, late, rCxReason, link>>
+    /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rDelivered, rReports, rRsTx, rAcked,
+                   rCxTx, lostLog, late, rCxReason, link>>
 
 \* 6.17, 8.2: a CS arrives while the session is not open: a CAS is queued all
 \* the same.  A closed session keeps no record (6.20; "the CAS is scheduled
@@ -1009,8 +1016,8 @@ ReceiverRxRedundantCancel(s) ==
     /\ rtn' = rtn \cup {CancelSeg("CAS", "")}
     /\ rState' = IF rState = "idle" THEN "idle" ELSE "closed"
     /\ lastEvent' = TxRtn("ReceiverRxRedundantCancel", <<s>>, <<CancelSeg("CAS", "")>>)
-    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, lostLog, late, rCxReason, link>>
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rDelivered, rReports, rRsTx,
+                   rAcked, rCxTx, lostLog, late, rCxReason, link>>
 
 \* 6.18: a CAR arrives: the cancel timer stops and the session closes.
 ReceiverRxCancelAck(s) ==
@@ -1019,8 +1026,8 @@ ReceiverRxCancelAck(s) ==
     /\ fwd' = fwd \ {s}
     /\ rState' = IF rState = "cr_sent" THEN "closed" ELSE rState
     /\ lastEvent' = Ev("receiver", "ReceiverRxCancelAck", "", <<s>>, <<>>, <<>>)
-    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, rtn, lostLog, late, rCxReason, link>>
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rDelivered, rReports, rRsTx,
+                   rAcked, rCxTx, rtn, lostLog, late, rCxReason, link>>
 
 \* 6.16: the cancel timer expires below the limit: the CR is queued again.
 ReceiverExpireCancelTimer ==
@@ -1030,8 +1037,8 @@ ReceiverExpireCancelTimer ==
     /\ rtn' = rtn \cup {RxCancel}
     /\ rCxTx' = rCxTx + 1
     /\ lastEvent' = TxRtn("ReceiverExpireCancelTimer", <<>>, <<RxCancel>>)
-    /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx,
-                   rAcked, fwd, lostLog, late, rCxReason, link>>
+    /\ UNCHANGED <<senderVars, rState, rOutcome, rRed, rGreen, rDeliveries, rDelivered, rReports,
+                   rRsTx, rAcked, fwd, lostLog, late, rCxReason, link>>
 
 \* 6.16, 6.20: the cancel timer expires beyond the limit: the session closes.
 ReceiverAbandonCancel ==
@@ -1040,8 +1047,8 @@ ReceiverAbandonCancel ==
     /\ rCxTx > MaxRetx
     /\ rState' = "closed"
     /\ lastEvent' = Ev("receiver", "ReceiverAbandonCancel", "", <<>>, <<>>, <<>>)
-    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rDelivered, rReports, rRsTx,
+                   rAcked, rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
 
 \* 8.2, 6.20: the green EOB has arrived and not one red segment, and no
 \* report was issued: the receiver takes the red part as fully received and
@@ -1059,8 +1066,8 @@ ReceiverCloseOnGreenEob ==
     /\ rReports = <<>>
     /\ rState' = "closed"
     /\ lastEvent' = Ev("receiver", "ReceiverCloseOnGreenEob", "", <<>>, <<>>, <<>>)
-    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rReports, rRsTx, rAcked,
-                   rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
+    /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rDelivered, rReports, rRsTx,
+                   rAcked, rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
 
 \* Reading 4 (ClosedReopens, specs/ltp/README.md): a data segment reaches a
 \* closed receiver.  6.20 left no record of the session, and 8.2 opens a
@@ -1073,10 +1080,14 @@ ReceiverCloseOnGreenEob ==
 \* issued (their timers are gone; a checkpoint answered before is new to
 \* it: the old RSs keep their serials, so the new ones are numbered on, as
 \* a new session's own serials differ, but no longer answer a checkpoint,
-\* cp 0) and its cancel.  What it keeps: the notices the client was given
-\* (rOutcome; rGreen, whose arrivals were notified) and rDeliveries, so
-\* the block is not delivered twice (a model limit: a second delivery
-\* would need every red segment again).  Only under the alternative.
+\* cp 0), its cancel and its delivery (rDelivered): once every red segment
+\* has reached it again, the new record delivers the block again, as RFC
+\* 5325 3.2 foresees ("redundant retransmission of the entire block"), a
+\* second red-part notice (rDeliveries 2).  What it keeps: the notices the
+\* client was given (rOutcome; rGreen, whose arrivals were notified;
+\* rDeliveries), so a new record of a delivered block closes on its RAs
+\* (ReceiverCloseSession) whether or not the block comes again.  Only
+\* under the alternative.
 ReceiverReopenSession(s) ==
     /\ ClosedReopens
     /\ s \in fwd
@@ -1088,6 +1099,7 @@ ReceiverReopenSession(s) ==
     /\ rAcked' = DOMAIN rReports
     /\ rCxTx' = 0
     /\ rCxReason' = ""
+    /\ rDelivered' = FALSE
     /\ lastEvent' = Ev("receiver", "ReceiverReopenSession", "", <<>>, <<>>, <<>>)
     /\ UNCHANGED <<senderVars, rOutcome, rGreen, rDeliveries, rRsTx, fwd, rtn, lostLog, late,
                    link>>
@@ -1371,10 +1383,12 @@ Spec ==
 \* (cp 0); every session those properties constrain issued a report (the
 \* red part's last segment is a checkpoint, and claims come from RSs).
 Reopened == ClosedReopens /\ \E i \in DOMAIN rReports : rReports[i].cp = 0
-\* The red part is delivered only once it has all arrived (6.9) ...
-RedDeliveredOnlyWhenComplete == rDeliveries > 0 => (RedSet \subseteq rRed \/ Reopened)
-\* ... and at most once.
-RedDeliveredAtMostOnce == rDeliveries <= 1
+\* The red part is delivered only once it has all arrived (6.9), in the
+\* record that delivers it ...
+RedDeliveredOnlyWhenComplete == rDelivered => RedSet \subseteq rRed
+\* ... and at most once: once per record, and a second record only under
+\* reading 4 (ReceiverReopenSession).
+RedDeliveredAtMostOnce == rDeliveries <= 1 \/ Reopened
 \* The sender's claims are true: every claimed segment did arrive (6.11).
 ClaimsAreTrue == sClaimed \subseteq rRed \/ Reopened
 \* The sender reports success only when the RSs it received claim the whole
@@ -1422,7 +1436,7 @@ EventuallyEnded == <>[](SessionEnded \/ ReceiverOrphaned \/ SenderStranded)
 \* lost EOB: unless cancelled, its sender ends, and its receiver ends once
 \* the EOB is in (8.2).
 DeliveredUnlessCancelled ==
-    <>[](NoCancel => IF NRed > 0 THEN SessionEnded /\ rDeliveries = 1
+    <>[](NoCancel => IF NRed > 0 THEN SessionEnded /\ rDeliveries > 0
                      ELSE SenderEnded /\ (NSeg - 1 \in rGreen => ReceiverEnded))
 \* The strict form, which fails where the receiver can be orphaned
 \* (MCLTP_orphan.cfg shows the counterexample).

@@ -31,12 +31,12 @@ CONSTANTS
 VARIABLES
     \* the first session: LTP.tla's variables, suffixed 1
     sState1, sOutcome1, sNext1, sClaimed1, sRsSeen1, sCpSerial1, sCp1, sCpTx1, sRetx1, sRetxRs1,
-    sCxTx1, sMiscTx1, rState1, rOutcome1, rRed1, rGreen1, rDeliveries1, rReports1, rRsTx1,
-    rAcked1, rCxTx1, rCxReason1, fwd1, rtn1, lostLog1, late1, lastEvent1,
+    sCxTx1, sMiscTx1, rState1, rOutcome1, rRed1, rGreen1, rDeliveries1, rDelivered1,
+    rReports1, rRsTx1, rAcked1, rCxTx1, rCxReason1, fwd1, rtn1, lostLog1, late1, lastEvent1,
     \* the second session, suffixed 2
     sState2, sOutcome2, sNext2, sClaimed2, sRsSeen2, sCpSerial2, sCp2, sCpTx2, sRetx2, sRetxRs2,
-    sCxTx2, sMiscTx2, rState2, rOutcome2, rRed2, rGreen2, rDeliveries2, rReports2, rRsTx2,
-    rAcked2, rCxTx2, rCxReason2, fwd2, rtn2, lostLog2, late2, lastEvent2,
+    sCxTx2, sMiscTx2, rState2, rOutcome2, rRed2, rGreen2, rDeliveries2, rDelivered2,
+    rReports2, rRsTx2, rAcked2, rCxTx2, rCxReason2, fwd2, rtn2, lostLog2, late2, lastEvent2,
     \* the link both sessions cross (LTP.tla's link)
     link
 
@@ -45,7 +45,8 @@ Session1 == INSTANCE LTP
             sRsSeen <- sRsSeen1, sCpSerial <- sCpSerial1, sCp <- sCp1, sCpTx <- sCpTx1,
             sRetx <- sRetx1, sRetxRs <- sRetxRs1, sCxTx <- sCxTx1, sMiscTx <- sMiscTx1,
             rState <- rState1, rOutcome <- rOutcome1, rRed <- rRed1, rGreen <- rGreen1,
-            rDeliveries <- rDeliveries1, rReports <- rReports1, rRsTx <- rRsTx1,
+            rDeliveries <- rDeliveries1, rDelivered <- rDelivered1,
+            rReports <- rReports1, rRsTx <- rRsTx1,
             rAcked <- rAcked1, rCxTx <- rCxTx1, rCxReason <- rCxReason1, fwd <- fwd1,
             rtn <- rtn1, lostLog <- lostLog1, late <- late1, lastEvent <- lastEvent1,
             link <- link
@@ -55,7 +56,8 @@ Session2 == INSTANCE LTP
             sRsSeen <- sRsSeen2, sCpSerial <- sCpSerial2, sCp <- sCp2, sCpTx <- sCpTx2,
             sRetx <- sRetx2, sRetxRs <- sRetxRs2, sCxTx <- sCxTx2, sMiscTx <- sMiscTx2,
             rState <- rState2, rOutcome <- rOutcome2, rRed <- rRed2, rGreen <- rGreen2,
-            rDeliveries <- rDeliveries2, rReports <- rReports2, rRsTx <- rRsTx2,
+            rDeliveries <- rDeliveries2, rDelivered <- rDelivered2,
+            rReports <- rReports2, rRsTx <- rRsTx2,
             rAcked <- rAcked2, rCxTx <- rCxTx2, rCxReason <- rCxReason2, fwd <- fwd2,
             rtn <- rtn2, lostLog <- lostLog2, late <- late2, lastEvent <- lastEvent2,
             link <- link
@@ -64,13 +66,13 @@ Session2 == INSTANCE LTP
 \* description of its last step.
 protocolVars1 == <<sState1, sOutcome1, sNext1, sClaimed1, sRsSeen1, sCpSerial1, sCp1, sCpTx1,
                    sRetx1, sRetxRs1, sCxTx1, sMiscTx1, rState1, rOutcome1, rRed1, rGreen1,
-                   rDeliveries1, rReports1, rRsTx1, rAcked1, rCxTx1, rCxReason1, fwd1, rtn1,
-                   lostLog1, late1>>
+                   rDeliveries1, rDelivered1, rReports1, rRsTx1, rAcked1, rCxTx1,
+                   rCxReason1, fwd1, rtn1, lostLog1, late1>>
 vars1 == <<protocolVars1, lastEvent1>>
 protocolVars2 == <<sState2, sOutcome2, sNext2, sClaimed2, sRsSeen2, sCpSerial2, sCp2, sCpTx2,
                    sRetx2, sRetxRs2, sCxTx2, sMiscTx2, rState2, rOutcome2, rRed2, rGreen2,
-                   rDeliveries2, rReports2, rRsTx2, rAcked2, rCxTx2, rCxReason2, fwd2, rtn2,
-                   lostLog2, late2>>
+                   rDeliveries2, rDelivered2, rReports2, rRsTx2, rAcked2, rCxTx2,
+                   rCxReason2, fwd2, rtn2, lostLog2, late2>>
 vars2 == <<protocolVars2, lastEvent2>>
 vars == <<vars1, vars2, link>>
 

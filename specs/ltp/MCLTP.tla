@@ -32,7 +32,8 @@ OffsetsView(S, first) ==
 \* in MCLTPOutcomes, View in MCLTPTraps, TraceView in TraceLTP).
 ProtocolState ==
     <<senderVars, rState, rOutcome, OffsetsView(rRed, 0), OffsetsView(rGreen, NRed),
-      rDeliveries, rReports, rRsTx, rAcked, rCxTx, rCxReason, fwd, rtn, late, link>>
+      rDeliveries, rDelivered, rReports, rRsTx, rAcked, rCxTx, rCxReason, fwd, rtn, late,
+      link>>
 
 \* States are told apart by everything except the description of the step
 \* that produced them.

@@ -1185,7 +1185,7 @@ impl Client for ReceiverState {
                         format!("red part is {len} B, expected {} B", self.red_len),
                     );
                 }
-                self.red_bytes = len;
+                self.red_bytes += len; // summed over notices (LtpDelivery)
                 if self.outcome.is_none() {
                     self.outcome = Some((
                         Outcome::Completed,
