@@ -244,7 +244,7 @@ def _red_lost_scenario() -> Scenario:
     """The red part lost, the green EOB delivered: the alternative of
     reading 5 adds the outcome 'receiver closed' (specs/ltp/readings.json)."""
     scn = _scenario(
-        [(1000, 1000, "completed", "completed"), (0, 1000, "cancelled", "closed")],
+        [(3000, 1000, "completed", "completed"), (0, 1000, "cancelled", "closed")],
         impairments=[{"direction": "forward", "match": {"kind": "red_data", "offset": 0}}],
     )
     scn.expect.outcomes[0].readings = ["", "5"]
