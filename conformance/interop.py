@@ -63,11 +63,11 @@ def cells(
         for tx in suts:
             for rx in suts:
                 why = [
-                    f"{a.name}: {w}"
+                    f"{a.label}: {w}"
                     for a, role in ((tx, "sender"), (rx, "receiver"))
                     if (w := a.missing() or a.supports(params, role))
                 ]
-                out.append(Cell(cfg, path, tx.name, rx.name, "; ".join(why), tx.ref, rx.ref))
+                out.append(Cell(cfg, path, tx.label, rx.label, "; ".join(why), tx.ref, rx.ref))
     return out
 
 
@@ -141,7 +141,7 @@ def interop(
             for scn in cap.config_names(cfg)
             for tx in suts
             for rx in suts
-            if not only or only in f"{tx.name}--{rx.name}--{scn}"
+            if not only or only in f"{tx.label}--{rx.label}--{scn}"
         }
         for cfg in configs
     }
@@ -149,7 +149,7 @@ def interop(
         first = cap.config_names(configs[0])[0]
         raise InputError(
             f"--only {only}: no cell's name (SENDER--RECEIVER--SCENARIO) holds it, e.g. "
-            f"{suts[0].name}--{suts[-1].name}--{first}"
+            f"{suts[0].label}--{suts[-1].label}--{first}"
         )
     scn_dir = out / "scenarios"
     scn_dir.mkdir(parents=True, exist_ok=True)

@@ -71,8 +71,23 @@ class SutAdapter(ABC):
     @property
     def ref(self) -> str:
         """What ``suts.registry.get`` takes to make this adapter again (a
-        Robot suite's, a child process's ``--sut``): its name."""
-        return self.name
+        Robot suite's, a child process's ``--sut``): its name, with the
+        options set (:meth:`with_options`)."""
+        return self.with_options(self.name)
+
+    @property
+    def label(self) -> str:
+        """Its name with the options set, "hdtn[session-number-bits=32]":
+        what tells two configurations of one implementation apart (an
+        interoperability matrix's rows and columns)."""
+        return self.with_options(self.name)
+
+    def with_options(self, base: str) -> str:
+        """``base`` followed by the options set, as ``suts.registry.get``
+        reads them back: ``base[NAME=VALUE,...]`` (``base`` alone if none)."""
+        if not self.options:
+            return base
+        return base + "[" + ",".join(f"{k}={v}" for k, v in sorted(self.options.items())) + "]"
 
     def set_options(self, pairs: list[str]) -> None:
         """``NAME=VALUE`` pairs into :attr:`options` (InputError for a name

@@ -161,8 +161,9 @@ class EndpointFile(SutAdapter):
 
     @property
     def ref(self) -> str:
-        """The file's path: what ``--sut`` takes for it, registered or not."""
-        return str(self.path)
+        """The file's path: what ``--sut`` takes for it, registered or not
+        (with the options set, SutAdapter.with_options)."""
+        return self.with_options(str(self.path))
 
     def __repr__(self) -> str:
         return f"EndpointFile({self.path})"

@@ -30,7 +30,15 @@ def is_path(name: str) -> bool:
 
 def get(name: str) -> SutAdapter:
     """A new adapter of a registered implementation, or of the endpoint
-    file at path ``name`` (InputError naming the registered ones)."""
+    file at path ``name`` (InputError naming the registered ones). A
+    suffix ``[NAME=VALUE,...]`` sets the implementation's options, as
+    ``--sut-option`` does: "hdtn[session-number-bits=32]" wherever a name
+    is taken (``interop --suts``, a campaign plan's pairs)."""
+    if name.endswith("]") and "[" in name:
+        base, _, rest = name.partition("[")
+        adapter = get(base)
+        adapter.set_options([p.strip() for p in rest[:-1].split(",") if p.strip()])
+        return adapter
     if is_path(name):
         path = Path(name)
         if not path.is_file():

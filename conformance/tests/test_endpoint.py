@@ -53,6 +53,22 @@ def test_the_registered_files_load_and_name_their_implementations() -> None:
         assert get(sut.ref).name == name and sut.ref.endswith("endpoint.toml")
 
 
+def test_a_name_with_options_makes_that_configuration_again() -> None:
+    """ "licklider[report-upper-bound=max-seen]" is licklider with that
+    option set, wherever a name is taken; its label and ref keep the
+    options, so an interop matrix tells two configurations apart and a
+    Robot suite makes the same one again; a bad option is refused."""
+    plain = get("licklider")
+    sut = get("licklider[report-upper-bound=max-seen]")
+    assert sut.name == plain.name == "licklider"
+    assert sut.options == {"report-upper-bound": "max-seen"} and plain.options == {}
+    assert sut.label == "licklider[report-upper-bound=max-seen]" and plain.label == "licklider"
+    again = get(sut.ref)
+    assert again.options == sut.options and again.ref == sut.ref
+    with pytest.raises(InputError, match="report-upper-bound"):
+        get("licklider[speed=fast]")
+
+
 def test_a_bad_file_is_refused_naming_the_file_and_the_field(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\nprotocol = "ltp"\nversion = "1"\n[run]\nsender = []\n')
