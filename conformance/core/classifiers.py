@@ -98,17 +98,26 @@ HOLDS = "holds"
 
 def frame_matches(fields: Mapping[str, object], match: Mapping[str, object]) -> bool:
     """The emulator's match (its rules.rs ``matches``) on a frame's
-    classified fields: every entry equal, and ``holds: X`` true of a
-    segment whose client data holds byte X (offset <= X < offset + length),
-    whatever the segmentation."""
+    classified fields: every entry equal; a code field given as a number
+    equal to its ``<name>_code`` companion (LTP's ``type`` as "RS" or 8);
+    and ``holds: X`` true of a segment whose client data holds byte X
+    (offset <= X < offset + length), whatever the segmentation."""
     for key, want in match.items():
+        have = fields.get(key)
         if key == HOLDS:
             off, n = fields.get("offset"), fields.get("length")
             if not (isinstance(off, int) and isinstance(n, int) and isinstance(want, int)):
                 return False
             if not off <= want < off + n:
                 return False
-        elif fields.get(key) != want:
+        elif have == want and isinstance(have, bool) == isinstance(want, bool):
+            continue
+        elif not (
+            isinstance(have, str)
+            and isinstance(want, int)
+            and not isinstance(want, bool)
+            and fields.get(f"{key}_code") == want
+        ):
             return False
     return True
 

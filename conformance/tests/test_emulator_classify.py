@@ -276,3 +276,26 @@ def test_cfdp_every_directive_and_file_data_variant_classifies() -> None:
     }
     assert all(f["crc_ok"] for f in got.values() if f["crc"])
     assert got["finished_invalid_file_structure"]["condition"] == "invalid_file_structure"
+
+
+def test_the_python_match_is_the_emulators() -> None:
+    """classifiers.frame_matches, which explains unmet rules (the judge's
+    channel_saw), decides as rules.rs's ``matches`` does (the cases of its
+    name_or_code_and_type_strictness and holds tests): a code field by name
+    or by its number, a flag never as a number, an absent field never,
+    ``holds`` by the byte a segment holds."""
+    from conformance.core.classifiers import frame_matches
+
+    rs = {"type": "RS", "type_code": 8, "report_serial": 3, "red": False}
+    assert frame_matches(rs, {"type": "RS"})
+    assert frame_matches(rs, {"type": 8})
+    assert not frame_matches(rs, {"type": 9})
+    assert not frame_matches(rs, {"red": 0}), "a flag is not a number"
+    assert not frame_matches(rs, {"offset": 0}), "an absent field"
+    seg = {"kind": "red_data", "offset": 1999, "length": 999}
+    assert [frame_matches(seg, {"holds": x}) for x in (1998, 1999, 2997, 2998)] == [
+        False,
+        True,
+        True,
+        False,
+    ]
