@@ -162,8 +162,8 @@ def test_the_widening_readings_are_those_the_model_checks(spec: ProtocolSpec) ->
     """``widens`` lets trace validation judge a whole family of tries by
     their union (tracecheck._validate); it holds only because TLC checks
     it: the wrapper's ReadingsWiden instantiates the model with each
-    widening constant on, and the bounds that check it include the CI
-    bound and each widening reading's own."""
+    widening constant on, and the bounds that check it are the small
+    ``widens`` bound (make test) and each widening reading's own."""
     folder = Path(__file__).parents[2] / "specs" / spec.name
     proto = spec.name.upper()
     declared = {r.constant for r in spec.readings if r.widens}
@@ -173,7 +173,7 @@ def test_the_widening_readings_are_those_the_model_checks(spec: ProtocolSpec) ->
     if not declared:
         return
     assert re.search(r"^ReadingsWiden ==", wrapper, re.M)
-    cfgs = [f"MC{proto}_ci.cfg"] + [
+    cfgs = [f"MC{proto}_widens.cfg"] + [
         f"MC{proto}_reading{r.id}.cfg" for r in spec.readings if r.widens
     ]
     for cfg in cfgs:

@@ -63,8 +63,8 @@ OutcomeLine ==
 \* alternatives on, the other constants as they are.  Trace validation
 \* rests on it: where the union of those alternatives rejects a trace, so
 \* does each of them and each combination (conformance/tracecheck.py).
-\* Checked by the bounds whose PROPERTIES name it: the CI bound, with every
-\* alternative off, and each reading's bound, with its own on.
+\* Checked by the bounds whose PROPERTIES name it: MCLTP_widens.cfg, with
+\* every alternative off, and each reading's bound, with its own on.
 WideReportBounds == INSTANCE LTP WITH ReportBoundsMay <- TRUE
 WideGreenEob == INSTANCE LTP WITH GreenEobCloses <- TRUE
 WideRedPart == INSTANCE LTP WITH RedPartCloses <- TRUE
