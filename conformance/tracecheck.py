@@ -957,6 +957,7 @@ def _validate(
     observed: ExpectedOutcome | None = None,
     acts_on: Callable[[str], frozenset[str] | None] = lambda rid: None,
     widening: frozenset[str] = frozenset(),
+    families: dict[str, list[str]] | None = None,
 ) -> tuple[
     int,
     float,
@@ -991,7 +992,9 @@ def _validate(
     its behaviours up to L are the default's, so it stops at L too.
     ``widening``: the readings whose alternatives only add behaviours
     (Reading.widens): a family of tries that differ only in those is
-    judged first by its union, and not run if the union rejects.
+    judged first by its union, and not run if the union rejects; where a
+    deadline held the union back, its members are among the hurried tries
+    and ``families`` gets union -> members, for :func:`_late`.
     ``clock``: the budget, checked before each pass (_OverBudget)."""
     clock = clock or _Clock(float("inf"))
     states, seconds = 0, 0.0
@@ -1007,6 +1010,8 @@ def _validate(
     # its own turn if it accepts.
     screened: set[frozenset[str]] = set()
     skipped: set[str] = set()
+    if families is None:
+        families = {}  # a hurried union -> its members
     unions: dict[str, int] = {}  # union -> how many tries it stood for
     ahead: dict[str, _Pass] = {}
 
@@ -1049,10 +1054,16 @@ def _validate(
                     if first is None:
                         raise
                     return states, seconds, None, first[0], [], first[1]
-                if not res.accepted and not res.hurried:
+                if not res.accepted:
                     reached.append((res.furthest, top, top_tm))
                     unions[top] = len(family)
                     skipped |= {r for r, _c in family}
+                    if res.hurried:
+                        # a longer window may take the union further: the
+                        # late pass tries it first, and its members only
+                        # if it accepts (_late)
+                        hurried.extend(family)
+                        families[top] = [r for r, _c in family]
                     continue
                 ahead[top] = res
         for eager in (True, False) if n == 0 else (False,):
@@ -1095,6 +1106,8 @@ def _validate(
         if observed is not None and sess.tm.observe is not None
         else ""
     )
+    rank = {r: i for i, (r, _c) in enumerate(tries)}
+    hurried.sort(key=lambda t: rank[t[0]])  # a family's members came at its union's turn
     bad, diag_rid, diag_tm = max(reached, key=lambda x: x[0])
     diag = _run(diag_tm, sess.data(bad, False), workdir, ["Diag"], "diag")
     seconds += diag.seconds
@@ -1161,33 +1174,54 @@ def _late(
     clock: _Clock,
     observed: ExpectedOutcome | None = None,
     acts_on: Callable[[str], frozenset[str] | None] = lambda rid: None,
+    families: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[int, float, str | None, list[ExpectedOutcome]]:
     """The full pass again under ``tries``, with each actor's reaction
     window lengthened to ``late_us`` (a suspension's hold is kept if
     longer): (states, seconds, the first try that accepts, else None, and
     its ends; with ``observed``, the first whose ends reach it, as in
     :func:`_validate`; a try is skipped as there, after the default's
-    rejection)."""
+    rejection). ``families``: a union of widening alternatives -> the
+    tries it stands for (_validate): the union goes first, and its members
+    are not run if it rejects the trace (each member's behaviours are
+    among the union's)."""
     hold = {a: max(late_us, sess.tm.hold_us.get(a, 0)) for a in ("sender", "receiver")}
     slow = replace(sess, tm=replace(sess.tm, hold_us=hold))
     with_ends = sess.tm.end_outcomes is not None
     states, seconds = 0, 0.0
     first: tuple[str, list[ExpectedOutcome]] | None = None
     stop: int | None = None  # where the default's late pass stopped
-    for n, (rid, consts) in enumerate(tries):
-        if stop is not None and slow.unmoved(acts_on(rid), stop):
+    done: dict[str, _Pass] = {}
+    by_id = dict(tries)
+
+    def late_pass(rid: str) -> _Pass:
+        nonlocal states, seconds
+        if rid not in done:
+            tm = replace(slow.tm, constants={**slow.tm.constants, **by_id[rid]})
+            inv = ["Furthest"] + ["EndReport"] * with_ends
+            data = slow.data(0, False, ends=with_ends)
+            done[rid] = _run(tm, data, workdir, inv, "late" + _tag(rid), clock)
+            states += done[rid].states or 0
+            seconds += done[rid].seconds
+        return done[rid]
+
+    dropped: set[str] = set()
+    screened: set[str] = set()
+    for n, (rid, _consts) in enumerate(tries):
+        if rid in dropped or (stop is not None and slow.unmoved(acts_on(rid), stop)):
             continue
-        tm = replace(slow.tm, constants={**slow.tm.constants, **consts})
-        inv = ["Furthest"] + ["EndReport"] * with_ends
-        data = slow.data(0, False, ends=with_ends)
+        union = next((u for u, members in (families or {}).items() if rid in members), None)
         try:
-            res = _run(tm, data, workdir, inv, "late" + _tag(rid), clock)
+            if union is not None and union not in screened and union in by_id:
+                screened.add(union)
+                if not late_pass(union).accepted:
+                    dropped |= set((families or {})[union])
+                    continue
+            res = late_pass(rid)
         except _OverBudget:
             if first is None:
                 raise
             break  # as in _validate: the first accepting reading's ends judge
-        states += res.states or 0
-        seconds += res.seconds
         ends, taken = _taken(res, rid, observed)
         if taken:
             return states, seconds, rid, ends
@@ -1463,6 +1497,7 @@ def _check_sessions(
             # the implementation's own account part (TraceCFDP Consistent).
             confined = {**sess.tm.constants, **sess.tm.observe(seen)}
             sess = replace(sess, tm=replace(sess.tm, constants=confined))
+        families: dict[str, list[str]] = {}
         st, sec, rejected, rid, hurried, ends = _validate(
             sess,
             records,
@@ -1474,6 +1509,7 @@ def _check_sessions(
             seen,
             spec.acts_on,
             spec.widening,
+            families,
         )
         late = ""
         if rejected is not None and late_us > 0 and hurried:
@@ -1485,7 +1521,14 @@ def _check_sessions(
             # is no deviation. Only the readings under which a deadline held
             # a line back can go further with a longer window.
             st2, sec2, late_rid, ends = _late(
-                sess, workdir / f"session-{n}-late", hurried, late_us, clock, seen, spec.acts_on
+                sess,
+                workdir / f"session-{n}-late",
+                hurried,
+                late_us,
+                clock,
+                seen,
+                spec.acts_on,
+                families,
             )
             st, sec = st + st2, sec + sec2
             if late_rid is not None:
