@@ -48,6 +48,7 @@
 //   HDTN tells a receiving client nothing when a session closes, so the
 //   receiver lingers by rule (docs/implementers.md): (L + 1) timer periods
 //   past its last end notice, or DTNC_LINGER_MS if longer.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
@@ -57,6 +58,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -142,7 +144,12 @@ struct State {
     std::string outcome = "open";
     std::string detail = "no end notice before the time limit";
     std::vector<std::string> notices;
-    uint64_t red_bytes = 0, green_bytes = 0;
+    uint64_t red_bytes = 0;
+    // green bytes received, as start -> end: a segment that arrives twice
+    // (a duplicate) is notified twice (RFC 5326 6.10) but delivers its
+    // bytes once (green_bytes_delivered counts distinct bytes, as every
+    // harness does: docs/implementers.md)
+    std::map<uint64_t, uint64_t> green;
     bool payload_checked = false, payload_bad = false;
     bool red_done = false, eob_seen = false;
     int64_t end_at = -1;  // first end notice, ms
@@ -168,6 +175,19 @@ struct State {
         last_at = NowMs();
         cv.notify_all();
     }
+    void AddGreen(uint64_t off, uint64_t len) {
+        uint64_t& end = green[off];
+        end = std::max(end, off + len);
+    }
+    uint64_t GreenBytes() const {
+        uint64_t total = 0, upto = 0;
+        for (const auto& kv : green) {
+            const uint64_t from = std::max(kv.first, upto);
+            if (kv.second > from) total += kv.second - from;
+            upto = std::max(upto, kv.second);
+        }
+        return total;
+    }
     void Check(const uint8_t* p, uint64_t off, uint64_t len) {
         payload_checked = true;
         for (uint64_t i = 0; i < len; ++i) {
@@ -191,7 +211,7 @@ std::string ResultLine(int64_t t0) {
       << st.outcome << "\",";
     if (!st.is_sender) {
         o << "\"red_bytes_delivered\":" << st.red_bytes
-          << ",\"green_bytes_delivered\":" << st.green_bytes << ",\"payload_ok\":"
+          << ",\"green_bytes_delivered\":" << st.GreenBytes() << ",\"payload_ok\":"
           << (st.payload_checked ? (st.payload_bad ? "false" : "true") : "null") << ",";
     }
     o << "\"detail\":" << Json(st.detail) << ",\"notices\":[";
@@ -379,7 +399,7 @@ int main(int argc, char** argv) {
                                  std::to_string(data.size()) + ",service=" +
                                  std::to_string(service) + ",eob=" + std::to_string(eob) + ")");
             st.Check(data.data(), off, data.size());
-            st.green_bytes += data.size();
+            st.AddGreen(off, data.size());
             if (!eob) return;
             st.eob_seen = true;
             if (st.red_done) st.End("completed", "RedPartReception, then the green end of block");
