@@ -938,7 +938,8 @@ def _tries(
             consts = dict(by_id[""])
             for x in combo:
                 consts |= {k: v for k, v in by_id[x].items() if by_id[""].get(k) != v}
-            out.append(("+".join(combo), consts))
+            # named in the readings' own order ("2+13", whichever came first)
+            out.append(("+".join(sorted(combo, key=lambda r: (len(r), r))), consts))
     return out
 
 
