@@ -84,6 +84,15 @@ class ProtocolEntry(Strict):
 
         for pair in v:
             for name in pair:
+                if name.endswith("]") and "[" in name and not is_path(name):
+                    from conformance.core.errors import InputError
+                    from suts.registry import get
+
+                    try:
+                        get(name)  # NAME[OPT=VALUE,...]: its options checked
+                    except InputError as exc:
+                        raise ValueError(f"{name}: {exc}") from None
+                    continue
                 if name != TESTER and name not in REGISTRY and not is_path(name):
                     raise ValueError(
                         f"unknown implementation {name!r} (known: {', '.join(REGISTRY)}, {TESTER};"

@@ -76,12 +76,25 @@ name = "x"
     assert plan.params_of(p, run)["file_len"] == 2048
 
 
+def test_a_pair_may_name_an_implementation_with_its_options(tmp_path: Path) -> None:
+    """NAME[OPT=VALUE,...] in a plan's pairs: the run's --sut carries it."""
+    text = BASE.replace(
+        "licklider, licklider", '"licklider[report-upper-bound=max-seen]", licklider'
+    )
+    runs = plan.expand(plan.load(write_plan(tmp_path, text)))
+    assert "licklider[report-upper-bound=max-seen]" in {r.sender for r in runs}
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
         (
             BASE.replace("licklider, licklider", "licklider, nosuch"),
             r"protocols\.0\.pairs: .*nosuch",
+        ),
+        (
+            BASE.replace("licklider, licklider", '"licklider[speed=fast]", licklider'),
+            r"protocols\.0\.pairs: licklider\[speed=fast\]: .*report-upper-bound",
         ),
         (BASE.replace("replicates: 3", "replicates: 0"), r"replicates: .*greater than or equal"),
         (BASE.replace("{profile: grc-1mbps-25ms-pe0}", "{name: a}"), r"two links are called 'a'"),
