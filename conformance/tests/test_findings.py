@@ -63,6 +63,26 @@ def redundant_checkpoint_ignores_report_limit(out: RunOutcome) -> None:
     assert "ReceiverCancelOnRedundantCheckpoint" in tc.actions and "§6.8 (b)" in tc.rule
 
 
+def unreach_once_per_session(out: RunOutcome) -> None:
+    """hdtn-1.3.1-unreach-once-per-session: the receiver, whose client
+    service the data does not name, sends one CR UNREACH, for the first
+    segment; the red checkpoint segment that follows draws none, where RFC
+    5326 §6's preamble MUST enqueue one per red data segment. The outcome
+    is the model's; trace validation fails the run."""
+    assert out.verdict.status == "fail", out.verdict.reasons
+    # the receiver's "open" (the session was never its client's) is said,
+    # and is the model's outcome: only trace validation fails the run
+    codes = {r.code for r in out.verdict.reasons}
+    assert codes == {"trace-rejected", "endpoint-open"}, out.verdict.reasons
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+    assert tc.actions == ["ReceiverRefuseData"], tc
+    red = [s for s in out.segments if s.direction == "forward" and s.fields.get("red")]
+    crs = [s for s in out.segments if s.direction == "return" and s.fields.get("type") == "CR"]
+    assert len(red) >= 2 and len(crs) == 1, (len(red), len(crs))
+    assert crs[0].fields.get("reason") == 1  # UNREACH
+
+
 def first_cs_not_acknowledged(out: RunOutcome) -> None:
     """licklider-0.1.1-first-cs-not-acknowledged: the outcome is allowed (both
     sides cancel), but the first CS, which arrived, gets no CAS; the CAS
@@ -264,6 +284,12 @@ CHECKS: dict[str, tuple[str, str, str | None, Callable[[RunOutcome], None]]] = {
         "licklider",
         None,
         refused_session_cr_not_acknowledged,
+    ),
+    "unknown-service-hdtn": (
+        "ltp-unknown-service.json",
+        "hdtn",
+        None,
+        unreach_once_per_session,
     ),
     "late-report": (
         "ltp-late-report-held.json",
