@@ -193,6 +193,25 @@ def test_127_after_taking_part_is_judged_not_unsupported(tmp_path: Path) -> None
     assert not (tmp_path / "run" / "unsupported.txt").exists()
 
 
+def test_a_scenario_the_profile_leaves_no_outcome_is_said_and_not_run(tmp_path: Path) -> None:
+    """A catalogue pattern whose losses cannot all happen under the
+    profile's limit (the RAs of the second and third copy, at a limit of 3)
+    has no outcome set to be judged by: certify says so and leaves the case
+    out, instead of stopping the whole certification (ION's sample did)."""
+    from conformance.certify import Case, _adapted
+
+    prof = tmp_path / "prof.toml"
+    prof.write_text(
+        'name = "prof"\nprotocol = "ltp"\nversion = "0"\n[run]\nsender = ["true"]\n'
+        'receiver = ["true"]\n[profile.params.retransmission_limit]\nmin = 3\nwhy = "three"\n'
+    )
+    path = Path(__file__).parent / "data" / "ltp-r1g0l1-CAR.1-RA.1-RA.2.json"
+    kept, moved = _adapted(get(str(prof)), [Case(path, None), Case(path, "sender")], tmp_path)
+    assert kept == []
+    (said,) = moved["ltp-r1g0l1-CAR.1-RA.1-RA.2"]
+    assert said.startswith("not run: the model has no outcome for it under the profile"), said
+
+
 def test_a_profile_adapts_the_scenario_and_the_model_judges_it_again(tmp_path: Path) -> None:
     """ION's profile: a retransmission limit of at least 3. The demo's limit
     of 1 runs as 3, with the outcome set TLC computes for 3 (two lost
