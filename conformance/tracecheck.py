@@ -1005,10 +1005,11 @@ def _validate(
     first: tuple[str, list[ExpectedOutcome]] | None = None
     # Widening alternatives (Reading.widens): a try's family is the tries
     # that differ from it only in those; its union, the family's largest
-    # try, runs first, and if it rejects the trace with no line held back
-    # by a deadline, so does every member (each behaviour of a member is
-    # one of the union's): the family is not run. Its result is kept for
-    # its own turn if it accepts.
+    # try, runs first, and if it rejects the trace so does every member
+    # (each behaviour of a member is one of the union's): the family is not
+    # run (where a deadline held the union back, the late pass takes the
+    # family up, union first). Its result is kept for its own turn if it
+    # accepts.
     screened: set[frozenset[str]] = set()
     skipped: set[str] = set()
     if families is None:
@@ -1018,6 +1019,14 @@ def _validate(
 
     def parts(rid: str) -> frozenset[str]:
         return frozenset(filter(None, rid.split("+")))
+
+    def out_of_budget(exc: _OverBudget) -> tuple[int, float, None, str, list[Any], list[Any]]:
+        # out of budget while looking for a reading whose ends hold the
+        # reported outcome: the trace is accepted all the same, and its
+        # outcome judged against the first reading's ends
+        if first is None:
+            raise exc
+        return states, seconds, None, first[0], [], first[1]
 
     def full(rid: str, tm: TraceModel) -> _Pass:
         nonlocal states, seconds
@@ -1051,10 +1060,8 @@ def _validate(
                 top_tm = replace(sess.tm, constants={**sess.tm.constants, **top_consts})
                 try:
                     res = full(top, top_tm)
-                except _OverBudget:
-                    if first is None:
-                        raise
-                    return states, seconds, None, first[0], [], first[1]
+                except _OverBudget as exc:
+                    return out_of_budget(exc)
                 if not res.accepted:
                     reached.append((res.furthest, top, top_tm))
                     unions[top] = len(family)
@@ -1082,13 +1089,8 @@ def _validate(
                     seconds += res.seconds
                 else:
                     res = full(rid, tm)
-            except _OverBudget:
-                if first is None:
-                    raise
-                # out of budget while looking for a reading whose ends hold
-                # the reported outcome: the trace is accepted all the same,
-                # and its outcome judged against the first reading's ends
-                return states, seconds, None, first[0], [], first[1]
+            except _OverBudget as exc:
+                return out_of_budget(exc)
             ends, taken = _taken(res, rid, observed)
             if taken:
                 return states, seconds, None, rid, [], ends

@@ -72,8 +72,8 @@ class SutAdapter(ABC):
     def ref(self) -> str:
         """What ``suts.registry.get`` takes to make this adapter again (a
         Robot suite's, a child process's ``--sut``): its name, with the
-        options set (:meth:`with_options`)."""
-        return self.with_options(self.name)
+        options set (:attr:`label`)."""
+        return self.label
 
     @property
     def label(self) -> str:

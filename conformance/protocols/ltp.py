@@ -142,9 +142,8 @@ class LtpBlock(ProtocolParams):
             assert isinstance(d, LtpDelivery)
             # a multiple of the red part: each red-part notice delivers all of
             # it (a block delivered again by a session opened anew, reading 4)
-            if d.red_bytes_delivered % max(self.red_len, 1) or (
-                not self.red_len and d.red_bytes_delivered
-            ):
+            red = d.red_bytes_delivered
+            if red % self.red_len if self.red_len else red:
                 raise ValueError("expect: red_bytes_delivered is not a whole number of red parts")
             # a miscolored sender's green segment inside the red part may be
             # taken as green before it is found out (RFC 5326 §6.21)
