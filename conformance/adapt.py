@@ -16,15 +16,22 @@ from conformance.core.errors import InputError
 from conformance.core.types import Scenario
 from suts.base import SutAdapter
 
+Play = tuple[SutAdapter, str]  # an implementation and the side it plays
 
-def changes(scn: Scenario, suts: Sequence[SutAdapter]) -> dict[str, tuple[object, object, str]]:
-    """What the implementations' profiles move in ``scn``: name -> (the
-    scenario's value, the value run, why). Two implementations that move
-    one parameter apart (an interop pair) are refused: no value suits both."""
+
+def changes(scn: Scenario, plays: Sequence[Play]) -> dict[str, tuple[object, object, str]]:
+    """What the implementations' profiles move in ``scn``, each where it
+    plays its sides (a profile may bind a parameter to one side): name ->
+    (the scenario's value, the value run, why). Two implementations that
+    move one parameter apart (an interop pair) are refused: no value suits
+    both."""
     params = scn.params.model_dump(mode="json")
+    roles: dict[SutAdapter, list[str]] = {}
+    for sut, role in plays:
+        roles.setdefault(sut, []).append(role)
     out: dict[str, tuple[object, object, str]] = {}
-    for sut in dict.fromkeys(suts):
-        for key, (old, new, why) in sut.profile_changes(params).items():
+    for sut, sides in roles.items():
+        for key, (old, new, why) in sut.profile_changes(params, sides).items():
             if key in out and out[key][1] != new:
                 raise InputError(
                     f"{scn.name}: {key}: the profiles of the pair ask for {out[key][1]} and "
@@ -34,11 +41,12 @@ def changes(scn: Scenario, suts: Sequence[SutAdapter]) -> dict[str, tuple[object
     return out
 
 
-def adapt(scn: Scenario, suts: Sequence[SutAdapter], workdir: Path) -> tuple[Scenario, list[str]]:
-    """``scn`` as the implementations' profiles run it, its outcome set
-    computed again by the model, and each change said ("retransmission_limit
-    1 -> 3 (ion: ...)"); ``scn`` itself, and no change, where none moves."""
-    moved = changes(scn, suts)
+def adapt(scn: Scenario, plays: Sequence[Play], workdir: Path) -> tuple[Scenario, list[str]]:
+    """``scn`` as the implementations' profiles run it, each on the side it
+    plays, its outcome set computed again by the model, and each change said
+    ("retransmission_limit 1 -> 3 (ion: ...)"); ``scn`` itself, and no
+    change, where none moves."""
+    moved = changes(scn, plays)
     if not moved:
         return scn, []
     said = [f"{k} {old} -> {new} ({why})" for k, (old, new, why) in moved.items()]

@@ -536,41 +536,64 @@ def _chosen(every: list[Case], out: Path, only: str | None) -> list[Case]:
     return chosen
 
 
+def _sides(c: Case) -> tuple[str, ...]:
+    """The sides the SUT plays in case ``c``."""
+    return {None: ("sender", "receiver"), "sender": ("receiver",), "receiver": ("sender",)}[
+        c.tester
+    ]
+
+
 def _adapted(
     sut: SutAdapter, every: list[Case], out: Path
 ) -> tuple[list[Case], dict[str, list[str]]]:
-    """Each case whose scenario the implementation's declared profile moves
-    runs its adapted copy, written under ``out/adapted`` with the outcome set
-    the model computes for it (conformance/adapt.py); and what moved, by
-    scenario name."""
+    """Each case whose scenario the implementation's declared profile moves,
+    on the sides it plays there, runs its adapted copy, written under
+    ``out/adapted`` with the outcome set the model computes for it
+    (conformance/adapt.py); and what moved, by scenario name. A case the
+    profile leaves as it is (bound to a side it does not play there) runs
+    the scenario itself; a scenario whose cases move in different ways gets
+    a copy per set of sides, under ``out/adapted/<sides>``."""
     from conformance import adapt
 
-    paths: dict[Path, Path] = {}
+    scns = {c.path: load_scenario(c.path) for c in every}
+    moves = {c: adapt.changes(scns[c.path], [(sut, r) for r in _sides(c)]) for c in every}
+    kinds: dict[Path, set[str]] = {}
+    for c in every:  # the different ways a scenario's cases are moved
+        if moves[c]:
+            kinds.setdefault(c.path, set()).add(repr(sorted(moves[c].items())))
+    done: dict[tuple[Path, str], Path | None] = {}
     moved: dict[str, list[str]] = {}
-    dropped: set[Path] = set()
+    kept: list[Case] = []
     for c in every:
-        if c.path in paths or c.path in dropped:
-            continue
-        scn = load_scenario(c.path)
-        try:
-            new, said = adapt.adapt(scn, [sut], out / "tlc-adapted")
-        except DtncError as exc:
-            # under the profile the scenario's losses cannot all happen (a
-            # catalogue pattern whose last loss needs the smaller limit):
-            # no test of the implementation, said, and not run
-            moved[scn.name] = [
-                f"not run: the model has no outcome for it under the profile ({exc})"
-            ]
-            dropped.add(c.path)
-            continue
-        paths[c.path] = c.path
-        if said:
-            rel = c.path.relative_to(out) if c.path.is_relative_to(out) else Path(c.path.name)
-            paths[c.path] = out / "adapted" / rel
-            paths[c.path].parent.mkdir(parents=True, exist_ok=True)
-            dump_model(new, paths[c.path])
-            moved[scn.name] = said
-    return [Case(paths[c.path], c.tester) for c in every if c.path in paths], moved
+        scn, key = scns[c.path], repr(sorted(moves[c].items()))
+        if (c.path, key) not in done:
+            done[c.path, key] = c.path
+            side = "" if len(kinds.get(c.path, ())) <= 1 else "+".join(_sides(c))
+            try:
+                new, said = adapt.adapt(scn, [(sut, r) for r in _sides(c)], out / "tlc-adapted")
+            except DtncError as exc:
+                # under the profile the scenario's losses cannot all happen (a
+                # catalogue pattern whose last loss needs the smaller limit):
+                # no test of the implementation, said, and not run
+                moved.setdefault(scn.name, []).append(
+                    f"not run{f' as {side}' if side else ''}: the model has no outcome for it "
+                    f"under the profile ({exc})"
+                )
+                done[c.path, key] = None
+                continue
+            if said:
+                rel = c.path.relative_to(out) if c.path.is_relative_to(out) else Path(c.path.name)
+                target = out / "adapted" / side / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                dump_model(new, target)
+                done[c.path, key] = target
+                moved.setdefault(scn.name, []).extend(
+                    said if not side else [f"{line} [as {side}]" for line in said]
+                )
+        path = done[c.path, key]
+        if path is not None:
+            kept.append(Case(path, c.tester))
+    return kept, moved
 
 
 def _supported(spec: ProtocolSpec, sut: SutAdapter, every: list[Case]) -> list[Case]:

@@ -598,7 +598,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     # the adapted outcome set's TLC files are not kept (the run keeps the scenario)
     with tempfile.TemporaryDirectory(prefix="dtnc-adapt-") as tlc:
-        scn, said = adapt.adapt(scn, [a for a, _ in plays], Path(tlc))
+        scn, said = adapt.adapt(scn, plays, Path(tlc))
     for line in said:  # the implementation's declared profile moved the scenario
         console.print(f"adapted to the implementation's profile: {line}", markup=False)
     params = scn.params.model_dump(mode="json")

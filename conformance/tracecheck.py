@@ -1100,9 +1100,23 @@ def _validate(
             reached.append((res.furthest, rid, tm))
             if res.hurried:
                 hurried.append((rid, consts))
-    if first is not None:
+    default_rejects = any(r == "" for _n, r, _tm in reached)
+    if first is not None and not (first[0] and default_rejects):
         # the wire is the model's, the outcome reported none of its ends
         return states, seconds, None, first[0], [], first[1]
+    # An alternative reading that takes the wire but none of whose ends is
+    # what the harnesses reported explains nothing the default does not:
+    # the default's rejection is the reason (HDTN ignoring a redundant
+    # checkpoint looks, on the wire, like reading 13's closed receiver, but
+    # its session was open: it reported the cancel)
+    outcome_only = (
+        ""
+        if first is None
+        else (
+            f" (reading {first[0]}'s alternative takes the wire, but none of its ends is the "
+            "outcome the harnesses reported: " + "; ".join(e.describe() for e in first[1]) + ")"
+        )
+    )
     observing = (
         f"with each side ending as its harness reported (sender {observed.sender_outcome}, "
         f"receiver {observed.receiver_outcome}): "
@@ -1138,6 +1152,7 @@ def _validate(
         )
     if others:
         message += f" (no other reading explains the trace either: {'; '.join(others)})"
+    message += outcome_only
     bad_ev = sess.events[bad - 1]
     return (
         states,

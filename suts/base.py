@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,11 +119,11 @@ class SutAdapter(ABC):
         return ""
 
     def profile_changes(
-        self, params: Mapping[str, object]
+        self, params: Mapping[str, object], roles: Collection[str] = ("sender", "receiver")
     ) -> dict[str, tuple[object, object, str]]:
         """The scenario parameters the implementation's declared profile
-        moves (conformance/adapt.py): name -> (the scenario's value, the
-        profile's, why). Default: none."""
+        moves where it plays ``roles`` (conformance/adapt.py): name -> (the
+        scenario's value, the profile's, why). Default: none."""
         return {}
 
     def missing(self) -> str:

@@ -24,7 +24,7 @@ import socket
 import subprocess
 import tempfile
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -74,11 +74,13 @@ class Run(Strict):
 
 class Limit(Strict):
     """What a scenario parameter may be: one of ``in``, at least ``min``, at
-    most ``max``."""
+    most ``max``; in a profile, ``role`` binds it to the side the
+    implementation plays (HDTN cancels stalled sessions as a receiver)."""
 
-    in_: list[int | str] | None = Field(None, alias="in")
+    in_: list[int | str | bool] | None = Field(None, alias="in")
     min: int | None = None
     max: int | None = None
+    role: Literal["sender", "receiver"] | None = None
     why: str
 
 
@@ -206,18 +208,20 @@ class EndpointFile(SutAdapter):
             return f"it plays {self.protocol}, not {params.get('protocol')}"
         if sup.features is not None:
             model = protocols.get(self.protocol).params.model_validate(dict(params))
-            lacking = [f for f in model.features() if f not in sup.features]
+            lacking = [f for f in model.features(role) if f not in sup.features]
             if lacking:
                 why.append(f"it does not declare {', '.join(lacking)}")
         return "; ".join(why)
 
     def profile_changes(
-        self, params: Mapping[str, object]
+        self, params: Mapping[str, object], roles: Collection[str] = ("sender", "receiver")
     ) -> dict[str, tuple[object, object, str]]:
-        """The parameters its profile moves: name -> (the scenario's value,
-        the profile's, why)."""
+        """The parameters its profile moves where it plays ``roles``: name
+        -> (the scenario's value, the profile's, why)."""
         out: dict[str, tuple[object, object, str]] = {}
         for key, lim in self.spec.profile.params.items():
+            if lim.role is not None and lim.role not in roles:
+                continue
             value = params.get(key)
             new = value
             if isinstance(value, int) and lim.min is not None and value < lim.min:
@@ -267,7 +271,7 @@ class EndpointFile(SutAdapter):
             "port": ep.port,
             "workdir": workdir,
             "scenario": f"{workdir}/scenario.json",
-            "features": ",".join(scn.params.features()) if features is None else features,
+            "features": ",".join(scn.params.features(role)) if features is None else features,
         }
         scalars = {k: v for k, v in knobs.items() if not isinstance(v, list)}
         values = {**fixed, **scalars, "here": str(self.path.parent)}

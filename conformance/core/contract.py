@@ -60,10 +60,11 @@ class ProtocolParams(Strict):
         """Raise ValueError (starting "field: ") when the scenario cannot
         run with these parameters."""
 
-    def features(self) -> list[str]:
-        """What a transfer with these parameters asks of an implementation,
-        in the protocol's words (docs/implementers.md, "Features"): an
-        endpoint given one it lacks exits 127, "not supported"."""
+    def features(self, role: str | None = None) -> list[str]:
+        """What a transfer with these parameters asks of an implementation
+        (of the side playing ``role``; None: of either), in the protocol's
+        words (docs/implementers.md, "Features"): an endpoint given one it
+        lacks exits 127, "not supported"."""
         return []
 
     def largest_unit(self) -> tuple[int, int, str] | None:

@@ -137,7 +137,7 @@ class CfdpTransfer(ProtocolParams):
     def retx_limit(self) -> int:
         return self.ack_limit
 
-    def features(self) -> list[str]:
+    def features(self, role: str | None = None) -> list[str]:
         """The mode (§7.2: class1, class1-closure, class2), the checksum
         (checksum-modular, -crc32, -crc32c, -null), pdu-crc, a Class 2
         receiver's deferred-nak, and each user's request (request-cancel,

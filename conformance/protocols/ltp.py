@@ -86,6 +86,14 @@ class LtpBlock(ProtocolParams):
         "model-driven tester's sender plays it (--tester sender); the receiver under test must "
         "discard it and cancel the session (the model's MiscoloredSender)",
     )
+    receiver_cancels_idle: bool = Field(
+        False,
+        description="the receiving engine cancels, for its client, a session that has "
+        "stalled: nothing on its way to it and no report timer running (a cancellation "
+        "request, RFC 5326 §4.2, CR USR_CNCLD). Not a fault: an implementation's declared "
+        "profile (HDTN's housekeeping), set where it plays the receiver (the model's "
+        "IdleCancels)",
+    )
 
     protocol: Literal["ltp"] = "ltp"
 
@@ -122,14 +130,16 @@ class LtpBlock(ProtocolParams):
     def retx_limit(self) -> int:
         return self.retransmission_limit
 
-    def features(self) -> list[str]:
+    def features(self, role: str | None = None) -> list[str]:
         """red and green: the block's parts (RFC 5326 §3.1); foreign-service:
-        the receiver has not the sender's client service (§6.21, UNREACH)."""
+        the receiver has not the sender's client service (§6.21, UNREACH);
+        idle-cancel, of the receiver alone: it cancels a stalled session
+        (§4.2, receiver_cancels_idle)."""
         out = ["red"] if self.red_len else []
         out += ["green"] if self.green_len else []
-        return out + (
-            ["foreign-service"] if self.service_at_receiver != self.client_service_id else []
-        )
+        out += ["foreign-service"] if self.service_at_receiver != self.client_service_id else []
+        idle = self.receiver_cancels_idle and role in (None, "receiver")
+        return out + (["idle-cancel"] if idle else [])
 
     def tester_role(self) -> str | None:
         """The role only the model-driven tester can play here (None: any

@@ -6,6 +6,7 @@ directory, so a Robot log line alone says where to look.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from robot.api import logger
@@ -13,6 +14,7 @@ from robot.api.deco import keyword, library
 from robot.api.exceptions import SkipExecution
 from robot.libraries.BuiltIn import BuiltIn
 
+from conformance import adapt
 from conformance.core.errors import NotSupported
 from conformance.core.types import RunOutcome, load_scenario
 from conformance.runner import error_outcome, run_scenario
@@ -54,6 +56,15 @@ class DtnConformance:
         role = None if tester in ("", "none") else tester
         run_dir = self.runs_dir / (run or scn.name)
         try:
+            # each implementation's declared profile, on the sides it plays
+            # (an interop cell's pair; certify's scenarios come adapted)
+            plays = [(adapter, r) for r in ("sender", "receiver") if r != role]
+            if peer is not None:
+                plays = [(adapter, "sender"), (peer, "receiver")]
+            with tempfile.TemporaryDirectory(prefix="dtnc-adapt-") as tlc:
+                scn, said = adapt.adapt(scn, plays, Path(tlc))
+            for line in said:
+                logger.info(f"adapted to the implementation's profile: {line}")
             self.last = run_scenario(scn, adapter, run_dir, tester=role, receiver_sut=peer)
         except NotSupported as exc:  # a role exited 127: no verdict, no fail
             raise SkipExecution(f"not supported: {exc}") from None

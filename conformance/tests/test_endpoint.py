@@ -225,16 +225,56 @@ def test_a_profile_adapts_the_scenario_and_the_model_judges_it_again(tmp_path: P
     )
     scn = load_scenario(NOMINAL)  # two RSs lost, limit 1: both sides cancel
     assert {o.sender_outcome for o in scn.expect.outcomes} == {"cancelled"}
-    new, said = adapt.adapt(scn, [get(str(prof)), get("licklider")], tmp_path / "tlc")
+    plays = [(get(str(prof)), "sender"), (get("licklider"), "receiver")]
+    new, said = adapt.adapt(scn, plays, tmp_path / "tlc")
     assert said == ["retransmission_limit 1 -> 3 (prof: three)"]
     assert new.params.retx_limit() == 3 and new.name == scn.name
     assert new.description.startswith("Adapted to the implementation's profile")
     assert "completed" in {o.sender_outcome for o in new.expect.outcomes}
     # nothing to move: the scenario itself
-    same, none = adapt.adapt(new, [get(str(prof))], tmp_path / "tlc")
+    same, none = adapt.adapt(new, [(get(str(prof)), "sender")], tmp_path / "tlc")
     assert same is new and none == []
     # a pair whose profiles ask for two values is refused
     other = tmp_path / "other.toml"
     other.write_text(prof.read_text().replace('"prof"', '"other"').replace("min = 3", "min = 4"))
     with pytest.raises(InputError, match="the profiles of the pair ask for 3 and 4"):
-        adapt.changes(scn, [get(str(prof)), get(str(other))])
+        adapt.changes(scn, [(get(str(prof)), "sender"), (get(str(other)), "receiver")])
+
+
+def test_a_profile_bound_to_a_side_moves_only_the_cases_where_it_plays_it(
+    tmp_path: Path,
+) -> None:
+    """HDTN's receiver cancels a stalled session (receiver_cancels_idle, a
+    profile bound to the receiver): where it receives (both sides, or the
+    tester sending) the scenario runs with the model's IdleCancels and its
+    outcome set gains the receiver's cancel; where it only sends, the
+    scenario is run as it is, and the feature is asked of no sender."""
+    from conformance.certify import Case, _adapted
+
+    prof = tmp_path / "prof.toml"
+    prof.write_text(
+        'name = "prof"\nprotocol = "ltp"\nversion = "0"\n[run]\nsender = ["true"]\n'
+        'receiver = ["true"]\n[profile.params.receiver_cancels_idle]\nin = [true]\n'
+        'role = "receiver"\nwhy = "idle"\n'
+    )
+    # the demo's: the green EOB lost, so the receiver waits for it
+    path = Path(__file__).parent / "data" / "ltp-green-data-3-lost.json"
+    scn = load_scenario(path)
+    both, rx, tx = Case(path, None), Case(path, "sender"), Case(path, "receiver")
+    kept, moved = _adapted(get(str(prof)), [both, rx, tx], tmp_path / "cert")
+    assert [c.tester for c in kept] == [None, "sender", "receiver"]
+    assert kept[2].path == path  # it sends only: not moved
+    # both cases where it receives are moved alike: one copy, one TLC run
+    assert kept[0].path == kept[1].path == tmp_path / "cert" / "adapted" / path.name
+    new = load_scenario(kept[0].path)
+    assert new.params.receiver_cancels_idle and not load_scenario(path).params.receiver_cancels_idle
+    ends = {(o.sender_outcome, o.receiver_outcome) for o in new.expect.outcomes}
+    assert ("completed", "cancelled") in ends
+    assert ("completed", "cancelled") not in {
+        (o.sender_outcome, o.receiver_outcome) for o in load_scenario(path).expect.outcomes
+    }
+    (said,) = set(moved[scn.name])
+    assert said.startswith("receiver_cancels_idle False -> True (prof: idle)"), said
+    # the feature is the receiver's: a sender is never asked for it
+    assert "idle-cancel" in new.params.features("receiver")
+    assert "idle-cancel" not in new.params.features("sender")

@@ -68,6 +68,7 @@ class Bound:
     service_known: bool = True  # the receiver has the client service the data names
     max_late: int = 0  # segments the channel may delay or duplicate
     miscolored: bool = False  # the sender sends green data at offset 0 (RFC 5326 §6.21)
+    idle_cancels: bool = False  # the receiver cancels a stalled session (a declared profile)
     reading: str = ""  # the model reading: '' the default, else a reading's id
 
     @property
@@ -76,7 +77,8 @@ class Bound:
         unknown = "" if self.service_known else "u"
         late = f"x{self.max_late}" if self.max_late else ""
         mis = "mis" if self.miscolored else ""
-        return f"r{self.n_red}g{self.n_green}l{self.max_retx}{claims}{unknown}{late}{mis}"
+        idle = "i" if self.idle_cancels else ""
+        return f"r{self.n_red}g{self.n_green}l{self.max_retx}{claims}{unknown}{late}{mis}{idle}"
 
     def constants(self) -> dict[str, int | bool | str]:
         return {
@@ -92,6 +94,7 @@ class Bound:
             "MiscoloredSender": self.miscolored,
             "MaxClaims": self.max_claims,
             "ServiceKnown": self.service_known,
+            "IdleCancels": self.idle_cancels,
             **LTP.reading_constants(self.reading),
         }
 
@@ -113,7 +116,9 @@ class Bound:
 # patterns of those bounds with no late segment are the other bounds'); and a
 # sender that sends green data inside the red part (6.21: the receiver must
 # cancel, MISCOLORED), which only the model-driven tester's sender plays;
-# and a green-only block (8.2: its receiver closes at the EOB, no notice).
+# and a green-only block (8.2: its receiver closes at the EOB, no notice);
+# and a receiver that cancels a stalled session (USR_CNCLD, 4.2), for the
+# implementations that declare it (HDTN).
 BOUNDS = (
     Bound(3, 1, 1, 3),
     Bound(2, 1, 1, 3),
@@ -127,6 +132,7 @@ BOUNDS = (
     Bound(1, 1, 1, 2, max_late=1),
     Bound(2, 1, 1, 2, miscolored=True),
     Bound(0, 3, 1, 2),
+    Bound(1, 1, 1, 2, idle_cancels=True),
 )
 
 
@@ -181,6 +187,11 @@ def scenario(p: Pattern, states: int) -> Scenario:
             "; the sender also sends green data at offset 0 after its first red segment (RFC "
             "5326 §6.21 fault injection: only the model-driven tester's sender plays it)"
         )
+    if b.idle_cancels:
+        late += (
+            "; the receiver may cancel the session once it stalls (USR_CNCLD: a declared "
+            "profile, receiver_cancels_idle)"
+        )
     block = LtpBlock(
         segment_size=SEGMENT_SIZE,
         red_len=b.n_red * SEGMENT_SIZE,
@@ -189,6 +200,7 @@ def scenario(p: Pattern, states: int) -> Scenario:
         max_claims_per_rs=b.max_claims,
         receiver_client_service_id=None if b.service_known else 2,
         miscolored_sender=b.miscolored,
+        receiver_cancels_idle=b.idle_cancels,
     )
     return Scenario(
         name=f"ltp-{b.tag}-{slug}",

@@ -259,6 +259,7 @@ def block_constants(block: LtpBlock, max_retx: int | None = None) -> dict[str, i
         "MiscoloredSender": block.miscolored_sender,
         "MaxClaims": block.max_claims_per_rs,
         "ServiceKnown": block.service_at_receiver == block.client_service_id,
+        "IdleCancels": block.receiver_cancels_idle,
     }
 
 

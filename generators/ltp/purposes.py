@@ -94,6 +94,7 @@ GEN_CONSTANTS: dict[str, int | bool] = {
     "ClosedReopens": False,
     "GreenEobCloses": False,
     "RedPartCloses": False,
+    "IdleCancels": False,
 }
 SEGMENT_SIZE = 1000
 # TLC processes run side by side during generation (one worker each).

@@ -42,6 +42,18 @@ DATA_TYPES = frozenset({"RD", "RD-CP", "RD-CP-EORP", "RD-CP-EORP-EOB", "GD", "GD
 # client service (UNREACH, 8.2), and one cancelling on a miscolored segment
 # (MISCOLORED, 6.21; the trace's model has an honest sender, so a CR with it
 # is rejected where the data was colored right).
+# The actions a timer's expiry takes and that emit (RFC 5326 6.7, 6.8 a,
+# 6.15, 6.16; and a stalled session's cancel, IdleCancels).
+TIMER_ACTIONS = (
+    "SenderExpireCheckpointTimer",
+    "SenderCancelSession",
+    "SenderExpireCancelTimer",
+    "ReceiverExpireReportTimer",
+    "ReceiverCancelSession",
+    "ReceiverExpireCancelTimer",
+    "ReceiverCancelIdleSession",
+)
+
 MODELLED_REASONS = {
     "CS": frozenset({"RLEXC"}),
     "CR": frozenset({"RLEXC", "UNREACH", "MISCOLORED"}),
@@ -315,11 +327,16 @@ def trace_model(
         elif t in ("CS", "CR"):
             code = f.get("reason")
             name = reasons.get(code) if isinstance(code, int) else None
-            if name not in MODELLED_REASONS[t]:
+            # USR_CNCLD from a receiver whose declared profile cancels a
+            # stalled session (ReceiverCancelIdleSession)
+            idle = t == "CR" and name == "USR_CNCLD" and block.receiver_cancels_idle
+            if name not in MODELLED_REASONS[t] and not idle:
                 raise Unrepresentable(
                     f"{where} cancels with reason {name or code}; the model cancels only when a "
                     "retransmission limit is exceeded (RLEXC), or, at the receiver, when the "
-                    "client service is unknown (UNREACH) or a segment is miscolored (MISCOLORED)"
+                    "client service is unknown (UNREACH), a segment is miscolored (MISCOLORED) "
+                    "or, under a declared profile (receiver_cancels_idle), a session stalls "
+                    "(USR_CNCLD)"
                 )
             units[k] = _mk(t, reason=str(name))
         elif t in ("CAS", "CAR"):
@@ -345,6 +362,7 @@ def trace_model(
             "MiscoloredSender": block.miscolored_sender,
             "MaxClaims": block.max_claims_per_rs,
             "ServiceKnown": block.service_at_receiver == block.client_service_id,
+            "IdleCancels": block.receiver_cancels_idle,
             # the default reading of each question (tracecheck tries the others)
             **LTP.reading_constants(""),
         },
@@ -366,4 +384,8 @@ def trace_model(
         # RFC 5326 6.19: on cancel, the session's queued segments "can be
         # deleted"; the actions that invoke it cite it
         purging=sorted(a for a, secs in action_sections().items() if "6.19" in secs),
+        # an engine sends what a timer made when the timer fires: an expiry
+        # is held to the actor's next sends (TraceCore's SentSoon), or the
+        # model could fire a timer early and leave its copy waiting
+        foreseeable=TIMER_ACTIONS,
     )

@@ -30,6 +30,7 @@ MANIFEST = json.loads((Path(ltp.SPEC_DIR) / "manifest.json").read_text())
         "reading5",  # reading 5's alternative: the receiver closes on a green EOB
         "reading13",  # reading 13's alternative: the receiver closes with its RS unacknowledged
         "early",  # timers that may expire while the reply is in flight
+        "idle",  # a receiver that cancels a stalled session (HDTN's declared profile)
     ],
 )
 def test_deep_bound_matches_manifest(bound: str) -> None:

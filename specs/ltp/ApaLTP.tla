@@ -30,6 +30,7 @@ ConstInit ==
     /\ ClosedReopens = FALSE
     /\ GreenEobCloses = FALSE
     /\ RedPartCloses = FALSE
+    /\ IdleCancels = FALSE
 
 \* The inductive-invariant candidate Apalache checks at every step.
 Inv == TypeOK /\ Safety

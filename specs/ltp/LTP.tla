@@ -154,8 +154,11 @@ CONSTANTS
     GreenEobCloses,     \* reading 5 (specs/ltp/README.md): may a receiver that got
                         \* the green EOB and no red data at all close, no notice?
     \* @type: Bool;
-    RedPartCloses       \* reading 13 (specs/ltp/README.md): may a receiver with the
+    RedPartCloses,      \* reading 13 (specs/ltp/README.md): may a receiver with the
                         \* red part and the EOB close before its RS is acknowledged?
+    \* @type: Bool;
+    IdleCancels         \* an implementation's declared profile, not a reading: does
+                        \* the receiving engine cancel a stalled session for its client?
 
 ASSUME NRed \in Nat                 \* red-only, mixed and green-only blocks
 ASSUME NGreen \in Nat
@@ -170,6 +173,7 @@ ASSUME FaultyReceiver \in BOOLEAN
 ASSUME MiscoloredSender \in BOOLEAN /\ (MiscoloredSender => NRed >= 2)
 ASSUME GreenEobCloses \in BOOLEAN
 ASSUME RedPartCloses \in BOOLEAN
+ASSUME IdleCancels \in BOOLEAN
 ASSUME ReportBoundsMay \in BOOLEAN
 ASSUME ServiceKnown \in BOOLEAN
 ASSUME RefusalStateless \in BOOLEAN
@@ -360,7 +364,7 @@ TypeOK ==
     /\ Len(rRsTx) = Len(rReports)
     /\ rAcked \subseteq 1 .. Len(rReports)
     /\ rCxTx \in Nat
-    /\ rCxReason \in {"", "RLEXC", "UNREACH", "MISCOLORED"}
+    /\ rCxReason \in {"", "RLEXC", "UNREACH", "MISCOLORED", "USR_CNCLD"}
     /\ \A s \in fwd \cup rtn : s.type \in SegTypes
     /\ \A s \in fwd : s.type \in RedTypes \cup GreenTypes \cup {"RA", "CS", "CAR"}
     /\ \A s \in rtn : s.type \in {"RS", "CR", "CAS"}
@@ -413,7 +417,8 @@ RsAwaited(i) == rReports[i] \in rtn \/ AckSeg(i) \in fwd
 CsAwaited == CancelSeg("CS", "RLEXC") \in fwd \/ CancelSeg("CAS", "") \in rtn
 \* The receiver's CR, with the reason it cancelled for (rCxReason): UNREACH
 \* when it refused the session (8.2), MISCOLORED on a miscolored segment
-\* (6.21), RLEXC when a retransmission limit was exceeded.
+\* (6.21), RLEXC when a retransmission limit was exceeded, USR_CNCLD when it
+\* cancelled a stalled session for its client (IdleCancels).
 RxCancel == CancelSeg("CR", rCxReason)
 CrAwaited == RxCancel \in rtn \/ CancelSeg("CAR", "") \in fwd
 
@@ -986,6 +991,39 @@ ReceiverCloseOnRedPart ==
     /\ UNCHANGED <<senderVars, rOutcome, rRed, rGreen, rDeliveries, rDelivered, rReports, rRsTx,
                    rAcked, rCxTx, fwd, rtn, lostLog, late, rCxReason, link>>
 
+\* IdleCancels (an implementation's declared profile, docs/implementers.md):
+\* the receiving engine gives up on a session that has stalled, as its
+\* client could at any time (4.2: a cancellation request, then 6.19 and a
+\* CR with reason USR_CNCLD).  HDTN does so on its housekeeping timer once
+\* no segment has come for longer than the sender's every retransmission
+\* would take, and no timer of its own runs (LtpEngine.cpp, "stagnant Rx
+\* session").  The model has no clock; stalled is: nothing on its way to
+\* the receiver, every RS acknowledged, a sender with nothing left to do of
+\* itself (closed, or all sent with no checkpoint timer, no retransmission
+\* due and no completion to signal), and no red part left to deliver.
+SenderQuiet ==
+    \/ sState = "closed"
+    \/ /\ sState = "open" /\ sNext = NSeg /\ sCp = NoSeg /\ sRetx = {}
+       /\ ~(RedSet \subseteq sClaimed)
+
+ReceiverCancelIdleSession ==
+    LET cr == CancelSeg("CR", "USR_CNCLD") IN
+    /\ IdleCancels
+    /\ rState = "open"
+    /\ SenderQuiet
+    /\ ~(NRed > 0 /\ ~rDelivered /\ Cardinality(rRed) = NRed)
+    /\ fwd = {}
+    /\ ~\E h \in late.held : h.dir = "forward"
+    /\ DOMAIN rReports \subseteq rAcked
+    /\ rtn' = rtn \cup {cr}
+    /\ rState' = "cr_sent"
+    /\ rOutcome' = "cancelled"
+    /\ rCxTx' = 1
+    /\ rCxReason' = "USR_CNCLD"
+    /\ lastEvent' = TxRtn("ReceiverCancelIdleSession", <<>>, <<cr>>)
+    /\ UNCHANGED <<senderVars, rRed, rGreen, rDeliveries, rDelivered, rReports, rRsTx, rAcked,
+                   fwd, lostLog, late, link>>
+
 \* 6.17, 6.19, 7.6, 6.20: a CS arrives while the session is open: a CAS is
 \* queued, the session is cancelled (reception-session cancellation notice,
 \* also after a red-part reception notice) and closed.
@@ -1317,6 +1355,7 @@ ReceiverNext ==
     \/ ReceiverCloseSession
     \/ ReceiverCloseOnGreenEob
     \/ ReceiverCloseOnRedPart
+    \/ ReceiverCancelIdleSession
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRxCancel(s)
                       \/ ReceiverRxRedundantCancel(s)
     \/ \E s \in Arrivals(fwd, "receiver") : ReceiverRxCancelAck(s)

@@ -257,8 +257,13 @@ int main(int argc, char** argv) {
         while (std::getline(fs, f, ',')) {
             f.erase(0, f.find_first_not_of(' '));
             f.erase(f.find_last_not_of(' ') + 1);
-            if (f.empty() || f == "red" || f == "green" || f == "foreign-service") continue;
-            Log("not supported: feature '" + f + "' (HDTN here: red, green, foreign-service)");
+            // idle-cancel: HDTN's receiver cancels a stalled session of its
+            // own accord (LtpEngine.cpp's housekeeping), nothing to set up
+            if (f.empty() || f == "red" || f == "green" || f == "foreign-service" ||
+                f == "idle-cancel")
+                continue;
+            Log("not supported: feature '" + f +
+                "' (HDTN here: red, green, foreign-service, idle-cancel)");
             return kNotSupported;
         }
     }
