@@ -23,7 +23,7 @@ import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +35,7 @@ from conformance.core import classifiers
 from conformance.core.errors import DtncError, InputError, NotSupported
 from conformance.core.types import (
     EndpointResult,
+    ProbeResult,
     Reason,
     RunOutcome,
     RunResult,
@@ -45,7 +46,14 @@ from conformance.core.types import (
     Verdict,
     dump_model,
 )
-from conformance.segments import Finding, datagrams, dissector_findings, records_from_captures
+from conformance.segments import (
+    Datagram,
+    Finding,
+    datagrams,
+    dissector_findings,
+    port_unreachable,
+    records_from_captures,
+)
 from suts.base import NOT_SUPPORTED, Endpoint, SutAdapter
 
 PORTS = {p: port for p in classifiers.protocols() if (port := classifiers.default_port(p))}
@@ -701,11 +709,11 @@ def settle_probes(
     if not probes:
         return segments
     port = PORTS[spec.name]
-    arrived = {
-        side: {d.payload for d in datagrams(run_dir / f"{side}.pcap", port)} for side in "ab"
-    }
+    grams = {side: datagrams(run_dir / f"{side}.pcap", port) for side in "ab"}
+    arrived = {side: {d.payload for d in grams[side]} for side in "ab"}
     for role, end in ends.items():
         other = "b" if role == "sender" else "a"
+        _engine_stopped(end, ends, grams[other], run_dir / f"{other}.pcap", port)
         for pr in end.probes:
             if pr.status in ("pass", "fail") and not all(
                 bytes.fromhex(h) in arrived[other] for h in pr.payloads
@@ -722,6 +730,77 @@ def settle_probes(
         for r in segments
         if tuple(cast("Iterable[Any]", gen.session_of(r.fields))) not in sessions
     ]
+
+
+# The rule a stopped engine breaks: what it should have discarded, it
+# processed so far as to stop (RFC 5326 §6's preamble; §9.1 warns of such
+# denial of service).
+_STOPPED_RULE = (
+    "RFC 5326 §6 (a segment that does not conform MUST be discarded immediately and "
+    "processed no further), §9.1"
+)
+
+
+def _engine_stopped(
+    end: EndpointResult,
+    ends: Mapping[str, EndpointResult],
+    grams: Sequence[Datagram],
+    pcap: Path,
+    port: int,
+) -> None:
+    """The tester's probes (``end``'s) went to an engine that stopped
+    listening while it still ran: its host answered ICMP port unreachable
+    before the implementation's process exited. The probes that came from
+    then on are 'undelivered' (no engine saw them), and a probe result of
+    its own, ``engine-stopped``, fails the run, naming the probes that
+    reached the engine since it last sent anything: one of them stopped
+    it."""
+    if not end.probes:
+        return
+    sut = next((e for r, e in ends.items() if r != end.role), None)
+    mine = {bytes.fromhex(h) for pr in end.probes for h in pr.payloads}
+    tester_ips = {d.src for d in grams if d.payload in mine}
+    stops = [
+        (t, n)
+        for t, n, src in port_unreachable(pcap, port)
+        if src not in tester_ips and (sut is None or sut.exited_at is None or t < sut.exited_at)
+    ]
+    if not stops:
+        return
+    t0, frame = min(stops)
+    first = grams[0].t if grams else t0
+    when = {d.payload: d.t for d in grams}
+    last_own = max((d.t for d in grams if d.src not in tester_ips and d.t < t0), default=first)
+    suspects: list[str] = []
+    for pr in end.probes:
+        times = [when.get(bytes.fromhex(h)) for h in pr.payloads]
+        if any(t is not None and t >= t0 for t in times):
+            pr.status = "undelivered"
+            pr.message += (
+                f"; the implementation's port was closed when it came (ICMP port unreachable "
+                f"from {(t0 - first) * 1e3:.1f} ms on, while it still ran)"
+            )
+        elif any(t is not None and last_own <= t < t0 for t in times):
+            suspects.append(pr.kind)
+    end.probes.append(
+        ProbeResult(
+            kind="engine-stopped",
+            sent=0,
+            expect="discard",
+            status="fail",
+            rule=_STOPPED_RULE,
+            message=(
+                f"the implementation stopped listening while it still ran: from "
+                f"{(t0 - first) * 1e3:.1f} ms (frame {frame} of {pcap.name}) its host answered "
+                "ICMP port unreachable"
+                + (
+                    f"; what reached it since it last sent: the probes {', '.join(suspects)}"
+                    if suspects
+                    else ""
+                )
+            ),
+        )
+    )
 
 
 def sut_label(

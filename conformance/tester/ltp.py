@@ -185,6 +185,12 @@ PROBES: dict[str, ProbeKind] = {
 }
 
 
+# The tester's own last probe after segments to discard (send_alive), and
+# how long after them it goes.
+ALIVE = "engine-alive"
+ALIVE_AFTER_S = 0.2
+
+
 @dataclass
 class _Probe:
     kind: str
@@ -261,9 +267,17 @@ def _with(seg: LTP, **fields: Any) -> LTP:
     return out
 
 
-def _fresh(avoid: int) -> int:
-    n = random.randint(1, 2**31 - 1)
-    return n if n != avoid else n + 1
+def _fresh(like: int) -> int:
+    """A session number the session's originator never used, of the same
+    shape as ``like``, its own: the bits above the lowest 16 kept, the
+    rest drawn anew. RFC 5326 §3.1 leaves the number's format to the
+    originator, and an engine may read its high bits (HDTN routes an RS or
+    a CR by them, LtpUdpEngineManager.cpp:340-349): a number drawn from
+    the whole range probes its routing, not the procedure for a session it
+    never opened."""
+    low = random.randint(1, 0xFFFF)
+    n = (like & ~0xFFFF) | low
+    return n if n != like else (like & ~0xFFFF) | (low % 0xFFFF + 1)
 
 
 # An SDNV of 13 octets (RFC 5326 §2 and our decoders accept at most 10).
@@ -273,6 +287,7 @@ _TOO_LONG = RawSDNV(b"\x81" + b"\x80" * 11 + b"\x00")
 class _Probing:
     """Probe sending and answer attribution, mixed into both roles."""
 
+    name: str
     probes: list[_Probe]
     session: tuple[int, int] | None
     ctx: Context
@@ -281,7 +296,10 @@ class _Probing:
         raise NotImplementedError
 
     def send_probes(self) -> None:
-        for pr in self.probes:
+        # those that need an answer first: a segment to discard that stops
+        # the engine (HDTN on a version it does not know) would leave them
+        # unanswered, its fault counted on probes it never saw
+        for pr in sorted(self.probes, key=lambda p: p.spec.expect == "discard"):
             if pr.sent:
                 continue
             for _ in range(pr.count):
@@ -289,6 +307,29 @@ class _Probing:
                     self.ctx.send(data, "Probe", kind=pr.kind, hex=data.hex())
                     pr.payloads.append(data.hex())
                     pr.sent += 1
+        if any(p.spec.expect == "discard" for p in self.probes) and all(
+            p.kind != ALIVE for p in self.probes
+        ):
+            self.ctx.arm("probe-alive", ALIVE_AFTER_S, self.send_alive)
+
+    def send_alive(self) -> None:
+        """A cancel for a session of its own, once the segments to discard
+        have had time to be taken: an engine that stopped on one of them no
+        longer listens, and its host answers ICMP port unreachable, which the
+        run reads (runner.settle_probes: the probe ``engine-stopped``). Not
+        judged itself (a live engine may answer it or not here)."""
+        kind = "unknown-session-cancel" if self.name == "sender" else (
+            "unknown-session-cancel-receiver")  # fmt: skip
+        base = PROBES[kind]
+        pr = _Probe(ALIVE, ProbeKind(base.role, "any", base.rule, "after the segments to "
+                    "discard, " + base.text + ", to see the engine still listens"), 1)  # fmt: skip
+        model = _Probe(kind, base, 1)
+        for data in self.probe_bytes(model):
+            self.ctx.send(data, "Probe", kind=ALIVE, hex=data.hex())
+            pr.payloads.append(data.hex())
+            pr.sent += 1
+        pr.session = model.session
+        self.probes.append(pr)
 
     def attribute(self, data: bytes) -> bool:
         """True when ``data`` answers a probe (recorded, kept from the role)."""

@@ -83,6 +83,37 @@ def unreach_once_per_session(out: RunOutcome) -> None:
     assert crs[0].fields.get("reason") == 1  # UNREACH
 
 
+def redundant_checkpoint_ignored(out: RunOutcome) -> None:
+    """hdtn-1.3.1-redundant-checkpoint-ignored: the channel duplicates the
+    checkpoint; the receiver answers the first copy with an RS and the
+    second with nothing, where RFC 5326 §6.8 (b) queues a copy of the RS.
+    The outcome is the model's; trace validation fails the run."""
+    unmet = [r.message for r in out.verdict.reasons if r.code == "impairment-unmet"]
+    if unmet:  # the channel made no copy
+        raise NotExercised(unmet[0])
+    assert out.verdict.status == "fail", out.verdict.reasons
+    assert {r.code for r in out.verdict.reasons} == {"trace-rejected"}, out.verdict.reasons
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+    assert tc.actions == ["ReceiverRxRedundantCheckpoint"] and "§6.8" in tc.rule, tc
+    rss = [s for s in out.segments if s.direction == "return" and s.fields.get("type") == "RS"]
+    assert len(rss) == 1, len(rss)
+
+
+def invalid_segment_type_stops_engine(out: RunOutcome) -> None:
+    """hdtn-1.3.1-invalid-segment-type-stops-engine: a checkpoint of
+    version 1, which RFC 5326 §6 discards and processes no further, closes
+    the receiver's socket: its host answers ICMP port unreachable while the
+    process still runs (the tester's engine-alive probe shows it)."""
+    stopped = [r for r in out.verdict.reasons if r.code == "probe-engine-stopped"]
+    if not stopped:
+        raise NotExercised(f"no engine-stopped: {out.verdict.reasons}")
+    assert out.verdict.status == "fail", out.verdict.reasons
+    assert stopped[0].message.endswith("the probes wrong-version"), stopped[0].message
+    assert "§6" in stopped[0].rule, stopped[0]
+    assert out.result is not None and out.result.receiver.outcome == "completed"
+
+
 def first_cs_not_acknowledged(out: RunOutcome) -> None:
     """licklider-0.1.1-first-cs-not-acknowledged: the outcome is allowed (both
     sides cancel), but the first CS, which arrived, gets no CAS; the CAS
@@ -290,6 +321,18 @@ CHECKS: dict[str, tuple[str, str, str | None, Callable[[RunOutcome], None]]] = {
         "hdtn",
         None,
         unreach_once_per_session,
+    ),
+    "redundant-checkpoint-hdtn": (
+        "ltp-r2g1l1x1-dup-red1000.1.json",
+        "hdtn",
+        None,
+        redundant_checkpoint_ignored,
+    ),
+    "invalid-segment-type-hdtn": (
+        "ltp-probe-wrong-version.json",
+        "hdtn",
+        "sender",
+        invalid_segment_type_stops_engine,
     ),
     "late-report": (
         "ltp-late-report-held.json",

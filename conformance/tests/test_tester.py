@@ -21,7 +21,7 @@ from conformance.core.types import Channel, Scenario, TraceCheck
 from conformance.protocols.ltp import SPEC as LTP
 from conformance.tester import launch
 from conformance.tester.core import Context, Limits, open_socket, serve
-from conformance.tester.ltp import PROBES, LtpReceiver, LtpSender, pattern
+from conformance.tester.ltp import ALIVE, PROBES, LtpReceiver, LtpSender, pattern
 from dissectors.ltp.layer import LtpDecodeError, parse
 from suts.sockbuf import RCVBUF
 
@@ -275,7 +275,10 @@ def test_a_malformed_probe_that_is_answered_fails(tmp_path: Path) -> None:
     tx, _rx, _ = _transfer(
         _scenario(["truncated-checkpoint"]), tmp_path, receiver_cls=_LenientReceiver
     )
-    (probe,) = tx.result["probes"]
+    probe, alive = tx.result["probes"]
+    # the probe to discard is followed by the tester's own check that the
+    # engine still listens (not judged: a CS for a session of its own)
+    assert (alive["kind"], alive["status"], alive["answers"]) == (ALIVE, "pass", ["CAS"])
     # an RS for the probe's checkpoint serial, resent on its timer: no RA
     # ever acknowledges it
     assert probe["status"] == "fail"
@@ -290,8 +293,12 @@ def test_the_conforming_receiver_discards_every_sender_probe(tmp_path: Path) -> 
     tx, rx, _ = _transfer(_scenario(kinds), tmp_path)
     assert rx is not None
     results = {p["kind"]: (p["status"], p["answers"]) for p in tx.result["probes"]}
-    answers = {"unknown-session-cancel": ["CAS"], "miscolored": ["CR"]}
-    assert results == {k: ("pass", answers.get(k, [])) for k in kinds}
+    answers = {"unknown-session-cancel": ["CAS"], "miscolored": ["CR"], ALIVE: ["CAS"]}
+    assert results == {k: ("pass", answers.get(k, [])) for k in [*kinds, ALIVE]}
+    # those that need an answer went first (a segment that stops the
+    # engine would leave them unanswered), the engine-alive check last
+    order = [p["kind"] for p in tx.result["probes"]]
+    assert order[-1] == ALIVE
     assert rx.result["outcome"] == "completed"
 
 
