@@ -250,6 +250,7 @@ def test_a_profile_bound_to_a_side_moves_only_the_cases_where_it_plays_it(
     outcome set gains the receiver's cancel; where it only sends, the
     scenario is run as it is, and the feature is asked of no sender."""
     from conformance.certify import Case, _adapted
+    from conformance.protocols.ltp import LtpBlock
 
     prof = tmp_path / "prof.toml"
     prof.write_text(
@@ -267,7 +268,8 @@ def test_a_profile_bound_to_a_side_moves_only_the_cases_where_it_plays_it(
     # both cases where it receives are moved alike: one copy, one TLC run
     assert kept[0].path == kept[1].path == tmp_path / "cert" / "adapted" / path.name
     new = load_scenario(kept[0].path)
-    assert new.params.receiver_cancels_idle and not load_scenario(path).params.receiver_cancels_idle
+    assert isinstance(new.params, LtpBlock) and isinstance(scn.params, LtpBlock)
+    assert new.params.receiver_cancels_idle and not scn.params.receiver_cancels_idle
     ends = {(o.sender_outcome, o.receiver_outcome) for o in new.expect.outcomes}
     assert ("completed", "cancelled") in ends
     assert ("completed", "cancelled") not in {
