@@ -114,6 +114,20 @@ def invalid_segment_type_stops_engine(out: RunOutcome) -> None:
     assert out.result is not None and out.result.receiver.outcome == "completed"
 
 
+def cancelled_session_reopened(out: RunOutcome) -> None:
+    """hdtn-1.3.1-cancelled-session-reopened: the receiver cancels on the
+    miscolored data (CR MISCOLORED), forgets the session, and a later
+    segment of it opens it anew: an RS goes out after the CR, which no
+    behaviour of the model sends (RFC 5326 §6.19, §6.18)."""
+    assert out.verdict.status == "fail", out.verdict.reasons
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+    back = [s for s in out.segments if s.direction == "return"]
+    kinds = [s.fields.get("type") for s in back]
+    assert "CR" in kinds and "RS" in kinds[kinds.index("CR") :], kinds
+    assert "send RS" in tc.message and "no behaviour of the model" in tc.message, tc.message
+
+
 def first_cs_not_acknowledged(out: RunOutcome) -> None:
     """licklider-0.1.1-first-cs-not-acknowledged: the outcome is allowed (both
     sides cancel), but the first CS, which arrived, gets no CAS; the CAS
@@ -333,6 +347,12 @@ CHECKS: dict[str, tuple[str, str, str | None, Callable[[RunOutcome], None]]] = {
         "hdtn",
         "sender",
         invalid_segment_type_stops_engine,
+    ),
+    "cancelled-session-reopened-hdtn": (
+        "ltp-miscolored-no-loss.json",
+        "hdtn",
+        "sender",
+        cancelled_session_reopened,
     ),
     "late-report": (
         "ltp-late-report-held.json",

@@ -95,6 +95,7 @@ GEN_CONSTANTS: dict[str, int | bool] = {
     "GreenEobCloses": False,
     "RedPartCloses": False,
     "IdleCancels": False,
+    "OverlapMiscolored": False,
 }
 SEGMENT_SIZE = 1000
 # TLC processes run side by side during generation (one worker each).

@@ -29,6 +29,7 @@ MANIFEST = json.loads((Path(ltp.SPEC_DIR) / "manifest.json").read_text())
         "reading2",  # reading 2's alternative: the MAY report bounds
         "reading5",  # reading 5's alternative: the receiver closes on a green EOB
         "reading13",  # reading 13's alternative: the receiver closes with its RS unacknowledged
+        "reading14",  # reading 14's alternative: data at the other part's offset is miscolored
         "early",  # timers that may expire while the reply is in flight
         "idle",  # a receiver that cancels a stalled session (HDTN's declared profile)
     ],

@@ -31,6 +31,7 @@ ConstInit ==
     /\ GreenEobCloses = FALSE
     /\ RedPartCloses = FALSE
     /\ IdleCancels = FALSE
+    /\ OverlapMiscolored = FALSE
 
 \* The inductive-invariant candidate Apalache checks at every step.
 Inv == TypeOK /\ Safety

@@ -96,6 +96,9 @@
 (*     closes once every RS is acknowledged (6.14); TRUE, one that has     *)
 (*     delivered the red part and has the EOB may also close with an RS    *)
 (*     unacknowledged, as 8.2's WAIT_RP_REC does (ReceiverCloseOnRedPart)  *)
+(*   - reading 14 (constant OverlapMiscolored, README): FALSE, only 6.21's *)
+(*     triggers make data miscolored; TRUE, data at the offset of the      *)
+(*     other part's data received may be taken as miscolored too           *)
 (*                                                                         *)
 (* ServiceKnown = FALSE: the receiver has no client service of the one the *)
 (* data names; it refuses the session (8.2, CR UNREACH), never opening it. *)
@@ -157,6 +160,9 @@ CONSTANTS
     RedPartCloses,      \* reading 13 (specs/ltp/README.md): may a receiver with the
                         \* red part and the EOB close before its RS is acknowledged?
     \* @type: Bool;
+    OverlapMiscolored,  \* reading 14 (specs/ltp/README.md): is data at an offset of
+                        \* the other part's data received miscolored too?
+    \* @type: Bool;
     IdleCancels         \* an implementation's declared profile, not a reading: does
                         \* the receiving engine cancel a stalled session for its client?
 
@@ -174,6 +180,7 @@ ASSUME MiscoloredSender \in BOOLEAN /\ (MiscoloredSender => NRed >= 2)
 ASSUME GreenEobCloses \in BOOLEAN
 ASSUME RedPartCloses \in BOOLEAN
 ASSUME IdleCancels \in BOOLEAN
+ASSUME OverlapMiscolored \in BOOLEAN
 ASSUME ReportBoundsMay \in BOOLEAN
 ASSUME ServiceKnown \in BOOLEAN
 ASSUME RefusalStateless \in BOOLEAN
@@ -673,6 +680,17 @@ Miscolored(s) ==
     \/ s.type \in RedTypes /\ \E g \in rGreen : s.off > g
     \/ s.type \in GreenTypes /\ \E r \in rRed : s.off < r
 
+\* Reading 14's alternative (OverlapMiscolored, specs/ltp/README.md): data at
+\* the very offset of the other part's data received breaks 6.21's
+\* requirement too (the red part the prefix, the green the suffix), though
+\* not its triggers' strict comparisons; the receiver may take it as
+\* miscolored (HDTN compares with the end of the red data received).
+MayBeMiscolored(s) ==
+    \/ Miscolored(s)
+    \/ /\ OverlapMiscolored
+       /\ \/ s.type \in RedTypes /\ \E g \in rGreen : s.off = g
+          \/ s.type \in GreenTypes /\ \E r \in rRed : s.off = r
+
 \* 8.2: the receiver begins in CLOSED, with no record of the session, and
 \* the first data segment (red or green) opens it; "idle" is that state.
 \* Data is processed while the session is open or is opened by it.
@@ -822,7 +840,7 @@ ReceiverCancelOnMiscolored(s) ==
     /\ s \in fwd
     /\ IsData(s)
     /\ rState = "open"
-    /\ Miscolored(s)
+    /\ MayBeMiscolored(s)
     /\ fwd' = fwd \ {s}
     /\ rtn' = rtn \cup {cr}
     /\ rState' = "cr_sent"

@@ -58,7 +58,7 @@ OutcomeLine ==
     "dtnc-outcome sender=" \o sOutcome \o " receiver=" \o ReceiverNotice
         \o " delivered=" \o ToString(rDeliveries) \o " green=" \o ToString(rGreen)
 
-\* Readings 2, 5 and 13 only widen (readings.json, "widens"): every step
+\* Readings 2, 5, 13 and 14 only widen (readings.json, "widens"): every step
 \* the model takes is also a step of the model with any one of their
 \* alternatives on, the other constants as they are.  Trace validation
 \* rests on it: where the union of those alternatives rejects a trace, so
@@ -68,7 +68,9 @@ OutcomeLine ==
 WideReportBounds == INSTANCE LTP WITH ReportBoundsMay <- TRUE
 WideGreenEob == INSTANCE LTP WITH GreenEobCloses <- TRUE
 WideRedPart == INSTANCE LTP WITH RedPartCloses <- TRUE
-ReadingsWiden == [][WideReportBounds!Next /\ WideGreenEob!Next /\ WideRedPart!Next]_vars
+WideOverlap == INSTANCE LTP WITH OverlapMiscolored <- TRUE
+ReadingsWiden ==
+    [][WideReportBounds!Next /\ WideGreenEob!Next /\ WideRedPart!Next /\ WideOverlap!Next]_vars
 
 \* One trace state as a flat record (channels, both sides, the last step).
 Alias ==
