@@ -34,6 +34,7 @@ from conformance.channel import control as emulator
 from conformance.core import classifiers
 from conformance.core.errors import DtncError, InputError, NotSupported
 from conformance.core.types import (
+    ALIVE_PROBE,
     EndpointResult,
     ProbeResult,
     Reason,
@@ -732,6 +733,9 @@ def settle_probes(
     ]
 
 
+# How long after the engine-alive probe reached the implementation its
+# host's refusal may come and still count as the answer to it.
+ALIVE_SLACK_S = 0.05
 # The rule a stopped engine breaks: what it should have discarded, it
 # processed so far as to stop (RFC 5326 §6's preamble; §9.1 warns of such
 # denial of service).
@@ -749,25 +753,40 @@ def _engine_stopped(
     port: int,
 ) -> None:
     """The tester's probes (``end``'s) went to an engine that stopped
-    listening while it still ran: its host answered ICMP port unreachable
-    before the implementation's process exited. The probes that came from
-    then on are 'undelivered' (no engine saw them), and a probe result of
-    its own, ``engine-stopped``, fails the run, naming the probes that
-    reached the engine since it last sent anything: one of them stopped
-    it."""
-    if not end.probes:
+    listening: its host answered ICMP port unreachable by the time the
+    tester's ``engine-alive`` probe, sent after the segments to discard,
+    reached it, while the implementation's process still ran (an engine
+    shut down at the run's end, as ION's harness does, comes later). The
+    probes refused from then on are 'undelivered' (no engine saw them), and
+    a probe result of its own, ``engine-stopped``, fails the run, naming
+    the probes that reached the engine since it last sent anything: one of
+    them stopped it."""
+    alive = next((pr for pr in end.probes if pr.kind == ALIVE_PROBE), None)
+    if alive is None or not alive.payloads:
         return
     sut = next((e for r, e in ends.items() if r != end.role), None)
     mine = {bytes.fromhex(h) for pr in end.probes for h in pr.payloads}
     tester_ips = {d.src for d in grams if d.payload in mine}
-    stops = [
-        (t, n)
-        for t, n, src in port_unreachable(pcap, port)
-        if src not in tester_ips and (sut is None or sut.exited_at is None or t < sut.exited_at)
-    ]
-    if not stops:
+    ping = bytes.fromhex(alive.payloads[0])
+    t_alive = max((d.t for d in grams if d.payload == ping), default=None)
+    if not tester_ips or t_alive is None:
         return
-    t0, frame = min(stops)
+    refused = [
+        (t, n, quote)
+        for t, n, src, quote in port_unreachable(pcap, port)
+        if src not in tester_ips
+        and t <= t_alive + ALIVE_SLACK_S
+        and (sut is None or sut.exited_at is None or t < sut.exited_at)
+    ]
+    if not refused:
+        return
+    t_icmp, frame, quote = min(refused)
+    # the refused datagram itself: the last one before the ICMP that the
+    # ICMP quotes (its payload's start)
+    t0 = max(
+        (d.t for d in grams if d.t <= t_icmp and quote and d.payload.startswith(quote)),
+        default=t_icmp,
+    )
     first = grams[0].t if grams else t0
     when = {d.payload: d.t for d in grams}
     last_own = max((d.t for d in grams if d.src not in tester_ips and d.t < t0), default=first)
@@ -778,9 +797,9 @@ def _engine_stopped(
             pr.status = "undelivered"
             pr.message += (
                 f"; the implementation's port was closed when it came (ICMP port unreachable "
-                f"from {(t0 - first) * 1e3:.1f} ms on, while it still ran)"
+                f"from {(t_icmp - first) * 1e3:.1f} ms on, while it still ran)"
             )
-        elif any(t is not None and last_own <= t < t0 for t in times):
+        elif pr.kind != ALIVE_PROBE and any(t is not None and last_own <= t < t0 for t in times):
             suspects.append(pr.kind)
     end.probes.append(
         ProbeResult(
@@ -791,8 +810,8 @@ def _engine_stopped(
             rule=_STOPPED_RULE,
             message=(
                 f"the implementation stopped listening while it still ran: from "
-                f"{(t0 - first) * 1e3:.1f} ms (frame {frame} of {pcap.name}) its host answered "
-                "ICMP port unreachable"
+                f"{(t_icmp - first) * 1e3:.1f} ms (frame {frame} of {pcap.name}) its host "
+                "answered ICMP port unreachable"
                 + (
                     f"; what reached it since it last sent: the probes {', '.join(suspects)}"
                     if suspects

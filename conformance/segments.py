@@ -142,28 +142,32 @@ def _checksum_holds(src: bytes, dst: bytes, udp: bytes) -> bool:
     return total == 0xFFFF
 
 
-def port_unreachable(pcap: Path, port: int) -> list[tuple[float, int, str]]:
-    """(capture time, frame, sender's IPv4 address) of each ICMP port
-    unreachable (RFC 792: type 3, code 3) in ``pcap`` that quotes a UDP
-    datagram sent to ``port``: a host telling that nothing listened there."""
+def port_unreachable(pcap: Path, port: int) -> list[tuple[float, int, str, bytes]]:
+    """(capture time, frame, sender's IPv4 address, the start of the refused
+    datagram's UDP payload as quoted) of each ICMP port unreachable (RFC
+    792: type 3, code 3) in ``pcap`` that quotes a UDP datagram sent to
+    ``port``: a host telling that nothing listened there. A frame too short
+    to hold what it claims is passed over."""
     from scapy.utils import RawPcapReader
 
-    out: list[tuple[float, int, str]] = []
+    out: list[tuple[float, int, str, bytes]] = []
     if not pcap.exists() or pcap.stat().st_size == 0:
         return out
     reader = RawPcapReader(str(pcap))
     nano = getattr(reader, "nano", False)
     try:
         for number, (frame, meta) in enumerate(reader, start=1):
-            if len(frame) < 14 + 20 + 8 + 28 or frame[12:14] != b"\x08\x00":
+            if len(frame) < 14 + 20 or frame[12:14] != b"\x08\x00":
                 continue
             ip = frame[14:]
             ihl = (ip[0] & 0x0F) * 4
             if ip[0] >> 4 != 4 or ip[9] != 1 or ip[ihl : ihl + 2] != b"\x03\x03":
                 continue
             quoted = ip[ihl + 8 :]
+            if len(quoted) < 20 or quoted[9] != 17:
+                continue
             qihl = (quoted[0] & 0x0F) * 4
-            if len(quoted) < qihl + 4 or quoted[9] != 17:
+            if len(quoted) < qihl + 8:
                 continue
             if struct.unpack("!H", quoted[qihl + 2 : qihl + 4])[0] != port:
                 continue
@@ -172,7 +176,8 @@ def port_unreachable(pcap: Path, port: int) -> list[tuple[float, int, str]]:
                 ts = (meta.tshigh << 32 | meta.tslow) / meta.tsresol  # type: ignore[attr-defined]
             else:
                 ts = sec + meta.usec / (1e9 if nano else 1e6)
-            out.append((ts, number, ".".join(str(b) for b in ip[12:16])))
+            src = ".".join(str(b) for b in ip[12:16])
+            out.append((ts, number, src, bytes(quoted[qihl + 8 :])))
     finally:
         reader.close()
     return out

@@ -1137,11 +1137,17 @@ def _validate(
     message, enabled, blamed, rule, tags = _diagnose(
         sess.tm, sess.lines, bad, diag.diag, sess.window_us, label, spec, tester
     )
-    if first is not None and tester and all(a.lower().startswith(tester) for a in blamed):
-        # the default's rejection falls on our own tester's steps: no reason
-        # against the implementation; the alternative that takes the wire
-        # stands, and its ends judge the outcome (HDTN's CR on a miscolored
-        # segment at the red part's own offset, reading 14)
+    if (
+        first is not None
+        and tester
+        and blamed
+        and all(a.lower().startswith(tester) for a in blamed)
+    ):
+        # the rejection (of the reading that took the trace furthest) falls
+        # on our own tester's steps: no reason against the implementation;
+        # the alternative that takes the wire stands, and its ends judge the
+        # outcome (HDTN's CR on a miscolored segment at the red part's own
+        # offset, reading 14)
         return states, seconds, None, first[0], [], first[1]
 
     def stops(n: int, r: str) -> str:

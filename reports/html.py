@@ -448,11 +448,18 @@ def render_certification(
     rows: list[dict[str, Any]] = []
     provs: list[Provenance] = []
     not_run: list[RunOutcome | None] = [None]
-    pairs = [
-        (scn, run)
-        for scn in (load_scenario(p) for p in scenarios)
-        for run in by_name.get(scn.name) or not_run
-    ]
+    # one row per run, with the scenario it ran (its run folder keeps it: a
+    # profile bound to one side runs an adapted copy of the same name in
+    # some roles and the scenario itself in others); a scenario's name once
+    seen: set[str] = set()
+    pairs: list[tuple[Scenario, RunOutcome | None]] = []
+    for scn in (load_scenario(p) for p in scenarios):
+        if scn.name in seen:
+            continue
+        seen.add(scn.name)
+        for run in by_name.get(scn.name) or not_run:
+            own = run.run_dir / "scenario.json" if run else None
+            pairs.append((load_scenario(own) if own and own.is_file() else scn, run))
     for scn, run in pairs:
         res = run.result if run else None
         prov = res.provenance if res else None

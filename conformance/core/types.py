@@ -648,6 +648,12 @@ class SegmentRecord(Strict):
     )
 
 
+# The tester's own last probe, after segments to discard: a cancel for a
+# session of its own, not judged, which shows whether the implementation
+# still listens (conformance.runner reads its host's ICMP refusals).
+ALIVE_PROBE = "engine-alive"
+
+
 class ProbeResult(Strict):
     """What became of one probe: the answer the rule requires (``discard``:
     none; a unit type; ``any``: the spec leaves it open) and the answers seen."""

@@ -31,7 +31,7 @@ from functools import partial
 from typing import Any
 
 from conformance.core import wire
-from conformance.core.types import Scenario
+from conformance.core.types import ALIVE_PROBE, Scenario
 from conformance.protocols.ltp import LtpBlock
 from conformance.tester.core import CannotPlay, Context, Role
 from dissectors.ltp.layer import (
@@ -187,7 +187,7 @@ PROBES: dict[str, ProbeKind] = {
 
 # The tester's own last probe after segments to discard (send_alive), and
 # how long after them it goes.
-ALIVE = "engine-alive"
+ALIVE = ALIVE_PROBE
 ALIVE_AFTER_S = 0.2
 
 

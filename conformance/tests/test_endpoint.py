@@ -15,7 +15,7 @@ import pytest
 
 from conformance import timers
 from conformance.core.errors import InputError, NotSupported, ToolMissing
-from conformance.core.types import Scenario, load_scenario
+from conformance.core.types import Scenario, dump_model, load_scenario
 from conformance.runner import run_scenario
 from suts.base import REPO, Endpoint
 from suts.endpoint import EndpointFile
@@ -277,6 +277,15 @@ def test_a_profile_bound_to_a_side_moves_only_the_cases_where_it_plays_it(
     }
     (said,) = set(moved[scn.name])
     assert said.startswith("receiver_cancels_idle False -> True (prof: idle)"), said
+    # a stalled session only: with nothing lost, the receiver that has the
+    # EOB and the red part closes, and no cancel is allowed
+    whole = scn.model_copy(update={"impairments": [], "name": "whole"})
+    dump_model(whole, tmp_path / "whole.json")
+    (moved_whole,), _said = _adapted(
+        get(str(prof)), [Case(tmp_path / "whole.json", None)], tmp_path / "cert2"
+    )
+    rx_ends = {o.receiver_outcome for o in load_scenario(moved_whole.path).expect.outcomes}
+    assert rx_ends == {"completed"}, rx_ends
     # the feature is the receiver's: a sender is never asked for it
     assert "idle-cancel" in new.params.features("receiver")
     assert "idle-cancel" not in new.params.features("sender")

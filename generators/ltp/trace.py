@@ -37,11 +37,6 @@ MODEL = SPEC_DIR / "LTP.tla"
 NEXT_BLOCKS = ("SenderNext", "ReceiverNext", "ChannelNext", "ChannelReleaseNext", "Step", "Next")
 
 DATA_TYPES = frozenset({"RD", "RD-CP", "RD-CP-EORP", "RD-CP-EORP-EOB", "GD", "GD-EOB"})
-# The model's cancels, by segment type: a retransmission limit exceeded
-# (RLEXC) at either side, a receiver refusing a session for an unknown
-# client service (UNREACH, 8.2), and one cancelling on a miscolored segment
-# (MISCOLORED, 6.21; the trace's model has an honest sender, so a CR with it
-# is rejected where the data was colored right).
 # The actions a timer's expiry takes and that emit (RFC 5326 6.7, 6.8 a,
 # 6.15, 6.16; and a stalled session's cancel, IdleCancels).
 TIMER_ACTIONS = (
@@ -54,6 +49,12 @@ TIMER_ACTIONS = (
     "ReceiverCancelIdleSession",
 )
 
+# The model's cancels, by segment type: a retransmission limit exceeded
+# (RLEXC) at either side, a receiver refusing a session for an unknown
+# client service (UNREACH, 8.2), and one cancelling on a miscolored segment
+# (MISCOLORED, 6.21; the trace's model has an honest sender, so a CR with it
+# is rejected where the data was colored right; USR_CNCLD, a stalled
+# session cancelled under a declared profile, is taken apart below).
 MODELLED_REASONS = {
     "CS": frozenset({"RLEXC"}),
     "CR": frozenset({"RLEXC", "UNREACH", "MISCOLORED"}),

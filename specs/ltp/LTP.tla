@@ -1018,7 +1018,9 @@ ReceiverCloseOnRedPart ==
 \* session").  The model has no clock; stalled is: nothing on its way to
 \* the receiver, every RS acknowledged, a sender with nothing left to do of
 \* itself (closed, or all sent with no checkpoint timer, no retransmission
-\* due and no completion to signal), and no red part left to deliver.
+\* due and no completion to signal), no red part left to deliver, and no
+\* end of block that closes it (the EOB in with the red part delivered, or
+\* with no red part: ReceiverCloseSession, ReceiverCloseOnGreenEob).
 SenderQuiet ==
     \/ sState = "closed"
     \/ /\ sState = "open" /\ sNext = NSeg /\ sCp = NoSeg /\ sRetx = {}
@@ -1030,6 +1032,7 @@ ReceiverCancelIdleSession ==
     /\ rState = "open"
     /\ SenderQuiet
     /\ ~(NRed > 0 /\ ~rDelivered /\ Cardinality(rRed) = NRed)
+    /\ ~(RxEob /\ (rDeliveries > 0 \/ NRed = 0))
     /\ fwd = {}
     /\ ~\E h \in late.held : h.dir = "forward"
     /\ DOMAIN rReports \subseteq rAcked
