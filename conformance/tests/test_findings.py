@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from conformance import adapt
 from conformance.core.types import RunOutcome, SegmentRecord, load_scenario
+from conformance.protocols.ltp import LtpDelivery
 from conformance.runner import run_scenario
 from suts.registry import get
 
@@ -126,6 +128,21 @@ def cancelled_session_reopened(out: RunOutcome) -> None:
     kinds = [s.fields.get("type") for s in back]
     assert "CR" in kinds and "RS" in kinds[kinds.index("CR") :], kinds
     assert "send RS" in tc.message and "no behaviour of the model" in tc.message, tc.message
+
+
+def redundant_checkpoint_unanswered_ion(out: RunOutcome) -> None:
+    """ion-4.1.3-redundant-checkpoint-unanswered, as HDTN's: the second
+    copy of the checkpoint draws no RS. In about one run in two ION also
+    gives a second red-part notice without the red part's data
+    (ion-4.1.3-second-red-part-notice-without-data): payload-corrupt,
+    with the red part counted twice."""
+    corrupt = [r for r in out.verdict.reasons if r.code == "payload-corrupt"]
+    if corrupt:
+        assert out.result is not None
+        delivered = out.result.receiver.delivered
+        assert isinstance(delivered, LtpDelivery) and delivered.red_bytes_delivered == 4000
+        out.verdict.reasons = [r for r in out.verdict.reasons if r.code != "payload-corrupt"]
+    redundant_checkpoint_ignored(out)
 
 
 def first_cs_not_acknowledged(out: RunOutcome) -> None:
@@ -354,6 +371,12 @@ CHECKS: dict[str, tuple[str, str, str | None, Callable[[RunOutcome], None]]] = {
         "sender",
         cancelled_session_reopened,
     ),
+    "redundant-checkpoint-ion-tester-sender": (
+        "ltp-r2g1l1x1-dup-red1000.1.json",
+        "ion",
+        "sender",
+        redundant_checkpoint_unanswered_ion,
+    ),
     "late-report": (
         "ltp-late-report-held.json",
         "licklider",
@@ -393,6 +416,10 @@ def test_finding_still_shows(name: str, tmp_path: Path) -> None:
     if why := get(sut).missing():  # an optional implementation (ION) not built here
         pytest.skip(f"{sut}: {why}")
     scn = load_scenario(SCENARIOS / path)
+    # as `dtnconform run` does: the implementation's declared profile, on
+    # the sides it plays (ION's limit of 3, HDTN's idle cancel)
+    plays = [(get(sut), r) for r in ("sender", "receiver") if r != tester]
+    scn, _moved = adapt.adapt(scn, plays, tmp_path / "tlc-adapted")
     missed: list[str] = []
     for attempt in range(ATTEMPTS):
         out = run_scenario(scn, get(sut), tmp_path / f"run{attempt}", tester=tester)
