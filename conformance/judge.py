@@ -528,7 +528,9 @@ def _status(
         )
         return "inconclusive", [*unmet, observed, *notes]
     if fails:
-        return "fail", fails + unmet + notes
+        # a planned loss that never happened: the set's outcome reasons
+        # speak of losses that were not, and the wire's fails carry the run
+        return "fail", (wire_fails if unmet else fails) + unmet + notes
     return "pass", notes
 
 

@@ -169,6 +169,28 @@ def test_dissector_errors_fail_even_when_inconclusive(tmp_path: Path) -> None:
     assert v.status == "fail" and v.reasons[0].frames == [7] and v.reasons[0].rule
 
 
+def test_a_fail_with_a_loss_that_never_happened_gives_no_outcome_reasons(
+    tmp_path: Path,
+) -> None:
+    """The set assumed a CS lost that was never sent: an outcome outside it
+    says nothing, so only the wire's fail (a malformed segment here) and
+    the unmet loss are given, not 'outcome-not-allowed'."""
+    scn = _scenario(
+        outcomes=[(3000, 1000, "completed", "completed")],
+        impairments=[{"direction": "forward", "match": {"type": "CS"}}],
+    )
+    bad = Finding("a", 7, "dtnltp.expert.bad", "error", "malformed", "RFC 5326 §3.1 says no")
+    res = _result(3000, 1, "completed", "completed")
+    v = judge(LTP, scn, res, _log(tmp_path, []), [bad])
+    assert v.status == "fail"
+    codes = [r.code for r in v.reasons]
+    assert "impairment-unmet" in codes and codes[0] != "impairment-unmet"
+    assert not {"outcome-not-allowed", "unexpected-green-bytes-delivered"} & set(codes), codes
+    # with the loss met, the same outcome is judged
+    met = judge(LTP, scn.model_copy(update={"impairments": []}), res, _log(tmp_path, []), [bad])
+    assert "outcome-not-allowed" in {r.code for r in met.reasons}
+
+
 def test_corrupt_payload_fails(tmp_path: Path) -> None:
     log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
     res = _result(3000, 1000, "cancelled", "cancelled")
