@@ -9,9 +9,20 @@ number of tests)."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
 
 import conformance.protocols  # noqa: F401
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A CLI run a test starts with no --out (one expected to stop on bad
+    input, say) makes its folder in the session's scratch, not the
+    repository's runs/ (conformance.cli's DTNC_RUNS_DIR)."""
+    if "DTNC_RUNS_DIR" not in os.environ:
+        os.environ["DTNC_RUNS_DIR"] = tempfile.mkdtemp(prefix="dtnc-test-runs-")
 
 
 def _rank(item: pytest.Item) -> int:

@@ -567,7 +567,8 @@ def _run_dir(base: Path | None, name: str) -> Path:
     what exists; a run started in the same instant elsewhere is told apart
     by its own checks."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    root = base or REPO / "runs"
+    # DTNC_RUNS_DIR: where default run folders go (the tests' own scratch)
+    root = base or Path(os.environ.get("DTNC_RUNS_DIR") or REPO / "runs")
     path = root / f"{stamp}-{name}"
     n = 2
     while path.exists():
