@@ -145,6 +145,18 @@ def redundant_checkpoint_unanswered_ion(out: RunOutcome) -> None:
     redundant_checkpoint_ignored(out)
 
 
+def undefined_type_taken_as_green(out: RunOutcome) -> None:
+    """ion-4.1.3-undefined-type-taken-as-green: data segments of the
+    undefined types 5 and 6, which RFC 5326 §6 discards, are taken as green
+    data below the red part: the receiver cancels with CR MISCOLORED."""
+    assert out.verdict.status == "fail", out.verdict.reasons
+    crs = [s for s in out.segments if s.direction == "return" and s.fields.get("type") == "CR"]
+    assert crs and all(s.fields.get("reason") == 3 for s in crs), crs  # MISCOLORED
+    assert out.result is not None and out.result.receiver.outcome == "cancelled"
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+
+
 def first_cs_not_acknowledged(out: RunOutcome) -> None:
     """licklider-0.1.1-first-cs-not-acknowledged: the outcome is allowed (both
     sides cancel), but the first CS, which arrived, gets no CAS; the CAS
@@ -376,6 +388,12 @@ CHECKS: dict[str, tuple[str, str, str | None, Callable[[RunOutcome], None]]] = {
         "ion",
         "sender",
         redundant_checkpoint_unanswered_ion,
+    ),
+    "undefined-type-ion": (
+        "ltp-probe-reserved-data-types.json",
+        "ion",
+        "sender",
+        undefined_type_taken_as_green,
     ),
     "late-report": (
         "ltp-late-report-held.json",
