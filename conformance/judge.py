@@ -180,8 +180,14 @@ def channel_saw(records: list[ChannelRecord], imp: Impairment) -> str:
 
 def tester_blamed(trace: TraceCheck, tester: str | None) -> bool:
     """Trace validation held the deviation against the tester's own role
-    only: every blamed action is one of that role's (Sender*, Receiver*)."""
+    only: every blamed action is one of that role's (Sender*, Receiver*),
+    and the line it stopped at is not one the implementation sent (a
+    segment of the implementation's that no behaviour explains is the
+    implementation's, whatever the model could still do: HDTN's CR on a
+    miscolored segment, before reading 14, fell on the tester's actions)."""
     if tester is None or not trace.actions:
+        return False
+    if trace.actor and trace.actor != tester:
         return False
     return all(a.lower().startswith(tester) for a in trace.actions)
 

@@ -1174,6 +1174,11 @@ def _validate(
             "line": bad,
             "frame": bad_ev.frame or None,
             "side": bad_ev.side,
+            # who sent the line, or exited there ('' for an arrival or the
+            # end): the judge blames our tester only for its own lines
+            "actor": sess.lines[bad - 1].get("actor", "")
+            if sess.lines[bad - 1]["kind"] in ("send", "exit")
+            else "",
             "enabled": enabled,
             "actions": blamed,
             "rule": rule,

@@ -837,6 +837,11 @@ class TraceCheck(Strict):
     line: int | None = Field(None, description="the first trace line no behaviour takes")
     frame: int | None = None
     side: str = ""
+    actor: str = Field(
+        "",
+        description="who sent that line (sender, receiver), or exited there; '' for an "
+        "arrival or the trace's end",
+    )
     enabled: list[str] = Field(
         default_factory=list, description="model actions enabled where the trace stopped"
     )

@@ -353,6 +353,12 @@ def test_a_rejection_held_against_the_tester_alone_is_an_error() -> None:
     assert judging.tester_blamed(_rejected(["SenderRxReport"]), "sender")
     assert not judging.tester_blamed(_rejected(["SenderRxReport", "ReceiverRxCancel"]), "sender")
     assert not judging.tester_blamed(_rejected(["SenderRxReport"]), None)
+    # a line the implementation sent is the implementation's, whatever the
+    # model's tester could still have done there (HDTN's CR MISCOLORED)
+    theirs = _rejected(["SenderRxReport"]).model_copy(update={"actor": "receiver"})
+    assert not judging.tester_blamed(theirs, "sender")
+    ours = _rejected(["SenderRxReport"]).model_copy(update={"actor": "sender"})
+    assert judging.tester_blamed(ours, "sender")
     v = judging.judge(LTP, scn, res, log, [], trace=_rejected(["SenderRxReport"]), tester="sender")
     assert v.status == "error"
     assert [r.code for r in v.reasons] == ["tester-deviation"]
