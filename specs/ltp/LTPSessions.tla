@@ -26,7 +26,7 @@ CONSTANTS
     NRed2, NGreen2,     \* the second session's block
     MaxRetx, MaxLoss, MaxLate, PrematureTimeouts, FaultyReceiver, MiscoloredSender,
     MaxClaims, ServiceKnown, ReportBoundsMay, RefusalStateless, LinkCues, MaxOutages,
-    GreenEobCloses, ClosedReopens, RedPartCloses
+    GreenEobCloses, ClosedReopens, RedPartCloses, IdleCancels, OverlapMiscolored
 
 VARIABLES
     \* the first session: LTP.tla's variables, suffixed 1
