@@ -8,6 +8,7 @@ own settings, judged exactly, not a fail and not "not supported"."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -62,3 +63,19 @@ def adapt(scn: Scenario, plays: Sequence[Play], workdir: Path) -> tuple[Scenario
     oc = spec.need("outcomes", spec.capabilities.outcomes)
     out.expect = oc.expectation_for(out, workdir)
     return out, said
+
+
+def plays(sut: SutAdapter, tester: str | None = None, peer: SutAdapter | None = None) -> list[Play]:
+    """The sides the implementations play in one run: ``sut`` both, or the
+    one the model-driven ``tester`` leaves it, or the sender with ``peer``
+    receiving (an interoperability run)."""
+    if peer is not None:
+        return [(sut, "sender"), (peer, "receiver")]
+    return [(sut, r) for r in ("sender", "receiver") if r != tester]
+
+
+def adapt_run(scn: Scenario, run_plays: Sequence[Play]) -> tuple[Scenario, list[str]]:
+    """:func:`adapt` for one run, its TLC files not kept (the run keeps the
+    scenario)."""
+    with tempfile.TemporaryDirectory(prefix="dtnc-adapt-") as tlc:
+        return adapt(scn, run_plays, Path(tlc))

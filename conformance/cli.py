@@ -21,7 +21,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -592,14 +591,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         launch.check(_protocol(scn.protocol), scn, args.tester)
     peer = get(args.receiver_sut) if args.receiver_sut else None
-    params = scn.params.model_dump(mode="json")
-    plays = [(sut, r) for r in ("sender", "receiver") if r != args.tester and not (
-        peer is not None and r == "receiver")] + ([(peer, "receiver")] if peer else [])  # fmt: skip
     from conformance import adapt
 
-    # the adapted outcome set's TLC files are not kept (the run keeps the scenario)
-    with tempfile.TemporaryDirectory(prefix="dtnc-adapt-") as tlc:
-        scn, said = adapt.adapt(scn, plays, Path(tlc))
+    plays = adapt.plays(sut, args.tester, peer)
+    scn, said = adapt.adapt_run(scn, plays)
     for line in said:  # the implementation's declared profile moved the scenario
         console.print(f"adapted to the implementation's profile: {line}", markup=False)
     params = scn.params.model_dump(mode="json")

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from conformance.core.errors import InputError
 from conformance.core.types import Direction, FieldValue, SegmentRecord
@@ -142,6 +142,16 @@ def _checksum_holds(src: bytes, dst: bytes, udp: bytes) -> bool:
     return total == 0xFFFF
 
 
+def _frame_time(meta: Any, nano: bool) -> float:
+    """A frame's capture time, in seconds since the epoch, from a pcap or a
+    pcapng reader's metadata (scapy types every reader's metadata as pcap's;
+    pcapng's, RawPcapNgReader.PacketMetadata, has other fields)."""
+    sec = getattr(meta, "sec", None)
+    if sec is None:  # pcapng
+        return float((meta.tshigh << 32 | meta.tslow) / meta.tsresol)
+    return float(sec + meta.usec / (1e9 if nano else 1e6))
+
+
 def port_unreachable(pcap: Path, port: int) -> list[tuple[float, int, str, bytes]]:
     """(capture time, frame, sender's IPv4 address, the start of the refused
     datagram's UDP payload as quoted) of each ICMP port unreachable (RFC
@@ -171,11 +181,7 @@ def port_unreachable(pcap: Path, port: int) -> list[tuple[float, int, str, bytes
                 continue
             if struct.unpack("!H", quoted[qihl + 2 : qihl + 4])[0] != port:
                 continue
-            sec = getattr(meta, "sec", None)
-            if sec is None:  # pcapng
-                ts = (meta.tshigh << 32 | meta.tslow) / meta.tsresol  # type: ignore[attr-defined]
-            else:
-                ts = sec + meta.usec / (1e9 if nano else 1e6)
+            ts = _frame_time(meta, nano)
             src = ".".join(str(b) for b in ip[12:16])
             out.append((ts, number, src, bytes(quoted[qihl + 8 :])))
     finally:
@@ -232,13 +238,7 @@ def datagrams(pcap: Path, port: int) -> list[Datagram]:
         for number, (frame, meta) in enumerate(reader, start=1):
             caplen = getattr(meta, "caplen", len(frame))
             cut = (len(frame), caplen) if len(frame) < caplen else None
-            sec = getattr(meta, "sec", None)
-            if sec is None:  # pcapng
-                # scapy types every reader's metadata as pcap's; pcapng's
-                # (RawPcapNgReader.PacketMetadata) has these fields instead
-                ts = (meta.tshigh << 32 | meta.tslow) / meta.tsresol  # type: ignore[attr-defined]
-            else:
-                ts = sec + meta.usec / (1e9 if nano else 1e6)
+            ts = _frame_time(meta, nano)
             udp = udp_payload(frame)
             fragmented = udp is None and (udp := fragments.add(frame, ts)) is not None
             if udp is not None and port not in (udp[0], udp[1]):

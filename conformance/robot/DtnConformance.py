@@ -6,7 +6,6 @@ directory, so a Robot log line alone says where to look.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from robot.api import logger
@@ -58,11 +57,7 @@ class DtnConformance:
         try:
             # each implementation's declared profile, on the sides it plays
             # (an interop cell's pair; certify's scenarios come adapted)
-            plays = [(adapter, r) for r in ("sender", "receiver") if r != role]
-            if peer is not None:
-                plays = [(adapter, "sender"), (peer, "receiver")]
-            with tempfile.TemporaryDirectory(prefix="dtnc-adapt-") as tlc:
-                scn, said = adapt.adapt(scn, plays, Path(tlc))
+            scn, said = adapt.adapt_run(scn, adapt.plays(adapter, role, peer))
             for line in said:
                 logger.info(f"adapted to the implementation's profile: {line}")
             self.last = run_scenario(scn, adapter, run_dir, tester=role, receiver_sut=peer)
