@@ -9,12 +9,13 @@ directory beside every run directory and the HTML report.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
 import re
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -429,6 +430,8 @@ def certify(
 
     every = _chosen(cases(spec, _scenarios(out, catalogue, sample), sut_roles), out, only)
     every, adapted = _adapted(sut, every, out)
+    if (sample or (out / "scenarios" / SAMPLE).is_file()) and not catalogue and not only:
+        every += _topped_up(spec, sut, out, every, adapted, sut_roles)
     every = _supported(spec, sut, every)
     runs_dir = out / "runs"
     todo = every
@@ -511,11 +514,65 @@ def _scenarios(out: Path, catalogue: bool, sample: tuple[int, int] | None = None
             n, seed = sample
             if not pool:
                 raise NotRun(f"{out / 'scenarios' / CATALOGUE}: no catalogue to sample")
-            pool = sorted(random.Random(seed).sample(pool, min(n, len(pool))))
+            pool = sorted(itertools.islice(_draw(pool, seed), n))
             draw = {"n": n, "seed": seed, "scenarios": [p.stem for p in pool]}
             record.write_text(json.dumps(draw, indent=1) + "\n")
         scenarios += pool
     return scenarios
+
+
+def _draw(pool: list[Path], seed: int) -> Iterator[Path]:
+    """``pool``'s scenarios in the order ``seed`` draws them, without
+    replacement: its first N are the sample of N, and the ones after them
+    replace drawn scenarios that cannot run (``_topped_up``), so a bigger
+    N or a replacement never changes the scenarios drawn before it."""
+    rng, taken = random.Random(seed), set[int]()
+    while len(taken) < len(pool):
+        j = rng.randrange(len(pool))
+        if j not in taken:
+            taken.add(j)
+            yield pool[j]
+
+
+def _topped_up(
+    spec: ProtocolSpec,
+    sut: SutAdapter,
+    out: Path,
+    kept: list[Case],
+    adapted: dict[str, list[str]],
+    sut_roles: Sequence[str],
+) -> list[Case]:
+    """The cases of the scenarios drawn in place of sampled ones that have
+    no case to run under the implementation's profile (``_adapted``: the
+    model has no outcome for them), so that the N of ``--sample N`` are
+    scenarios it runs; next in the seed's draw order, each adapted in turn.
+    The draw record (scenarios/catalogue-sample.json) gets the replacements
+    and what they replace; ``adapted`` gets their adaptations."""
+    record = out / "scenarios" / SAMPLE
+    drawn = json.loads(record.read_text(encoding="utf-8"))
+    run = {c.path.stem for c in kept}
+    pool = sorted(
+        p for p in (out / "scenarios" / CATALOGUE).glob("*.json") if p.name != CATALOGUE_INDEX
+    )
+    order = _draw(pool, int(drawn["seed"]))
+    names = [p.stem for p in itertools.islice(order, int(drawn["n"]))]
+    missing = [n for n in names if n not in run]
+    more: list[Case] = []
+    replaced: list[str] = []
+    while missing:
+        extra = list(itertools.islice(order, len(missing)))
+        if not extra:
+            break  # the catalogue has no more: fewer than N run, as said
+        replaced += missing
+        got, moved = _adapted(sut, cases(spec, extra, sut_roles), out)
+        adapted.update(moved)
+        more += got
+        names += [p.stem for p in extra]
+        missing = [p.stem for p in extra if p.stem not in {c.path.stem for c in got}]
+    if replaced:
+        drawn.update(scenarios=names, replaced=replaced)
+        record.write_text(json.dumps(drawn, indent=1) + "\n")
+    return more
 
 
 def _chosen(every: list[Case], out: Path, only: str | None) -> list[Case]:

@@ -801,6 +801,15 @@ def cmd_certify(args: argparse.Namespace) -> int:
         console.print(f"  {name}: adapted to {sut.name}'s profile: {'; '.join(said)}", markup=False)
     for name, why in outcome.unsupported.items():
         console.print(f"  {name}: not supported (exit 127): {why}", markup=False)
+    if (record := out / "scenarios" / certify.SAMPLE).is_file():
+        drawn = json.loads(record.read_text(encoding="utf-8"))
+        if swapped := drawn.get("replaced"):
+            console.print(
+                f"catalogue sample: {len(swapped)} drawn scenario(s) have no outcome under "
+                f"{sut.name}'s profile, replaced by the next in seed {drawn['seed']}'s draw "
+                f"({len(drawn['scenarios']) - len(swapped)} of {drawn['n']} run)",
+                markup=False,
+            )
     if outcome.robot_log.is_file():
         console.print(f"Robot Framework log: {outcome.robot_log}")
     console.print(f"HTML report: {outcome.report}")

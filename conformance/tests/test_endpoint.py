@@ -289,3 +289,43 @@ def test_a_profile_bound_to_a_side_moves_only_the_cases_where_it_plays_it(
     # the feature is the receiver's: a sender is never asked for it
     assert "idle-cancel" in new.params.features("receiver")
     assert "idle-cancel" not in new.params.features("sender")
+
+
+def test_a_sample_scenario_with_no_outcome_under_the_profile_is_replaced(
+    tmp_path: Path,
+) -> None:
+    """``certify --sample N``: a drawn scenario the profile leaves no outcome
+    (limit 3) is replaced by the next one in the seed's draw order, so N
+    scenarios run; the draw record names what was replaced."""
+    import shutil
+
+    from conformance.certify import SUT_ROLES, _adapted, _draw, _scenarios, _topped_up, cases
+    from conformance.protocols import get as get_spec
+
+    prof = tmp_path / "prof.toml"
+    prof.write_text(
+        'name = "prof"\nprotocol = "ltp"\nversion = "0"\n[run]\nsender = ["true"]\n'
+        'receiver = ["true"]\n[profile.params.retransmission_limit]\nmin = 3\nwhy = "three"\n'
+    )
+    data = Path(__file__).parent / "data"
+    out = tmp_path / "cert"
+    cat = out / "scenarios" / "catalogue"
+    cat.mkdir(parents=True)
+    for name in ("ltp-r1g0l1-CAR.1-RA.1-RA.2", "ltp-green-data-3-lost"):
+        shutil.copy(data / f"{name}.json", cat / f"{name}.json")
+    pool = sorted(cat.glob("*.json"))
+    # a seed whose draw starts with the scenario that cannot run
+    seed = next(s for s in range(100) if next(_draw(pool, s)).stem.startswith("ltp-r1g0l1"))
+    assert sorted(_draw(pool, seed)) == pool  # every one, once
+    spec, sut = get_spec("ltp"), get(str(prof))
+    drawn = _scenarios(out, False, (1, seed))
+    assert [p.stem for p in drawn] == ["ltp-r1g0l1-CAR.1-RA.1-RA.2"]
+    kept, moved = _adapted(sut, cases(spec, drawn, SUT_ROLES), out)
+    assert kept == [] and moved
+    more = _topped_up(spec, sut, out, kept, moved, SUT_ROLES)
+    assert {c.path.stem for c in more} == {"ltp-green-data-3-lost"}
+    assert len(more) == 3  # both sides, and each against the tester
+    record = json.loads((out / "scenarios" / "catalogue-sample.json").read_text())
+    assert record["replaced"] == ["ltp-r1g0l1-CAR.1-RA.1-RA.2"]
+    assert record["scenarios"] == ["ltp-r1g0l1-CAR.1-RA.1-RA.2", "ltp-green-data-3-lost"]
+    assert "ltp-green-data-3-lost" in moved  # its adaptation is said too
