@@ -321,6 +321,22 @@ def closed_session_segments_unanswered(out: RunOutcome) -> None:
     assert len(ras) == 1 and ras[0].dropped, ras
 
 
+def green_delivered_after_cancel(out: RunOutcome) -> None:
+    """ion-4.1.3-green-delivered-after-cancel (and HDTN's reopened session):
+    the receiver cancels on the miscolored green data (CR MISCOLORED), then
+    gives its client the green EOB that arrives while it cancels, where
+    RFC 5326 §7.6 gives no notice after the cancellation notice: the model,
+    the wire as it was, holds 0 green bytes."""
+    assert out.verdict.status == "fail", out.verdict.reasons
+    crs = [s for s in out.segments if s.direction == "return" and s.fields.get("type") == "CR"]
+    assert crs and crs[0].fields.get("reason") == 3, crs  # MISCOLORED
+    assert out.result is not None and out.result.receiver.outcome == "cancelled"
+    green = out.result.receiver.delivered.model_dump().get("green_bytes_delivered")
+    if not green:
+        raise NotExercised("the receiver gave no green data after its cancel")
+    assert "outcome-not-at-end" in {r.code for r in out.verdict.reasons}, out.verdict.reasons
+
+
 # test id -> (scenario file, implementation, the role the tester plays, check)
 CHECKS: dict[str, tuple[str, str, str | None, Callable[[RunOutcome], None]]] = {
     "two-reports-lost": (
@@ -382,6 +398,18 @@ CHECKS: dict[str, tuple[str, str, str | None, Callable[[RunOutcome], None]]] = {
         "hdtn",
         "sender",
         cancelled_session_reopened,
+    ),
+    "green-after-cancel-ion": (
+        "ltp-miscolored-checkpoint-lost.json",
+        "ion",
+        "sender",
+        green_delivered_after_cancel,
+    ),
+    "green-after-cancel-hdtn": (
+        "ltp-miscolored-checkpoint-lost.json",
+        "hdtn",
+        "sender",
+        green_delivered_after_cancel,
     ),
     "redundant-checkpoint-ion-tester-sender": (
         "ltp-r2g1l1x1-dup-red1000.1.json",

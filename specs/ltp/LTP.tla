@@ -912,6 +912,8 @@ ReceiverRxGreenData(s) ==
 
 \* A green segment arrives while the session is cancelling or closed:
 \* discarded without a notice, like red data then (ReceiverDiscardRedData).
+\* Cancelling: 8.2's CR_SENT has no step for data, and 7.6 gives no notice
+\* after the cancellation notice (settled question 15, README).
 ReceiverDiscardGreenData(s) ==
     /\ s \in fwd
     /\ s.type \in GreenTypes
