@@ -22,7 +22,8 @@ def test_rows_are_data_and_report_losses(tmp_path: Path) -> None:
     rows = catalogue.retx_scenarios(tmp_path)
     assert rows[0].name.endswith("-nominal")
     keys = {k for s in rows for imp in s.impairments for k in imp.match.values()}
-    assert keys <= {"red_data", "green_data", "RS", 0, 1000, 2000, 3000}
+    # r3g1: red 0, 1000 and the checkpoint by the red part's last byte, the EOB by the block's
+    assert keys <= {"red_data", "green_data", "RS", 0, 1000, 2999, 3999}
     assert len(rows) == len({s.name for s in rows}) >= 20
 
 
@@ -62,8 +63,9 @@ def test_the_ns3_papers_geometry_is_built_in() -> None:
     rows = catalogue.retx_grid(**g["ns3"])
     assert len(rows) == 1 + 6 + 15 + 20 + 15
     offsets = {(i.match.get("kind"), i.match.get("holds")) for s in rows for i in s.impairments}
-    assert offsets == {("red_data", 0), ("red_data", 1461), ("green_data", 1500),
-                       ("green_data", 2961), ("green_data", 4422), (None, None)}  # fmt: skip
+    # each part's last segment named by the part's last byte (outcomes.holding_byte)
+    assert offsets == {("red_data", 0), ("red_data", 1499), ("green_data", 1500),
+                       ("green_data", 2961), ("green_data", 4999), (None, None)}  # fmt: skip
     assert all(s.channel.mtu >= 1461 + 23 + 28 for s in rows)
     assert len(catalogue.retx_grid(**g["ns3-all-red"])) == 1 + 5 + 10 + 10 + 5
     # no report to lose in a block with no red part

@@ -39,7 +39,7 @@ from conformance.core.types import (
 )
 from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpBlock
-from generators.ltp.outcomes import block_segments, impairment_of, outcome_of
+from generators.ltp.outcomes import block_segments, impairment_of, outcome_of, segment_offset
 from generators.outcomes import (
     CatalogueModule,
     CatalogueRun,
@@ -463,8 +463,9 @@ def judged_at_end(block: LtpBlock, lost_green: set[int], unjudged: str) -> Expec
 def _grid_name(x: PlannedLoss, block: LtpBlock) -> str:
     """A loss as a row names it: "red1461.1", "green2961.1", "RS.1"."""
     if x.key in ("red_data", "green_data"):
-        off = impairment_of(x, block).match["holds"]
-        return f"{x.key.split('_')[0]}{off}.{x.occ}"
+        # the segment's offset, as catalogue names have it (the rule holds
+        # another byte of it: outcomes.holding_byte)
+        return f"{x.key.split('_')[0]}{segment_offset(x.key, x.off, block)}.{x.occ}"
     return f"{x.key}.{x.occ}"
 
 

@@ -106,7 +106,7 @@ def impairment_of(
     """The channel rule that makes planned impairment ``x`` (the inverse of :func:`plan`);
     ``delay_ms``: a delay's or an outage's length."""
     match: dict[str, FieldValue] = (
-        {"kind": x.key, "holds": _segment_offset(x.key, x.off, block)}
+        {"kind": x.key, "holds": segment_byte(x.key, x.off, block)}
         if x.key in ("red_data", "green_data")
         else {"type": x.key}
     )
@@ -156,13 +156,33 @@ def _segment_holding(kind: str, byte: int, block: LtpBlock) -> int | None:
     return first + (byte - lo) // block.segment_size
 
 
-def _segment_offset(kind: str, index: int, block: LtpBlock) -> int:
+def segment_offset(kind: str, index: int, block: LtpBlock) -> int:
     """The block offset of the model's data segment ``index`` (the inverse
     of :func:`_segment_index`)."""
     n_red, _ = block_segments(block)
     if kind == "red_data":
         return index * block.segment_size
     return block.red_len + (index - n_red) * block.segment_size
+
+
+def holding_byte(start: int, end: int, ends_part: bool) -> int:
+    """The byte an impairment names the model's data segment [start, end)
+    by (``holds``: the implementation's segment whose range holds it). A
+    segment that ends its part (the red part's last, its checkpoint with
+    EORP; the green part's last, with EOB) by its last byte, the part's
+    last: in any segmentation only the piece that carries those flags holds
+    it (ION cuts a 1,000-byte checkpoint as 999 plain bytes and a 1-byte
+    checkpoint). Any other by its first byte."""
+    return end - 1 if ends_part else start
+
+
+def segment_byte(kind: str, index: int, block: LtpBlock) -> int:
+    """The byte impairments name the model's data segment ``index`` by."""
+    n_red, n_green = block_segments(block)
+    start = segment_offset(kind, index, block)
+    if kind == "red_data":
+        return holding_byte(start, block.red_len, index == n_red - 1)
+    return holding_byte(start, block.block_len, index == n_red + n_green - 1)
 
 
 def block_segments(block: LtpBlock) -> tuple[int, int]:

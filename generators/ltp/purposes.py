@@ -260,16 +260,27 @@ def model_actions(spec: Path = SPEC) -> list[str]:
 # ---------------------------------------------------------------------------
 
 
-def match_fields(seg: Mapping[str, Any], segment_size: int = SEGMENT_SIZE) -> dict[str, FieldValue]:
+# The block of the generator's own bound (GEN_CONSTANTS), on its grid.
+BLOCK = LtpBlock(
+    segment_size=SEGMENT_SIZE,
+    red_len=int(GEN_CONSTANTS["NRed"]) * SEGMENT_SIZE,
+    block_len=(int(GEN_CONSTANTS["NRed"]) + int(GEN_CONSTANTS["NGreen"])) * SEGMENT_SIZE,
+    retransmission_limit=int(GEN_CONSTANTS["MaxRetx"]),
+)
+
+
+def match_fields(seg: Mapping[str, Any], block: LtpBlock | None = None) -> dict[str, FieldValue]:
     """The wire fields an impairment matches a model segment on: a data
-    segment by the byte it starts with (``holds``: the segment holding that
-    byte in any segmentation, RFC 5326 leaves segmentation to the engine,
-    §6.1), a control segment by its type."""
+    segment by a byte it holds (``holds``: the segment holding that byte in
+    any segmentation, RFC 5326 leaves segmentation to the engine, §6.1;
+    which byte: outcomes.holding_byte, by the segment's place in ``block``,
+    the generator's own by default), a control segment by its type."""
     t = seg["type"]
-    if t in RED_TYPES:
-        return {"kind": "red_data", "holds": int(seg["off"]) * segment_size}
-    if t in GREEN_TYPES:
-        return {"kind": "green_data", "holds": int(seg["off"]) * segment_size}
+    if t in RED_TYPES or t in GREEN_TYPES:
+        kind = "red_data" if t in RED_TYPES else "green_data"
+        # the retransmission of a part's last segment may lack its flags
+        # (RD-CP): the byte comes from its place, so every copy matches alike
+        return {"kind": kind, "holds": outcomes.segment_byte(kind, int(seg["off"]), block or BLOCK)}
     return {"type": t}
 
 
@@ -281,7 +292,7 @@ class _Tx:
     state: Literal["flight", "received", "lost"] = "flight"
 
 
-def impairments(trace: Sequence[TraceState], segment_size: int = SEGMENT_SIZE) -> list[Impairment]:
+def impairments(trace: Sequence[TraceState], block: LtpBlock | None = None) -> list[Impairment]:
     """One drop rule per channel loss in the trace.
 
     Transmissions are tracked per direction. A receipt or a loss applies to
@@ -310,7 +321,7 @@ def impairments(trace: Sequence[TraceState], segment_size: int = SEGMENT_SIZE) -
                         )
                     )
         for d, seg in step.sent:
-            m = match_fields(seg, segment_size)
+            m = match_fields(seg, block)
             key = (d, tuple(sorted(m.items())))
             counts[key] = counts.get(key, 0) + 1
             flights[d].append(_Tx(seg, m, counts[key]))
@@ -361,6 +372,12 @@ def compile_trace(
     n_red, n_green = int(constants["NRed"]), int(constants["NGreen"])
     actions = [s.action for s in steps(trace)]
     slug = re.sub(r"[^A-Za-z0-9]+", "-", p.name.lower()).strip("-")
+    block = LtpBlock(
+        segment_size=segment_size,
+        red_len=n_red * segment_size,
+        block_len=(n_red + n_green) * segment_size,
+        retransmission_limit=int(constants["MaxRetx"]),
+    )
     return Scenario(
         name=f"ltp-{slug}",
         protocol="ltp",
@@ -369,13 +386,8 @@ def compile_trace(
             "the endpoints' checkpoint, report and cancel retransmission limits "
             f"must be {constants['MaxRetx']} for the expected outcome."
         ),
-        params=LtpBlock(
-            segment_size=segment_size,
-            red_len=n_red * segment_size,
-            block_len=(n_red + n_green) * segment_size,
-            retransmission_limit=int(constants["MaxRetx"]),
-        ),
-        impairments=impairments(trace, segment_size),
+        params=block,
+        impairments=impairments(trace, block),
         expect=Expectation(
             outcomes=[
                 trace_outcome(

@@ -81,13 +81,21 @@ def test_occurrence_counts_earlier_matching_transmissions():
 
 
 def test_match_fields():
+    """A data segment is named by a byte it holds: the part's last segment
+    (the checkpoint with EORP, the EOB) by the part's last byte, which only
+    the piece carrying those flags holds in any segmentation; any other by
+    its first byte; every copy of a segment alike, whatever its flags."""
     assert ltp.match_fields({"type": "RD-CP-EORP", "off": 2}) == {
         "kind": "red_data",
-        "holds": 2000,
+        "holds": 2999,
     }
-    assert ltp.match_fields({"type": "GD-EOB", "off": 3}, 500) == {
+    # its retransmission, a checkpoint without EORP: the same segment
+    assert ltp.match_fields({"type": "RD-CP", "off": 2}) == {"kind": "red_data", "holds": 2999}
+    assert ltp.match_fields({"type": "RD", "off": 1}) == {"kind": "red_data", "holds": 1000}
+    block = ltp.LtpBlock(segment_size=500, red_len=1500, block_len=2000)
+    assert ltp.match_fields({"type": "GD-EOB", "off": 3}, block) == {
         "kind": "green_data",
-        "holds": 1500,
+        "holds": 1999,
     }
     assert ltp.match_fields({"type": "RA", "off": 0}) == {"type": "RA"}
 

@@ -89,7 +89,13 @@ def test_green_segments_are_planned_from_the_red_parts_end():
     # the model's indices: red 0-1, green 2-4
     assert [(p.key, p.off) for p in plan] == [("red_data", 1), ("green_data", 3)]
     back = [outcomes.impairment_of(p, block) for p in plan]
-    assert [dict(i.match) for i in back] == [dict(i.match) for i in imps]
+    # named back by the byte generated scenarios use: the red part's last
+    # segment (its checkpoint) by the part's last byte, a middle one by its first
+    assert [dict(i.match) for i in back] == [
+        {"kind": "red_data", "holds": 1499},
+        {"kind": "green_data", "holds": 2961},
+    ]
+    assert outcomes.plan(back, block) == plan
     # an offset names the same segments on the scenario's grid
     by_offset = [_drop("forward", kind="red_data", offset=1461),
                  _drop("forward", kind="green_data", offset=2961)]  # fmt: skip
