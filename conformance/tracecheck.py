@@ -1197,7 +1197,7 @@ def _taken(
     it accepted the trace and, where it reports ends and the harnesses'
     outcome is known, that outcome is among them."""
     ends = [e.model_copy(update={"readings": [rid]}) for e in res.ends]
-    reached = not res.ends or observed is None or any(e.key() == observed.key() for e in ends)
+    reached = not res.ends or observed is None or any(e.matches(observed) for e in ends)
     return ends, res.accepted and reached
 
 

@@ -106,6 +106,17 @@ class Delivery(Strict):
         named parts a protocol's outcome holds besides (CFDP's condition codes)."""
         return {k: v for k, v in self.model_dump().items() if k != "protocol"}
 
+    def agrees(self, other: Delivery) -> bool:
+        """Whether facts finer than ``parts()`` agree where both sides know
+        them (LTP: the offsets of the green data given); none by default."""
+        return True
+
+    def finer(self) -> tuple[str, str]:
+        """The finer fact ``agrees`` compares, as (the name the protocol's
+        rule table files it under, its value in words); ('', '') if none
+        is known."""
+        return "", ""
+
     def total(self) -> int:
         """The bytes delivered: every counter (a protocol with named parts
         says which of its parts count)."""

@@ -413,6 +413,11 @@ class ExpectedOutcome(Strict):
     def key(self) -> tuple[int | str, ...]:
         return tuple(self.parts().values())
 
+    def matches(self, other: ExpectedOutcome) -> bool:
+        """The same outcome: every part, and the finer facts of what was
+        delivered where both know them (Delivery.agrees)."""
+        return self.key() == other.key() and self.delivered.agrees(other.delivered)
+
     def describe(self) -> str:
         under = (
             "" if "" in self.readings else " (only under reading " + ", ".join(self.readings) + ")"

@@ -205,11 +205,35 @@ class LtpDelivery(Delivery):
     protocol: Literal["ltp"] = "ltp"
     red_bytes_delivered: Annotated[int, Field(ge=0)] = 0
     green_bytes_delivered: Annotated[int, Field(ge=0)] = 0
+    green_offsets: list[Annotated[int, Field(ge=0)]] | None = Field(
+        None,
+        description="the block offsets of the green data the client was given, one per "
+        "distinct §7.2 notice, where the harness reports them (or, for the model's ends, the "
+        "green segments it delivered): the bytes' count alone cannot tell the green segment "
+        "at offset 0 from the EOB",
+    )
 
     model_config = ConfigDict(extra="forbid")
 
+    def parts(self) -> dict[str, int | str]:
+        return {
+            "red_bytes_delivered": self.red_bytes_delivered,
+            "green_bytes_delivered": self.green_bytes_delivered,
+        }
+
+    def agrees(self, other: Delivery) -> bool:
+        mine = self.green_offsets
+        theirs = other.green_offsets if isinstance(other, LtpDelivery) else None
+        return mine is None or theirs is None or sorted(set(mine)) == sorted(set(theirs))
+
     def describe(self) -> str:
         return f"red {self.red_bytes_delivered} B, green {self.green_bytes_delivered} B"
+
+    def finer(self) -> tuple[str, str]:
+        if self.green_offsets is None:
+            return "", ""
+        at = ", ".join(str(o) for o in sorted(set(self.green_offsets)))
+        return "green_offsets", f"green data at block offset {at}" if at else "no green data"
 
     @classmethod
     def labels(cls) -> dict[str, str]:
@@ -381,6 +405,14 @@ SPEC = ProtocolSpec(
                 "6.10, 7.2",
                 "each green segment that arrives is delivered; none is retransmitted",
                 ("ReceiverRxGreenData",),
+            ),
+        },
+        "green_offsets": {
+            "": Rule(
+                "6.10, 7.2, 7.6, 8.2",
+                "each green segment the session takes is delivered where it lies in the block; "
+                "green data reaching a cancelling session, or miscolored, is not",
+                ("ReceiverRxGreenData", "ReceiverDiscardGreenData"),
             ),
         },
         "sender_outcome": {

@@ -978,6 +978,7 @@ class LtpReceiver(_Side):
             out["outcome"] = "open"
         out["red_bytes_delivered"] = self.p.red_len if self.delivered else 0
         out["green_bytes_delivered"] = sum(self.green.values())
+        out["green_offsets"] = sorted(self.green)
         out["payload_ok"] = self.payload_ok
         return out
 

@@ -331,10 +331,25 @@ def green_delivered_after_cancel(out: RunOutcome) -> None:
     crs = [s for s in out.segments if s.direction == "return" and s.fields.get("type") == "CR"]
     assert crs and crs[0].fields.get("reason") == 3, crs  # MISCOLORED
     assert out.result is not None and out.result.receiver.outcome == "cancelled"
-    green = out.result.receiver.delivered.model_dump().get("green_bytes_delivered")
+    green = getattr(out.result.receiver.delivered, "green_bytes_delivered", 0)
     if not green:
         raise NotExercised("the receiver gave no green data after its cancel")
     assert "outcome-not-at-end" in {r.code for r in out.verdict.reasons}, out.verdict.reasons
+
+
+def green_offsets_after_cancel(out: RunOutcome) -> None:
+    """ion-4.1.3-green-delivered-after-cancel with nothing lost: the green
+    EOB given after the cancel has the byte count of the green segment at
+    offset 0, which the default reading delivers; the offsets the harness
+    reports tell them apart (LtpDelivery.green_offsets)."""
+    assert out.verdict.status == "fail", out.verdict.reasons
+    assert out.result is not None and out.result.receiver.outcome == "cancelled"
+    codes = {r.code for r in out.verdict.reasons}
+    if "unexpected-green-offsets" not in codes:
+        raise NotExercised(f"no green data after the cancel: {codes}")
+    (r,) = [r for r in out.verdict.reasons if r.code == "unexpected-green-offsets"]
+    assert "observed green data at block offset 2000" in r.message, r.message
+    assert "§7.6" in r.rule, r.rule
 
 
 # test id -> (scenario file, implementation, the role the tester plays, check)
@@ -404,6 +419,12 @@ CHECKS: dict[str, tuple[str, str, str | None, Callable[[RunOutcome], None]]] = {
         "ion",
         "sender",
         green_delivered_after_cancel,
+    ),
+    "green-after-cancel-ion-no-loss": (
+        "ltp-miscolored-no-loss.json",
+        "ion",
+        "sender",
+        green_offsets_after_cancel,
     ),
     "green-after-cancel-hdtn": (
         "ltp-miscolored-checkpoint-lost.json",

@@ -350,3 +350,34 @@ def test_a_byte_met_off_the_grid_leaves_the_set_undecided(tmp_path: Path) -> Non
         assert v.status == status, v.reasons
         if status == "inconclusive":
             assert any("acted on a segment at 1999" in r.message for r in v.reasons), v.reasons
+
+
+def test_green_offsets_tell_apart_what_the_byte_count_cannot() -> None:
+    """ION's miscolored run: 1,000 green bytes either way, but the model's
+    end delivers the green segment at offset 0 and ION gave the EOB at
+    2000, after its cancel. Where both sides know the offsets they must
+    agree; where either does not, the counts decide as before."""
+    from conformance.core.types import ExpectedOutcome
+    from conformance.judge import finer_reasons
+
+    def outcome(at: list[int] | None) -> ExpectedOutcome:
+        return ExpectedOutcome(
+            sender_outcome="cancelled",
+            receiver_outcome="cancelled",
+            delivered=LtpDelivery(green_bytes_delivered=1000, green_offsets=at),
+        )
+
+    end, seen = outcome([0]), outcome([2000])
+    assert end.key() == seen.key() and not end.matches(seen)
+    assert end.matches(outcome(None)) and outcome(None).matches(seen)
+    assert end.matches(outcome([0, 0]))  # a duplicate is notified twice, one offset
+    (r,) = finer_reasons(LTP, [end], seen)
+    assert r.code == "unexpected-green-offsets" and "§7.6" in r.rule
+    assert "observed green data at block offset 2000" in r.message
+    assert "give green data at block offset 0" in r.message
+    # the counters a table shows are unchanged: offsets are no part
+    assert list(seen.parts()) == [
+        "red_bytes_delivered", "green_bytes_delivered", "sender_outcome", "receiver_outcome",
+    ]  # fmt: skip
+    assert finer_reasons(LTP, [outcome([0]).model_copy(update={"sender_outcome": "completed"})],
+                         seen) == []  # fmt: skip

@@ -212,12 +212,14 @@ def outcome_of(
     block: LtpBlock,
     readings: Sequence[str] = ("",),
     green_of: Callable[[Sequence[int]], int] | None = None,
+    green_at: Callable[[Sequence[int]], list[int]] | None = None,
 ) -> ExpectedOutcome:
     """One terminal state of the model as an outcome: each side's notice, the
     red part delivered or not, the green model segments that arrived, and
     the readings it was reached under. ``green_of``: the bytes of green
     model segments, where they are not the scenario's grid (a trace's own
-    segmentation, generators/ltp/trace.py)."""
+    segmentation, generators/ltp/trace.py); ``green_at``: their block
+    offsets there, for the judge to hold a harness's to (LtpDelivery)."""
     return ExpectedOutcome(
         readings=list(readings),
         delivered=LtpDelivery(
@@ -225,6 +227,7 @@ def outcome_of(
             green_bytes_delivered=green_bytes(green, block)
             if green_of is None
             else green_of(green),
+            green_offsets=None if green_at is None else sorted(green_at(green)),
         ),
         sender_outcome=outcome_name(sender),
         receiver_outcome=outcome_name(receiver),
@@ -236,13 +239,17 @@ def parse_outcomes(
     block: LtpBlock,
     reading: str = "",
     green_of: Callable[[Sequence[int]], int] | None = None,
+    green_at: Callable[[Sequence[int]], list[int]] | None = None,
 ) -> list[ExpectedOutcome]:
-    seen: dict[tuple[int | str, ...], ExpectedOutcome] = {}
+    seen: dict[tuple[object, ...], ExpectedOutcome] = {}
     for m in _LINE.finditer(text):
         sender, receiver, delivered, green = m.groups()
         offs = sorted(cast(frozenset[int], parse_value(green)))
-        o = outcome_of(sender, receiver, int(delivered), offs, block, (reading,), green_of)
-        seen.setdefault(o.key(), o)
+        o = outcome_of(
+            sender, receiver, int(delivered), offs, block, (reading,), green_of, green_at
+        )
+        at = o.delivered.green_offsets if isinstance(o.delivered, LtpDelivery) else None
+        seen.setdefault((*o.key(), tuple(at or ())), o)
     return list(seen.values())
 
 

@@ -204,6 +204,11 @@ class _Geometry:
         """Bytes of the green model segments ``indices``."""
         return sum(self.units[i][1] - self.units[i][0] for i in indices if i < len(self.units))
 
+    def green_offsets(self, indices: Sequence[int]) -> list[int]:
+        """Block offsets of the green model segments ``indices`` (the
+        miscolored sender's green data at 0 included)."""
+        return [self.units[i][0] for i in indices if i < len(self.units)]
+
 
 def _one_gap_rs_per_report(
     units: Mapping[int, Record], events: Sequence[WireEvent], n_red: int, max_claims: int
@@ -381,7 +386,9 @@ def trace_model(
             "OwnLineOnly": "NoneOwnLineOnly",
         },
         # TraceLTP's EndReport prints OutcomeLine, as MCLTPOutcomes' Report does
-        end_outcomes=functools.partial(parse_outcomes, block=block, green_of=geo.green_bytes),
+        end_outcomes=functools.partial(
+            parse_outcomes, block=block, green_of=geo.green_bytes, green_at=geo.green_offsets
+        ),
         # RFC 5326 6.19: on cancel, the session's queued segments "can be
         # deleted"; the actions that invoke it cite it
         purging=sorted(a for a, secs in action_sections().items() if "6.19" in secs),

@@ -211,7 +211,14 @@ std::string ResultLine(int64_t t0) {
       << st.outcome << "\",";
     if (!st.is_sender) {
         o << "\"red_bytes_delivered\":" << st.red_bytes
-          << ",\"green_bytes_delivered\":" << st.GreenBytes() << ",\"payload_ok\":"
+          << ",\"green_bytes_delivered\":" << st.GreenBytes() << ",\"green_offsets\":[";
+        // where each green notice's data starts (distinct offsets, sorted)
+        bool first = true;
+        for (const auto& g : st.green) {
+            o << (first ? "" : ",") << g.first;
+            first = false;
+        }
+        o << "],\"payload_ok\":"
           << (st.payload_checked ? (st.payload_bad ? "false" : "true") : "null") << ",";
     }
     o << "\"detail\":" << Json(st.detail) << ",\"notices\":[";

@@ -262,6 +262,21 @@ static void emit(const char *extra_detail)
 		       "\"payload_ok\":%s,",
 		       st.red_bytes, green_bytes(),
 		       st.payload_checked ? (st.payload_bad ? "false" : "true") : "null");
+		/* where each green notice's data starts: distinct offsets, in
+		 * order (green_bytes sorted them); unknown past MAX_GREEN */
+		if (st.green_lost == 0)
+		{
+			printf("\"green_offsets\":[");
+			for (i = 0; i < st.green_count; i++)
+			{
+				if (i && st.green_off[i] == st.green_off[i - 1])
+				{
+					continue;
+				}
+				printf("%s%lld", i ? "," : "", st.green_off[i]);
+			}
+			printf("],");
+		}
 	}
 	printf("\"detail\":");
 	json_str(stdout, detail);

@@ -14,7 +14,7 @@ mod payload;
 #[path = "../../../../sockbuf.rs"]
 mod sockbuf;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::process::ExitCode;
@@ -1068,6 +1068,8 @@ struct ReceiverState {
     sid: Option<SessionId>,
     red_bytes: u64,
     green: Coverage,
+    /// where each green notice's data starts (its distinct offsets)
+    green_offsets: BTreeSet<u64>,
     green_dup_bytes: u64,
     payload_ok: bool,
     problems: Vec<String>,
@@ -1089,6 +1091,7 @@ impl ReceiverState {
             sid: None,
             red_bytes: 0,
             green: Coverage::default(),
+            green_offsets: BTreeSet::new(),
             green_dup_bytes: 0,
             payload_ok: true,
             problems: Vec::new(),
@@ -1166,6 +1169,7 @@ impl Client for ReceiverState {
                 self.verify(link, "green", offset, &data);
                 let len = data.len() as u64;
                 let new = self.green.insert(offset, offset + len);
+                self.green_offsets.insert(offset);
                 self.green_dup_bytes += len - new;
                 link.log(&format!(
                     "§7.2 green segment offset {offset} len {len}{}",
@@ -1304,6 +1308,7 @@ impl Client for ReceiverState {
             "session_number": self.sid.map(|s| s.number),
             "red_bytes_delivered": self.red_bytes,
             "green_bytes_delivered": self.green.total(),
+            "green_offsets": self.green_offsets,
             "green_duplicate_bytes": self.green_dup_bytes,
             "payload_ok": self.payload_ok,
             "session_closed": self.closed_at.is_some(),
