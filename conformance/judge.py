@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from conformance.core.classifiers import HOLDS, frame_matches
 from conformance.core.types import (
     ExpectedOutcome,
+    FieldValue,
     Impairment,
     Reason,
     RunResult,
@@ -257,30 +258,41 @@ def uncovered(scn: Scenario, records: Sequence[ChannelRecord]) -> str:
     rule named than the set allows for (Expectation.random_losses and
     random_late; e.g. an outage or a lossy link that struck more often than
     the bound the set was enumerated with), or a rule naming a byte
-    (``holds``) met a segment that does not start at that byte (the
-    generated rules name the first byte of a segment of the scenario's
-    grid, whose loss the set was computed for)."""
+    (``holds``) met a segment other than the one of the scenario's grid
+    that holds it (``ProtocolParams.grid_span``), whose loss the set was
+    computed for."""
     exp = scn.expect
     segs = [r for r in records if r.seg is not None]
+
+    def grid_unit(byte: FieldValue) -> tuple[int, int] | None:
+        return scn.params.grid_span(byte) if isinstance(byte, int) else None
+
+    def acted(r: ChannelRecord) -> tuple[int, int] | None:
+        o, n = r.fields.get("offset"), r.fields.get("length")
+        return (o, o + n) if isinstance(o, int) and isinstance(n, int) else None
+
     # a rule naming a byte ("holds") meets whatever segment holds it; the
-    # set was computed for the segment of the scenario's grid that starts
-    # there, so one that starts elsewhere (ION's [1999, 2998) for byte 2000,
-    # plain data where the grid's is the checkpoint) may be another test
+    # set was computed for the segment of the scenario's grid that holds
+    # it, so another one (ION's [1999, 2998) or its 2-byte checkpoint
+    # [2998, 3000) where the grid's checkpoint is [2000, 3000)) may be
+    # another test
     off = [
         (i, r)
         for r in segs
         if r.rule is not None
         and r.rule < len(scn.impairments)
         and (i := scn.impairments[r.rule].match.get(HOLDS)) is not None
-        and r.fields.get("offset") != i
+        and (acted(r) != grid_unit(i) if grid_unit(i) is not None else r.fields.get("offset") != i)
     ]
     if off:
         i, r = off[0]
+        grid = grid_unit(i)
         return (
             f"the rule naming byte {i} acted on a segment at {r.fields.get('offset')} "
-            f"({r.fields.get('length')} bytes), not the one the scenario's grid starts there "
-            "(the implementation cuts the block otherwise): the set, computed for the grid's "
-            "segment, does not decide"
+            f"({r.fields.get('length')} bytes), not the one the scenario's grid has there"
+            + (f" ([{grid[0]}, {grid[1]})" if grid else "")
+            + " (the implementation cuts the block otherwise): the set, computed for the "
+            "grid's segment, does not decide"
         )
     if exp.in_order is None:
         return ""  # a hand-written set: nothing else to compare with

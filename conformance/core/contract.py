@@ -60,6 +60,12 @@ class ProtocolParams(Strict):
         """Raise ValueError (starting "field: ") when the scenario cannot
         run with these parameters."""
 
+    def grid_span(self, byte: int) -> tuple[int, int] | None:
+        """The scenario's own data unit that holds ``byte``, as [start,
+        end) (its grid, for which an outcome set is computed); None where
+        the protocol has no such grid."""
+        return None
+
     def features(self, role: str | None = None) -> list[str]:
         """What a transfer with these parameters asks of an implementation
         (of the side playing ``role``; None: of either), in the protocol's

@@ -117,6 +117,15 @@ class LtpBlock(ProtocolParams):
             raise ValueError(f"red_len {self.red_len} exceeds block_len {self.block_len}")
         return self
 
+    def grid_span(self, byte: int) -> tuple[int, int] | None:
+        """The scenario's segment holding ``byte``: the red part cut from 0,
+        the green from ``red_len`` (RFC 5326 §2), in ``segment_size`` pieces."""
+        if not 0 <= byte < self.block_len:
+            return None
+        base, end = (0, self.red_len) if byte < self.red_len else (self.red_len, self.block_len)
+        start = base + (byte - base) // self.segment_size * self.segment_size
+        return start, min(start + self.segment_size, end)
+
     @property
     def green_len(self) -> int:
         return self.block_len - self.red_len

@@ -334,22 +334,33 @@ def test_an_inconclusive_run_follows_a_reading_only_if_its_trace_showed_it(
 
 
 def test_a_byte_met_off_the_grid_leaves_the_set_undecided(tmp_path: Path) -> None:
-    """A rule naming byte 2000 (the grid's checkpoint) met ION's [1999, 2998),
-    plain data: the set computed for the grid's segment does not decide, so
-    an outcome outside it is inconclusive, not a fail. On the grid it is a
-    fail as before."""
-    scn = _scenario(
-        [(3000, 1000, "completed", "completed")],
-        impairments=[{"direction": "forward", "match": {"kind": "red_data", "holds": 2000}}],
-    )
+    """A rule naming a byte of the grid's checkpoint [2000, 3000): by its
+    first byte, 2000 (older scenarios), it met ION's [1999, 2998), plain
+    data; by the red part's last byte, 2999 (generated now), ION's 2-byte
+    checkpoint [2998, 3000). Either way the set computed for the grid's
+    segment does not decide, so an outcome outside it is inconclusive, not
+    a fail. The grid's own segment, met by either byte, is a fail as before."""
     res = _result(3000, 1000, "completed", "cancelled")
-    for offset, status in ((1999, "inconclusive"), (2000, "fail")):
+    for holds, offset, length, status in (
+        (2000, 1999, 999, "inconclusive"),
+        (2000, 2000, 1000, "fail"),
+        (2999, 2998, 2, "inconclusive"),
+        (2999, 2000, 1000, "fail"),
+        (2000, 2000, 999, "inconclusive"),  # starts there, but is not the grid's
+    ):
+        scn = _scenario(
+            [(3000, 1000, "completed", "completed")],
+            impairments=[{"direction": "forward", "match": {"kind": "red_data", "holds": holds}}],
+        )
         rec = _rs(1, 0)
-        rec.update(dir="forward", fields={"kind": "red_data", "offset": offset, "length": 999})
+        rec.update(dir="forward", fields={"kind": "red_data", "offset": offset, "length": length})
         v = judge(LTP, scn, res, _log(tmp_path, [rec]), [])
-        assert v.status == status, v.reasons
+        assert v.status == status, (holds, offset, length, v.reasons)
         if status == "inconclusive":
-            assert any("acted on a segment at 1999" in r.message for r in v.reasons), v.reasons
+            said = f"acted on a segment at {offset} ({length} bytes)"
+            assert any(said in r.message and "[2000, 3000)" in r.message for r in v.reasons), (
+                v.reasons
+            )
 
 
 def test_green_offsets_tell_apart_what_the_byte_count_cannot() -> None:

@@ -46,7 +46,7 @@ def test_a_failing_plan_leaves_a_regression_that_reproduces(tmp_path: Path) -> N
         m.teardown()
     (path,) = log.failures
     scn = load_scenario(path)
-    cp = {"kind": "red_data", "holds": 2000}
+    cp = {"kind": "red_data", "holds": 2999}
     assert [(i.direction, i.match, i.occurrence) for i in scn.impairments] == [
         ("forward", cp, 1),
         ("forward", cp, 2),
@@ -75,7 +75,7 @@ def test_a_duplicate_plan_is_judged_with_its_copy(tmp_path: Path) -> None:
     scn = m.scenario()
     assert [(i.action, i.match) for i in scn.impairments] == [
         ("drop", {"type": "RA"}),
-        ("duplicate", {"kind": "red_data", "holds": 2000}),
+        ("duplicate", {"kind": "red_data", "holds": 2999}),
     ]
     # a fail is licklider's (its limit finding); the run is what is checked
     with contextlib.suppress(AssertionError):
@@ -104,7 +104,7 @@ def test_an_outage_plan_is_planned_as_the_models_link_going_down(tmp_path: Path)
     m.ChannelLinkDown(segment=("forward", "red_data@2000"), occurrence=1)
     scn = m.scenario()
     assert [(i.action, i.match, i.delay_ms) for i in scn.impairments] == [
-        ("outage", {"kind": "red_data", "holds": 2000}, search.DELAY_MS),
+        ("outage", {"kind": "red_data", "holds": 2999}, search.DELAY_MS),
         ("drop", {"type": "RS"}, 0.0),
     ]
     with contextlib.suppress(AssertionError):

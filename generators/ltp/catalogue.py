@@ -39,7 +39,13 @@ from conformance.core.types import (
 )
 from conformance.protocols.ltp import SPEC as LTP
 from conformance.protocols.ltp import LtpBlock
-from generators.ltp.outcomes import block_segments, impairment_of, outcome_of, segment_offset
+from generators.ltp.outcomes import (
+    block_segments,
+    holding,
+    impairment_of,
+    outcome_of,
+    segment_offset,
+)
 from generators.outcomes import (
     CatalogueModule,
     CatalogueRun,
@@ -696,10 +702,13 @@ def outage_scenarios(outdir: Path) -> tuple[list[Scenario], set[str]]:
         for ms in OUTAGE_MS:
             imps = [impairment_of(x, block, note=f"brings the session there: {_short(x)}")
                     for x in trig.before]  # fmt: skip
+            match = dict(trig.match)
+            if isinstance(at := match.get("holds"), int):  # the segment as generated rules name it
+                match["holds"] = holding(str(match["kind"]), at, block)
             imps.append(
                 Impairment(
                     direction=trig.direction,
-                    match=trig.match,
+                    match=match,
                     occurrence=trig.occurrence,
                     action="outage",
                     delay_ms=ms,
@@ -712,7 +721,7 @@ def outage_scenarios(outdir: Path) -> tuple[list[Scenario], set[str]]:
                 description=(
                     f"Outage of {ms:g} ms, both ways, from the moment the {trig.state} "
                     f"(an outage rule keyed on the {_ordinal(trig.occurrence)} "
-                    f"{trig.direction} segment {trig.match}); {b.n_red} red and {b.n_green} "
+                    f"{trig.direction} segment {match}); {b.n_red} red and {b.n_green} "
                     f"green segments of {SEGMENT_SIZE} bytes, retransmission limit {b.max_retx}."
                 ),
                 params=block,

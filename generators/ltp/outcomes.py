@@ -185,6 +185,13 @@ def segment_byte(kind: str, index: int, block: LtpBlock) -> int:
     return holding_byte(start, block.block_len, index == n_red + n_green - 1)
 
 
+def holding(kind: str, byte: int, block: LtpBlock) -> int:
+    """The byte generated rules name the data segment holding ``byte`` by
+    (``segment_byte``): a hand-written rule's byte, named the generated way."""
+    index = _segment_holding(kind, byte, block)
+    return byte if index is None else segment_byte(kind, index, block)
+
+
 def block_segments(block: LtpBlock) -> tuple[int, int]:
     """Model segments of the block: (red, green)."""
     size = block.segment_size

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from conformance.core.types import Scenario
 from conformance.protocols.ltp import LtpBlock
+from generators.ltp.outcomes import holding
 
 # What each channel direction can impair.
 FORWARD = (
@@ -26,12 +27,18 @@ FORWARD = (
 RETURN = ("RS", "CR", "CAS")
 
 
+# The block every example transfers (base_scenario).
+BLOCK = LtpBlock(block_len=4000, red_len=3000, segment_size=1000)
+
+
 def match_of(unit: str) -> dict[str, str | int]:
     """ "red_data@1000" -> {kind, holds}: the data segment holding that byte,
-    whatever the segmentation; "RS" -> {type}."""
+    whatever the segmentation, named as generated rules name it (the
+    checkpoint "red_data@2000" by the red part's last byte, 2999:
+    outcomes.holding); "RS" -> {type}."""
     if "@" in unit:
         kind, offset = unit.split("@")
-        return {"kind": kind, "holds": int(offset)}
+        return {"kind": kind, "holds": holding(kind, int(offset), BLOCK)}
     return {"type": unit}
 
 
@@ -48,9 +55,7 @@ def base_scenario(name: str, limit: int) -> Scenario:
             "name": name,
             "protocol": "ltp",
             "description": "Hypothesis search (conformance/search.py)",
-            "params": LtpBlock(
-                block_len=4000, red_len=3000, segment_size=1000, retransmission_limit=limit
-            ),
+            "params": BLOCK.model_copy(update={"retransmission_limit": limit}),
             "expect": {
                 "red_bytes_delivered": 0,
                 "green_bytes_delivered": 0,
