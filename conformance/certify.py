@@ -507,9 +507,7 @@ def _scenarios(out: Path, catalogue: bool, sample: tuple[int, int] | None = None
             )
     if catalogue or sample:
         # every loss pattern within the catalogue's bounds (generators.ltp.catalogue)
-        pool = sorted(
-            p for p in (out / "scenarios" / CATALOGUE).glob("*.json") if p.name != CATALOGUE_INDEX
-        )
+        pool = _catalogue_pool(out)
         if sample and not catalogue:
             n, seed = sample
             if not pool:
@@ -519,6 +517,14 @@ def _scenarios(out: Path, catalogue: bool, sample: tuple[int, int] | None = None
             record.write_text(json.dumps(draw, indent=1) + "\n")
         scenarios += pool
     return scenarios
+
+
+def _catalogue_pool(out: Path) -> list[Path]:
+    """The catalogue's scenario files (every loss pattern within its
+    bounds, generators.ltp.catalogue), sorted by name."""
+    return sorted(
+        p for p in (out / "scenarios" / CATALOGUE).glob("*.json") if p.name != CATALOGUE_INDEX
+    )
 
 
 def _draw(pool: list[Path], seed: int) -> Iterator[Path]:
@@ -551,10 +557,7 @@ def _topped_up(
     record = out / "scenarios" / SAMPLE
     drawn = json.loads(record.read_text(encoding="utf-8"))
     run = {c.path.stem for c in kept}
-    pool = sorted(
-        p for p in (out / "scenarios" / CATALOGUE).glob("*.json") if p.name != CATALOGUE_INDEX
-    )
-    order = _draw(pool, int(drawn["seed"]))
+    order = _draw(_catalogue_pool(out), int(drawn["seed"]))
     names = [p.stem for p in itertools.islice(order, int(drawn["n"]))]
     missing = [n for n in names if n not in run]
     more: list[Case] = []
@@ -568,7 +571,8 @@ def _topped_up(
         adapted.update(moved)
         more += got
         names += [p.stem for p in extra]
-        missing = [p.stem for p in extra if p.stem not in {c.path.stem for c in got}]
+        ran = {c.path.stem for c in got}
+        missing = [p.stem for p in extra if p.stem not in ran]
     if replaced:
         drawn.update(scenarios=names, replaced=replaced)
         record.write_text(json.dumps(drawn, indent=1) + "\n")
@@ -593,13 +597,6 @@ def _chosen(every: list[Case], out: Path, only: str | None) -> list[Case]:
     return chosen
 
 
-def _sides(c: Case) -> tuple[str, ...]:
-    """The sides the SUT plays in case ``c``."""
-    return {None: ("sender", "receiver"), "sender": ("receiver",), "receiver": ("sender",)}[
-        c.tester
-    ]
-
-
 def _adapted(
     sut: SutAdapter, every: list[Case], out: Path
 ) -> tuple[list[Case], dict[str, list[str]]]:
@@ -613,7 +610,8 @@ def _adapted(
     from conformance import adapt
 
     scns = {c.path: load_scenario(c.path) for c in every}
-    moves = {c: adapt.changes(scns[c.path], [(sut, r) for r in _sides(c)]) for c in every}
+    plays = {c: adapt.plays(sut, c.tester) for c in every}  # the sides it plays in each
+    moves = {c: adapt.changes(scns[c.path], plays[c]) for c in every}
     kinds: dict[Path, set[str]] = {}
     for c in every:  # the different ways a scenario's cases are moved
         if moves[c]:
@@ -625,9 +623,9 @@ def _adapted(
         scn, key = scns[c.path], repr(sorted(moves[c].items()))
         if (c.path, key) not in done:
             done[c.path, key] = c.path
-            side = "" if len(kinds.get(c.path, ())) <= 1 else "+".join(_sides(c))
+            side = "" if len(kinds.get(c.path, ())) <= 1 else "+".join(r for _, r in plays[c])
             try:
-                new, said = adapt.adapt(scn, [(sut, r) for r in _sides(c)], out / "tlc-adapted")
+                new, said = adapt.adapt(scn, plays[c], out / "tlc-adapted")
             except DtncError as exc:
                 # under the profile the scenario's losses cannot all happen (a
                 # catalogue pattern whose last loss needs the smaller limit):

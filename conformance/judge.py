@@ -267,9 +267,11 @@ def uncovered(scn: Scenario, records: Sequence[ChannelRecord]) -> str:
     def grid_unit(byte: FieldValue) -> tuple[int, int] | None:
         return scn.params.grid_span(byte) if isinstance(byte, int) else None
 
-    def acted(r: ChannelRecord) -> tuple[int, int] | None:
+    def off_grid(r: ChannelRecord, byte: FieldValue) -> bool:
         o, n = r.fields.get("offset"), r.fields.get("length")
-        return (o, o + n) if isinstance(o, int) and isinstance(n, int) else None
+        if (grid := grid_unit(byte)) is None:  # no grid known: where it starts
+            return o != byte
+        return not (isinstance(o, int) and isinstance(n, int)) or (o, o + n) != grid
 
     # a rule naming a byte ("holds") meets whatever segment holds it; the
     # set was computed for the segment of the scenario's grid that holds
@@ -282,7 +284,7 @@ def uncovered(scn: Scenario, records: Sequence[ChannelRecord]) -> str:
         if r.rule is not None
         and r.rule < len(scn.impairments)
         and (i := scn.impairments[r.rule].match.get(HOLDS)) is not None
-        and (acted(r) != grid_unit(i) if grid_unit(i) is not None else r.fields.get("offset") != i)
+        and off_grid(r, i)
     ]
     if off:
         i, r = off[0]

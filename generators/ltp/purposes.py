@@ -260,13 +260,19 @@ def model_actions(spec: Path = SPEC) -> list[str]:
 # ---------------------------------------------------------------------------
 
 
-# The block of the generator's own bound (GEN_CONSTANTS), on its grid.
-BLOCK = LtpBlock(
-    segment_size=SEGMENT_SIZE,
-    red_len=int(GEN_CONSTANTS["NRed"]) * SEGMENT_SIZE,
-    block_len=(int(GEN_CONSTANTS["NRed"]) + int(GEN_CONSTANTS["NGreen"])) * SEGMENT_SIZE,
-    retransmission_limit=int(GEN_CONSTANTS["MaxRetx"]),
-)
+def block_of(constants: Mapping[str, int | bool], segment_size: int = SEGMENT_SIZE) -> LtpBlock:
+    """The block a bound's constants transfer, on a grid of ``segment_size``."""
+    n_red, n_green = int(constants["NRed"]), int(constants["NGreen"])
+    return LtpBlock(
+        segment_size=segment_size,
+        red_len=n_red * segment_size,
+        block_len=(n_red + n_green) * segment_size,
+        retransmission_limit=int(constants["MaxRetx"]),
+    )
+
+
+# The block of the generator's own bound (GEN_CONSTANTS).
+BLOCK = block_of(GEN_CONSTANTS)
 
 
 def match_fields(seg: Mapping[str, Any], block: LtpBlock | None = None) -> dict[str, FieldValue]:
@@ -369,15 +375,10 @@ def compile_trace(
     if not trace:
         raise InputError("empty trace")
     p = purpose if isinstance(purpose, Purpose) else Purpose(purpose, purpose)
-    n_red, n_green = int(constants["NRed"]), int(constants["NGreen"])
+    n_red = int(constants["NRed"])
     actions = [s.action for s in steps(trace)]
     slug = re.sub(r"[^A-Za-z0-9]+", "-", p.name.lower()).strip("-")
-    block = LtpBlock(
-        segment_size=segment_size,
-        red_len=n_red * segment_size,
-        block_len=(n_red + n_green) * segment_size,
-        retransmission_limit=int(constants["MaxRetx"]),
-    )
+    block = block_of(constants, segment_size)
     return Scenario(
         name=f"ltp-{slug}",
         protocol="ltp",
