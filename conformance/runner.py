@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
 
-from conformance import judge, netns, protocols, provenance, timers, tracecheck
+from conformance import judge, loadprobe, netns, protocols, provenance, timers, tracecheck
 from conformance.channel import control as emulator
 from conformance.core import classifiers
 from conformance.core.errors import DtncError, InputError, NotSupported
@@ -169,6 +169,7 @@ class _Ended:
     duration: float
     # role -> datagrams its namespace dropped at a full socket receive buffer
     socket_drops: dict[str, int] = field(default_factory=dict)
+    slowdown: float = 1.0  # the load the roles ran under (conformance.loadprobe)
 
 
 def run_scenario(
@@ -305,9 +306,11 @@ def _run_live(run: _Run) -> _Ended:
         run.say("channel up")
         sides = {"sender": topo.ns_a, "receiver": topo.ns_b}
         udp_before = {role: netns.udp_counters(ns) for role, ns in sides.items()}
+        probe = loadprobe.LoadProbe().start()
         procs, files = _start_roles(run, topo)
         run.say("endpoints started")
         exited, hung = _await_roles(run, procs)
+        slowdown = probe.stop()
         for out, err in files.values():
             out.close()
             err.close()
@@ -335,6 +338,7 @@ def _run_live(run: _Run) -> _Ended:
         topo.ip_a,
         duration,
         socket_drops,
+        slowdown,
     )
 
 
@@ -538,6 +542,12 @@ def _result(
         ),
         captures={"sender side": "a.pcap", "receiver side": "b.pcap"},
         channel_log="channel.jsonl",
+        processing_ms={
+            role: float(p)
+            for role, a in (("sender", run.sut), ("receiver", run.rx_sut))
+            if role != tester and (p := getattr(a, "processing_ms", None)) is not None
+        },
+        slowdown=ended.slowdown,
         provenance=provenance.collect(
             scn, run.sut, emulator.resolve(scn.channel), receiver_sut=run.receiver_sut
         ),
@@ -680,6 +690,8 @@ def validate_trace(
             readings=order,
             tester=result.tester if result else None,
             observed=result.outcome() if result else None,
+            processing_ms=result.processing_ms if result else None,
+            slowdown=result.slowdown if result else 1.0,
         )
     except DtncError as exc:
         return TraceCheck(status="error", message=f"trace validation could not run: {exc}")

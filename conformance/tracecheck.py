@@ -47,10 +47,12 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 CORE = REPO_ROOT / "specs" / "trace" / "TraceCore.tla"
 
 # The reaction window: an endpoint processes what reached it, and puts its
-# answer on the wire, within this time. It stays below half the scenario's
-# smallest retransmission timer, so that a late answer is never taken for a
-# timer's retransmission or the other way round.
-MAX_WINDOW_MS = 250.0
+# answer on the wire, within its declared processing time (its profile's
+# processing-ms; this where it declares none) stretched by the machine's
+# load during the run (conformance.loadprobe). It stays below half the
+# scenario's smallest retransmission timer, so that a late answer is never
+# taken for a timer's retransmission or the other way round (windows_ms).
+DEFAULT_PROCESSING_MS = 250.0
 
 # TLC time one run's trace validation may take, in seconds
 # (DTNC_TRACE_BUDGET_S overrides). The first pass runs whole; a later one
@@ -857,8 +859,33 @@ def _rule_of(tm: TraceModel, spec: str, blame: Sequence[str]) -> tuple[str, list
     return rule, tags
 
 
-def window_ms(scn: Scenario) -> float:
-    return min(MAX_WINDOW_MS, timers.derive(scn).retransmission_ms / 2)
+def windows_ms(
+    scn: Scenario, processing_ms: Mapping[str, float | None] | None = None, slowdown: float = 1.0
+) -> dict[str, float]:
+    """Each actor's reaction window, in milliseconds: its declared processing
+    time (DEFAULT_PROCESSING_MS where it declares none) times the run's
+    slowdown (at least 1), at most half the scenario's retransmission
+    interval."""
+    cap = timers.derive(scn).retransmission_ms / 2
+    declared = processing_ms or {}
+    out: dict[str, float] = {}
+    for actor in ("sender", "receiver"):
+        p = declared.get(actor)
+        p = DEFAULT_PROCESSING_MS if p is None else p
+        out[actor] = round(min(cap, p * max(1.0, slowdown)), 3)
+    return out
+
+
+def _windows_text(windows: Mapping[str, float], slowdown: float) -> str:
+    """The windows in words: "a reaction window of 250 ms", or each
+    actor's where they differ, with the load that stretched them."""
+    vals = set(windows.values())
+    text = (
+        f"a reaction window of {vals.pop():g} ms"
+        if len(vals) == 1
+        else "reaction windows of " + " and ".join(f"{w:g} ms ({a})" for a, w in windows.items())
+    )
+    return text + (f" (load: slowdown {slowdown:g})" if slowdown > 1 else "")
 
 
 @dataclass
@@ -1285,6 +1312,8 @@ def check(
     readings: Sequence[str] | None = None,
     tester: str | None = None,
     observed: ExpectedOutcome | None = None,
+    processing_ms: Mapping[str, float | None] | None = None,
+    slowdown: float = 1.0,
 ) -> TraceCheck:
     """Validate the run's trace, session by session; never raises for what
     the trace holds (that is 'rejected' or 'unchecked'), only when TLC
@@ -1297,13 +1326,25 @@ def check(
     trace module reports the outcomes at the trace's end, a reading that
     explains both the trace and that outcome is looked for, and the
     TraceCheck's ``ends`` are what the run's outcome is judged against.
-    ``spec``: the scenario's protocol, as the caller resolved it."""
+    ``spec``: the scenario's protocol, as the caller resolved it.
+    ``processing_ms``: each role's declared processing time (None: it
+    declares none), and ``slowdown`` the load the run met
+    (conformance.loadprobe): together each actor's reaction window
+    (windows_ms)."""
     gen = spec.capabilities.trace
     if gen is None:
         why = spec.capabilities.missing.get("trace", "not built yet")
         return TraceCheck(status="unchecked", message=f"{scn.protocol} has no trace model: {why}")
-    w_ms = window_ms(scn)
-    common: dict[str, Any] = {"window_ms": w_ms, "trace_file": out.name if out else ""}
+    windows = windows_ms(scn, processing_ms, slowdown)
+    # the shortest window is TraceCore's Window, each actor's more its Hold
+    w_ms = min(windows.values())
+    longer = {a: round((w - w_ms) * 1000) for a, w in windows.items()}
+    common: dict[str, Any] = {
+        "window_ms": w_ms,
+        "windows_ms": windows,
+        "slowdown": round(max(1.0, slowdown), 3),
+        "trace_file": out.name if out else "",
+    }
     try:
         events = wire_events(
             records,
@@ -1312,7 +1353,7 @@ def check(
             port=port,
             ip_a=ip_a,
             exits=exits,
-            window_s=w_ms / 1000,
+            window_s=max(windows.values()) / 1000,
             skip=skip,
         )
     except Unrepresentable as exc:
@@ -1322,6 +1363,19 @@ def check(
     sessions = _sessions(scn, gen, records, events, w_ms, common)
     if isinstance(sessions, TraceCheck):
         return sessions
+    if any(longer.values()):
+        # a slower actor's window is TraceCore's Window and its Hold, added
+        # to a suspension's (CFDP)
+        sessions = [
+            replace(
+                ss,
+                tm=replace(
+                    ss.tm,
+                    hold_us={a: ss.tm.hold_us.get(a, 0) + longer[a] for a in longer},
+                ),
+            )
+            for ss in sessions
+        ]
     if out is not None:
         _write(out, [{"session": n, **ln} for n, ss in enumerate(sessions, 1) for ln in ss.lines])
     common["lines"] = sum(len(ss.lines) for ss in sessions)
@@ -1605,9 +1659,13 @@ def _check_sessions(
         )
     within = (
         f"with reaction times of up to {slow_ms:g} ms ({timers.LATE_SHARE:g} of the retransmission "
-        f"interval; within the {w_ms:g} ms window it stopped: " + "; ".join(late) + ")"
+        "interval; with "
+        + _windows_text(common["windows_ms"], common["slowdown"])
+        + " it stopped: "
+        + "; ".join(late)
+        + ")"
         if late
-        else f"with a reaction window of {w_ms:g} ms"
+        else "with " + _windows_text(common["windows_ms"], common["slowdown"])
     )
     return TraceCheck(
         status="accepted",

@@ -61,6 +61,11 @@ class SutAdapter(ABC):
     # Seconds a role may spend starting before it takes its first step (a
     # JVM, a server): added to the run's deadlines, never to its time limit.
     startup_s: float = 0.0
+    # How long it takes to answer what reached it on an idle machine, in
+    # milliseconds (an endpoint file's profile processing-ms): its reaction
+    # window in trace validation, stretched by the load (None: 250 ms,
+    # conformance/tracecheck.py DEFAULT_PROCESSING_MS).
+    processing_ms: float | None = None
     # built only from a source the user gives (docs/implementers.md): absent,
     # it is no error but a cell "not supported" (missing())
     optional: bool = False

@@ -98,6 +98,13 @@ class Profile(Strict):
     outcome set computed again (conformance/adapt.py), not refused."""
 
     params: dict[str, Limit] = {}
+    processing_ms: float | None = Field(
+        None,
+        alias="processing-ms",
+        gt=0,
+        description="how long it takes to answer what reached it on an idle machine: its "
+        "reaction window, stretched by the load (conformance/loadprobe.py); 250 ms if absent",
+    )
 
 
 class Option(Strict):
@@ -157,6 +164,7 @@ class EndpointFile(SutAdapter):
         self.protocol = self.spec.protocol
         self.version = self.spec.version
         self.startup_s = self.spec.startup_s
+        self.processing_ms = self.spec.profile.processing_ms
         self.optional = self.spec.optional
         self.OPTIONS = {k: SutOption(tuple(o.values), o.text) for k, o in self.spec.options.items()}
         self._workdirs: dict[str, str] = {}  # role -> its folder in the run under way

@@ -778,6 +778,16 @@ class RunResult(Strict):
     tester: Literal["sender", "receiver"] | None = Field(
         None, description="the role dtnconform's model-driven tester played (the SUT the other)"
     )
+    processing_ms: dict[str, float] = Field(
+        default_factory=dict,
+        description="role -> the processing time its implementation declares (its profile's "
+        "processing-ms), where it declares one",
+    )
+    slowdown: float = Field(
+        1.0,
+        description="the load the roles ran under: how much longer than on an idle machine an "
+        "endpoint took to be scheduled (conformance/loadprobe.py)",
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -836,7 +846,17 @@ class TraceCheck(Strict):
     message: str = ""
     lines: int = 0
     sessions: int = 0
-    window_ms: float = 0.0
+    window_ms: float = Field(0.0, description="the shortest reaction window (TraceCore's Window)")
+    windows_ms: dict[str, float] = Field(
+        default_factory=dict,
+        description="each actor's reaction window: its declared processing time (250 ms where "
+        "it declares none) times the slowdown, at most half the retransmission interval",
+    )
+    slowdown: float = Field(
+        1.0,
+        description="the load the run met: how much longer than on an idle machine an endpoint "
+        "took to be scheduled (conformance/loadprobe.py)",
+    )
     states: int | None = Field(None, description="distinct states TLC explored")
     seconds: float = 0.0
     line: int | None = Field(None, description="the first trace line no behaviour takes")

@@ -193,6 +193,42 @@ def test_127_after_taking_part_is_judged_not_unsupported(tmp_path: Path) -> None
     assert not (tmp_path / "run" / "unsupported.txt").exists()
 
 
+@pytest.mark.netns
+@pytest.mark.integration
+def test_a_declared_processing_time_is_the_roles_reaction_window(tmp_path: Path) -> None:
+    """licklider's file with a processing time declared (its profile's
+    processing-ms): the run keeps it and the load it met, and trace
+    validation gives the sender that window, stretched by the load, and the
+    receiver, which declares none, 250 ms (docs/implementers.md)."""
+    lick = get("licklider")
+    assert isinstance(lick, EndpointFile)
+    text = lick.path.read_text(encoding="utf-8").replace("{here}", str(lick.path.parent))
+    # built already (get("licklider") built it): the copy has no [build]
+    head, _build, tail = text.partition("[build]")
+    path = tmp_path / "slow.toml"
+    path.write_text(
+        head.replace('name = "licklider"', 'name = "slow"')
+        + tail[tail.index("[run]") :]
+        + "\n[profile]\nprocessing-ms = 40\n",
+        encoding="utf-8",
+    )
+    sut = get(str(path))
+    assert sut.processing_ms == 40
+    scn = _nominal()
+    out = run_scenario(scn, sut, tmp_path / "run", receiver_sut=lick)
+    assert out.result is not None and out.result.processing_ms == {"sender": 40.0}
+    load = out.result.slowdown
+    assert load >= 1.0
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "accepted", tc
+    cap = timers.derive(scn).retransmission_ms / 2
+    assert tc.slowdown == round(load, 3)
+    assert tc.windows_ms == {
+        "sender": round(min(cap, 40 * load), 3),
+        "receiver": round(min(cap, 250 * load), 3),
+    }
+
+
 def test_a_scenario_the_profile_leaves_no_outcome_is_said_and_not_run(tmp_path: Path) -> None:
     """A catalogue pattern whose losses cannot all happen under the
     profile's limit (the RAs of the second and third copy, at a limit of 3)

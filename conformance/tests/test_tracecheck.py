@@ -61,6 +61,8 @@ class Wire(pcapkit.Wire):
         exits: Mapping[str, float | None] | None = None,
         readings: list[str] | None = None,
         scenario: dict[str, Any] | None = None,
+        processing_ms: Mapping[str, float | None] | None = None,
+        slowdown: float = 1.0,
     ) -> TraceCheck:
         a, b = self.write(tmp)
         records = records_from_captures(LTP_SPEC, a, b, port=PORT, ip_a=IP_A)
@@ -69,6 +71,7 @@ class Wire(pcapkit.Wire):
         return tracecheck.check(
             LTP_SPEC, scn, records, a, b, port=PORT, ip_a=IP_A, exits=ends,
             workdir=tmp / "trace", out=tmp / "trace.ndjson", readings=readings,
+            processing_ms=processing_ms, slowdown=slowdown,
         )  # fmt: skip
 
     def send(self, t: float, direction: str, s: Any, *, lost: bool = False) -> None:
@@ -693,3 +696,49 @@ def test_an_implementations_own_segmentation_is_the_models(tmp_path: Path) -> No
     green = _Geometry(scn.params, [(3000, 4000), (3000, 3500), (3500, 4000)])
     with pytest.raises(Unrepresentable, match="spans or splits"):
         green.data_pieces(3000, 1000, False)
+
+
+@pytest.mark.parametrize(
+    ("processing", "slowdown", "late", "windows"),
+    [
+        # nothing declared, an idle machine: 250 ms, and the answer 400 ms
+        # on is late (accepted by the late pass)
+        (None, 1.0, True, {"sender": 250.0, "receiver": 250.0}),
+        # the same under a measured slowdown of 1.8: 450 ms, in time
+        (None, 1.8, False, {"sender": 450.0, "receiver": 450.0}),
+        # a receiver that declares 450 ms: in time on an idle machine
+        ({"receiver": 450.0}, 1.0, False, {"sender": 250.0, "receiver": 450.0}),
+        # one that declares 100 ms: late, and more so than the sender's 250
+        ({"receiver": 100.0}, 1.0, True, {"sender": 250.0, "receiver": 100.0}),
+        # 300 ms × 3 is past half the 1000 ms timer: the cap holds
+        ({"receiver": 300.0}, 3.0, False, {"sender": 500.0, "receiver": 500.0}),
+    ],
+)
+def test_window_from_declared_processing_and_load(
+    tmp_path: Path,
+    processing: dict[str, float] | None,
+    slowdown: float,
+    late: bool,
+    windows: dict[str, float],
+) -> None:
+    """The reaction window is each actor's declared processing time (250 ms
+    where it declares none) times the load the run met, at most half the
+    retransmission interval (tracecheck.windows_ms). A report 400 ms after
+    its checkpoint arrived is in time where that comes to 400 ms or more, and late
+    (accepted by the late pass, trace-late) where it does not."""
+    w = Wire()
+    w.send(0.403, "return", block_sent(w))
+    w.send(0.406, "forward", seg("RA", report_serial=90))
+    tc = w.check(
+        tmp_path,
+        exits={"sender": 1.1, "receiver": 1.1},
+        processing_ms=processing,
+        slowdown=slowdown,
+    )
+    assert tc.status == "accepted", tc.message
+    assert tc.late is late, tc.message
+    assert tc.windows_ms == windows
+    assert tc.window_ms == min(windows.values())
+    assert tc.slowdown == slowdown
+    if not late and len(set(windows.values())) > 1:
+        assert "reaction windows of 250 ms (sender) and 450 ms (receiver)" in tc.message
