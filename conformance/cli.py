@@ -1360,6 +1360,90 @@ def _campaign_run(
     return _exit_status(v for r in st.rows() if (v := r.verdict or r.status) != "unsupported")
 
 
+def cmd_mutate(args: argparse.Namespace) -> int:
+    """``dtnconform mutate``: the suite against the engine's mutants
+    (conformance/mutate, docs/mutation.md)."""
+    from conformance import certify, netns
+    from conformance.mutate import mutants as mm
+    from conformance.mutate import report as mreport
+    from conformance.mutate import run as mrun
+    from suts.endpoint import EndpointFile
+
+    spec = _protocol(args.protocol)
+    sut = _sut_playing(args.sut, spec)
+    if not isinstance(sut, EndpointFile):
+        raise InputError(f"--sut {args.sut}: mutation needs an endpoint file with a [mutate] table")
+    engine = mm.Engine.of(sut)
+    if args.sample is not None and args.sample < 1:
+        raise InputError(f"--sample {args.sample}: draw at least one mutant")
+    lanes = _lanes(args.lanes)
+    client = pool = None
+    if args.dask is None:
+        netns.require_root()
+    else:
+        from conformance.campaign import cluster
+
+        client, pool, lanes = cluster.connect(args.dask)
+        console.print(f"Dask scheduler {client.scheduler.address}: {lanes} lanes on its workers")
+    out = Path(args.out) if args.out else _run_dir(None, f"mutate-{args.protocol}-{sut.name}")
+    if args.resume:
+        if not (out / mrun.DB).is_file():
+            raise InputError(f"{out}: no mutation run to resume (no {mrun.DB}); --out names it")
+        _lock(out, "--out")
+    else:
+        if (out / mrun.DB).exists():
+            raise InputError(f"{out}: a mutation run is there already; --resume goes on with it")
+        _check_out(out, force=args.force)
+        _make_dir(out)
+        sut.ensure_built()  # cargo fetches the engine's source into its cache
+        _generate(args.protocol, out / "scenarios", catalogue=False)
+    every = certify.cases(spec, certify._scenarios(out, False), certify.SUT_ROLES)
+    cases = certify._supported(spec, sut, every)
+    listed = mm.listed(engine, out / "scratch")
+    chosen = mrun.sample(listed, args.sample, args.seed)
+    if args.resume:
+        st, cut = mrun.reopen(out, engine, chosen, cases)
+        console.print(f"resuming {out}: {st.counts()} ({cut} cut short before, redone)")
+    else:
+        st = mrun.create(out, engine, chosen, cases)
+        console.print(
+            f"{len(chosen)} of the {len(listed)} mutants {mm.CARGO_MUTANTS} makes of "
+            f"{engine.crate} {engine.version} ({', '.join(engine.files)}), seed {args.seed}; "
+            f"{len(cases)} cases each, the engine as published first"
+        )
+    notes = mreport.notes_of(sut)
+    try:
+        with _progress() as prog:
+            task = prog.add_task(f"mutate {sut.name}", total=len(st.records()), info="")
+
+            def tick(done: int, total: int, last: str) -> None:
+                prog.update(task, completed=done, total=total, info=last[:70])
+
+            mrun.run(st, out, engine, lanes=lanes, pool=pool, on_progress=tick)
+    except KeyboardInterrupt:
+        mreport.write(st, out, notes)
+        err_console.print(
+            "interrupted: the runs done are kept; go on with `dtnconform mutate "
+            f"{args.protocol} --sut {args.sut} --out {out} --resume"
+            + (f" --sample {args.sample}" if args.sample else "")
+            + f" --seed {args.seed}`"
+        )
+        return 130
+    finally:
+        if client is not None:
+            client.close()
+    path = mreport.write(st, out, notes)
+    s = mreport.summary(st, notes)
+    score = "none" if s["score"] is None else f"{100 * s['score']:.1f} %"
+    console.print(
+        f"score {score}: {s['killed']} killed, {s['survived']} survived ({s['equivalent']} "
+        f"equivalent), {s['trivially_killed']} trivially killed; kills by judge: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(s["judges"].items())) or "none")
+    )
+    console.print(f"report: {path}")
+    return 0
+
+
 def _hms(seconds: float) -> str:
     s = max(0, int(seconds))
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
@@ -1488,6 +1572,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_profiles(sub)
     _add_schema(sub)
     _add_campaign(sub)
+    _add_mutate(sub, protos)
     _add_cleanup(sub)
     _add_renamed(sub, protos)
     # --help lists the verbs by their current names only
@@ -1789,6 +1874,26 @@ def _add_campaign(sub: _Sub) -> None:
         help="run links at time scale 1 (no compression of outages and timelines)",
     )
     s.set_defaults(func=cmd_campaign)
+
+
+def _add_mutate(sub: _Sub, protos: str) -> None:
+    s = sub.add_parser(
+        "mutate",
+        help="the mutation score: the generated suite against mutants of an implementation's "
+        "engine (root)",
+    )
+    s.add_argument("protocol", help=protos)
+    s.add_argument(
+        "--sut", required=True, help="an implementation whose endpoint file has [mutate]"
+    )
+    s.add_argument("--sample", type=int, help="this many of the tool's mutants (all)")
+    s.add_argument("--seed", type=int, default=1, help="the seed that draws --sample (1)")
+    s.add_argument("--lanes", type=int, default=1, help="runs at once, up to the cores (1)")
+    s.add_argument("--dask", metavar="ADDRESS|FILE", help="run on a Dask cluster's workers")
+    s.add_argument("--out", help="the run's folder (default runs/<time>-mutate-<proto>-<sut>)")
+    s.add_argument("--force", action="store_true", help="start in a non-empty --out folder")
+    s.add_argument("--resume", action="store_true", help="go on with the run in --out")
+    s.set_defaults(func=cmd_mutate)
 
 
 # Captures and traces --------------------------------------------------------

@@ -107,6 +107,19 @@ class Profile(Strict):
     )
 
 
+class Mutate(Strict):
+    """Where the engine's source comes from for mutation testing
+    (conformance/mutate, docs/mutation.md), and which files are its
+    protocol logic."""
+
+    tool: Literal["cargo-mutants"]
+    crate: str
+    version: str
+    files: list[str] = Field(min_length=1, description="the protocol-logic files (globs)")
+    harness: str = Field(description="the Cargo project the engine is built into")
+    binary: str = Field(description="the harness's binary, as run.sender names it after {here}/")
+
+
 class Option(Strict):
     values: list[str] = Field(min_length=1)
     text: str
@@ -127,6 +140,7 @@ class EndpointSpec(Strict):
     supports: Supports = Supports()
     profile: Profile = Profile()
     options: dict[str, Option] = {}
+    mutate: Mutate | None = None
 
 
 def load(path: Path) -> EndpointSpec:

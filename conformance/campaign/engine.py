@@ -199,6 +199,25 @@ def execute(
     """One run in a child process, where this is called (the campaign's own
     lanes, or a worker of the distributed engine): its verdict and figures.
     The run's folder is on this host."""
+    done = execute_command(
+        lambda scn_path: command(spec, scn_path, run_dir), scn_text, run_dir, timeout_s
+    )
+    if (run_dir / "verdict.json").is_file() and not (run_dir / "unsupported.txt").is_file():
+        # a worker's entry point (it may be another host's): the protocol resolved here
+        fig = mx.of_run(run_dir, protocols.get(spec.protocol), spec.size, channel)
+        done.metrics = fig.as_dict()
+    return done
+
+
+def execute_command(
+    cmd: Callable[[Path], list[str]], scn_text: str, run_dir: Path, timeout_s: float
+) -> Done:
+    """``cmd(scenario file)``, a ``dtnconform run`` into ``run_dir``, in a
+    child process that dies with this one: its verdict as shown (a pass
+    under an alternative reading says so), the trace's status, and the
+    reasons; ``error`` for a run that left no verdict or took longer than
+    ``timeout_s``, ``unsupported`` for one a role refused (exit 127).
+    The scenario is written beside the run's folder, as its log."""
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -208,7 +227,7 @@ def execute(
     where = f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident() % 10000}"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            command(spec, scn_path, run_dir),
+            cmd(scn_path),
             stdout=out,
             stderr=subprocess.STDOUT,
             preexec_fn=_die_with_parent,  # noqa: PLW1509 (no threads start in the child)
@@ -236,8 +255,6 @@ def execute(
         )
     v = json.loads(vfile.read_text(encoding="utf-8"))
     trace = (v.get("trace") or {}).get("status", "")
-    # a worker's entry point (it may be another host's): the protocol resolved here
-    fig = mx.of_run(run_dir, protocols.get(spec.protocol), spec.size, channel)
     reasons = "; ".join(
         f"{r['code']}: {r['message']}"
         for r in v.get("reasons", [])
@@ -245,7 +262,7 @@ def execute(
     )
     # the verdict as shown: a pass under an alternative reading says so
     mark = verdict_mark(v["status"], v.get("readings") or [])
-    return Done(mark, trace, fig.as_dict(), reasons[:2000], where)
+    return Done(mark, trace, {}, reasons[:2000], where)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

@@ -6,6 +6,10 @@ A run's status is ``pending``, ``running`` or ``done``. Opening the
 database again (``--resume``) turns every ``running`` row back into
 ``pending``: that run was cut mid-way, and is redone from scratch; a
 ``done`` row is never run again. The ``attempts`` column counts the starts.
+
+:class:`RunStore` is that database for any kind of run (a mutation run's
+(mutant, case) pairs, conformance.mutate), each run's spec kept as JSON;
+:class:`Store` is a campaign's, its plan and its RunSpecs.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,53 +69,73 @@ class Row:
         return self.finished - self.started
 
 
-class Store:
-    """The campaign database of folder ``out``."""
+class RunStore:
+    """The database of folder ``path.parent``: runs with their spec as JSON
+    (``records``), and a digest of what made them, checked on resume."""
+
+    # what a refusal to resume calls the folder's work, and what made it
+    KIND, MADE_BY = "run", "run"
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        # the campaign's main thread alone reads and writes it (lanes and
-        # workers hand their results back to it)
+        # the main thread alone reads and writes it (lanes and workers hand
+        # their results back to it)
         self.db = sqlite3.connect(path, timeout=60, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
 
     @classmethod
-    def create(
-        cls, path: Path, plan: Plan, runs: Sequence[RunSpec], phys: Sequence[float]
-    ) -> Store:
+    def create_runs(
+        cls,
+        path: Path,
+        digest_: str,
+        meta: Mapping[str, str],
+        runs: Sequence[tuple[str, Mapping[str, Any], float | None]],
+    ) -> Any:
+        """A new database: ``meta`` and its digest, and the runs (key, spec,
+        the physical minimum or None) in order."""
         st = cls(path)
         with st.tx():
-            st.put("plan", json.dumps(plan.model_dump(mode="json", by_alias=True)))
-            st.put("digest", digest(plan))
+            for k, v in meta.items():
+                st.put(k, v)
+            st.put("digest", digest_)
             st.put("created", str(time.time()))
             st.db.executemany(
                 "INSERT INTO runs (seq, key, spec, phys_min_s) VALUES (?, ?, ?, ?)",
-                [
-                    (i, r.key, json.dumps(r.__dict__), p)
-                    for i, (r, p) in enumerate(zip(runs, phys, strict=True), 1)
-                ],
+                [(i, key, json.dumps(dict(spec)), p) for i, (key, spec, p) in enumerate(runs, 1)],
             )
         return st
 
     @classmethod
-    def reopen(cls, path: Path, plan: Plan) -> tuple[Store, int]:
-        """The database of an interrupted campaign; the runs it had cut
-        mid-way are pending again (their number is returned)."""
+    def reopen_runs(cls, path: Path, digest_: str, hint: str) -> tuple[Any, int]:
+        """The database of an interrupted run of this digest; the runs it
+        had cut mid-way are pending again (their number is returned).
+        ``hint``: what to do when the digest is another's."""
         if not path.is_file():
-            raise InputError(f"{path.parent}: no campaign to resume (no {path.name})")
+            raise InputError(f"{path.parent}: no {cls.KIND} to resume (no {path.name})")
         st = cls(path)
         have = st.get("digest")
-        if have != digest(plan):
+        if have != digest_:
             raise InputError(
-                f"{path.parent}: that campaign ran another plan (digest {have}, this plan's "
-                f"{digest(plan)}); resume it with the plan it started with, or start anew "
-                "elsewhere"
+                f"{path.parent}: that {cls.KIND} ran another {cls.MADE_BY} (digest {have}, "
+                f"this {cls.MADE_BY}'s {digest_}); {hint}"
             )
         with st.tx():
             cut = st.db.execute("UPDATE runs SET status='pending' WHERE status='running'").rowcount
         return st, cut
+
+    def records(self, status: str | None = None) -> list[Record]:
+        """Each run with its spec as stored, in order."""
+        q = (
+            "SELECT seq, key, spec, status, attempts, run_dir, verdict, trace, detail FROM runs"
+            + (" WHERE status=?" if status else "")
+            + " ORDER BY seq"
+        )
+        return [
+            Record(x[0], x[1], json.loads(x[2]), *x[3:])
+            for x in self.db.execute(q, (status,) if status else ())
+        ]
 
     def tx(self) -> Any:
         return _Tx(self.db)
@@ -122,9 +146,6 @@ class Store:
     def get(self, k: str) -> str | None:
         row = self.db.execute("SELECT v FROM meta WHERE k=?", (k,)).fetchone()
         return row[0] if row else None
-
-    def plan(self) -> Plan:
-        return Plan.model_validate(json.loads(self.get("plan") or "{}"))
 
     def start(self, seq: int, lane: str, run_dir: Path) -> None:
         with self.tx():
@@ -157,6 +178,44 @@ class Store:
         "verdict, trace, metrics, detail FROM runs"
     )
 
+    def counts(self) -> dict[str, int]:
+        return dict(self.db.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall())
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class Store(RunStore):
+    """A campaign's database: its plan, and a RunSpec per run."""
+
+    KIND, MADE_BY = "campaign", "plan"
+
+    @classmethod
+    def create(
+        cls, path: Path, plan: Plan, runs: Sequence[RunSpec], phys: Sequence[float]
+    ) -> Store:
+        st: Store = cls.create_runs(
+            path,
+            digest(plan),
+            {"plan": json.dumps(plan.model_dump(mode="json", by_alias=True))},
+            [(r.key, r.__dict__, p) for r, p in zip(runs, phys, strict=True)],
+        )
+        return st
+
+    @classmethod
+    def reopen(cls, path: Path, plan: Plan) -> tuple[Store, int]:
+        """The database of an interrupted campaign; the runs it had cut
+        mid-way are pending again (their number is returned)."""
+        st, cut = cls.reopen_runs(
+            path,
+            digest(plan),
+            "resume it with the plan it started with, or start anew elsewhere",
+        )
+        return st, cut
+
+    def plan(self) -> Plan:
+        return Plan.model_validate(json.loads(self.get("plan") or "{}"))
+
     def rows(self, status: str | None = None) -> list[Row]:
         if status is None:
             return [_row(x) for x in self.db.execute(self._COLUMNS + " ORDER BY seq")]
@@ -166,11 +225,20 @@ class Store:
     def row(self, seq: int) -> Row:
         return _row(self.db.execute(self._COLUMNS + " WHERE seq=?", (seq,)).fetchone())
 
-    def counts(self) -> dict[str, int]:
-        return dict(self.db.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall())
 
-    def close(self) -> None:
-        self.db.close()
+@dataclass
+class Record:
+    """A run of a RunStore, its spec as stored."""
+
+    seq: int
+    key: str
+    spec: dict[str, Any]
+    status: str
+    attempts: int
+    run_dir: str | None
+    verdict: str | None
+    trace: str | None
+    detail: str | None
 
 
 def _row(x: Sequence[Any]) -> Row:

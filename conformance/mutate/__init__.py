@@ -1,0 +1,1 @@
+"""Mutation testing of the generated suites (docs/mutation.md)."""

@@ -1,0 +1,243 @@
+"""A mutation run's account: each mutant's fate, the judge that killed it,
+the score per implementation and per source file (``mutation.json``), and
+``mutation.html`` in the campaign report's style."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.campaign.store import RunStore
+from conformance.mutate.run import ORIGINAL, mutants_of
+
+# reason codes (docs/verdicts.md) by the judge that gives them
+OUTCOME_CODES = ("outcome-not-at-end", "outcome-not-allowed", "unexpected-", "payload-corrupt")
+# our side's failures: an error with one of these kills nothing
+OURS = (
+    "channel-crash",
+    "channel-missed",
+    "capture-failed",
+    "socket-overflow",
+    "run-error",
+    "trace-error",
+    "tester-deviation",
+)
+
+
+NOTES = "mutation-notes.json"
+KINDS = ("equivalent", "open", "gap")
+
+
+def notes_of(sut: Any) -> dict[str, dict[str, str]]:
+    """The implementation's explanations of its survivors, beside its
+    endpoint file (``mutation-notes.json``): the tool's mutant name ->
+    ``kind`` (``equivalent``: it changes nothing observable; ``open``: the
+    standard leaves it open, ``why`` names the section; ``gap``: the suite
+    misses it, ``why`` says what would kill it) and ``why``."""
+    path = Path(getattr(sut, "path", "")).parent / NOTES
+    if not path.is_file():
+        return {}
+    notes: dict[str, dict[str, str]] = json.loads(path.read_text(encoding="utf-8"))
+    bad = [k for k, v in notes.items() if v.get("kind") not in KINDS or not v.get("why")]
+    if bad:
+        from conformance.core.errors import InputError
+
+        raise InputError(f"{path}: {bad[0]}: each note needs a kind ({', '.join(KINDS)}) and a why")
+    return notes
+
+
+def judges_of(verdict: dict[str, Any]) -> list[str]:
+    """The judges whose reasons made ``verdict`` (a verdict.json) a fail or
+    an error, in the order of its reasons: ``outcome``, ``trace
+    validation``, ``obligation`` (a lapsed obligation: trace validation's
+    "had to send ... by"), ``probe``, ``dissector`` (an expert check of our
+    dissector), ``crash`` (the implementation's own harness died or hung)."""
+    out: list[str] = []
+    tester = (verdict.get("sut") or "").find("tester") >= 0
+    for r in verdict.get("reasons", []):
+        code, msg = r.get("code", ""), r.get("message", "")
+        if r.get("severity") == "note" or code in ("observed-outcome", "trace-late"):
+            continue
+        if code == "trace-rejected":
+            j = (
+                "obligation"
+                if ("had to send" in msg or "had not answered" in msg)
+                else ("trace validation")
+            )
+        elif code.startswith("reading-") and code.endswith("-deviation"):
+            j = "trace validation"
+        elif code.startswith(OUTCOME_CODES):
+            j = "outcome"
+        elif code.startswith("probe-"):
+            j = "probe"
+        elif code in ("sender-error", "receiver-error"):
+            j = "crash" if not (tester and "tester" in msg) else ""
+        elif (
+            code in OURS
+            or code.startswith("expectation-")
+            or code
+            in (
+                "impairment-unmet",
+                "request-unmade",
+                "outcome-unjudged",
+                "endpoint-open",
+                "trace-unchecked",
+                "outcome-after-rejection",
+            )
+        ):
+            j = ""
+        else:
+            j = "dissector"
+        if j and j not in out:
+            out.append(j)
+    return out
+
+
+@dataclass
+class Fate:
+    """What became of one mutant."""
+
+    mutant: dict[str, Any]
+    status: str  # killed, trivial, survived, unviable, unexercised, pending
+    case: str = ""  # the killing case
+    verdict: str = ""
+    judges: list[str] = field(default_factory=list)
+    rule: str = ""
+    run_dir: str = ""
+    detail: str = ""
+    cases_run: int = 0
+
+
+def fates(st: RunStore) -> list[Fate]:
+    recs = st.records()
+    by_mutant: dict[str, list[Any]] = defaultdict(list)
+    for r in recs:
+        by_mutant[r.spec["mutant"]].append(r)
+    out = []
+    for m in mutants_of(st):
+        mine = by_mutant.get(m.key, [])
+        ran = [r for r in mine if r.status == "done" and r.verdict not in ("skipped", None)]
+        unviable = st.get(f"unviable:{m.key}")
+        kill = st.get(f"killed:{m.key}")
+        f = Fate(m.as_dict(), "pending", cases_run=len(ran))
+        if unviable is not None:
+            f.status, f.detail = "unviable", unviable
+        elif kill is not None:
+            k = json.loads(kill)
+            row = next(r for r in mine if r.seq == k["seq"])
+            f.case, f.verdict, f.run_dir = k["case"], k["verdict"], row.run_dir or ""
+            f.detail = row.detail or ""
+            f.status = "trivial" if row.spec["nominal"] else "killed"
+            vfile = Path(f.run_dir) / "verdict.json"
+            if vfile.is_file():
+                v = json.loads(vfile.read_text(encoding="utf-8"))
+                f.judges = judges_of(v)
+                f.rule = next(
+                    (r.get("rule", "") for r in v.get("reasons", []) if r.get("rule")), ""
+                )
+        elif mine and all(r.status == "done" for r in mine):
+            # no case the original passes ran: nothing was asked of it
+            f.status = "survived" if ran else "unexercised"
+        out.append(f)
+    return out
+
+
+def summary(st: RunStore, notes: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+    """The score: killed over killed and survived, less the survivors the
+    notes call equivalent (``notes``: mutant name -> {"kind", "why"});
+    trivially killed and unviable mutants apart."""
+    notes = notes or {}
+    fs = fates(st)
+    count = Counter(f.status for f in fs)
+    equivalent = [
+        f
+        for f in fs
+        if f.status == "survived" and notes.get(f.mutant["name"], {}).get("kind") == "equivalent"
+    ]
+    scored = count["killed"] + count["survived"] - len(equivalent)
+    per_file: dict[str, Counter[str]] = defaultdict(Counter)
+    for f in fs:
+        per_file[f.mutant["file"]][f.status] += 1
+    originals = [r for r in st.records() if r.spec["mutant"] == ORIGINAL]
+    return {
+        "sut": st.get("sut"),
+        "mutants": len(fs),
+        "killed": count["killed"],
+        "survived": count["survived"],
+        "equivalent": len(equivalent),
+        "trivially_killed": count["trivial"] + count["unviable"],
+        "pending": count["pending"],
+        "unexercised": count["unexercised"],
+        "score": round(count["killed"] / scored, 4) if scored else None,
+        "judges": dict(Counter(j for f in fs if f.status == "killed" for j in f.judges[:1])),
+        "per_file": {k: dict(v) for k, v in sorted(per_file.items())},
+        "cases": len(originals),
+        "cases_original_passes": sum(1 for r in originals if (r.verdict or "").startswith("pass")),
+    }
+
+
+def write(st: RunStore, out: Path, notes: dict[str, dict[str, str]] | None = None) -> Path:
+    """``mutation.json``, ``mutation.html`` and its plot in ``out``; the
+    page's path."""
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    from conformance.mutate.mutants import CARGO_MUTANTS
+    from reports.html import TEMPLATES
+
+    notes = notes or {}
+    s = summary(st, notes)
+    fs = fates(st)
+    (out / "mutation.json").write_text(
+        json.dumps({**s, "fates": [f.__dict__ for f in fs]}, indent=1) + "\n", encoding="utf-8"
+    )
+    shown = []
+    for f in fs:
+        d = Path(f.run_dir)
+        link = (
+            str(d.relative_to(out) / "verdict.json") if f.run_dir and d.is_relative_to(out) else ""
+        )
+        shown.append({**f.__dict__, "link": link})
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
+    page = env.get_template("mutation.html").render(
+        s=s,
+        fates=shown,
+        notes=notes,
+        score="none yet" if s["score"] is None else f"{100 * s['score']:.1f} %",
+        tool=CARGO_MUTANTS,
+        plot=_plot(s, out / "mutation-files.png"),
+    )
+    path = out / "mutation.html"
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def _plot(s: dict[str, Any], path: Path) -> str:
+    """Mutants per source file, stacked by fate; the file's name ('' with
+    no mutant)."""
+    if not s["per_file"]:
+        return ""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = list(s["per_file"])
+    fates = [("killed", "#27ae60"), ("survived", "#c0392b"), ("trivial", "#95a5a6"),
+             ("unviable", "#bdc3c7"), ("pending", "#ecf0f1")]  # fmt: skip
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(files) + 1.2))
+    left = [0] * len(files)
+    for fate, colour in fates:
+        n = [s["per_file"][f].get(fate, 0) for f in files]
+        ax.barh(files, n, left=left, color=colour, label=fate)
+        left = [a + b for a, b in zip(left, n, strict=True)]
+    ax.set_xlabel("mutants")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.invert_yaxis()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path.name

@@ -1,0 +1,273 @@
+"""``dtnconform mutate``: the generated suite against each mutant of an
+implementation's engine (docs/mutation.md).
+
+A mutation run is a campaign whose runs are (mutant, case) pairs, in the
+campaign's database (conformance.campaign.store.RunStore,
+``mutation.sqlite``): it resumes as a campaign does, runs ``lanes`` at a
+time on its own threads or on a Dask cluster's workers, and each run is a
+``dtnconform run`` in a child process (conformance.campaign.engine).
+
+- First the engine as published (``original``) runs every case. Only the
+  cases it passes can kill a mutant: one it fails already says nothing
+  about a mutant that fails it too.
+- Then each mutant, built into the harness, runs those cases, the
+  nominal ones first. Its first ``fail`` kills it, and its other cases are
+  skipped. A run that ends in ``error`` (the engine panicked in its
+  harness, or hung) kills it too, as a crash.
+- A mutant that does not build, or fails its nominal case (no impairment,
+  both sides its own), is trivially killed: counted apart, not in the
+  score.
+- A mutant that passes every case survives. Each survivor is explained in
+  the implementation's mutation notes (docs/mutation.md): equivalent, left
+  open by the standard, or a gap in the suite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from conformance.campaign.engine import Done, execute_command
+from conformance.campaign.store import Record, RunStore
+from conformance.certify import Case
+from conformance.core.errors import DtncError
+from conformance.mutate.mutants import Engine, Mutant, build
+
+ORIGINAL = "original"
+DB = "mutation.sqlite"
+# A run's longest wall time before it is stopped (an error: a mutant that
+# hangs its engine is killed as a crash, as any other error).
+TIMEOUT_S = 600.0
+
+
+class MutationStore(RunStore):
+    KIND, MADE_BY = "mutation run", "mutant set"
+
+
+@dataclass(frozen=True)
+class MutantRun:
+    """One run: ``mutant`` (a Mutant.key, or ORIGINAL) on one case."""
+
+    mutant: str
+    case: str
+    scenario: str  # the scenario file, relative to the run's folder
+    tester: str | None
+    nominal: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.mutant}/{self.case}"
+
+
+def is_nominal(scn: dict[str, Any], tester: str | None) -> bool:
+    """A case with no impairment, both sides the implementation's."""
+    return tester is None and not scn.get("impairments") and not scn.get("probes")
+
+
+def sample(mutants: Sequence[Mutant], n: int | None, seed: int) -> list[Mutant]:
+    """``n`` of the tool's mutants drawn with ``random.Random(seed)``, in
+    the tool's order (all of them with no ``n``)."""
+    if n is None or n >= len(mutants):
+        return list(mutants)
+    drawn = set(random.Random(seed).sample(range(len(mutants)), n))
+    return [m for i, m in enumerate(mutants) if i in drawn]
+
+
+def create(
+    out: Path, engine: Engine, mutants: Sequence[Mutant], cases: Sequence[Case]
+) -> MutationStore:
+    """The run's database: the original on every case, then each mutant on
+    every case (a mutant's runs of cases the original does not pass are
+    skipped when their turn comes), the nominal cases first."""
+    order = sorted(
+        cases,
+        key=lambda c: not is_nominal(json.loads(c.path.read_text(encoding="utf-8")), c.tester),
+    )
+    specs = []
+    for mk in [ORIGINAL, *(m.key for m in mutants)]:
+        for c in order:
+            scn = json.loads(c.path.read_text(encoding="utf-8"))
+            r = MutantRun(
+                mk, c.name, str(c.path.relative_to(out)), c.tester, is_nominal(scn, c.tester)
+            )
+            specs.append((r.key, r.__dict__, None))
+    meta = {
+        "sut": engine.sut.name,
+        "mutants": json.dumps([m.as_dict() for m in mutants]),
+    }
+    st: MutationStore = MutationStore.create_runs(
+        out / DB, digest(engine, mutants, order), meta, specs
+    )
+    return st
+
+
+def digest(engine: Engine, mutants: Sequence[Mutant], cases: Sequence[Case]) -> str:
+    text = json.dumps(
+        [
+            engine.sut.name,
+            engine.crate,
+            engine.version,
+            [m.name for m in mutants],
+            sorted(c.name for c in cases),
+        ]
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def reopen(
+    out: Path, engine: Engine, mutants: Sequence[Mutant], cases: Sequence[Case]
+) -> tuple[MutationStore, int]:
+    st, cut = MutationStore.reopen_runs(
+        out / DB,
+        digest(engine, mutants, cases),
+        "resume it with the --sample and --seed it started with, or start anew elsewhere",
+    )
+    return st, cut
+
+
+def mutants_of(st: RunStore) -> list[Mutant]:
+    return [Mutant(**m) for m in json.loads(st.get("mutants") or "[]")]
+
+
+def _command(sut_file: Path, run: MutantRun, run_dir: Path) -> Callable[[Path], list[str]]:
+    import sys
+
+    def cmd(scn_path: Path) -> list[str]:
+        c = [sys.executable, "-m", "conformance.cli", "run", str(scn_path), "--sut", str(sut_file)]
+        if run.tester:
+            c += ["--tester", run.tester]
+        return [*c, "--out", str(run_dir), "--force"]
+
+    return cmd
+
+
+def run(
+    st: MutationStore,
+    out: Path,
+    engine: Engine,
+    *,
+    lanes: int = 1,
+    pool: Executor | None = None,
+    on_progress: Callable[[int, int, str], None] | None = None,
+    timeout_s: float = TIMEOUT_S,
+) -> None:
+    """Every pending run of ``st``, ``lanes`` at a time (on ``pool``, a
+    Dask cluster's executor, where given). The original's runs go first,
+    all of them; then the mutants', each built when its first run is due
+    (in this process: cargo builds one at a time), a killed mutant's
+    pending runs skipped."""
+    scratch = out / "scratch"
+    by_mutant = {m.key: m for m in mutants_of(st)}
+    total = len(st.records())
+    done = total - len(st.records("pending"))
+    running: dict[Future[Done], Record] = {}
+    own = pool is None
+    executor = pool or ThreadPoolExecutor(max_workers=lanes)
+    builds: dict[str, Path | None] = {}
+
+    def original_verdicts() -> dict[str, str]:
+        return {
+            r.spec["case"]: r.verdict or ""
+            for r in st.records("done")
+            if r.spec["mutant"] == ORIGINAL
+        }
+
+    def settled(mk: str) -> str:
+        """Why a mutant's runs are over ('' while it is not)."""
+        if st.get(f"killed:{mk}") is not None:
+            return "killed"
+        if st.get(f"unviable:{mk}") is not None:
+            return "unviable"
+        return ""
+
+    def skip(r: Record, why: str) -> None:
+        nonlocal done
+        st.start(r.seq, "-", out / "runs" / r.key.replace("/", "--"))
+        st.finish(r.seq, verdict="skipped", detail=why)
+        done += 1
+
+    def sut_file(mk: str) -> Path | None:
+        if mk not in builds:
+            mutant = None if mk == ORIGINAL else by_mutant[mk]
+            made, why = build(engine, mutant, scratch)
+            builds[mk] = made
+            if made is None:
+                with st.tx():
+                    st.put(f"unviable:{mk}", why or "it does not build")
+        return builds[mk]
+
+    try:
+        while True:
+            # (a run under way is 'running' in the database, not pending)
+            ready = st.records("pending")
+            originals_left = any(r.spec["mutant"] == ORIGINAL for r in [*ready, *running.values()])
+            base = original_verdicts()
+            if not originals_left and not any(v.startswith("pass") for v in base.values()):
+                first = next((r for r in st.records("done") if r.spec["mutant"] == ORIGINAL), None)
+                raise DtncError(
+                    f"the engine as published passed none of its {len(base)} cases, so no "
+                    "mutant can be judged"
+                    + (f" ({first.spec['case']}: {first.verdict}: {first.detail})" if first else "")
+                )
+            for r in ready:
+                if len(running) >= lanes:
+                    break
+                mk = r.spec["mutant"]
+                if mk != ORIGINAL:
+                    if originals_left:
+                        break  # the original's verdicts first
+                    why = settled(mk)
+                    if why:
+                        skip(r, f"the mutant is {why}")
+                        continue
+                    if not base.get(r.spec["case"], "").startswith("pass"):
+                        skip(r, f"the original's verdict is {base.get(r.spec['case']) or 'none'}")
+                        continue
+                made = sut_file(mk)
+                if made is None:
+                    skip(r, f"the mutant is unviable: {st.get(f'unviable:{mk}')}")
+                    continue
+                run_dir = out / "runs" / (mk + "--" + r.spec["case"])
+                if r.attempts:
+                    run_dir = run_dir.with_name(f"{run_dir.name}.{r.attempts + 1}")
+                st.start(r.seq, "", run_dir)
+                scn_text = (out / r.spec["scenario"]).read_text(encoding="utf-8")
+                spec = MutantRun(**r.spec)
+                fut = executor.submit(
+                    execute_command, _command(made, spec, run_dir), scn_text, run_dir, timeout_s
+                )
+                running[fut] = r
+            if not running:
+                if not st.records("pending"):
+                    break
+                continue  # every run looked at was skipped: the next ones
+            finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for fut in finished:
+                r = running.pop(fut)
+                res = fut.result()
+                st.finish(
+                    r.seq, verdict=res.verdict, trace=res.trace, detail=res.detail, lane=res.where
+                )
+                done += 1
+                mk = r.spec["mutant"]
+                if mk != ORIGINAL and not settled(mk) and res.verdict in ("fail", "error"):
+                    kill = {"case": r.spec["case"], "verdict": res.verdict, "seq": r.seq}
+                    with st.tx():
+                        st.put(f"killed:{mk}", json.dumps(kill))
+                if on_progress:
+                    on_progress(done, total, f"{r.key}: {res.verdict}")
+    except BaseException:
+        for fut in running:
+            fut.cancel()
+        raise
+    finally:
+        if own:
+            executor.shutdown(wait=True, cancel_futures=True)
+    st.put("finished", str(time.time()))
