@@ -223,6 +223,7 @@ def _plot(s: dict[str, Any], path: Path) -> str:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     files = list(s["per_file"])
     fates = [("killed", "#27ae60"), ("survived", "#c0392b"), ("trivial", "#95a5a6"),
@@ -234,7 +235,7 @@ def _plot(s: dict[str, Any], path: Path) -> str:
         ax.barh(files, n, left=left, color=colour, label=fate)
         left = [a + b for a, b in zip(left, n, strict=True)]
     ax.set_xlabel("mutants")
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.invert_yaxis()
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     fig.tight_layout()
