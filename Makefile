@@ -20,7 +20,7 @@ TEST_LANES  ?= 4
 APT_PKGS    := tshark tcpdump ethtool iproute2 libnorm-dev default-jdk-headless maven python3-venv chromium-headless-shell lua5.4
 step         = @printf '\n==> setup step: %s\n' '$(1)'
 
-.PHONY: help setup apt venv tlc rust suts peers demo test test-deep lint schemas clean
+.PHONY: help setup apt venv tlc rust suts mutate-tools peers demo test test-deep lint schemas clean
 
 help:
 	@echo "make demo       set up, then certify LTP against licklider (needs root)"
@@ -28,6 +28,7 @@ help:
 	@echo "make test-deep  the default suite plus deep model checking (DTNC_DEEP=1)"
 	@echo "make setup      only the set-up: apt packages, venv, TLC jar, Rust builds, the SUTs"
 	@echo "make lint       ruff, mypy, cargo clippy"
+	@echo "make mutate-tools  cargo-mutants, for dtnconform mutate (docs/mutation.md; make test installs it)"
 	@echo "make lua        regenerate the Lua dissectors' tables from specs/<proto>/wire.json"
 	@echo "make peers ION_SRC=DIR HDTN_SRC=DIR  build the optional ION-DTN and HDTN from source trees (docs/implementers.md)"
 
@@ -82,6 +83,16 @@ suts:
 	@bash suts/cfdp/yamcs/setup.sh \
 	  || { echo "setup step 'implementations under test' failed: suts/cfdp/yamcs/setup.sh" >&2; exit 1; }
 
+# cargo-mutants, the tool `dtnconform mutate` takes its mutants from
+# (docs/mutation.md), at the version conformance/mutate/mutants.py names
+CARGO_MUTANTS_VERSION := $(shell sed -n 's/^CARGO_MUTANTS_VERSION = "\(.*\)"/\1/p' conformance/mutate/mutants.py)
+mutate-tools:
+	$(call step,cargo-mutants $(CARGO_MUTANTS_VERSION) from the Rust crate registry)
+	@if cargo mutants --version 2>/dev/null | grep -qF '$(CARGO_MUTANTS_VERSION)'; then echo "present"; else \
+	  cargo install --locked --quiet cargo-mutants@$(CARGO_MUTANTS_VERSION) \
+	    || { echo "setup step 'cargo-mutants' failed: cargo install cargo-mutants@$(CARGO_MUTANTS_VERSION)" >&2; exit 1; }; \
+	fi
+
 demo: setup
 	@# exit 1 means "some verdicts are not pass": a result of the demo, not a failure of it
 	$(VENV)/bin/dtnconform certify ltp --sut licklider || test $$? -eq 1
@@ -93,13 +104,13 @@ peers:
 	@if [ -n "$(ION_SRC)" ]; then ION_SRC="$(abspath $(ION_SRC))" sh suts/ltp/ion/build.sh; fi
 	@if [ -n "$(HDTN_SRC)" ]; then HDTN_SRC="$(abspath $(HDTN_SRC))" sh suts/ltp/hdtn/build.sh; fi
 
-test: setup
+test: setup mutate-tools
 	cd $(EMULATOR) && cargo test --release --locked --quiet
 	cd $(HARNESS) && cargo test --release --locked --quiet
 	cd $(CFDPRS) && cargo test --release --locked --quiet
 	$(VENV)/bin/pytest -q -n $(TEST_LANES) --dist loadfile --no-loadscope-reorder --durations=40
 
-test-deep: setup
+test-deep: setup mutate-tools
 	DTNC_DEEP=1 $(VENV)/bin/pytest -q -n $(TEST_LANES) --dist loadfile --no-loadscope-reorder
 
 lint: apt venv

@@ -660,9 +660,10 @@ def _diagnose(
     label: Callable[[int], str],
     spec: str,
     tester: str | None = None,
-) -> tuple[str, list[str], list[str], str, list[str]]:
-    """Message, enabled actions, blamed actions, rule and tags for line
-    ``bad`` (1-based).
+) -> tuple[str, list[str], list[str], str, list[str], bool]:
+    """Message, enabled actions, blamed actions, rule, tags for line
+    ``bad`` (1-based), and whether the rejection is something owed and not
+    sent in time (an answer, an emission, a request's obligation).
 
     Each diagnosis state (one that reached the line) gives the model's
     enabled actions, the arrivals not processed yet, the emissions not yet on
@@ -721,7 +722,7 @@ def _diagnose(
         f"the model cannot take {where}: {why}. Actions the model could take there: "
         f"{', '.join(enabled) or 'none'}"
     )
-    return message, enabled, list(dict.fromkeys(blame)), rule, tags
+    return message, enabled, list(dict.fromkeys(blame)), rule, tags, bool(overdue)
 
 
 def _best_states(
@@ -1161,7 +1162,7 @@ def _validate(
         what = records[e.record].summary if e.record >= 0 else e.kind
         return f"{e.kind} {what} (frame {e.frame} of {e.side}.pcap)"
 
-    message, enabled, blamed, rule, tags = _diagnose(
+    message, enabled, blamed, rule, tags, overdue = _diagnose(
         sess.tm, sess.lines, bad, diag.diag, sess.window_us, label, spec, tester
     )
     if (
@@ -1210,6 +1211,7 @@ def _validate(
             "actions": blamed,
             "rule": rule,
             "tags": tags,
+            "overdue": overdue,
         },
         "",
         hurried,

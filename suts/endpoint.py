@@ -116,6 +116,11 @@ class Mutate(Strict):
     crate: str
     version: str
     files: list[str] = Field(min_length=1, description="the protocol-logic files (globs)")
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="regular expressions on the tool's mutant names: code in those files the "
+        "harness never links (another store's implementation, say), whose mutants measure nothing",
+    )
     harness: str = Field(description="the Cargo project the engine is built into")
     binary: str = Field(description="the harness's binary, as run.sender names it after {here}/")
 

@@ -875,6 +875,12 @@ class TraceCheck(Strict):
     )
     rule: str = ""
     tags: list[str] = Field(default_factory=list)
+    overdue: bool = Field(
+        False,
+        description="rejected for something owed that the wire never showed in time: an "
+        "arrival left unanswered, an emission never sent, a request's obligation lapsed "
+        "(docs/trace-validation.md); else for a line no behaviour of the model explains",
+    )
     trace_file: str = Field("", description="the NDJSON trace, relative to the run directory")
     reading: str = Field(
         "",

@@ -76,6 +76,7 @@ class Engine:
     crate: str
     version: str
     files: tuple[str, ...]
+    exclude: tuple[str, ...]
     harness: Path
     binary: str
 
@@ -93,6 +94,7 @@ class Engine:
             m.crate,
             m.version,
             tuple(m.files),
+            tuple(m.exclude),
             sut.path.parent / m.harness,
             m.binary,
         )
@@ -126,7 +128,8 @@ def listed(engine: Engine, scratch: Path) -> list[Mutant]:
     src = engine.source()
     proc = subprocess.run(
         ["cargo", "mutants", "--list", "--json", "--dir", str(src)]
-        + [x for f in engine.files for x in ("--file", f)],
+        + [x for f in engine.files for x in ("--file", f)]
+        + [x for r in engine.exclude for x in ("--exclude-re", r)],
         capture_output=True,
         text=True,
         env={**os.environ, "PATH": f"{Path(_tool()).parent}:{os.environ.get('PATH', '')}"},
@@ -152,7 +155,12 @@ def listed(engine: Engine, scratch: Path) -> list[Mutant]:
                 function=fn.get("function_name", "") if isinstance(fn, dict) else str(fn),
             )
         )
-    out = [m for m in out if any(fnmatch(m.file, f) for f in engine.files)]
+    out = [
+        m
+        for m in out
+        if any(fnmatch(m.file, f) for f in engine.files)
+        and not any(re.search(r, m.name) for r in engine.exclude)
+    ]
     scratch.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps([m.as_dict() for m in out], indent=1) + "\n", encoding="utf-8")
     return out

@@ -52,8 +52,8 @@ def notes_of(sut: Any) -> dict[str, dict[str, str]]:
 def judges_of(verdict: dict[str, Any]) -> list[str]:
     """The judges whose reasons made ``verdict`` (a verdict.json) a fail or
     an error, in the order of its reasons: ``outcome``, ``trace
-    validation``, ``obligation`` (a lapsed obligation: trace validation's
-    "had to send ... by"), ``probe``, ``dissector`` (an expert check of our
+    validation``, ``obligation`` (trace validation rejected the trace for
+    something owed and never sent in time: its ``overdue``), ``probe``, ``dissector`` (an expert check of our
     dissector), ``crash`` (the implementation's own harness died or hung)."""
     out: list[str] = []
     tester = (verdict.get("sut") or "").find("tester") >= 0
@@ -62,11 +62,7 @@ def judges_of(verdict: dict[str, Any]) -> list[str]:
         if r.get("severity") == "note" or code in ("observed-outcome", "trace-late"):
             continue
         if code == "trace-rejected":
-            j = (
-                "obligation"
-                if ("had to send" in msg or "had not answered" in msg)
-                else ("trace validation")
-            )
+            j = "obligation" if (verdict.get("trace") or {}).get("overdue") else "trace validation"
         elif code.startswith("reading-") and code.endswith("-deviation"):
             j = "trace validation"
         elif code.startswith(OUTCOME_CODES):

@@ -1,0 +1,333 @@
+"""``dtnconform mutate`` (conformance/mutate, docs/mutation.md): applying
+cargo-mutants' spans, the endpoint file a mutant runs as, the judge a kill
+is credited to, the seeded draw, the notes and the score; and the smoke
+test issue 31 asks for: three fixed mutants of licklider-core, named by
+cargo-mutants and built at test time, each killed by its own judge while
+the engine as published passes the same case."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from conformance.campaign.store import RunStore
+from conformance.certify import Case
+from conformance.core.errors import DtncError, InputError
+from conformance.mutate import mutants as mm
+from conformance.mutate import report as mreport
+from conformance.mutate import run as mrun
+from suts.endpoint import EndpointFile
+from suts.registry import get
+
+# the smoke test builds four harnesses and runs six cases: about two minutes
+pytestmark = pytest.mark.first(6)
+
+
+def _mutant(
+    line: int, col: int, end_line: int, end_col: int, repl: str, name: str = "m"
+) -> mm.Mutant:
+    return mm.Mutant("src/x.rs", line, col, end_line, end_col, repl, "BinaryOperator", name)
+
+
+def test_apply_replaces_exactly_the_span(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    f = tmp_path / "src" / "x.rs"
+    f.write_text("fn a() -> u8 {\n    1 + 2\n}\n", encoding="utf-8")
+    mm.apply(_mutant(2, 7, 2, 8, "*"), tmp_path)
+    assert f.read_text(encoding="utf-8") == "fn a() -> u8 {\n    1 * 2\n}\n"
+
+
+def test_apply_takes_a_span_over_lines(tmp_path: Path) -> None:
+    """A function body replaced whole (cargo-mutants' FnValue genre) spans
+    several lines; the end column is exclusive."""
+    (tmp_path / "src").mkdir()
+    f = tmp_path / "src" / "x.rs"
+    f.write_text("fn a() -> u8 {\n    let x = 1;\n    x + 2\n}\n", encoding="utf-8")
+    mm.apply(_mutant(1, 14, 4, 2, "{ 0 }"), tmp_path)
+    assert f.read_text(encoding="utf-8") == "fn a() -> u8 { 0 }\n"
+
+
+def test_apply_refuses_a_span_outside_the_file(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "x.rs").write_text("fn a() {}\n", encoding="utf-8")
+    with pytest.raises(DtncError, match="span is not in"):
+        mm.apply(_mutant(3, 1, 3, 2, "*", name="far"), tmp_path)
+
+
+def test_without_tables_drops_the_tables_and_their_subtables() -> None:
+    text = (
+        'name = "x"\n[roles.sender]\ncmd = "a"\n[build]\ncmd = "make"\n'
+        '[build.env]\nA = "1"\n[mutate]\ntool = "t"\n[profile]\nprocessing-ms = 5\n'
+    )
+    out = mm._without_tables(text, ["build", "mutate"])
+    assert out == 'name = "x"\n[roles.sender]\ncmd = "a"\n[profile]\nprocessing-ms = 5\n'
+
+
+def test_a_mutants_endpoint_file_runs_its_binary_under_its_own_name(tmp_path: Path) -> None:
+    """The endpoint file a mutant runs as is licklider's own, its binary
+    the mutant's, its name ``licklider.<key>``, with no build to redo and
+    no [mutate]; it loads as an endpoint file."""
+    sut = get("licklider")
+    assert isinstance(sut, EndpointFile)
+    engine = mm.Engine.of(sut)
+    binary = tmp_path / "dtnc-licklider"
+    binary.write_bytes(b"")
+    made = tmp_path / "endpoint.toml"
+    made.write_text(mm._endpoint_text(engine, binary, "abc123"), encoding="utf-8")
+    text = made.read_text(encoding="utf-8")
+    assert "[mutate]" not in text and "[build]" not in text and "{here}" not in text
+    assert str(binary) in text and engine.binary not in text.replace(str(binary), "")
+    again = EndpointFile(made)
+    assert again.name == "licklider.abc123"
+    assert again.spec.mutate is None
+
+
+def test_an_endpoint_file_without_mutate_is_refused(tmp_path: Path) -> None:
+    src = get("licklider")
+    assert isinstance(src, EndpointFile)
+    plain = tmp_path / "plain.toml"
+    plain.write_text(mm._without_tables(src.path.read_text(encoding="utf-8"), ["mutate"]))
+    with pytest.raises(InputError, match=r"no \[mutate\] table"):
+        mm.Engine.of(EndpointFile(plain))
+
+
+@pytest.mark.parametrize(
+    ("reasons", "judges"),
+    [
+        ([{"code": "outcome-not-allowed", "message": "sender: cancelled"}], ["outcome"]),
+        (
+            [{"code": "trace-rejected", "message": "SenderRxReport: no step explains frame 9"}],
+            ["trace validation"],
+        ),
+        ([{"code": "probe-unanswered", "message": "CR of an unknown session"}], ["probe"]),
+        ([{"code": "receiver-error", "message": "exit 101: panicked"}], ["crash"]),
+        ([{"code": "ltp.expert.gap", "message": "a gap in the red part"}], ["dissector"]),
+        (
+            [
+                {"code": "observed-outcome", "message": "", "severity": "note"},
+                {"code": "trace-late", "message": "late", "severity": "note"},
+                {"code": "channel-crash", "message": "ours"},
+                {"code": "outcome-not-at-end", "message": "a"},
+                {"code": "trace-rejected", "message": "b"},
+                {"code": "outcome-not-allowed", "message": "c"},
+            ],
+            ["outcome", "trace validation"],
+        ),
+    ],
+)
+def test_judges_of_names_the_judge_of_each_reason(
+    reasons: list[dict[str, str]], judges: list[str]
+) -> None:
+    assert mreport.judges_of({"sut": "licklider", "reasons": reasons}) == judges
+
+
+def test_a_rejection_for_something_owed_is_the_obligations() -> None:
+    """Trace validation says whether it rejected the trace for what was
+    owed and never sent in time (``overdue``): the obligation's kill."""
+    reasons = [{"code": "trace-rejected", "message": "the model cannot take the trace's end"}]
+    owed = {"sut": "licklider", "reasons": reasons, "trace": {"overdue": True}}
+    assert mreport.judges_of(owed) == ["obligation"]
+    assert mreport.judges_of({**owed, "trace": {"overdue": False}}) == ["trace validation"]
+
+
+def test_a_tester_error_is_not_the_implementations_crash() -> None:
+    """Where the tester plays a side, its own error blames our tool."""
+    v = {"sut": "licklider+tester", "reasons": [{"code": "sender-error", "message": "tester: x"}]}
+    assert mreport.judges_of(v) == []
+
+
+def test_the_sample_is_the_seeds_and_in_the_tools_order() -> None:
+    ms = [_mutant(i, 1, i, 2, "*", name=f"m{i}") for i in range(1, 60)]
+    a, b = mrun.sample(ms, 10, 31), mrun.sample(ms, 10, 31)
+    assert a == b and len(a) == 10
+    assert [m.line for m in a] == sorted(m.line for m in a)
+    assert mrun.sample(ms, 10, 32) != a
+    assert mrun.sample(ms, None, 31) == ms and mrun.sample(ms, 99, 31) == ms
+
+
+def test_notes_need_a_kind_and_a_why(tmp_path: Path) -> None:
+    sut = SimpleNamespace(path=tmp_path / "endpoint.toml")
+    assert mreport.notes_of(sut) == {}
+    (tmp_path / mreport.NOTES).write_text(json.dumps({"m1": {"kind": "harmless", "why": "x"}}))
+    with pytest.raises(InputError, match="m1"):
+        mreport.notes_of(sut)
+    (tmp_path / mreport.NOTES).write_text(json.dumps({"m1": {"kind": "gap", "why": ""}}))
+    with pytest.raises(InputError, match="m1"):
+        mreport.notes_of(sut)
+
+
+def test_licklider_notes_explain_survivors_as_the_report_reads_them() -> None:
+    sut = get("licklider")
+    notes = mreport.notes_of(sut)
+    for name, note in notes.items():
+        assert name.startswith("src/") and ": " in name, name
+        assert note["kind"] in mreport.KINDS
+
+
+def _store(tmp_path: Path) -> tuple[RunStore, list[mm.Mutant]]:
+    """A mutation run's database as `dtnconform mutate` leaves it: the
+    original passing both cases; mutant a killed on the lossy case,
+    b killed by the nominal case (trivial), c surviving, d unviable."""
+    scn = tmp_path / "scenarios"
+    scn.mkdir()
+    (scn / "nominal.json").write_text(json.dumps({"name": "ltp-nominal", "impairments": []}))
+    (scn / "lossy.json").write_text(
+        json.dumps({"name": "ltp-lossy", "impairments": [{"direction": "forward"}]})
+    )
+    cases = [Case(scn / "nominal.json", None), Case(scn / "lossy.json", None)]
+    ms = [
+        mm.Mutant("src/engine.rs", i, 1, i, 2, "*", "BinaryOperator", f"src/engine.rs:{i}:1: {n}")
+        for i, n in enumerate("abc", start=1)
+    ] + [mm.Mutant("src/timer.rs", 4, 1, 4, 2, "*", "BinaryOperator", "src/timer.rs:4:1: d")]
+    engine = SimpleNamespace(sut=SimpleNamespace(name="licklider"), crate="c", version="1")
+    st = mrun.create(tmp_path, engine, ms, cases)  # type: ignore[arg-type]
+    verdicts = {
+        (mrun.ORIGINAL, "ltp-nominal"): "pass",
+        (mrun.ORIGINAL, "ltp-lossy"): "pass",
+        (ms[0].key, "ltp-nominal"): "pass",
+        (ms[0].key, "ltp-lossy"): "fail",
+        (ms[1].key, "ltp-nominal"): "fail",
+        (ms[2].key, "ltp-nominal"): "pass",
+        (ms[2].key, "ltp-lossy"): "pass",
+    }
+    for r in st.records():
+        k = (r.spec["mutant"], r.spec["case"])
+        run_dir = tmp_path / "runs" / r.key.replace("/", "--")
+        st.start(r.seq, "", run_dir)
+        v = verdicts.get(k, "skipped")
+        st.finish(r.seq, verdict=v, detail="")
+        if v == "fail":
+            run_dir.mkdir(parents=True)
+            reason = {"code": "outcome-not-allowed", "message": "x", "rule": "RFC 5326 §6.8"}
+            (run_dir / "verdict.json").write_text(json.dumps({"reasons": [reason]}))
+            with st.tx():
+                st.put(f"killed:{k[0]}", json.dumps({"case": k[1], "verdict": v, "seq": r.seq}))
+    with st.tx():
+        st.put(f"unviable:{ms[3].key}", "error[E0308]: mismatched types")
+    return st, ms
+
+
+def test_the_score_leaves_out_trivial_unviable_and_equivalent_mutants(tmp_path: Path) -> None:
+    st, ms = _store(tmp_path)
+    fates = {f.mutant["name"]: f for f in mreport.fates(st)}
+    assert [fates[m.name].status for m in ms] == ["killed", "trivial", "survived", "unviable"]
+    assert fates[ms[0].name].judges == ["outcome"]
+    assert fates[ms[0].name].rule == "RFC 5326 §6.8"
+    s = mreport.summary(st)
+    assert (s["killed"], s["survived"], s["trivially_killed"], s["score"]) == (1, 1, 2, 0.5)
+    assert s["judges"] == {"outcome": 1}
+    assert s["per_file"]["src/timer.rs"] == {"unviable": 1}
+    eq = {ms[2].name: {"kind": "equivalent", "why": "a statistic nobody reads"}}
+    assert mreport.summary(st, eq)["score"] == 1.0
+    page = mreport.write(st, tmp_path, eq)
+    assert "a statistic nobody reads" in page.read_text(encoding="utf-8")
+    assert json.loads((tmp_path / "mutation.json").read_text())["equivalent"] == 1
+
+
+# --- cargo-mutants on licklider-core, and the smoke test -------------------
+
+# The three fixed mutants, by cargo-mutants' names, and the case each is
+# killed in with the judge that must catch it (issue 31's CI smoke test).
+SMOKE = [
+    (
+        "src/session/sender.rs:79:27: replace && with || in SendSession::transmission_complete",
+        "ltp-checkpoint-lost-twice",
+        "receiver",
+        "outcome",
+    ),
+    (
+        "src/engine.rs:1151:52: replace + with * in Engine<R>::retransmit_gaps",
+        "ltp-red-data-1-lost",
+        None,
+        "trace validation",
+    ),
+    (
+        "src/engine.rs:1142:23: replace < with == in Engine<R>::retransmit_gaps",
+        "ltp-red-data-1-lost",
+        None,
+        "obligation",
+    ),
+]
+
+
+def _engine() -> mm.Engine:
+    if shutil.which(mm.CARGO_MUTANTS) is None:
+        pytest.skip(f"{mm.CARGO_MUTANTS} is not installed: {mm.INSTALL_HINT} (make mutate-tools)")
+    sut = get("licklider")
+    assert isinstance(sut, EndpointFile)
+    engine = mm.Engine.of(sut)
+    try:
+        engine.source()
+    except DtncError as e:
+        pytest.skip(str(e))
+    return engine
+
+
+@pytest.fixture(scope="module")
+def listed(tmp_path_factory: pytest.TempPathFactory) -> tuple[mm.Engine, list[mm.Mutant], Path]:
+    engine = _engine()
+    scratch = tmp_path_factory.mktemp("mutate")
+    return engine, mm.listed(engine, scratch), scratch
+
+
+def test_cargo_mutants_names_the_smoke_mutants_with_their_spans(
+    listed: tuple[mm.Engine, list[mm.Mutant], Path],
+) -> None:
+    """The listing is cargo-mutants' own, restricted to the [mutate] files,
+    and each smoke mutant's span holds the operator it replaces."""
+    engine, ms, _ = listed
+    by_name = {m.name: m for m in ms}
+    assert len(ms) > 300
+    assert all(any(Path(m.file).match(f) for f in engine.files) for m in ms)
+    assert not any(m.file.endswith(("codec.rs", "config.rs")) for m in ms)
+    src = engine.source()
+    for name, *_ in SMOKE:
+        m = by_name[name]
+        line = (src / m.file).read_text(encoding="utf-8").splitlines()[m.line - 1]
+        old = name.split("replace ")[1].split(" with ")[0]
+        assert line[m.column - 1 : m.end_column - 1] == old, (name, line)
+
+
+@pytest.mark.netns
+@pytest.mark.integration
+def test_smoke_three_mutants_each_killed_by_its_judge(
+    listed: tuple[mm.Engine, list[mm.Mutant], Path], tmp_path: Path
+) -> None:
+    """Each fixed mutant, built into licklider's harness, fails the case
+    the engine as published passes, and the first judge named in its
+    verdict is the one it is there for: outcome, trace validation,
+    obligation."""
+    from conformance.core.types import load_scenario
+    from conformance.runner import run_scenario
+    from generators import traps
+    from generators.ltp import purposes as lp
+
+    engine, ms, scratch = listed
+    wanted = {"nominal", "checkpoint-lost-twice", "red-data-1-lost"}
+    model = replace(lp.TRAP_MODEL, purposes=[p for p in lp.PURPOSES if p.name in wanted])
+    report = traps.generate(model, tmp_path / "scenarios")
+    scenarios = {load_scenario(p).name: p for p in report.scenarios}
+
+    def verdict(made: Path, case: str, tester: str | None, tag: str) -> dict[str, Any]:
+        out = run_scenario(
+            load_scenario(scenarios[case]), get(str(made)), tmp_path / tag, tester=tester
+        )
+        return json.loads(out.verdict.model_dump_json())
+
+    original, why = mm.build(engine, None, scratch)
+    assert original is not None, why
+    by_name = {m.name: m for m in ms}
+    for name, case, tester, judge in SMOKE:
+        v0 = verdict(original, case, tester, f"original-{by_name[name].key}")
+        assert v0["status"].startswith("pass"), (case, v0["reasons"])
+        made, why = mm.build(engine, by_name[name], scratch)
+        assert made is not None, (name, why)
+        v = verdict(made, case, tester, by_name[name].key)
+        assert v["status"] == "fail", (name, v["reasons"])
+        assert mreport.judges_of(v)[:1] == [judge], (name, v["reasons"])
