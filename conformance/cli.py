@@ -1396,7 +1396,16 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         _check_out(out, force=args.force)
         _make_dir(out)
         sut.ensure_built()  # cargo fetches the engine's source into its cache
-        _generate(args.protocol, out / "scenarios", catalogue=False)
+        if spec.mutation_suite == "interop":
+            with _progress() as prog:
+                task = prog.add_task(f"interop scenarios ({args.protocol})", total=None, info="")
+
+                def on_config(done: int, total: int, name: str) -> None:
+                    prog.update(task, completed=done, total=total, info=name)
+
+                mrun.interop_scenarios(spec, out, on_config)
+        else:
+            _generate(args.protocol, out / "scenarios", catalogue=False)
     every = certify.cases(spec, certify._scenarios(out, False), certify.SUT_ROLES)
     cases = certify._supported(spec, sut, every)
     listed = mm.listed(engine, out / "scratch")

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -365,6 +365,11 @@ class ProtocolSpec:
     # a list is repeated (CFDP's users' requests). An endpoint file passes
     # them as DTNC_<NAME> and {name} in its arguments.
     endpoint_knobs: Callable[[Scenario, str], dict[str, int | str | list[str]]] = lambda scn, role: {}
+    # The suite `dtnconform mutate` runs against each mutant (docs/mutation.md):
+    # "purposes", the test purposes' scenarios and the robustness probes, or
+    # "interop", the interoperability configurations' scenarios (where the
+    # purposes are too many to run once per mutant); every role of each
+    mutation_suite: Literal["purposes", "interop"] = "purposes"
 
     def reading(self, rid: str) -> Reading:
         for r in self.readings:

@@ -420,6 +420,8 @@ def provides() -> Capabilities:
 
 SPEC = ProtocolSpec(
     provides=provides,
+    # its 788 purpose scenarios in three roles would be hours per mutant
+    mutation_suite="interop",
     name="cfdp",
     title="CCSDS File Delivery Protocol",
     spec="CCSDS 727.0-B-5",
