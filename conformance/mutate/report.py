@@ -36,16 +36,27 @@ def notes_of(sut: Any) -> dict[str, dict[str, str]]:
     endpoint file (``mutation-notes.json``): the tool's mutant name ->
     ``kind`` (``equivalent``: it changes nothing observable; ``open``: the
     standard leaves it open, ``why`` names the section; ``gap``: the suite
-    misses it, ``why`` says what would kill it) and ``why``."""
+    misses it) and ``why``; a gap may say what would kill it (``kill``),
+    and, once the suite or the judge was mended so that it is killed, what
+    closed it (``closed``)."""
     path = Path(getattr(sut, "path", "")).parent / NOTES
     if not path.is_file():
         return {}
     notes: dict[str, dict[str, str]] = json.loads(path.read_text(encoding="utf-8"))
-    bad = [k for k, v in notes.items() if v.get("kind") not in KINDS or not v.get("why")]
+    bad = [
+        k
+        for k, v in notes.items()
+        if v.get("kind") not in KINDS
+        or not v.get("why")
+        or (v.get("closed") and v.get("kind") != "gap")
+    ]
     if bad:
         from conformance.core.errors import InputError
 
-        raise InputError(f"{path}: {bad[0]}: each note needs a kind ({', '.join(KINDS)}) and a why")
+        raise InputError(
+            f"{path}: {bad[0]}: each note needs a kind ({', '.join(KINDS)}) and a why; only a "
+            "gap is closed"
+        )
     return notes
 
 
@@ -154,6 +165,17 @@ def summary(st: RunStore, notes: dict[str, dict[str, str]] | None = None) -> dic
         if f.status == "survived" and notes.get(f.mutant["name"], {}).get("kind") == "equivalent"
     ]
     scored = count["killed"] + count["survived"] - len(equivalent)
+    kind = {f.mutant["name"]: notes.get(f.mutant["name"], {}) for f in fs}
+    gaps_open = [
+        f.mutant["name"]
+        for f in fs
+        if f.status == "survived" and kind[f.mutant["name"]].get("kind") == "gap"
+    ]
+    gaps_closed = [
+        f.mutant["name"]
+        for f in fs
+        if f.status == "killed" and kind[f.mutant["name"]].get("closed")
+    ]
     per_file: dict[str, Counter[str]] = defaultdict(Counter)
     for f in fs:
         per_file[f.mutant["file"]][f.status] += 1
@@ -164,6 +186,9 @@ def summary(st: RunStore, notes: dict[str, dict[str, str]] | None = None) -> dic
         "killed": count["killed"],
         "survived": count["survived"],
         "equivalent": len(equivalent),
+        "unexplained": sum(1 for f in fs if f.status == "survived" and not kind[f.mutant["name"]]),
+        "gaps_open": gaps_open,
+        "gaps_closed": gaps_closed,
         "trivially_killed": count["trivial"] + count["unviable"],
         "pending": count["pending"],
         "unexercised": count["unexercised"],

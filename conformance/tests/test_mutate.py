@@ -160,6 +160,10 @@ def test_notes_need_a_kind_and_a_why(tmp_path: Path) -> None:
     (tmp_path / mreport.NOTES).write_text(json.dumps({"m1": {"kind": "gap", "why": ""}}))
     with pytest.raises(InputError, match="m1"):
         mreport.notes_of(sut)
+    closed = {"m1": {"kind": "open", "why": "§6.22", "closed": "a purpose"}}
+    (tmp_path / mreport.NOTES).write_text(json.dumps(closed))
+    with pytest.raises(InputError, match="only a gap is closed"):
+        mreport.notes_of(sut)
 
 
 def test_licklider_notes_explain_survivors_as_the_report_reads_them() -> None:
@@ -225,6 +229,14 @@ def test_the_score_leaves_out_trivial_unviable_and_equivalent_mutants(tmp_path: 
     assert s["per_file"]["src/timer.rs"] == {"unviable": 1}
     eq = {ms[2].name: {"kind": "equivalent", "why": "a statistic nobody reads"}}
     assert mreport.summary(st, eq)["score"] == 1.0
+    gaps = {
+        ms[2].name: {"kind": "gap", "why": "§6.8", "kill": "an RS lost twice"},
+        ms[0].name: {"kind": "gap", "why": "§6.3", "closed": "TimerFromWire"},
+    }
+    g = mreport.summary(st, gaps)
+    assert (g["gaps_open"], g["gaps_closed"], g["unexplained"]) == ([ms[2].name], [ms[0].name], 0)
+    assert mreport.summary(st)["unexplained"] == 1
+    assert "an RS lost twice" in mreport.write(st, tmp_path, gaps).read_text(encoding="utf-8")
     page = mreport.write(st, tmp_path, eq)
     assert "a statistic nobody reads" in page.read_text(encoding="utf-8")
     assert json.loads((tmp_path / "mutation.json").read_text())["equivalent"] == 1
