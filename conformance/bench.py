@@ -214,12 +214,58 @@ def bench_dissect(out: Console) -> dict[str, Figure]:
     }
 
 
+def bench_mutate(out: Console) -> dict[str, Figure]:
+    """The mutation score of LTP's suite on licklider-core (docs/mutation.md)"""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    # issue 31's budget: a --sample 40 run under two hours on two cores
+    n = 4 if os.environ.get("DTNC_BENCH_QUICK") else 40
+    seed, lanes = 31, min(2, os.cpu_count() or 1)
+    with tempfile.TemporaryDirectory(prefix="dtnc-bench-mutate-") as tmp:
+        where = Path(tmp) / "mutate"
+        cmd = [sys.executable, "-m", "conformance.cli", "mutate", PROTOCOL, "--sut", "licklider",
+               "--sample", str(n), "--seed", str(seed), "--lanes", str(lanes), "--out", str(where)]  # fmt: skip
+        out.print(f"dtnconform mutate {PROTOCOL} --sut licklider --sample {n} --seed {seed}")
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        seconds = time.perf_counter() - t0
+        result = where / "mutation.json"
+        if proc.returncode not in (0, 1) or not result.is_file():
+            raise DtncError(f"mutate failed (exit {proc.returncode}): {proc.stderr[-600:]}")
+        m = json.loads(result.read_text(encoding="utf-8"))
+    out.print(
+        f"score {m['score']}: {m['killed']} killed, {m['survived']} survived "
+        f"({m['equivalent']} equivalent), {m['trivially_killed']} trivially killed, "
+        f"in {seconds / 60:.1f} min (budget 120 min)"
+    )
+    return {
+        "sut": "licklider",
+        "sample": n,
+        "seed": seed,
+        "lanes": lanes,
+        "score": m["score"],
+        "killed": m["killed"],
+        "survived": m["survived"],
+        "equivalent": m["equivalent"],
+        "trivially_killed": m["trivially_killed"],
+        "gaps_open": len(m.get("gaps_open", [])),
+        "judges": json.dumps(m["judges"], sort_keys=True),
+        "seconds": round(seconds, 1),
+        "budget_s": 7200.0,
+    }
+
+
 BENCHES: dict[str, Callable[[Console], Mapping[str, Figure]]] = {
     "codec": bench_codec,
     "tlc": bench_tlc,
     "emulator": bench_emulator,
     "validate": bench_validate,
     "dissect": bench_dissect,
+    "mutate": bench_mutate,
 }
 
 
