@@ -992,3 +992,33 @@ def test_a_prompted_nak_is_not_taken_for_a_repeat(tmp_path: Path, prompt_first: 
                    requests=[{"entity": "sender", "request": "prompt_nak", "after": after}])  # fmt: skip
     tc = w.check(tmp_path, scn)
     assert tc.status == "accepted", tc.message
+
+
+def test_a_fault_at_the_nak_limit_goes_out_when_its_timer_fires(tmp_path: Path) -> None:
+    """A live run of a cfdp-rs 0.3.0 mutant (cargo-mutants'
+    `src/dest.rs:967:62: replace <= with > in ...::lost_segment_handling`,
+    data/cfdp-rs-mutant-resend-never-cleared, 2026-12-02): the tester sends,
+    the first File Data is lost and resent at once, and the receiver, which
+    no longer clears a resent segment from its lost list, NAKs it at 1 s and
+    declares the NAK limit at 2 s. Timers fire at any time in the trace
+    model; with no deadline on what they emit, the model fired both expiries
+    before the resend arrived (making it redundant) and sent their NAK and
+    Finished a second later, and the run passed. A timer's emission is now
+    due within the window of the line after which it fired."""
+    import shutil
+
+    from conformance.core.types import RunResult, SegmentRecord, load_model
+    from conformance.runner import PORTS, validate_trace
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "data" / "cfdp-rs-mutant-resend-never-cleared", run)
+    scn = Scenario.model_validate_json((run / "scenario.json").read_text())
+    segments = [
+        SegmentRecord.model_validate_json(ln)
+        for ln in (run / "segments.jsonl").read_text().splitlines()
+        if ln.strip()
+    ]
+    result = load_model(RunResult, run / "result.json")
+    tc = validate_trace(CFDP, scn, segments, run, port=PORTS["cfdp"], ip_a=None, result=result)
+    assert tc.status == "rejected", tc.message
+    assert "Finished" in tc.message and "nak_limit_reached" in tc.message

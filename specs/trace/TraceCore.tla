@@ -30,9 +30,12 @@
 (*     end every timer's emission has been sent;                           *)
 (*   - a timer's expiry that emits (the protocol's Foreseeable actions) is *)
 (*     taken only where the trace shows its emission among the actor's     *)
-(*     next sends, after at most those it already has waiting (SentSoon):  *)
+(*     next sends, after at most those it already has waiting (SentSoon),  *)
+(*     and its emission is due within the actor's window of the next line: *)
 (*     an implementation sends what a timer made when the timer fires, so  *)
-(*     an expiry placed any earlier only multiplies the behaviours;        *)
+(*     an expiry placed any earlier only multiplies the behaviours, or     *)
+(*     passes off what the timer made as made before arrivals that would   *)
+(*     have prevented it;                                                  *)
 (*   - a step that emits without consuming and is no timer's (the          *)
 (*     protocol's OnDemand actions: a sender's new data, say) is taken     *)
 (*     only where the trace needs it (Wanted): the current line is a send  *)
@@ -64,8 +67,9 @@
 (*   - reaction window: before a line at time t is taken, every unit that  *)
 (*     arrived before t - Window has been processed, and every unit a      *)
 (*     processed arrival made the model emit is on the wire by             *)
-(*     arrival + Window (a timer's emission has no deadline: timers expire *)
-(*     at any time in a trace model).  Window (microseconds) is below the  *)
+(*     arrival + Window (a timer's emission, by Window after the next line *)
+(*     when it fired: timers expire at any time in a trace model, and send *)
+(*     what they make at once).  Window (microseconds) is below the        *)
 (*     scenario's smallest retransmission timer, so that a late reply is   *)
 (*     not mistaken for a timer's.  An actor whose user may suspend it     *)
 (*     (CFDP's suspend request) has Hold[a] more: the longest it may sit   *)
@@ -391,9 +395,18 @@ ModelStep(e) ==
                /\ l' = l + 1
                /\ UNCHANGED inq
             [] OTHER ->
-               \* a timer's emission (no deadline), or a step the wire does not show
+               \* a timer's emission, or a step the wire does not show.  A
+               \* timer fires at any time, but what it makes goes out when it
+               \* fires: by the actor's window after the next line (the
+               \* latest it can have fired); without that deadline a timer
+               \* could fire long before the wire shows its emission, and a
+               \* fault at a limit be declared before arrivals that undo it
+               \* (a cfdp-rs mutant whose receiver never cleared a resent
+               \* segment passed so, docs/mutation.md).  Other steps' emissions
+               \* have none: Wanted takes them only where the trace needs them.
                /\ IF e.tx = <<>> THEN TRUE ELSE SentSoon(e) /\ Wanted(e)
-               /\ pend' = EmitAll(q, d, e.tx, Never)
+               /\ pend' = EmitAll(q, d, e.tx,
+                                  IF e.action \in Foreseeable THEN L.t + WindowOf(a) ELSE Never)
                /\ l' = l
                /\ UNCHANGED inq
     /\ Owed(pend') <= SendsLeft[l']
