@@ -8,7 +8,6 @@ it, and the same session without the deviation must be accepted."""
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from conformance.core.types import Scenario, SegmentRecord, TraceCheck
 from conformance.protocols.ltp import SPEC as LTP_SPEC
 from conformance.protocols.ltp import LtpBlock
 from conformance.segments import records_from_captures
+from conformance.tests.stored import stored_run
 from dissectors.ltp.layer import LTP
 
 IP_A, IP_B, PORT = pcapkit.IP_A, pcapkit.IP_B, 1113
@@ -360,22 +360,8 @@ def test_a_cancel_after_the_rs_was_queued_again_is_accepted(tmp_path: Path) -> N
 def _stored_run(
     name: str, tmp_path: Path
 ) -> tuple[Path, Scenario, list[SegmentRecord], TraceCheck]:
-    """A live run stored in data/NAME (its captures, scenario, segments and
-    result), validated again: (its folder, scenario, segments, the check)."""
-    from conformance.core.types import RunResult, load_model
-    from conformance.runner import PORTS, validate_trace
-
-    run = tmp_path / "run"
-    shutil.copytree(Path(__file__).parent / "data" / name, run)
-    scn = Scenario.model_validate_json((run / "scenario.json").read_text())
-    segments = [
-        SegmentRecord.model_validate_json(ln)
-        for ln in (run / "segments.jsonl").read_text().splitlines()
-        if ln.strip()
-    ]
-    result = load_model(RunResult, run / "result.json")
-    tc = validate_trace(LTP_SPEC, scn, segments, run, port=PORTS["ltp"], ip_a=None, result=result)
-    return run, scn, segments, tc
+    """A live LTP run stored in data/NAME, validated again."""
+    return stored_run(LTP_SPEC, name, tmp_path)
 
 
 def test_a_retransmission_cut_otherwise_is_validated(tmp_path: Path) -> None:

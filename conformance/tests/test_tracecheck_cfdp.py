@@ -1005,20 +1005,8 @@ def test_a_fault_at_the_nak_limit_goes_out_when_its_timer_fires(tmp_path: Path) 
     before the resend arrived (making it redundant) and sent their NAK and
     Finished a second later, and the run passed. A timer's emission is now
     due within the window of the line after which it fired."""
-    import shutil
+    from conformance.tests.stored import stored_run
 
-    from conformance.core.types import RunResult, SegmentRecord, load_model
-    from conformance.runner import PORTS, validate_trace
-
-    run = tmp_path / "run"
-    shutil.copytree(Path(__file__).parent / "data" / "cfdp-rs-mutant-resend-never-cleared", run)
-    scn = Scenario.model_validate_json((run / "scenario.json").read_text())
-    segments = [
-        SegmentRecord.model_validate_json(ln)
-        for ln in (run / "segments.jsonl").read_text().splitlines()
-        if ln.strip()
-    ]
-    result = load_model(RunResult, run / "result.json")
-    tc = validate_trace(CFDP, scn, segments, run, port=PORTS["cfdp"], ip_a=None, result=result)
+    _, _, _, tc = stored_run(CFDP, "cfdp-rs-mutant-resend-never-cleared", tmp_path)
     assert tc.status == "rejected", tc.message
     assert "Finished" in tc.message and "nak_limit_reached" in tc.message
