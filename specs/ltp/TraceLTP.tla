@@ -95,35 +95,11 @@ RsOwes(e, t0) ==
 RsMet(o, L) ==
     IF L.kind = "send" /\ L.dir = "forward" /\ L.seg.type = "CS" THEN NoOwes ELSE Met(o, L)
 
-\* A timer runs from its segment's de-queuing for transmission (6.2 the
-\* checkpoint's, 6.3 an RS's, 6.15 a Cx's): a timer's expiry (ev, the step's
-\* lastEvent') needs its segment's last copy on the wire, none of it still
-\* waiting in pend.  Without this, a trace model whose timers expire at any
-\* time could queue a retransmission, let its timer expire again before that
-\* copy was sent, and cancel at the limit with the copy purged: an RS sent
-\* once, then a CR RLEXC, accepted under a limit of one retransmission (a
-\* licklider-core mutant that cancels one expiry early passed so,
-\* docs/mutation.md).  A Cx timer: no Cx of the actor's waiting.
-Dequeued(k) == Waiting(k) = 0
-NoCxWaiting(d, t) == ~\E k \in DOMAIN pend : k[1] = d /\ k[2].type = t
-TimerFromWire(ev) ==
-    CASE ev.action \in {"SenderExpireCheckpointTimer", "SenderCancelSession"} ->
-            Dequeued(<<"forward", sCp>>)
-      [] ev.action = "ReceiverExpireReportTimer" -> Dequeued(<<"return", ev.tx[1]>>)
-      [] ev.action = "ReceiverCancelSession" ->
-            \E i \in DOMAIN rReports :
-                i \notin rAcked /\ rRsTx[i] > MaxRetx /\ Dequeued(<<"return", rReports[i]>>)
-      [] ev.action \in {"SenderExpireCancelTimer", "SenderAbandonCancel"} ->
-            NoCxWaiting("forward", "CS")
-      [] ev.action \in {"ReceiverExpireCancelTimer", "ReceiverAbandonCancel"} ->
-            NoCxWaiting("return", "CR")
-      [] OTHER -> TRUE
-
 \* A step of the model (Step: Next without the Terminating stutter) under the
 \* trace's rules, a trace line the model takes no step for, or a copy put
 \* back in a channel (below).
 TraceNext ==
-    \/ Step /\ TimerFromWire(lastEvent') /\ ModelStep(lastEvent')
+    \/ Step /\ ModelStep(lastEvent')
     \/ UNCHANGED vars /\ LineStep(Settled)
     \/ ChannelRestoreCopy
 
