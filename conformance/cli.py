@@ -1363,7 +1363,7 @@ def _campaign_run(
 def cmd_mutate(args: argparse.Namespace) -> int:
     """``dtnconform mutate``: the suite against the engine's mutants
     (conformance/mutate, docs/mutation.md)."""
-    from conformance import certify, netns
+    from conformance import certify, interop, netns
     from conformance.mutate import mutants as mm
     from conformance.mutate import report as mreport
     from conformance.mutate import run as mrun
@@ -1403,7 +1403,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
                 def on_config(done: int, total: int, name: str) -> None:
                     prog.update(task, completed=done, total=total, info=name)
 
-                mrun.interop_scenarios(spec, out, on_config)
+                interop.write_scenarios(spec, out, on_config=on_config)
         else:
             _generate(args.protocol, out / "scenarios", catalogue=False)
     every = certify.cases(spec, certify._scenarios(out, False), certify.SUT_ROLES)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,6 +113,37 @@ class InteropOutcome:
     unrun: dict[str, str] = field(default_factory=dict)
 
 
+def write_scenarios(
+    spec: ProtocolSpec,
+    out: Path,
+    configs: Sequence[InteropConfig] | None = None,
+    wanted: Mapping[str, Collection[str]] | None = None,
+    on_config: Callable[[int, int, str], None] | None = None,
+) -> list[tuple[InteropConfig, Path]]:
+    """The configurations' scenarios (every one the protocol has by
+    default; ``wanted``: configuration -> the names of its scenarios to
+    keep, none for a configuration not in it), each with the outcome set TLC
+    computes for it (work in ``out/tlc``), written into ``out/scenarios``:
+    (configuration, file), each configuration's sorted."""
+    cap = spec.need("interop", spec.capabilities.interop)
+    configs = cap.CONFIGS if configs is None else configs
+    scn_dir = out / "scenarios"
+    scn_dir.mkdir(parents=True, exist_ok=True)
+    written: list[tuple[InteropConfig, Path]] = []
+    for i, cfg in enumerate(configs):
+        if on_config:
+            on_config(i, len(configs), cfg.name)
+        names = None if wanted is None else wanted.get(cfg.name, ())
+        if names is not None and not names:
+            continue
+        paths = []
+        for scn in cap.config_scenarios(cfg, out / "tlc", names):
+            paths.append(scn_dir / f"{scn.name}.json")
+            dump_model(scn, paths[-1])
+        written += [(cfg, path) for path in sorted(paths)]
+    return written
+
+
 def interop(
     spec: ProtocolSpec,
     sut_names: Sequence[str],
@@ -151,16 +182,7 @@ def interop(
             f"--only {only}: no cell's name (SENDER--RECEIVER--SCENARIO) holds it, e.g. "
             f"{suts[0].label}--{suts[-1].label}--{first}"
         )
-    scn_dir = out / "scenarios"
-    scn_dir.mkdir(parents=True, exist_ok=True)
-    written: list[tuple[InteropConfig, Path]] = []
-    for cfg in configs:
-        if wanted[cfg.name]:
-            paths = []
-            for scn in cap.config_scenarios(cfg, out / "tlc", wanted[cfg.name]):
-                paths.append(scn_dir / f"{scn.name}.json")
-                dump_model(scn, paths[-1])
-            written += [(cfg, path) for path in sorted(paths)]
+    written = write_scenarios(spec, out, configs, wanted)
     every = cells(written, suts)
     if only:
         every = [c for c in every if only in c.name]
@@ -194,4 +216,4 @@ def interop(
     return InteropOutcome(every, runs, report, robot.log, robot.rc, unrun)
 
 
-__all__ = ["Cell", "cells", "interop"]
+__all__ = ["Cell", "cells", "interop", "write_scenarios"]

@@ -37,7 +37,6 @@ from typing import Any
 from conformance.campaign.engine import Done, execute_command
 from conformance.campaign.store import Record, RunStore
 from conformance.certify import Case
-from conformance.core.contract import ProtocolSpec
 from conformance.core.errors import DtncError
 from conformance.mutate.mutants import Engine, Mutant, build
 
@@ -65,28 +64,6 @@ class MutantRun:
     @property
     def key(self) -> str:
         return f"{self.mutant}/{self.case}"
-
-
-def interop_scenarios(
-    spec: ProtocolSpec, out: Path, on_config: Callable[[int, int, str], None] | None = None
-) -> list[Path]:
-    """The protocol's interoperability configurations' scenarios (the
-    ``interop`` capability), each with the outcome set TLC computes for it,
-    written into ``out/scenarios``: the mutation suite of a protocol whose
-    ``mutation_suite`` is "interop"."""
-    from conformance.core.types import dump_model
-
-    cap = spec.need("interop", spec.capabilities.interop)
-    scn_dir = out / "scenarios"
-    scn_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for i, cfg in enumerate(cap.CONFIGS):
-        if on_config:
-            on_config(i, len(cap.CONFIGS), cfg.name)
-        for scn in cap.config_scenarios(cfg, out / "tlc"):
-            written.append(scn_dir / f"{scn.name}.json")
-            dump_model(scn, written[-1])
-    return sorted(written)
 
 
 def is_nominal(scn: dict[str, Any], tester: str | None) -> bool:

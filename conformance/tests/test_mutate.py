@@ -35,29 +35,30 @@ def _mutant(
     return mm.Mutant("src/x.rs", line, col, end_line, end_col, repl, "BinaryOperator", name)
 
 
-def test_apply_replaces_exactly_the_span(tmp_path: Path) -> None:
+def _applied(tmp_path: Path, text: str, mutant: mm.Mutant) -> str:
+    """``text`` as src/x.rs of a crate in ``tmp_path``, after ``mutant``."""
     (tmp_path / "src").mkdir()
     f = tmp_path / "src" / "x.rs"
-    f.write_text("fn a() -> u8 {\n    1 + 2\n}\n", encoding="utf-8")
-    mm.apply(_mutant(2, 7, 2, 8, "*"), tmp_path)
-    assert f.read_text(encoding="utf-8") == "fn a() -> u8 {\n    1 * 2\n}\n"
+    f.write_text(text, encoding="utf-8")
+    mm.apply(mutant, tmp_path)
+    return f.read_text(encoding="utf-8")
+
+
+def test_apply_replaces_exactly_the_span(tmp_path: Path) -> None:
+    out = _applied(tmp_path, "fn a() -> u8 {\n    1 + 2\n}\n", _mutant(2, 7, 2, 8, "*"))
+    assert out == "fn a() -> u8 {\n    1 * 2\n}\n"
 
 
 def test_apply_takes_a_span_over_lines(tmp_path: Path) -> None:
     """A function body replaced whole (cargo-mutants' FnValue genre) spans
     several lines; the end column is exclusive."""
-    (tmp_path / "src").mkdir()
-    f = tmp_path / "src" / "x.rs"
-    f.write_text("fn a() -> u8 {\n    let x = 1;\n    x + 2\n}\n", encoding="utf-8")
-    mm.apply(_mutant(1, 14, 4, 2, "{ 0 }"), tmp_path)
-    assert f.read_text(encoding="utf-8") == "fn a() -> u8 { 0 }\n"
+    text = "fn a() -> u8 {\n    let x = 1;\n    x + 2\n}\n"
+    assert _applied(tmp_path, text, _mutant(1, 14, 4, 2, "{ 0 }")) == "fn a() -> u8 { 0 }\n"
 
 
 def test_apply_refuses_a_span_outside_the_file(tmp_path: Path) -> None:
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "x.rs").write_text("fn a() {}\n", encoding="utf-8")
     with pytest.raises(DtncError, match="span is not in"):
-        mm.apply(_mutant(3, 1, 3, 2, "*", name="far"), tmp_path)
+        _applied(tmp_path, "fn a() {}\n", _mutant(3, 1, 3, 2, "*", name="far"))
 
 
 def test_without_tables_drops_the_tables_and_their_subtables() -> None:
