@@ -64,8 +64,9 @@ def judges_of(verdict: dict[str, Any]) -> list[str]:
     """The judges whose reasons made ``verdict`` (a verdict.json) a fail or
     an error, in the order of its reasons: ``outcome``, ``trace
     validation``, ``obligation`` (trace validation rejected the trace for
-    something owed and never sent in time: its ``overdue``), ``probe``, ``dissector`` (an expert check of our
-    dissector), ``crash`` (the implementation's own harness died or hung)."""
+    something owed and never sent in time: its ``overdue``), ``probe``,
+    ``dissector`` (an expert check of our dissector), ``crash`` (the
+    implementation's own harness died or hung)."""
     out: list[str] = []
     tester = (verdict.get("sut") or "").find("tester") >= 0
     for r in verdict.get("reasons", []):
@@ -159,23 +160,15 @@ def summary(st: RunStore, notes: dict[str, dict[str, str]] | None = None) -> dic
     notes = notes or {}
     fs = fates(st)
     count = Counter(f.status for f in fs)
-    equivalent = [
-        f
-        for f in fs
-        if f.status == "survived" and notes.get(f.mutant["name"], {}).get("kind") == "equivalent"
-    ]
+
+    def note(f: Fate) -> dict[str, str]:
+        return notes.get(f.mutant["name"], {})
+
+    survivors = [f for f in fs if f.status == "survived"]
+    equivalent = [f for f in survivors if note(f).get("kind") == "equivalent"]
     scored = count["killed"] + count["survived"] - len(equivalent)
-    kind = {f.mutant["name"]: notes.get(f.mutant["name"], {}) for f in fs}
-    gaps_open = [
-        f.mutant["name"]
-        for f in fs
-        if f.status == "survived" and kind[f.mutant["name"]].get("kind") == "gap"
-    ]
-    gaps_closed = [
-        f.mutant["name"]
-        for f in fs
-        if f.status == "killed" and kind[f.mutant["name"]].get("closed")
-    ]
+    gaps_open = [f.mutant["name"] for f in survivors if note(f).get("kind") == "gap"]
+    gaps_closed = [f.mutant["name"] for f in fs if f.status == "killed" and note(f).get("closed")]
     per_file: dict[str, Counter[str]] = defaultdict(Counter)
     for f in fs:
         per_file[f.mutant["file"]][f.status] += 1
@@ -186,7 +179,7 @@ def summary(st: RunStore, notes: dict[str, dict[str, str]] | None = None) -> dic
         "killed": count["killed"],
         "survived": count["survived"],
         "equivalent": len(equivalent),
-        "unexplained": sum(1 for f in fs if f.status == "survived" and not kind[f.mutant["name"]]),
+        "unexplained": sum(1 for f in survivors if not note(f)),
         "gaps_open": gaps_open,
         "gaps_closed": gaps_closed,
         "trivially_killed": count["trivial"] + count["unviable"],
