@@ -28,7 +28,7 @@ help:
 	@echo "make test-deep  the default suite plus deep model checking (DTNC_DEEP=1)"
 	@echo "make setup      only the set-up: apt packages, venv, TLC jar, Rust builds, the SUTs"
 	@echo "make lint       ruff, mypy, cargo clippy"
-	@echo "make mutate-tools  cargo-mutants, for dtnconform mutate (docs/mutation.md; make test installs it)"
+	@echo "make mutate-tools  cargo-mutants and mutmut, for dtnconform mutate (docs/mutation.md; make test installs them)"
 	@echo "make lua        regenerate the Lua dissectors' tables from specs/<proto>/wire.json"
 	@echo "make peers ION_SRC=DIR HDTN_SRC=DIR  build the optional ION-DTN and HDTN from source trees (docs/implementers.md)"
 
@@ -86,7 +86,15 @@ suts:
 # cargo-mutants, the tool `dtnconform mutate` takes its mutants from
 # (docs/mutation.md), at the version conformance/mutate/mutants.py names
 CARGO_MUTANTS_VERSION := $(shell sed -n 's/^CARGO_MUTANTS_VERSION = "\(.*\)"/\1/p' conformance/mutate/mutants.py)
+MUTMUT_VERSION := $(shell sed -n 's/^MUTMUT_VERSION = "\(.*\)"/\1/p' conformance/mutate/mutants.py)
+MUTMUT_VENV    := .tools/mutmut
 mutate-tools:
+	$(call step,mutmut $(MUTMUT_VERSION) from PyPI into its own venv $(MUTMUT_VENV))
+	@if $(MUTMUT_VENV)/bin/python -c 'import importlib.metadata as m; assert m.version("mutmut") == "$(MUTMUT_VERSION)"' 2>/dev/null; then echo "present"; else \
+	  rm -rf $(MUTMUT_VENV) && python3.11 -m venv $(MUTMUT_VENV) \
+	    && $(MUTMUT_VENV)/bin/pip install --disable-pip-version-check -q mutmut==$(MUTMUT_VERSION) \
+	    || { echo "setup step 'mutmut' failed: pip install mutmut==$(MUTMUT_VERSION) into $(MUTMUT_VENV)" >&2; exit 1; }; \
+	fi
 	$(call step,cargo-mutants $(CARGO_MUTANTS_VERSION) from the Rust crate registry)
 	@if cargo mutants --version 2>/dev/null | grep -qF '$(CARGO_MUTANTS_VERSION)'; then echo "present"; else \
 	  cargo install --locked --quiet cargo-mutants@$(CARGO_MUTANTS_VERSION) \

@@ -1367,12 +1367,9 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     from conformance.mutate import mutants as mm
     from conformance.mutate import report as mreport
     from conformance.mutate import run as mrun
-    from suts.endpoint import EndpointFile
 
     spec = _protocol(args.protocol)
     sut = _sut_playing(args.sut, spec)
-    if not isinstance(sut, EndpointFile):
-        raise InputError(f"--sut {args.sut}: mutation needs an endpoint file with a [mutate] table")
     engine = mm.Engine.of(sut)
     if args.sample is not None and args.sample < 1:
         raise InputError(f"--sample {args.sample}: draw at least one mutant")
@@ -1416,8 +1413,8 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     else:
         st = mrun.create(out, engine, chosen, cases)
         console.print(
-            f"{len(chosen)} of the {len(listed)} mutants {mm.CARGO_MUTANTS} makes of "
-            f"{engine.crate} {engine.version} ({', '.join(engine.files)}), seed {args.seed}; "
+            f"{len(chosen)} of the {len(listed)} mutants {engine.tool} makes of "
+            f"{engine.package} {engine.version} ({', '.join(engine.files)}), seed {args.seed}; "
             f"{len(cases)} cases each, the engine as published first"
         )
     notes = mreport.notes_of(sut)
@@ -1893,7 +1890,9 @@ def _add_mutate(sub: _Sub, protos: str) -> None:
     )
     s.add_argument("protocol", help=protos)
     s.add_argument(
-        "--sut", required=True, help="an implementation whose endpoint file has [mutate]"
+        "--sut",
+        required=True,
+        help="an implementation with a [mutate] table (licklider, cfdp-rs, cfdp-py, librecube)",
     )
     s.add_argument("--sample", type=int, help="this many of the tool's mutants (all)")
     s.add_argument("--seed", type=int, default=1, help="the seed that draws --sample (1)")

@@ -316,6 +316,50 @@ def uncovered(scn: Scenario, records: Sequence[ChannelRecord]) -> str:
     return "; ".join(why)
 
 
+def crashed(
+    scn: Scenario, result: RunResult, records: Sequence[ChannelRecord], tester: str | None
+) -> tuple[list[Reason], list[Reason]]:
+    """(fails, not judged) for each side whose implementation raised (an
+    exception, a panic) and stopped with its session open, as its harness
+    reported ("crashed").
+
+    Trace validation takes such a side as one still open when the run
+    stopped: in the trace model its timers may yet expire. But it takes no
+    step again, so its open session is final: it is judged against the
+    model's final outcomes, the scenario's outcome set (TLC's enumeration
+    under the scenario's limits). Where no outcome of the set leaves that
+    side open, every behaviour of the model ends its session, and this one
+    never will: a fail. Where the set does not decide (not computed for a
+    transfer this size, or exceeded by the channel), it is not judged."""
+    exp = scn.expect
+    fails: list[Reason] = []
+    unjudged: list[Reason] = []
+    for end in (result.sender, result.receiver):
+        who = end.role
+        if who == tester or not end.crashed or end.outcome != "open":
+            continue
+        what = f"the {who} stopped with its session open: it raised {end.crashed}"
+        beyond = uncovered(scn, records)
+        if exp.unjudged or exp.in_order is None or beyond:
+            why = exp.unjudged or beyond or "the scenario's outcome set is not the model's"
+            unjudged.append(
+                Reason(
+                    code="crash-unjudged",
+                    message=f"{what}; whether the model lets its session stay open for good is "
+                    f"not judged: {why}",
+                )
+            )
+        elif not any(o.parts()[f"{who}_outcome"] == "open" for o in exp.outcomes):
+            fails.append(
+                Reason(
+                    code=f"{who}-crashed",
+                    message=f"{what}, and takes no step again; in every final outcome the model "
+                    f"allows here ({exp.describe()}) the {who}'s session ends",
+                )
+            )
+    return fails, unjudged
+
+
 def judge(
     spec: ProtocolSpec,
     scn: Scenario,
@@ -383,6 +427,9 @@ def judge(
         beyond = "" if stale else uncovered(scn, records)
         if not stale and not beyond:
             fails += outcome_reasons(spec, scn, seen, reading_judged)
+    crash_fails, crash_unjudged = ([], []) if errors else crashed(scn, result, records, tester)
+    fails += crash_fails
+    unjudged += crash_unjudged
     probe_fails, probe_unsent = _probe_reasons(result)
     fails += probe_fails + _payload_reasons(spec, result)
     for f in findings:

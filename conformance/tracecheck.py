@@ -710,8 +710,16 @@ def _diagnose(
         blame += blamed
     elif kind == "arrive":
         why = "no behaviour of the model lets this arrive here"
-    else:
-        why = "no behaviour of the model reaches this line"
+    elif kind in ("exit", "end"):
+        who = [actor] if kind == "exit" else ["sender", "receiver"]
+        steps = sorted({a for a in enabled if any(a.lower().startswith(w) for w in who)})
+        named = [w for w in who if any(a.lower().startswith(w) for a in steps)] or who
+        why = (
+            f"the model's {' or '.join(named)} still had a step to take at once from what it "
+            "held (a prompt step: its trace module lists them), so it cannot stop here"
+            + (f"; its steps there: {', '.join(steps)}" if steps else "")
+        )
+        blame += steps
     if not blame:
         blame = [a for a in enabled if not a.startswith("Channel")]
     if tester:

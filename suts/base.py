@@ -12,10 +12,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from conformance.core import registry as protocols
+from conformance.core.contract import Strict
 from conformance.core.types import OUTCOMES, EndpointResult, ProbeResult, Scenario, outcome_alias
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,13 +44,74 @@ NOT_SUPPORTED = 127
 @dataclass(frozen=True)
 class SutOption:
     """A configuration choice an implementation offers beyond the scenario's
-    knobs: the values it takes (the first is its default) and what it does."""
+    knobs: the values it takes (the first is its default) and what it does;
+    with ``folder``, any existing folder's absolute path."""
 
     values: tuple[str, ...]
     text: str
+    folder: bool = False
 
     def describe(self) -> str:
-        return f"{'|'.join(self.values)} ({self.text})"
+        return (
+            f"{'an absolute folder path' if self.folder else '|'.join(self.values)} ({self.text})"
+        )
+
+
+# The option of an implementation whose engine is a Python package: a folder
+# put first on its harness's Python path, holding a copy of the package to run
+# in place of the installed one (a mutant's: conformance/mutate).
+ENGINE_OPTION = "engine"
+ENGINE_FOLDER = SutOption(
+    (),
+    "a folder put first on the harness's Python path, holding a copy of the engine's package "
+    "to run instead of the installed one (dtnconform mutate makes one per mutant)",
+    folder=True,
+)
+
+
+class Mutate(Strict):
+    """Where the engine's source comes from for mutation testing
+    (conformance/mutate, docs/mutation.md), and which files are its
+    protocol logic: a Rust crate mutated by cargo-mutants and built into a
+    harness, or a Python package mutated by mutmut and run from a copy."""
+
+    tool: Literal["cargo-mutants", "mutmut"]
+    version: str
+    files: list[str] = Field(
+        min_length=1, description="the protocol-logic files (globs, relative to the source's root)"
+    )
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="regular expressions on the tool's mutant names: code in those files the "
+        "harness never links (another store's implementation, say), whose mutants measure nothing",
+    )
+    # cargo-mutants
+    crate: str | None = Field(None, description="the crate, as the crate registry names it")
+    harness: str | None = Field(None, description="the Cargo project the engine is built into")
+    binary: str | None = Field(
+        None, description="the harness's binary, as run.sender names it after {here}/"
+    )
+    # mutmut
+    distribution: str | None = Field(None, description="the package, as PyPI names it")
+    module: str | None = Field(None, description="the package's import name")
+    python: str | None = Field(None, description="the interpreter the harness runs on")
+
+    @model_validator(mode="after")
+    def _tool_fields(self) -> Mutate:
+        need = (
+            ("crate", "harness", "binary")
+            if self.tool == "cargo-mutants"
+            else ("distribution", "module", "python")
+        )
+        missing = [n for n in need if getattr(self, n) is None]
+        if missing:
+            raise ValueError(f"tool {self.tool} needs {', '.join(missing)}")
+        return self
+
+    @property
+    def package(self) -> str:
+        """The engine's name in its registry."""
+        return str(self.crate or self.distribution)
 
 
 class SutAdapter(ABC):
@@ -69,6 +132,8 @@ class SutAdapter(ABC):
     # built only from a source the user gives (docs/implementers.md): absent,
     # it is no error but a cell "not supported" (missing())
     optional: bool = False
+    # its engine's source for mutation testing (None: not mutated)
+    mutate: Mutate | None = None
 
     def __init__(self) -> None:
         self.options: dict[str, str] = {}
@@ -110,12 +175,23 @@ class SutAdapter(ABC):
                     f"--sut-option {name}: {self.name} has no such option (it offers: "
                     f"{offered or 'none'})"
                 )
-            if value not in self.OPTIONS[name].values:
+            if self.OPTIONS[name].folder:
+                if not (Path(value).is_absolute() and Path(value).is_dir()):
+                    raise InputError(f"--sut-option {name}={value}: not an absolute folder path")
+            elif value not in self.OPTIONS[name].values:
                 raise InputError(
                     f"--sut-option {name}={value}: {self.name} takes "
                     f"{' or '.join(self.OPTIONS[name].values)}"
                 )
             self.options[name] = value
+
+    def python_command(self, python: str | Path, script: Path) -> list[str]:
+        """``python script``, the engine option's folder (ENGINE_OPTION)
+        first on its Python path where it is set."""
+        engine = self.options.get(ENGINE_OPTION)
+        if not engine:
+            return [str(python), str(script)]
+        return ["env", f"PYTHONPATH={engine}", str(python), str(script)]
 
     def supports(self, params: Mapping[str, object], role: str) -> str:
         """Why this implementation cannot play ``role`` with these scenario
@@ -237,6 +313,7 @@ class SutAdapter(ABC):
             duration_s=float(data.get("duration_s") or 0.0),
             exit_code=exit_code,
             detail=detail,
+            crashed=str(data.get("crashed") or ""),
         )
 
 

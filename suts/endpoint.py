@@ -36,7 +36,7 @@ from conformance.core.classifiers import default_port
 from conformance.core.contract import Strict
 from conformance.core.errors import DtncError, InputError, ToolMissing, first_error
 from conformance.core.types import EndpointResult, Scenario
-from suts.base import NOT_SUPPORTED, Endpoint, SutAdapter, SutOption, merge_knobs
+from suts.base import NOT_SUPPORTED, Endpoint, Mutate, SutAdapter, SutOption, merge_knobs
 
 Knobs = dict[str, int | str | list[str]]
 _TEMPLATE = re.compile(r"\{([a-z0-9][a-z0-9_-]*)\}")
@@ -107,24 +107,6 @@ class Profile(Strict):
     )
 
 
-class Mutate(Strict):
-    """Where the engine's source comes from for mutation testing
-    (conformance/mutate, docs/mutation.md), and which files are its
-    protocol logic."""
-
-    tool: Literal["cargo-mutants"]
-    crate: str
-    version: str
-    files: list[str] = Field(min_length=1, description="the protocol-logic files (globs)")
-    exclude: list[str] = Field(
-        default_factory=list,
-        description="regular expressions on the tool's mutant names: code in those files the "
-        "harness never links (another store's implementation, say), whose mutants measure nothing",
-    )
-    harness: str = Field(description="the Cargo project the engine is built into")
-    binary: str = Field(description="the harness's binary, as run.sender names it after {here}/")
-
-
 class Option(Strict):
     values: list[str] = Field(min_length=1)
     text: str
@@ -185,6 +167,7 @@ class EndpointFile(SutAdapter):
         self.startup_s = self.spec.startup_s
         self.processing_ms = self.spec.profile.processing_ms
         self.optional = self.spec.optional
+        self.mutate = self.spec.mutate
         self.OPTIONS = {k: SutOption(tuple(o.values), o.text) for k, o in self.spec.options.items()}
         self._workdirs: dict[str, str] = {}  # role -> its folder in the run under way
 

@@ -699,6 +699,11 @@ class EndpointResult(Strict):
         "its process's end, or the earlier stopped_at its result reported",
     )
     detail: str = ""
+    crashed: str = Field(
+        "",
+        description="what the implementation raised (an exception, a panic) when it stopped "
+        "with its session open, as its harness reported it: it takes no step again",
+    )
     log: str = Field("", description="path of the endpoint's log, relative to the run directory")
     probes: list[ProbeResult] = Field(
         default_factory=list, description="robustness probes the tester played (tester only)"
@@ -712,7 +717,7 @@ class EndpointResult(Strict):
 
 _GENERIC_ENDPOINT_KEYS = {
     "role", "outcome", "delivered", "payload_ok", "duration_s", "exit_code", "exited_at",
-    "detail", "log", "probes", "requests_unmade",
+    "detail", "crashed", "log", "probes", "requests_unmade",
 }  # fmt: skip
 
 

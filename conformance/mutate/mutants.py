@@ -12,6 +12,13 @@ which of its files are protocol logic (its ``[mutate]`` table):
   project) through ``[patch.crates-io]`` in a scratch copy of that. The
   harness's binary (``binary``, the path the endpoint file runs) is then
   the mutant's, and the mutant is an endpoint file like any other.
+- ``tool = "mutmut"``: a Python package from PyPI (``distribution``,
+  ``version``, imported as ``module``), as installed for the interpreter
+  its harness runs on (``python``). mutmut, in a venv of its own, makes the
+  mutants (mutmut_spans.py turns each into a span and its replacement, as
+  cargo-mutants gives them); one is applied to a scratch copy of the
+  package, and the implementation runs with that copy first on its Python
+  path (its ``engine`` option, suts.base.ENGINE_OPTION).
 
 Nothing of the engine's source is written into the repository: the scratch
 folder is the mutation run's (``--out``).
@@ -31,16 +38,21 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from conformance.core.errors import DtncError, InputError, ToolMissing
-from suts.base import REPO
-from suts.endpoint import EndpointFile
+from suts.base import ENGINE_OPTION, REPO, SutAdapter
 
 CARGO_MUTANTS = "cargo-mutants"
 # the version CI installs and the figures in docs/mutation.md came from
 CARGO_MUTANTS_VERSION = "27.1.0"
 INSTALL_HINT = (
     f"install it with `cargo install --locked {CARGO_MUTANTS}@{CARGO_MUTANTS_VERSION}` "
-    "(the Rust crate registry)"
+    "(the Rust crate registry), or `make mutate-tools`"
 )
+MUTMUT = "mutmut"
+MUTMUT_VERSION = "3.8.1"
+# mutmut's own venv (make mutate-tools), apart from dtnconform's and the
+# implementations'
+MUTMUT_VENV = REPO / ".tools" / "mutmut"
+SPANS = Path(__file__).with_name("mutmut_spans.py")
 
 
 @dataclass(frozen=True)
@@ -69,47 +81,83 @@ class Mutant:
 
 @dataclass(frozen=True)
 class Engine:
-    """What an endpoint file's ``[mutate]`` table says, resolved."""
+    """What an implementation's ``mutate`` (an endpoint file's [mutate]
+    table, a Python adapter's attribute) says, resolved."""
 
-    sut: EndpointFile
+    sut: SutAdapter
     tool: str
-    crate: str
+    package: str  # the crate or the PyPI distribution
     version: str
     files: tuple[str, ...]
     exclude: tuple[str, ...]
-    harness: Path
-    binary: str
+    harness: Path | None = None  # cargo-mutants: the Cargo project
+    binary: str = ""  # cargo-mutants: the harness's binary
+    module: str = ""  # mutmut: the import name
+    python: str = ""  # mutmut: the interpreter the package is installed for
 
     @classmethod
-    def of(cls, sut: EndpointFile) -> Engine:
-        m = sut.spec.mutate
+    def of(cls, sut: SutAdapter) -> Engine:
+        m = sut.mutate
         if m is None:
+            where = f"its endpoint file ({sut.path})" if hasattr(sut, "path") else "its adapter"
             raise InputError(
-                f"{sut.name} ({sut.path}): its endpoint file has no [mutate] table, so there is "
-                "no engine source to mutate (docs/mutation.md)"
+                f"{sut.name}: {where} has no [mutate] table, so there is no engine source to "
+                "mutate (docs/mutation.md)"
             )
+        path = getattr(sut, "path", None)
         return cls(
             sut,
             m.tool,
-            m.crate,
+            m.package,
             m.version,
             tuple(m.files),
             tuple(m.exclude),
-            sut.path.parent / m.harness,
-            m.binary,
+            harness=path.parent / m.harness if path is not None and m.harness else None,
+            binary=m.binary or "",
+            module=m.module or "",
+            python=m.python or "",
         )
 
     def source(self) -> Path:
-        """The crate's source in cargo's registry cache (the harness's build
-        put it there)."""
+        """The engine's source: the crate in cargo's registry cache (the
+        harness's build put it there), or the package as installed."""
+        if self.tool == MUTMUT:
+            return self._installed()
         home = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo"))
-        found = sorted((home / "registry" / "src").glob(f"*/{self.crate}-{self.version}"))
+        found = sorted((home / "registry" / "src").glob(f"*/{self.package}-{self.version}"))
         if not found:
             raise ToolMissing(
-                f"{self.crate} {self.version} is not in cargo's registry cache ({home}); build "
+                f"{self.package} {self.version} is not in cargo's registry cache ({home}); build "
                 f"{self.sut.name} once (`make setup`) so that cargo fetches it"
             )
         return found[0]
+
+    def _installed(self) -> Path:
+        code = (
+            "import importlib.metadata as m, importlib.util as u, sys\n"
+            f"s = u.find_spec({self.module!r})\n"
+            f"print(m.version({self.package!r}))\n"
+            "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')"
+        )
+        proc = subprocess.run(
+            [self.python, "-c", code], capture_output=True, text=True, env=_without_engine()
+        )
+        lines = proc.stdout.split("\n")
+        if proc.returncode != 0 or len(lines) < 2 or not lines[1]:
+            raise ToolMissing(
+                f"{self.package} is not installed for {self.python} (`make setup`): "
+                + (proc.stderr.strip().splitlines() or ["no package folder"])[-1]
+            )
+        if lines[0] != self.version:
+            raise ToolMissing(
+                f"{self.python} has {self.package} {lines[0]}, not {self.version}: `make setup`"
+            )
+        return Path(lines[1])
+
+
+def _without_engine() -> dict[str, str]:
+    """The environment less PYTHONPATH: the installed package, not a copy."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
 def _tool() -> str:
@@ -125,6 +173,61 @@ def listed(engine: Engine, scratch: Path) -> list[Mutant]:
     cache = scratch / "mutants.json"
     if cache.is_file():
         return [Mutant(**m) for m in json.loads(cache.read_text(encoding="utf-8"))]
+    out = _mutmut_listed(engine, scratch) if engine.tool == MUTMUT else _cargo_listed(engine)
+    out = [
+        m
+        for m in out
+        if any(fnmatch(m.file, f) for f in engine.files)
+        and not any(re.search(r, m.name) for r in engine.exclude)
+    ]
+    scratch.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps([m.as_dict() for m in out], indent=1) + "\n", encoding="utf-8")
+    return out
+
+
+def _mutmut_python() -> Path:
+    exe = MUTMUT_VENV / "bin" / "python"
+    if not exe.is_file():
+        raise ToolMissing(
+            f"{MUTMUT} {MUTMUT_VERSION} not found in {MUTMUT_VENV}: `make mutate-tools` makes "
+            "its venv (PyPI)"
+        )
+    return exe
+
+
+def _mutmut_listed(engine: Engine, scratch: Path) -> list[Mutant]:
+    """mutmut's mutants of the package's protocol-logic files, made in a
+    copy of it (mutmut reads its configuration from the folder it runs in)."""
+    exe = _mutmut_python()
+    src = engine.source()
+    work = scratch / "mutmut"
+    if work.exists():
+        shutil.rmtree(work)
+    shutil.copytree(src, work / engine.module, ignore=shutil.ignore_patterns("__pycache__"))
+    (work / "setup.cfg").write_text(f"[mutmut]\nsource_paths={engine.module}\n", encoding="utf-8")
+    files = sorted(
+        {
+            str(p.relative_to(work / engine.module))
+            for g in engine.files
+            for p in (work / engine.module).glob(g)
+            if p.suffix == ".py"
+        }
+    )
+    if not files:
+        raise InputError(f"{engine.sut.name}: no Python file of {src} matches {engine.files}")
+    proc = subprocess.run(
+        [str(exe), str(SPANS), engine.module, *files],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=_without_engine(),
+    )
+    if proc.returncode != 0:
+        raise DtncError(f"mutmut failed (exit {proc.returncode}): {proc.stderr[-800:]}")
+    return [Mutant(**m) for m in json.loads(proc.stdout)]
+
+
+def _cargo_listed(engine: Engine) -> list[Mutant]:
     src = engine.source()
     proc = subprocess.run(
         ["cargo", "mutants", "--list", "--json", "--dir", str(src)]
@@ -155,14 +258,6 @@ def listed(engine: Engine, scratch: Path) -> list[Mutant]:
                 function=fn.get("function_name", "") if isinstance(fn, dict) else str(fn),
             )
         )
-    out = [
-        m
-        for m in out
-        if any(fnmatch(m.file, f) for f in engine.files)
-        and not any(re.search(r, m.name) for r in engine.exclude)
-    ]
-    scratch.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps([m.as_dict() for m in out], indent=1) + "\n", encoding="utf-8")
     return out
 
 
@@ -189,24 +284,29 @@ def apply(mutant: Mutant, src: Path) -> None:
     path.write_text(text[:a] + mutant.replacement + text[b:], encoding="utf-8")
 
 
-def build(engine: Engine, mutant: Mutant | None, scratch: Path) -> tuple[Path | None, str]:
-    """The harness built against the mutant (None: the engine as
-    published) in ``scratch/builds/<key>``: (the endpoint file that runs
-    it, '') or (None, the compiler's complaint) where it does not build."""
+def build(engine: Engine, mutant: Mutant | None, scratch: Path) -> tuple[str | None, str]:
+    """The implementation with the mutant (None: the engine as published),
+    made in ``scratch/builds/<key>``: (what ``--sut`` takes to run it, '')
+    or (None, why) where it does not build: a harness built against it
+    (its endpoint file's path), or a copy of the package with it, on the
+    implementation's path (``<name>[engine=<folder>]``)."""
+    if engine.tool == MUTMUT:
+        return _copied(engine, mutant, scratch)
+    assert engine.harness is not None  # Mutate's validator: cargo-mutants has one
     key = mutant.key if mutant else "original"
     home = scratch / "builds" / key
     made = home / "endpoint.toml"
     if made.is_file():
-        return made, ""
+        return str(made), ""
     if home.exists():
         shutil.rmtree(home)
-    src = home / "src" / f"{engine.crate}-{engine.version}"
+    src = home / "src" / f"{engine.package}-{engine.version}"
     shutil.copytree(engine.source(), src)
     if mutant is not None:
         apply(mutant, src)
     proj = _mirror(engine.harness, home / "tree")
     with (proj / "Cargo.toml").open("a", encoding="utf-8") as fh:
-        fh.write(f'\n[patch.crates-io]\n{engine.crate} = {{ path = "{src}" }}\n')
+        fh.write(f'\n[patch.crates-io]\n{engine.package} = {{ path = "{src}" }}\n')
     lock = engine.harness / "Cargo.lock"
     if lock.is_file():
         shutil.copy(lock, proj / "Cargo.lock")
@@ -230,7 +330,34 @@ def build(engine: Engine, mutant: Mutant | None, scratch: Path) -> tuple[Path | 
     binary = home / Path(engine.binary).name
     shutil.copy2(exe, binary)
     made.write_text(_endpoint_text(engine, binary, key), encoding="utf-8")
-    return made, ""
+    return str(made), ""
+
+
+def _copied(engine: Engine, mutant: Mutant | None, scratch: Path) -> tuple[str | None, str]:
+    """A copy of the package with the mutant, compiled (a mutant that is
+    not Python does not build)."""
+    key = mutant.key if mutant else "original"
+    site = scratch / "builds" / key / "site"
+    ref = f"{engine.sut.name}[{ENGINE_OPTION}={site}]"
+    ready = site.parent / "ready"
+    if ready.is_file():
+        return ref, ""
+    if site.parent.exists():
+        shutil.rmtree(site.parent)
+    pkg = site / engine.module
+    shutil.copytree(engine.source(), pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    if mutant is not None:
+        apply(mutant, pkg)
+    proc = subprocess.run(
+        [engine.python, "-m", "compileall", "-q", str(pkg)],
+        capture_output=True,
+        text=True,
+        env=_without_engine(),
+    )
+    if proc.returncode != 0:
+        return None, (proc.stdout + proc.stderr).strip().splitlines()[-1][:300]
+    ready.write_text(key + "\n", encoding="utf-8")
+    return ref, ""
 
 
 def _mirror(harness: Path, dest: Path) -> Path:
@@ -276,9 +403,13 @@ def _endpoint_text(engine: Engine, binary: Path, key: str) -> str:
     """The implementation's endpoint file, running ``binary``: no build, no
     [mutate], named ``<name>.<key>`` (``licklider.original``,
     ``licklider.8049ab7931``)."""
-    text = engine.sut.path.read_text(encoding="utf-8")
+    from suts.endpoint import EndpointFile
+
+    assert isinstance(engine.sut, EndpointFile)  # cargo-mutants' engines have one
+    path = engine.sut.path
+    text = path.read_text(encoding="utf-8")
     text = text.replace("{here}/" + engine.binary, str(binary))
-    text = text.replace("{here}", str(engine.sut.path.parent))
+    text = text.replace("{here}", str(path.parent))
     text = re.sub(
         r'^name = "([^"]+)"', lambda m: f'name = "{m.group(1)}.{key}"', text, count=1, flags=re.M
     )

@@ -4,6 +4,7 @@ the score per implementation and per source file (``mutation.json``), and
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -14,7 +15,12 @@ from conformance.campaign.store import RunStore
 from conformance.mutate.run import ORIGINAL, mutants_of
 
 # reason codes (docs/verdicts.md) by the judge that gives them
-OUTCOME_CODES = ("outcome-not-at-end", "outcome-not-allowed", "unexpected-", "payload-corrupt")
+OUTCOME_CODES = (
+    "outcome-not-at-end",
+    "outcome-not-allowed",
+    "unexpected-",
+    "payload-corrupt",
+)
 # our side's failures: an error with one of these kills nothing
 OURS = (
     "channel-crash",
@@ -39,7 +45,10 @@ def notes_of(sut: Any) -> dict[str, dict[str, str]]:
     misses it) and ``why``; a gap may say what would kill it (``kill``),
     and, once the suite or the judge was mended so that it is killed, what
     closed it (``closed``)."""
-    path = Path(getattr(sut, "path", "")).parent / NOTES
+    home = (
+        Path(sut.path).parent if hasattr(sut, "path") else Path(inspect.getfile(type(sut))).parent
+    )
+    path = home / NOTES
     if not path.is_file():
         return {}
     notes: dict[str, dict[str, str]] = json.loads(path.read_text(encoding="utf-8"))
@@ -81,7 +90,7 @@ def judges_of(verdict: dict[str, Any]) -> list[str]:
             j = "outcome"
         elif code.startswith("probe-"):
             j = "probe"
-        elif code in ("sender-error", "receiver-error"):
+        elif code in ("sender-error", "receiver-error", "sender-crashed", "receiver-crashed"):
             j = "crash" if not (tester and "tester" in msg) else ""
         elif (
             code in OURS
@@ -91,6 +100,7 @@ def judges_of(verdict: dict[str, Any]) -> list[str]:
                 "impairment-unmet",
                 "request-unmade",
                 "outcome-unjudged",
+                "crash-unjudged",
                 "endpoint-open",
                 "trace-unchecked",
                 "outcome-after-rejection",
@@ -201,6 +211,7 @@ def write(st: RunStore, out: Path, notes: dict[str, dict[str, str]] | None = Non
     from conformance.mutate.mutants import CARGO_MUTANTS
     from reports.html import TEMPLATES
 
+    tool = st.get("tool") or CARGO_MUTANTS  # runs made before mutmut came say none
     notes = notes or {}
     s = summary(st, notes)
     fs = fates(st)
@@ -220,7 +231,7 @@ def write(st: RunStore, out: Path, notes: dict[str, dict[str, str]] | None = Non
         fates=shown,
         notes=notes,
         score="none yet" if s["score"] is None else f"{100 * s['score']:.1f} %",
-        tool=CARGO_MUTANTS,
+        tool=tool,
         plot=_plot(s, out / "mutation-files.png"),
     )
     path = out / "mutation.html"

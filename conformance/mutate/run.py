@@ -100,6 +100,7 @@ def create(
             specs.append((r.key, r.__dict__, None))
     meta = {
         "sut": engine.sut.name,
+        "tool": engine.tool,
         "mutants": json.dumps([m.as_dict() for m in mutants]),
     }
     st: MutationStore = MutationStore.create_runs(
@@ -112,7 +113,7 @@ def digest(engine: Engine, mutants: Sequence[Mutant], cases: Sequence[Case]) -> 
     text = json.dumps(
         [
             engine.sut.name,
-            engine.crate,
+            engine.package,
             engine.version,
             [m.name for m in mutants],
             sorted(c.name for c in cases),
@@ -136,11 +137,11 @@ def mutants_of(st: RunStore) -> list[Mutant]:
     return [Mutant(**m) for m in json.loads(st.get("mutants") or "[]")]
 
 
-def _command(sut_file: Path, run: MutantRun, run_dir: Path) -> Callable[[Path], list[str]]:
+def _command(sut: str, run: MutantRun, run_dir: Path) -> Callable[[Path], list[str]]:
     import sys
 
     def cmd(scn_path: Path) -> list[str]:
-        c = [sys.executable, "-m", "conformance.cli", "run", str(scn_path), "--sut", str(sut_file)]
+        c = [sys.executable, "-m", "conformance.cli", "run", str(scn_path), "--sut", sut]
         if run.tester:
             c += ["--tester", run.tester]
         return [*c, "--out", str(run_dir), "--force"]
@@ -170,7 +171,7 @@ def run(
     running: dict[Future[Done], Record] = {}
     own = pool is None
     executor = pool or ThreadPoolExecutor(max_workers=lanes)
-    builds: dict[str, Path | None] = {}
+    builds: dict[str, str | None] = {}
 
     def original_verdicts() -> dict[str, str]:
         return {
@@ -193,7 +194,7 @@ def run(
         st.finish(r.seq, verdict="skipped", detail=why)
         done += 1
 
-    def sut_file(mk: str) -> Path | None:
+    def sut_file(mk: str) -> str | None:
         if mk not in builds:
             mutant = None if mk == ORIGINAL else by_mutant[mk]
             made, why = build(engine, mutant, scratch)

@@ -392,3 +392,55 @@ def test_green_offsets_tell_apart_what_the_byte_count_cannot() -> None:
     ]  # fmt: skip
     assert finer_reasons(LTP, [outcome([0]).model_copy(update={"sender_outcome": "completed"})],
                          seen) == []  # fmt: skip
+
+
+def _crashed_receiver(in_order: bool | None, unjudged: str = "") -> tuple[Scenario, RunResult]:
+    """The sender cancelled, the receiver open after its engine raised
+    (its harness's "crashed"); the trace ends where the receiver is open."""
+    scn = _scenario()
+    scn.expect.in_order = in_order
+    scn.expect.unjudged = unjudged
+    res = _result(0, 1000, "cancelled", "open")
+    res.receiver.crashed = "IndexError('x') at engine.py:9"
+    return scn, res
+
+
+def test_a_crashed_side_left_open_is_judged_final(tmp_path: Path) -> None:
+    """Trace validation leaves a side open at the trace's end (its timers
+    may yet expire), but a side whose engine raised takes no step again:
+    where every outcome the model allows ends its session, a fail naming
+    what it raised (a cfdp-rs 0.3.0 mutant, lost_segments.rs:131 + to -,
+    panicked building a NAK and passed as "open" before)."""
+    from conformance.core.types import TraceCheck
+
+    log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
+    scn, res = _crashed_receiver(True)
+    trace = TraceCheck(status="accepted", ends=[res.outcome()])
+    v = judge(LTP, scn, res, log, [], trace=trace)
+    assert v.status == "fail", v.reasons
+    crash = next(r for r in v.reasons if r.code == "receiver-crashed")
+    assert "IndexError" in crash.message and "receiver cancelled" in crash.message
+    # the same run with the harness reporting no crash: open when it stopped
+    res.receiver.crashed = ""
+    assert judge(LTP, scn, res, log, [], trace=trace).status == "pass"
+
+
+def test_a_crash_where_the_set_does_not_decide_is_not_judged(tmp_path: Path) -> None:
+    """No outcome set computed by the model (a transfer past its bounds):
+    whether the side may stay open for good is unknown, so inconclusive,
+    saying so; with a set that leaves the side open, the crash passes."""
+    from conformance.core.types import TraceCheck
+
+    log = _log(tmp_path, [_rs(1, 0), _rs(2, 0)])
+    scn, res = _crashed_receiver(True, unjudged="past the model's bounds")
+    trace = TraceCheck(status="accepted", ends=[res.outcome()])
+    v = judge(LTP, scn, res, log, [], trace=trace)
+    assert v.status == "inconclusive", v.reasons
+    assert (
+        "past the model's bounds"
+        in next(r for r in v.reasons if r.code == "crash-unjudged").message
+    )
+    open_allowed = _scenario([*ALLOWED, (0, 1000, "cancelled", "open")])
+    open_allowed.expect.in_order = True
+    v = judge(LTP, open_allowed, res, log, [], trace=trace)
+    assert v.status == "pass", v.reasons

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -22,6 +23,7 @@ from conformance.core.errors import DtncError, InputError
 from conformance.mutate import mutants as mm
 from conformance.mutate import report as mreport
 from conformance.mutate import run as mrun
+from suts.cfdp.librecube import LibreCube
 from suts.endpoint import EndpointFile
 from suts.registry import get
 
@@ -190,7 +192,9 @@ def _store(tmp_path: Path) -> tuple[RunStore, list[mm.Mutant]]:
         mm.Mutant("src/engine.rs", i, 1, i, 2, "*", "BinaryOperator", f"src/engine.rs:{i}:1: {n}")
         for i, n in enumerate("abc", start=1)
     ] + [mm.Mutant("src/timer.rs", 4, 1, 4, 2, "*", "BinaryOperator", "src/timer.rs:4:1: d")]
-    engine = SimpleNamespace(sut=SimpleNamespace(name="licklider"), crate="c", version="1")
+    engine = SimpleNamespace(
+        sut=SimpleNamespace(name="licklider"), tool="cargo-mutants", package="c", version="1"
+    )
     st = mrun.create(tmp_path, engine, ms, cases)  # type: ignore[arg-type]
     verdicts = {
         (mrun.ORIGINAL, "ltp-nominal"): "pass",
@@ -241,6 +245,92 @@ def test_the_score_leaves_out_trivial_unviable_and_equivalent_mutants(tmp_path: 
     page = mreport.write(st, tmp_path, eq)
     assert "a statistic nobody reads" in page.read_text(encoding="utf-8")
     assert json.loads((tmp_path / "mutation.json").read_text())["equivalent"] == 1
+
+
+# --- mutmut on the Python engines ----------------------------------------
+
+TWO_CLASSES = """class A:
+    def step(self, x):
+        return x + 1
+
+
+class B:
+    def step(self, x):
+        return x - 1
+
+
+def free(y):
+    if y > 2:
+        return True
+    return False
+"""
+
+
+def _def_name(node: object) -> str:
+    return str(getattr(node, "name", ""))
+
+
+def test_mutmut_spans_each_put_back_in_its_own_function(tmp_path: Path) -> None:
+    """mutmut's mutants of a file, as spans (mutmut_spans.py run by
+    mutmut's own venv): each applied to a copy changes one function, the
+    one it names, of the right class where two share a method's name; the
+    rest of the file is as it was, and it is still Python."""
+    import ast
+
+    exe = mm._mutmut_python()  # ToolMissing where `make mutate-tools` was not run
+    pkg = tmp_path / "work" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "m.py").write_text(TWO_CLASSES, encoding="utf-8")
+    (tmp_path / "work" / "setup.cfg").write_text("[mutmut]\nsource_paths=pkg\n")
+    proc = subprocess.run(
+        [str(exe), str(mm.SPANS), "pkg", "m.py"],
+        cwd=tmp_path / "work",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    ms = [mm.Mutant(**m) for m in json.loads(proc.stdout)]
+    assert {m.function for m in ms} == {"A.step", "B.step", "free"}
+    assert len({m.name for m in ms}) == len(ms)
+    for m in ms:
+        copy = tmp_path / "copies" / m.key
+        shutil.copytree(pkg, copy)
+        mm.apply(m, copy)
+        after = (copy / "m.py").read_text(encoding="utf-8")
+        assert after != TWO_CLASSES, m.name
+        before = {_def_name(n): ast.dump(n) for n in ast.parse(TWO_CLASSES).body}
+        now = {_def_name(n): ast.dump(n) for n in ast.parse(after).body}
+        changed = {k for k in before if before[k] != now.get(k)}
+        cls, _, fn = m.function.rpartition(".")
+        assert changed == {cls or fn}, (m.name, changed)
+
+
+def test_a_python_engines_mutant_runs_from_a_copy_on_its_path(tmp_path: Path) -> None:
+    """LibreCube's [mutate] is its adapter's: the copy of the package with
+    a mutant is its ``engine`` option, which puts it first on the harness's
+    Python path; the reference reads back as the same adapter."""
+    from suts.base import ENGINE_OPTION
+
+    engine = mm.Engine.of(get("librecube"))
+    assert (engine.tool, engine.package, engine.module) == ("mutmut", "cfdp", "cfdp")
+    src = engine.source()
+    assert (src / "machines" / "sender2.py").is_file()
+    m = mm.Mutant("machines/timer.py", 1, 1, 1, 1, "# mutated\n", "mutmut", "timer: a comment")
+    ref, why = mm.build(engine, m, tmp_path)
+    assert ref is not None, why
+    site = tmp_path / "builds" / m.key / "site"
+    assert ref == f"librecube[{ENGINE_OPTION}={site}]"
+    assert (site / "cfdp" / "machines" / "timer.py").read_text().startswith("# mutated\n")
+    again = get(ref)
+    assert isinstance(again, LibreCube)
+    assert again.options == {ENGINE_OPTION: str(site)}
+    assert again.prefix()[:2] == ["env", f"PYTHONPATH={site}"]
+    assert LibreCube().prefix()[0] != "env"
+    with pytest.raises(InputError, match="absolute folder"):
+        get("librecube[engine=relative/path]")
+    # a mutant that is not Python does not build
+    bad = mm.Mutant("machines/timer.py", 1, 1, 1, 1, "def (:\n", "mutmut", "timer: broken")
+    assert mm.build(engine, bad, tmp_path)[0] is None
 
 
 # --- cargo-mutants on licklider-core, and the smoke test -------------------
@@ -327,10 +417,8 @@ def test_smoke_three_mutants_each_killed_by_its_judge(
     report = traps.generate(model, tmp_path / "scenarios")
     scenarios = {load_scenario(p).name: p for p in report.scenarios}
 
-    def verdict(made: Path, case: str, tester: str | None, tag: str) -> dict[str, Any]:
-        out = run_scenario(
-            load_scenario(scenarios[case]), get(str(made)), tmp_path / tag, tester=tester
-        )
+    def verdict(made: str, case: str, tester: str | None, tag: str) -> dict[str, Any]:
+        out = run_scenario(load_scenario(scenarios[case]), get(made), tmp_path / tag, tester=tester)
         return json.loads(out.verdict.model_dump_json())
 
     original, why = mm.build(engine, None, scratch)

@@ -235,6 +235,9 @@ def two_gaps(scope: int, second: list[tuple[int, int]]) -> Wire:
     w.pdu(0.006, "forward", part(1536))
     w.pdu(0.0085, "return", CFDPNak(start_of_scope=scope, end_of_scope=len(FILE),
                                     segment_requests=second, **HEAD))  # fmt: skip
+    # the sender's first pass ends with its EOF (a sender that stops before
+    # it is rejected at its exit: TraceCFDP's prompt steps)
+    w.pdu(0.0088, "forward", eof())
     return w
 
 
@@ -1010,3 +1013,53 @@ def test_a_fault_at_the_nak_limit_goes_out_when_its_timer_fires(tmp_path: Path) 
     _, _, _, tc = stored_run(CFDP, "cfdp-rs-mutant-resend-never-cleared", tmp_path)
     assert tc.status == "rejected", tc.message
     assert "Finished" in tc.message and "nak_limit_reached" in tc.message
+
+
+def _class1_sent(observed_receiver: str) -> tuple[Wire, Scenario, Any]:
+    """A Class 1 transfer whole on the wire; the receiver reports
+    ``observed_receiver``."""
+    w = Wire(mode=1)
+    data_sent(w)
+    scn = scenario(mode="class1")
+    seen = scn.expect.outcomes[0].model_copy(update={"receiver_outcome": observed_receiver})
+    return w, scn, seen
+
+
+@pytest.mark.parametrize("receiver", ["completed", "open"])
+def test_a_class1_receiver_with_the_whole_file_and_its_eof_ends_its_transaction(
+    tmp_path: Path, receiver: str
+) -> None:
+    """The EOF (No error) in with the whole file, a Class 1 receiver's
+    completion follows at once (TraceCFDP's prompt steps): one that
+    reports its transaction still open when it exits stopped where the
+    standard has it end (cfdp-rs 0.3.0's mutant dest.rs:988:40, which let
+    the EOF by, passed as "open" before), one that completed is accepted."""
+    w, scn, seen = _class1_sent(receiver)
+    tc = w.check(tmp_path, scn, observed=seen, readings=[""])
+    if receiver == "completed":
+        assert tc.status == "accepted", tc.message
+        return
+    assert tc.status == "rejected", tc.message
+    assert "the model's receiver still had a step" in tc.message, tc.message
+    assert "ReceiverTxFinished" in tc.message, tc.message
+
+
+def test_a_sender_that_stops_after_its_metadata_is_rejected_at_its_exit(
+    tmp_path: Path,
+) -> None:
+    """A sender whose engine raised after the Metadata (a LibreCube mutant
+    in machines/base.py did) sends nothing more: its first pass was a
+    prompt step still to take, so the run is rejected at its exit, not
+    judged a transaction still open."""
+    w = Wire(mode=1)
+    w.pdu(0.000, "forward", md())
+    scn = scenario(mode="class1")
+    seen = scn.expect.outcomes[0].model_copy(
+        update={"sender_outcome": "open", "receiver_outcome": "open",
+                "delivered": scn.expect.outcomes[0].delivered.model_copy(
+                    update={"file_bytes_delivered": 0})}
+    )  # fmt: skip
+    tc = w.check(tmp_path, scn, observed=seen, readings=[""])
+    assert tc.status == "rejected", tc.message
+    assert "the model's sender still had a step" in tc.message, tc.message
+    assert "SenderTxFileData" in tc.message, tc.message

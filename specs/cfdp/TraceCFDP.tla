@@ -149,11 +149,25 @@ NakAsksFor(r, u) ==
     ELSE IF u.k = "FD" THEN u.seg \in r.segs
     ELSE u.k = "MD" /\ r.md
 
-\* No step is held prompt yet: at the trace's end an endpoint may still be
-\* before any step the wire does not show (a Class 1 receiver's completion
-\* at the EOF, say), so the ends hold each of those states: lenient, never
-\* a false fail (TraceLTP lists LTP's prompt steps).
-Settled(a) == TRUE
+\* The prompt steps: what follows at once from what an entity holds, with
+\* nothing more to arrive and no timer to wait for.  The sender's first
+\* pass, which its Put.request starts: the Metadata (5.2.5), each new File
+\* Data, the EOF after the last (5.2.2).  The receiver's end once the EOF
+\* (No error) is in with the whole file: the Finished in Class 2, the
+\* completion notice in Class 1 (ReceiverTxFinished), or the checksum
+\* fault (4.6.1.2).  A suspended transaction takes none of them (SActive,
+\* RActive).  NAKs, Keep Alives and every timer's expiry are not prompt
+\* (a trace model's timers expire at any time).  An entity that exits, or
+\* is still running at the captures' end, with one of these steps still
+\* to take stopped where the standard has it go on: a sender that never
+\* sent its file, or a receiver that never ended its transaction on a
+\* complete file, is rejected at its exit, not judged "open".
+Prompt == {"SenderTxMetadata", "SenderTxFileData", "SenderTxEof",
+           "ReceiverTxFinished", "ReceiverFaultChecksum"}
+
+\* Entity a owes no prompt step (TraceCore's LineStep asks it at a's exit
+\* and at the captures' end).
+Settled(a) == ~ENABLED (Step /\ lastEvent'.actor = a /\ lastEvent'.action \in Prompt)
 
 \* Each side's out can still become, or is, the reported one (out is
 \* "open" until the side ends, and never changes after).

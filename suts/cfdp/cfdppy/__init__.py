@@ -8,7 +8,7 @@ import sys
 from collections.abc import Mapping
 
 from conformance.core.errors import ToolMissing
-from suts.base import REPO
+from suts.base import ENGINE_FOLDER, ENGINE_OPTION, REPO, Mutate
 from suts.cfdp.common.adapter import CfdpAdapter
 
 HARNESS = REPO / "suts" / "cfdp" / "cfdppy" / "harness.py"
@@ -17,6 +17,18 @@ HARNESS = REPO / "suts" / "cfdp" / "cfdppy" / "harness.py"
 class CfdpPy(CfdpAdapter):
     name = "cfdp-py"
     version = "0.7.0"
+    OPTIONS = {ENGINE_OPTION: ENGINE_FOLDER}
+    # mutation testing (docs/mutation.md): the source and destination state
+    # machines, not the filestore, MIB, request and user plumbing; its PDU
+    # codec is another package (spacepackets)
+    mutate = Mutate(
+        tool="mutmut",
+        version=version,
+        distribution="cfdp-py",
+        module="cfdppy",
+        python=sys.executable,
+        files=["handler/source.py", "handler/dest.py"],
+    )
 
     def supports(self, params: Mapping[str, object], role: str) -> str:
         # suts/cfdp/cfdppy/README.md: IDs of 1, 2, 4 or 8 octets; a sender's
@@ -36,7 +48,7 @@ class CfdpPy(CfdpAdapter):
             )
 
     def prefix(self) -> list[str]:
-        return [sys.executable, str(HARNESS)]
+        return self.python_command(sys.executable, HARNESS)
 
 
 __all__ = ["CfdpPy"]

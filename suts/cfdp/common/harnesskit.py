@@ -424,6 +424,9 @@ class Outcome:
     outcome: str
     condition: str = "no_error"
     detail: list[str] = field(default_factory=list)
+    # what the implementation raised when it stopped with its transaction
+    # open (the result's "crashed": it takes no step again)
+    crashed: str = ""
 
 
 class Run(Protocol):
@@ -530,6 +533,7 @@ class Observed:
             out.condition = known[0] if known else "no_error"
             if crashed:
                 out.detail.append(f"entity stopped: {run.fatal}; its transaction never ended")
+                out.crashed = str(run.fatal)
             else:
                 out.detail.append(f"transaction not ended ({why_stopped}); {where}")
             if self.finished:
@@ -573,6 +577,8 @@ def result_line(
     result["detail"] = "; ".join(out.detail)
     result["pdus_sent"] = dict(sorted(run.sent.items()))
     result["pdus_received"] = dict(sorted(run.received.items()))
+    if out.crashed:
+        result["crashed"] = out.crashed
     result.update(extra or {})
     result["implementation"] = implementation
     return result

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from conformance.core.errors import ToolMissing
-from suts.base import REPO
+from suts.base import ENGINE_FOLDER, ENGINE_OPTION, REPO, Mutate
 from suts.cfdp.common.adapter import CfdpAdapter
 
 HERE = REPO / "suts" / "cfdp" / "librecube"
@@ -19,6 +19,18 @@ PYTHON = HERE / ".venv" / "bin" / "python"
 class LibreCube(CfdpAdapter):
     name = "librecube"
     version = "0.2.0"
+    OPTIONS = {ENGINE_OPTION: ENGINE_FOLDER}
+    # mutation testing (docs/mutation.md): the Class 1 and Class 2 sender and
+    # receiver state machines, their shared base and timers, not the entity's
+    # PDU routing, codec, filestore or transports
+    mutate = Mutate(
+        tool="mutmut",
+        version=version,
+        distribution="cfdp",
+        module="cfdp",
+        python=str(PYTHON),
+        files=["machines/*.py"],
+    )
 
     def supports(self, params: Mapping[str, object], role: str) -> str:
         # suts/cfdp/librecube/README.md, each with LibreCube's source line
@@ -44,7 +56,7 @@ class LibreCube(CfdpAdapter):
             )
 
     def prefix(self) -> list[str]:
-        return [str(PYTHON), str(HARNESS)]
+        return self.python_command(PYTHON, HARNESS)
 
 
 __all__ = ["LibreCube"]

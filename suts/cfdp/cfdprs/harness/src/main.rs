@@ -1033,6 +1033,13 @@ fn settle(ent: &mut Entity, timed_out: bool, why_stopped: &str) -> Value {
     result.insert("detail".into(), detail.join("; ").into());
     result.insert("pdus_sent".into(), json!(ent.sent));
     result.insert("pdus_received".into(), json!(ent.received));
+    if crashed && ent.started {
+        // it takes no step again: the judge holds its open session final
+        result.insert(
+            "crashed".into(),
+            ent.fatal.clone().unwrap_or_default().into(),
+        );
+    }
     result.insert("implementation".into(), IMPLEMENTATION.into());
     Value::Object(result)
 }
