@@ -523,7 +523,9 @@ def _catalogue_pool(out: Path) -> list[Path]:
     """The catalogue's scenario files (every loss pattern within its
     bounds, generators.ltp.catalogue), sorted by name."""
     return sorted(
-        p for p in (out / "scenarios" / CATALOGUE).glob("*.json") if p.name != CATALOGUE_INDEX
+        p
+        for p in (out / "scenarios" / CATALOGUE).glob("*.json")
+        if p.name not in (CATALOGUE_INDEX, COVERAGE)
     )
 
 

@@ -1373,6 +1373,8 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     engine = mm.Engine.of(sut)
     if args.sample is not None and args.sample < 1:
         raise InputError(f"--sample {args.sample}: draw at least one mutant")
+    if args.catalogue is not None and args.catalogue < 1:
+        raise InputError(f"--catalogue {args.catalogue}: draw at least one scenario")
     lanes = _lanes(args.lanes)
     client = pool = None
     if args.dask is None:
@@ -1403,7 +1405,16 @@ def cmd_mutate(args: argparse.Namespace) -> int:
                 interop.write_scenarios(spec, out, on_config=on_config)
         else:
             _generate(args.protocol, out / "scenarios", catalogue=False)
-    every = certify.cases(spec, certify._scenarios(out, False), certify.SUT_ROLES)
+        if args.catalogue:
+            pool = out / "scenarios" / certify.CATALOGUE
+            if spec.capabilities.catalogue is not None:
+                _catalogue(spec.capabilities.catalogue, pool)
+            else:  # CFDP: its test purposes' scenarios are the pool
+                _generate(args.protocol, pool, catalogue=False)
+    # --catalogue N: N of the catalogue's scenarios too, drawn with --seed
+    # (on --resume, the draw recorded in the run's scenarios)
+    drawn = (args.catalogue, args.seed) if args.catalogue and not args.resume else None
+    every = certify.cases(spec, certify._scenarios(out, False, drawn), certify.SUT_ROLES)
     cases = certify._supported(spec, sut, every)
     listed = mm.listed(engine, out / "scratch")
     chosen = mrun.sample(listed, args.sample, args.seed)
@@ -1432,6 +1443,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
             "interrupted: the runs done are kept; go on with `dtnconform mutate "
             f"{args.protocol} --sut {args.sut} --out {out} --resume"
             + (f" --sample {args.sample}" if args.sample else "")
+            + (f" --catalogue {args.catalogue}" if args.catalogue else "")
             + f" --seed {args.seed}`"
         )
         return 130
@@ -1895,6 +1907,13 @@ def _add_mutate(sub: _Sub, protos: str) -> None:
         help="an implementation with a [mutate] table (licklider, cfdp-rs, cfdp-py, librecube)",
     )
     s.add_argument("--sample", type=int, help="this many of the tool's mutants (all)")
+    s.add_argument(
+        "--catalogue",
+        type=int,
+        metavar="N",
+        help="add N scenarios drawn with --seed from the protocol's catalogue (LTP) or, "
+        "where it has none, its test purposes' scenarios (CFDP): generated first, minutes of TLC",
+    )
     s.add_argument("--seed", type=int, default=1, help="the seed that draws --sample (1)")
     s.add_argument("--lanes", type=int, default=1, help="runs at once, up to the cores (1)")
     s.add_argument("--dask", metavar="ADDRESS|FILE", help="run on a Dask cluster's workers")

@@ -816,3 +816,15 @@ def test_renamed_verbs_still_work_and_say_their_new_name(old: str, new: str) -> 
     notice = [ln for ln in before.stderr.splitlines() if "deprecated" in ln]
     assert len(notice) == 1 and f"it is now {new}" in notice[0], before.stderr
     assert "deprecated" not in after.stderr
+
+
+def test_mutate_refuses_an_empty_catalogue_draw_and_an_unmutatable_sut(tmp_path: Path) -> None:
+    """`mutate --catalogue 0` and an implementation with no [mutate] (Yamcs,
+    a Java engine) are refused in one line, before any tool runs."""
+    one_line_error(
+        cli("mutate", "cfdp", "--sut", "librecube", "--catalogue", "0", "--out", str(tmp_path)),
+        "--catalogue 0",
+    )
+    one_line_error(
+        cli("mutate", "cfdp", "--sut", "yamcs", "--out", str(tmp_path / "y")), "yamcs", "[mutate]"
+    )
