@@ -1406,11 +1406,11 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         else:
             _generate(args.protocol, out / "scenarios", catalogue=False)
         if args.catalogue:
-            pool = out / "scenarios" / certify.CATALOGUE
+            drawn_from = out / "scenarios" / certify.CATALOGUE
             if spec.capabilities.catalogue is not None:
-                _catalogue(spec.capabilities.catalogue, pool)
-            else:  # CFDP: its test purposes' scenarios are the pool
-                _generate(args.protocol, pool, catalogue=False)
+                _catalogue(spec.capabilities.catalogue, drawn_from)
+            else:  # CFDP: its test purposes' scenarios are drawn from
+                _generate(args.protocol, drawn_from, catalogue=False)
     # --catalogue N: N of the catalogue's scenarios too, drawn with --seed
     # (on --resume, the draw recorded in the run's scenarios)
     drawn = (args.catalogue, args.seed) if args.catalogue and not args.resume else None
