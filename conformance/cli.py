@@ -1375,6 +1375,12 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         raise InputError(f"--sample {args.sample}: draw at least one mutant")
     if args.catalogue is not None and args.catalogue < 1:
         raise InputError(f"--catalogue {args.catalogue}: draw at least one scenario")
+    if args.search is not None:
+        if args.search < 1:
+            raise InputError(f"--search {args.search}: at least one example")
+        spec.need("search_space", spec.capabilities.search_space)
+        if args.dask is not None:
+            raise InputError("--search runs here, not on --dask's workers: give one or the other")
     lanes = _lanes(args.lanes)
     client = pool = None
     if args.dask is None:
@@ -1437,6 +1443,10 @@ def cmd_mutate(args: argparse.Namespace) -> int:
                 prog.update(task, completed=done, total=total, info=last[:70])
 
             mrun.run(st, out, engine, lanes=lanes, pool=pool, on_progress=tick)
+            if args.search:
+                from conformance.mutate import hunt
+
+                hunt.hunt(st, out, engine, spec, args.search, on_progress=tick)
     except KeyboardInterrupt:
         mreport.write(st, out, notes)
         err_console.print(
@@ -1444,6 +1454,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
             f"{args.protocol} --sut {args.sut} --out {out} --resume"
             + (f" --sample {args.sample}" if args.sample else "")
             + (f" --catalogue {args.catalogue}" if args.catalogue else "")
+            + (f" --search {args.search}" if args.search else "")
             + f" --seed {args.seed}`"
         )
         return 130
@@ -1454,7 +1465,9 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     s = mreport.summary(st, notes)
     score = "none" if s["score"] is None else f"{100 * s['score']:.1f} %"
     console.print(
-        f"score {score}: {s['killed']} killed, {s['survived']} survived ({s['equivalent']} "
+        f"score {score}: {s['killed']} killed"
+        + (f" ({s['killed_by_search']} by the search)" if s["killed_by_search"] else "")
+        + f", {s['survived']} survived ({s['equivalent']} "
         f"equivalent), {s['trivially_killed']} trivially killed; kills by judge: "
         + (", ".join(f"{k} {v}" for k, v in sorted(s["judges"].items())) or "none")
     )
@@ -1913,6 +1926,13 @@ def _add_mutate(sub: _Sub, protos: str) -> None:
         metavar="N",
         help="add N scenarios drawn with --seed from the protocol's catalogue (LTP) or, "
         "where it has none, its test purposes' scenarios (CFDP): generated first, minutes of TLC",
+    )
+    s.add_argument(
+        "--search",
+        type=int,
+        metavar="N",
+        help="then a Hypothesis search of N impairment plans against each survivor (LTP); a "
+        "failing plan, shrunk, kills it if the original passes it",
     )
     s.add_argument("--seed", type=int, default=1, help="the seed that draws --sample (1)")
     s.add_argument("--lanes", type=int, default=1, help="runs at once, up to the cores (1)")

@@ -127,6 +127,7 @@ class Fate:
     run_dir: str = ""
     detail: str = ""
     cases_run: int = 0
+    by: str = "suite"  # or "search": the Hypothesis search's kill (hunt.py)
 
 
 def fates(st: RunStore) -> list[Fate]:
@@ -145,10 +146,14 @@ def fates(st: RunStore) -> list[Fate]:
             f.status, f.detail = "unviable", unviable
         elif kill is not None:
             k = json.loads(kill)
-            row = next(r for r in mine if r.seq == k["seq"])
-            f.case, f.verdict, f.run_dir = k["case"], k["verdict"], row.run_dir or ""
-            f.detail = row.detail or ""
-            f.status = "trivial" if row.spec["nominal"] else "killed"
+            f.case, f.verdict = k["case"], k["verdict"]
+            row = next((r for r in mine if r.seq == k["seq"]), None)
+            if row is None:  # the search's kill (hunt.py): its shrunk plan
+                f.run_dir, f.status, f.by = str(k.get("run_dir", "")), "killed", "search"
+                f.detail = f"found by the Hypothesis search, shrunk: {k.get('search', '')}"
+            else:
+                f.run_dir, f.detail = row.run_dir or "", row.detail or ""
+                f.status = "trivial" if row.spec["nominal"] else "killed"
             vfile = Path(f.run_dir) / "verdict.json"
             if vfile.is_file():
                 v = json.loads(vfile.read_text(encoding="utf-8"))
@@ -187,6 +192,7 @@ def summary(st: RunStore, notes: dict[str, dict[str, str]] | None = None) -> dic
         "sut": st.get("sut"),
         "mutants": len(fs),
         "killed": count["killed"],
+        "killed_by_search": sum(1 for f in fs if f.status == "killed" and f.by == "search"),
         "survived": count["survived"],
         "equivalent": len(equivalent),
         "unexplained": sum(1 for f in survivors if not note(f)),

@@ -432,3 +432,27 @@ def test_smoke_three_mutants_each_killed_by_its_judge(
         v = verdict(made, case, tester, by_name[name].key)
         assert v["status"] == "fail", (name, v["reasons"])
         assert mreport.judges_of(v)[:1] == [judge], (name, v["reasons"])
+
+
+def test_a_search_kill_is_the_shrunk_plans_with_its_own_run(tmp_path: Path) -> None:
+    """A survivor the Hypothesis search killed (hunt.py: no run of the
+    suite's, its run the search's): killed by the search, its case the
+    shrunk plan, its judge from that run's verdict, in the score."""
+    st, ms = _store(tmp_path)
+    run = tmp_path / "search" / ms[2].key / "runs" / "0003-ltp-s-lose-RS-1"
+    run.mkdir(parents=True)
+    reason = {"code": "trace-rejected", "message": "no step explains frame 7"}
+    (run / "verdict.json").write_text(json.dumps({"reasons": [reason]}))
+    kill = {"case": "ltp-s-lose-RS-1", "verdict": "fail", "seq": None, "run_dir": str(run),
+            "search": "regressions/ltp-s-lose-RS-1.json"}  # fmt: skip
+    with st.tx():
+        st.put(f"killed:{ms[2].key}", json.dumps(kill))
+    f = {x.mutant["name"]: x for x in mreport.fates(st)}[ms[2].name]
+    assert (f.status, f.by, f.case, f.judges) == (
+        "killed",
+        "search",
+        "ltp-s-lose-RS-1",
+        ["trace validation"],
+    )
+    s = mreport.summary(st)
+    assert (s["killed"], s["killed_by_search"], s["survived"], s["score"]) == (2, 1, 0, 1.0)
