@@ -1422,6 +1422,8 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     drawn = (args.catalogue, args.seed) if args.catalogue and not args.resume else None
     every = certify.cases(spec, certify._scenarios(out, False, drawn), certify.SUT_ROLES)
     cases = certify._supported(spec, sut, every)
+    if args.catalogue:
+        _say_undrawn(spec, sut, every, cases, out / "scenarios" / certify.CATALOGUE)
     listed = mm.listed(engine, out / "scratch")
     chosen = mrun.sample(listed, args.sample, args.seed)
     if args.resume:
@@ -1473,6 +1475,29 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     )
     console.print(f"report: {path}")
     return 0
+
+
+def _say_undrawn(
+    spec: ProtocolSpec, sut: SutAdapter, every: list[Any], cases: list[Any], drawn_from: Path
+) -> None:
+    """Say how many of the cases --catalogue drew the implementation cannot
+    take, and the commonest reason: a draw it plays none of adds nothing to
+    its suite (LibreCube and the CFDP purposes' 2-octet entity IDs)."""
+    from collections import Counter
+
+    from conformance import certify
+
+    drawn = [c for c in every if c.path.is_relative_to(drawn_from)]
+    left = [c for c in drawn if c not in set(cases)]
+    if not left:
+        return
+    why = Counter(certify.unsupported(spec, sut, c) for c in left)
+    reason, n = why.most_common(1)[0]
+    err_console.print(
+        f"--catalogue: {sut.name} takes {len(drawn) - len(left)} of the {len(drawn)} cases drawn; "
+        f"{len(left)} are not supported ({n} of them: {reason})",
+        markup=False,
+    )
 
 
 def _hms(seconds: float) -> str:

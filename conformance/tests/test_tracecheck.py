@@ -343,6 +343,20 @@ def test_a_cancel_after_the_rs_was_queued_again_is_accepted(tmp_path: Path) -> N
     assert tc.status == "accepted", tc.message
 
 
+def test_a_cancel_at_the_first_rs_timer_expiry_is_rejected(tmp_path: Path) -> None:
+    """The RS sent once, its RA lost, and the receiver cancels (RLEXC) at the
+    first expiry of its timer: below the limit (1) §6.8 queues a new copy
+    instead. The model may not let the timer expire before its copy left
+    (§6.3: the timer starts at the de-queuing), so it cannot queue a copy
+    that the cancel then purges: a licklider-core mutant
+    (src/engine.rs:1258:33) once passed so."""
+    w = Wire()
+    report_unacknowledged(w, resent=False)
+    tc = w.check(tmp_path, exits={"sender": 1.01, "receiver": 1.02})
+    assert tc.status == "rejected", tc.message
+    assert "CR" in tc.message, tc.message
+
+
 def _stored_run(
     name: str, tmp_path: Path
 ) -> tuple[Path, Scenario, list[SegmentRecord], TraceCheck]:

@@ -17,7 +17,10 @@
 (***************************************************************************)
 EXTENDS MCLTP, TraceCore
 
-TraceInit == Init /\ CoreInit
+\* RS segment -> the copies of it on the wire whose RS timer still runs.
+VARIABLE rsLive
+
+TraceInit == Init /\ CoreInit /\ rsLive = [s \in {} |-> 0]
 
 \* The segment the trace needs next from the channel towards actor a: the
 \* oldest unprocessed arrival (eager pass: the current line's arrival), or
@@ -95,13 +98,44 @@ RsOwes(e, t0) ==
 RsMet(o, L) ==
     IF L.kind = "send" /\ L.dir = "forward" /\ L.seg.type = "CS" THEN NoOwes ELSE Met(o, L)
 
+\* RS timers.  An RS timer starts when its copy is de-queued for
+\* transmission (6.3): here, at the "send" line of an RS.  A trace model's
+\* timers expire at any time (PrematureTimeouts), but only a timer that
+\* runs: each expiry of a report's timer (6.8 (a): a new copy, or the
+\* cancel past the limit) takes one copy of that RS on the wire whose timer
+\* has not expired yet.  Without it a receiver that cancelled at the first
+\* expiry passed: the model let the timer expire while the first copy was
+\* still queued, queued a second one and purged it at the cancel
+\* (licklider-core mutant src/engine.rs:1258:33, docs/mutation.md).  A
+\* copy a redundant checkpoint queued (6.8 (b)) starts a timer of its own
+\* when it is sent, and may still be queued when an earlier copy's expires.
+Live(s) == IF s \in DOMAIN rsLive THEN rsLive[s] ELSE 0
+Plus(b, s) == IF s \in DOMAIN b THEN [b EXCEPT ![s] = @ + 1] ELSE b @@ (s :> 1)
+
+\* rsLive with the RS the step's trace line sends, if it takes a "send"
+\* line of an RS.
+WithSent(b) ==
+    IF l' = l + 1 /\ cur.kind = "send" /\ cur.seg.type = "RS" THEN Plus(b, cur.seg) ELSE b
+
+\* A step's expiries of RS timers (e its lastEvent'): the one whose copy
+\* it re-queues, or one of a report at the limit that it cancels for.
+RsTimersStep(e) ==
+    CASE e.action = "ReceiverExpireReportTimer" ->
+             /\ Live(e.tx[1]) > 0
+             /\ rsLive' = WithSent([rsLive EXCEPT ![e.tx[1]] = @ - 1])
+      [] e.action = "ReceiverCancelSession" ->
+             /\ \E i \in DOMAIN rReports :
+                    i \notin rAcked /\ rRsTx[i] > MaxRetx /\ Live(rReports[i]) > 0
+             /\ rsLive' = WithSent(rsLive)
+      [] OTHER -> rsLive' = WithSent(rsLive)
+
 \* A step of the model (Step: Next without the Terminating stutter) under the
 \* trace's rules, a trace line the model takes no step for, or a copy put
 \* back in a channel (below).
 TraceNext ==
-    \/ Step /\ ModelStep(lastEvent')
-    \/ UNCHANGED vars /\ LineStep(Settled)
-    \/ ChannelRestoreCopy
+    \/ Step /\ ModelStep(lastEvent') /\ RsTimersStep(lastEvent')
+    \/ UNCHANGED vars /\ LineStep(Settled) /\ rsLive' = WithSent(rsLive)
+    \/ ChannelRestoreCopy /\ UNCHANGED rsLive
 
 \* What the .cfg puts in place of LTP's Arrivals and Losable: the oldest
 \* unprocessed arrival at actor a (in the eager pass, the segment of the
@@ -115,10 +149,10 @@ TraceArrivals(ch, a) ==
 TraceLosable(ch, dir) ==
     IF l <= TraceLen /\ cur.kind = "lose" /\ cur.dir = dir THEN {cur.seg} \cap ch ELSE {}
 
-TraceSpec == TraceInit /\ [][TraceNext]_<<vars, coreVars>>
+TraceSpec == TraceInit /\ [][TraceNext]_<<vars, coreVars, rsLive>>
 
 \* States differ by the protocol's state and the trace's; not by history.
-TraceView == <<ProtocolState, coreState>>
+TraceView == <<ProtocolState, coreState, rsLive>>
 
 ASSUME TLCSet(1, 0) /\ TLCSet(2, 0) /\ TLCSet(3, Never) /\ TLCSet(4, 0)
 
