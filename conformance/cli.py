@@ -1421,9 +1421,18 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     # (on --resume, the draw recorded in the run's scenarios)
     drawn = (args.catalogue, args.seed) if args.catalogue and not args.resume else None
     every = certify.cases(spec, certify._scenarios(out, False, drawn), certify.SUT_ROLES)
+    # as certify runs them: a scenario the implementation's declared profile
+    # moves runs its adapted copy (out/adapted), its outcome set the model's
+    every, moved = certify._adapted(sut, every, out)
+    if moved:
+        console.print(
+            f"{len(moved)} scenario(s) run as {sut.name}'s profile moves them "
+            f"({next(iter(moved.values()))[0]}, ...)",
+            markup=False,
+        )
     cases = certify._supported(spec, sut, every)
     if args.catalogue:
-        _say_undrawn(spec, sut, every, cases, out / "scenarios" / certify.CATALOGUE)
+        _say_undrawn(spec, sut, every, cases, out)
     listed = mm.listed(engine, out / "scratch")
     chosen = mrun.sample(listed, args.sample, args.seed)
     if args.resume:
@@ -1478,16 +1487,17 @@ def cmd_mutate(args: argparse.Namespace) -> int:
 
 
 def _say_undrawn(
-    spec: ProtocolSpec, sut: SutAdapter, every: list[Any], cases: list[Any], drawn_from: Path
+    spec: ProtocolSpec, sut: SutAdapter, every: list[Any], cases: list[Any], out: Path
 ) -> None:
     """Say how many of the cases --catalogue drew the implementation cannot
     take, and the commonest reason: a draw it plays none of adds nothing to
-    its suite (LibreCube and the CFDP purposes' 2-octet entity IDs)."""
+    its suite."""
     from collections import Counter
 
     from conformance import certify
 
-    drawn = [c for c in every if c.path.is_relative_to(drawn_from)]
+    # drawn: under scenarios/catalogue, or its adapted copy under adapted/
+    drawn = [c for c in every if certify.CATALOGUE in c.path.relative_to(out).parts]
     left = [c for c in drawn if c not in set(cases)]
     if not left:
         return

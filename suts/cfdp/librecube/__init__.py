@@ -5,7 +5,7 @@ Its command line is every CFDP harness's (suts/cfdp/common/adapter.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from conformance.core.errors import ToolMissing
 from suts.base import ENGINE_FOLDER, ENGINE_OPTION, REPO, Mutate
@@ -48,6 +48,35 @@ class LibreCube(CfdpAdapter):
         if role == "receiver" and params.get("mode") == "class2" and not deferred:
             return "a Class 2 receiver has deferred NAKs only"
         return ""
+
+    def profile_changes(
+        self, params: Mapping[str, object], roles: Collection[str] = ("sender", "receiver")
+    ) -> dict[str, tuple[object, object, str]]:
+        """What LibreCube fixes where a scenario asks otherwise: settings the
+        entity chooses, not rules, so a scenario that asks for others runs
+        with LibreCube's (conformance/adapt.py; each adapted run says so).
+        Without them no test purpose's scenario (2-octet entity IDs, 4-octet
+        sequence numbers, immediate NAKs) could run on it, and its suite
+        would be the interop cells alone."""
+        out: dict[str, tuple[object, object, str]] = {}
+        ids = params.get("entity_id_len")
+        if ids is not None and ids != 1:
+            out["entity_id_len"] = (
+                ids, 1, "it writes entity IDs in the fewest octets they need, 1 for IDs 1 and 2 "
+                "(cfdp/pdu/header.py, PduHeader.encode)",
+            )  # fmt: skip
+        seq = params.get("sequence_number_len")
+        if "sender" in roles and seq is not None and seq != 1:
+            out["sequence_number_len"] = (
+                seq, 1, "its sender numbers transactions in 1 octet (suts/cfdp/librecube/README.md)"
+            )  # fmt: skip
+        nak = params.get("nak_mode", "immediate")
+        if "receiver" in roles and params.get("mode") == "class2" and nak != "deferred":
+            out["nak_mode"] = (
+                nak, "deferred", "its Class 2 receiver asks for gaps at the EOF only (deferred "
+                "NAKs; the NAK mode is the entity's choice)",
+            )  # fmt: skip
+        return out
 
     def ensure_built(self) -> None:
         if not PYTHON.exists():
