@@ -338,7 +338,7 @@ def crashed(
         who = end.role
         if who == tester or not end.crashed or end.outcome != "open":
             continue
-        what = f"the {who} stopped with its session open: it raised {end.crashed}"
+        what = f"the {who} stopped with its session open ({end.crashed})"
         beyond = uncovered(scn, records)
         if exp.unjudged or exp.in_order is None or beyond:
             why = exp.unjudged or beyond or "the scenario's outcome set is not the model's"

@@ -504,10 +504,12 @@ class Observed:
         where: str,
     ) -> tuple[str, Outcome]:
         """The cases every such harness has (README: "The result"), by
-        name, in this order: "unreached" (timeout: no transaction reached
-        the entity), "abandoned" (``abandoned_by`` names the report),
-        "crashed" (timeout: the implementation raised and the entity
-        stopped there before its transaction ended), "not_ended" (timeout:
+        name, in this order: "crashed" before any transaction began (the
+        implementation raised on the first PDU and the entity stopped
+        there), "unreached" (timeout: no transaction reached the entity),
+        "abandoned" (``abandoned_by`` names the report), "crashed" (timeout:
+        the implementation raised and the entity stopped there before its
+        transaction ended), "not_ended" (timeout:
         the time limit or a signal came first; ``where`` says where the
         implementation was), "finished" (after a Transaction-Finished
         .indication). A timeout's condition is the last indication's, else
@@ -519,9 +521,13 @@ class Observed:
         if run.fatal is not None and not crashed:
             self.after_end.append(run.fatal)
         if not run.started:
+            if crashed:
+                # the first PDU made it raise: a transaction reached it, and
+                # the entity stopped before it began (it takes no step again)
+                out.detail.append(f"entity stopped: {run.fatal}; no transaction began")
+                out.crashed = str(run.fatal)
+                return "crashed", out
             out.detail.append(f"no transaction reached this entity ({why_stopped})")
-            if run.fatal is not None:
-                out.detail.append(run.fatal)
             return "unreached", out
         if self.abandoned is not None:
             out.outcome, out.condition = "abandoned", self.abandoned

@@ -247,3 +247,31 @@ def test_the_harness_socket_holds_a_burst(tmp_path: Path) -> None:
     """16 MiB of receive buffer (harnesskit.open_socket, which LibreCube's
     and Yamcs's harnesses share)."""
     ct.assert_socket_holds_a_burst(CFDPPY, tmp_path)
+
+
+def test_a_receiver_that_raises_at_its_first_pdu_reports_crashed(tmp_path: Path) -> None:
+    """cfdp-py with its destination handler broken as a mutmut mutant broke
+    it (dest.py, ``_DestFieldWrapper.__init__``: no acked-mode parameters)
+    raises at the Metadata, before any transaction began. Its harness stops
+    there: the result says ``crashed`` (the judge then holds the open end
+    final), not "no transaction reached this entity"."""
+    import shutil
+
+    import cfdppy
+
+    site = tmp_path / "site"
+    shutil.copytree(Path(cfdppy.__file__).parent, site / "cfdppy")
+    dest = site / "cfdppy" / "handler" / "dest.py"
+    text = dest.read_text(encoding="utf-8")
+    good = "self.acked_params: _AckedModeParams = _AckedModeParams()"
+    assert text.count(good) == 1
+    dest.write_text(text.replace(good, "self.acked_params: _AckedModeParams = None"))
+    broken = ["env", f"PYTHONPATH={site}", *CFDPPY]
+    sent, received, _ = transfer(
+        tmp_path, ["--mode", "class2", "--checksum", "crc32"], receiver_prog=broken
+    )
+    assert received is not None
+    assert received["outcome"] == "open", received
+    assert "AttributeError" in received.get("crashed", ""), received
+    assert "no transaction began" in received["detail"]
+    assert sent["outcome"] != "completed", sent

@@ -867,11 +867,14 @@ fn settle(ent: &mut Entity, timed_out: bool, why_stopped: &str) -> Value {
     }
     if !ent.started {
         outcome = "open";
-        detail.push(format!(
-            "no transaction reached this entity ({why_stopped})"
-        ));
         if let Some(f) = &ent.fatal {
-            detail.push(f.clone());
+            // the first PDU made it panic: the entity stopped before a
+            // transaction began, and takes no step again ("crashed" below)
+            detail.push(format!("entity stopped: {f}; no transaction began"));
+        } else {
+            detail.push(format!(
+                "no transaction reached this entity ({why_stopped})"
+            ));
         }
     } else if let Some(ab) = obs.abandoned.clone() {
         outcome = "abandoned";
@@ -1033,7 +1036,7 @@ fn settle(ent: &mut Entity, timed_out: bool, why_stopped: &str) -> Value {
     result.insert("detail".into(), detail.join("; ").into());
     result.insert("pdus_sent".into(), json!(ent.sent));
     result.insert("pdus_received".into(), json!(ent.received));
-    if crashed && ent.started {
+    if crashed {
         // it takes no step again: the judge holds its open session final
         result.insert(
             "crashed".into(),
