@@ -456,3 +456,35 @@ def test_a_search_kill_is_the_shrunk_plans_with_its_own_run(tmp_path: Path) -> N
     )
     s = mreport.summary(st)
     assert (s["killed"], s["killed_by_search"], s["survived"], s["score"]) == (2, 1, 0, 1.0)
+
+
+def test_a_draw_the_implementation_cannot_take_is_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`mutate --catalogue` tells how many drawn cases the implementation
+    cannot take, and the commonest reason: a draw of Class 1 with closure
+    adds nothing to LibreCube's suite, and the run says so (cli
+    `_say_undrawn`), where before it dropped them without a word."""
+    from conformance import certify, cli
+    from conformance.core import registry as protocols
+    from suts.base import REPO
+
+    finding = REPO / "reports/findings/cfdp/scenarios/cfdp-interop-c2-e2-s32-modular-md.1.json"
+    drawn = tmp_path / "scenarios" / certify.CATALOGUE
+    drawn.mkdir(parents=True)
+    paths = []
+    plain = {"entity_id_len": 1, "sequence_number_len": 1, "nak_mode": "deferred"}
+    for name, change in (("closure", {"mode": "class1-closure"}), ("plain", plain)):
+        scn = json.loads(finding.read_text(encoding="utf-8"))
+        scn["name"] = f"drawn-{name}"
+        scn["params"].update(change)
+        paths.append(drawn / f"drawn-{name}.json")
+        paths[-1].write_text(json.dumps(scn), encoding="utf-8")
+    spec, sut = protocols.get("cfdp"), get("librecube")
+    every = [Case(p, None) for p in paths]
+    cases = certify._supported(spec, sut, every)
+    assert [c.path.name for c in cases] == ["drawn-plain.json"]
+    cli._say_undrawn(spec, sut, every, cases, tmp_path)
+    err = " ".join(capsys.readouterr().err.split())
+    assert "librecube takes 1 of the 2 cases drawn; 1 are not supported" in err, err
+    assert "no Class 1 with closure" in err, err
