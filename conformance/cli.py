@@ -1411,7 +1411,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
                 interop.write_scenarios(spec, out, on_config=on_config)
         else:
             _generate(args.protocol, out / "scenarios", catalogue=False)
-        if args.catalogue:
+        if args.catalogue or args.add:
             drawn_from = out / "scenarios" / certify.CATALOGUE
             if spec.capabilities.catalogue is not None:
                 _catalogue(spec.capabilities.catalogue, drawn_from)
@@ -1420,7 +1420,10 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     # --catalogue N: N of the catalogue's scenarios too, drawn with --seed
     # (on --resume, the draw recorded in the run's scenarios)
     drawn = (args.catalogue, args.seed) if args.catalogue and not args.resume else None
-    every = certify.cases(spec, certify._scenarios(out, False, drawn), certify.SUT_ROLES)
+    chosen_scenarios = certify._scenarios(out, False, drawn)
+    if args.add:
+        chosen_scenarios += _added(out, args.add, chosen_scenarios)
+    every = certify.cases(spec, chosen_scenarios, certify.SUT_ROLES)
     # as certify runs them: a scenario the implementation's declared profile
     # moves runs its adapted copy (out/adapted), its outcome set the model's
     every, moved = certify._adapted(sut, every, out)
@@ -1431,7 +1434,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
             markup=False,
         )
     cases = certify._supported(spec, sut, every)
-    if args.catalogue:
+    if args.catalogue or args.add:
         _say_undrawn(spec, sut, every, cases, out)
     listed = mm.listed(engine, out / "scratch")
     chosen = mrun.sample(listed, args.sample, args.seed)
@@ -1465,6 +1468,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
             f"{args.protocol} --sut {args.sut} --out {out} --resume"
             + (f" --sample {args.sample}" if args.sample else "")
             + (f" --catalogue {args.catalogue}" if args.catalogue else "")
+            + "".join(f" --add '{a}'" for a in args.add or [])
             + (f" --search {args.search}" if args.search else "")
             + f" --seed {args.seed}`"
         )
@@ -1486,12 +1490,38 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _added(out: Path, patterns: list[str], have: list[Path]) -> list[Path]:
+    """The scenarios of out/scenarios/catalogue whose names match one of
+    ``patterns`` (fnmatch), not already in ``have``, sorted; a pattern that
+    matches none is refused, with names that come close."""
+    import difflib
+    from fnmatch import fnmatchcase
+
+    from conformance import certify
+
+    pool = certify._catalogue_pool(out)
+    names = [p.stem for p in pool]
+    for pat in patterns:
+        if not any(fnmatchcase(n, pat) for n in names):
+            near = difflib.get_close_matches(pat, names, n=3, cutoff=0.5)
+            raise InputError(
+                f"--add {pat}: no scenario of {out / 'scenarios' / certify.CATALOGUE} matches"
+                + (f" (close: {', '.join(near)})" if near else "")
+            )
+    seen = {p.resolve() for p in have}
+    return [
+        p
+        for p in pool
+        if p.resolve() not in seen and any(fnmatchcase(p.stem, pat) for pat in patterns)
+    ]
+
+
 def _say_undrawn(
     spec: ProtocolSpec, sut: SutAdapter, every: list[Any], cases: list[Any], out: Path
 ) -> None:
-    """Say how many of the cases --catalogue drew the implementation cannot
-    take, and the commonest reason: a draw it plays none of adds nothing to
-    its suite."""
+    """Say how many of the cases --catalogue drew or --add named the
+    implementation cannot take, and the commonest reason: a draw it plays
+    none of adds nothing to its suite."""
     from collections import Counter
 
     from conformance import certify
@@ -1504,7 +1534,7 @@ def _say_undrawn(
     why = Counter(certify.unsupported(spec, sut, c) for c in left)
     reason, n = why.most_common(1)[0]
     err_console.print(
-        f"--catalogue: {sut.name} takes {len(drawn) - len(left)} of the {len(drawn)} cases drawn; "
+        f"catalogue: {sut.name} takes {len(drawn) - len(left)} of the {len(drawn)} cases drawn; "
         f"{len(left)} are not supported ({n} of them: {reason})",
         markup=False,
     )
@@ -1961,6 +1991,14 @@ def _add_mutate(sub: _Sub, protos: str) -> None:
         metavar="N",
         help="add N scenarios drawn with --seed from the protocol's catalogue (LTP) or, "
         "where it has none, its test purposes' scenarios (CFDP): generated first, minutes of TLC",
+    )
+    s.add_argument(
+        "--add",
+        action="append",
+        metavar="PATTERN",
+        help="add the catalogue's (LTP) or the test purposes' (CFDP) scenarios whose names "
+        "match this shell pattern, in every role: the purpose that kills a gap "
+        "(docs/mutation.md); repeatable, generated first as for --catalogue",
     )
     s.add_argument(
         "--search",

@@ -488,3 +488,25 @@ def test_a_draw_the_implementation_cannot_take_is_said(
     err = " ".join(capsys.readouterr().err.split())
     assert "librecube takes 1 of the 2 cases drawn; 1 are not supported" in err, err
     assert "no Class 1 with closure" in err, err
+
+
+def test_add_takes_the_named_scenarios_and_refuses_a_pattern_that_names_none(
+    tmp_path: Path,
+) -> None:
+    """`mutate --add PATTERN` adds the generated scenarios whose names match,
+    once each, and refuses a pattern that matches none, naming close ones."""
+    from conformance import certify, cli
+
+    cat = tmp_path / "scenarios" / certify.CATALOGUE
+    cat.mkdir(parents=True)
+    for name in ("cfdp-c2-sender-suspend-after-fd1", "cfdp-c1-a1n1k0-l2-nominal", "cfdp-x"):
+        (cat / f"{name}.json").write_text("{}", encoding="utf-8")
+    (cat / certify.CATALOGUE_INDEX).write_text("{}", encoding="utf-8")
+    have = [cat / "cfdp-x.json"]
+    got = cli._added(tmp_path, ["cfdp-c2-sender-suspend-*", "cfdp-c1-*", "cfdp-x"], have)
+    assert [p.stem for p in got] == [
+        "cfdp-c1-a1n1k0-l2-nominal",
+        "cfdp-c2-sender-suspend-after-fd1",
+    ]
+    with pytest.raises(InputError, match=r"--add cfdp-c2-sender-suspend-after-fd9: .*close: "):
+        cli._added(tmp_path, ["cfdp-c2-sender-suspend-after-fd9"], [])
