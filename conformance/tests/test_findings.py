@@ -550,6 +550,22 @@ def _lapsed_nak(out: RunOutcome) -> None:
 
 # scenario, implementation, the tester's role (the implementation plays the
 # other), check
+def _sequence_number_truncated(out: RunOutcome) -> None:
+    """LibreCube's replies name the transaction by the low octet of the
+    sender's 4-octet sequence number (727.0-B-5 5.1): no EOF is ever
+    acknowledged, and the trace is rejected where the model's receiver
+    owed its ACK(EOF)."""
+    assert out.verdict.status == "fail", out.verdict.reasons
+    sent = {s.fields["transaction"] for s in out.segments if s.direction == "forward"}
+    back = {s.fields["transaction"] for s in out.segments if s.direction == "return"}
+    assert len(sent) == 1 and back, (sent, back)
+    (tx,) = sent
+    assert tx > 255 and back == {tx & 0xFF}, (tx, back)
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+    assert "ACK(EOF)" in tc.message, tc.message
+
+
 CFDP_CHECKS: dict[str, tuple[str, str, str, Callable[[RunOutcome], None]]] = {
     "cfdp-rs-finished-before-eof-ack-ignored": (
         "cfdp-c2-a1n1k1-l3-ackeof.1.json",
@@ -586,6 +602,12 @@ CFDP_CHECKS: dict[str, tuple[str, str, str, Callable[[RunOutcome], None]]] = {
         "cfdp-rs",
         "sender",
         _nak_leaves_out_an_earlier_gap,
+    ),
+    "librecube-sequence-number-truncated-in-replies": (
+        "cfdp-c2-e1-seq4-deferred-nominal.json",
+        "librecube",
+        "sender",
+        _sequence_number_truncated,
     ),
 }
 
