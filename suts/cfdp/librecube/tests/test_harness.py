@@ -128,8 +128,10 @@ def test_what_librecube_cannot_take_is_an_error(
 
 
 def test_what_librecube_can_take(tmp_path: Path) -> None:
-    """A receiver takes any sequence-number width and echoes it (it reuses the
-    sender's first header, machines/base.py:272-281); entity IDs needing
+    """A receiver's own --seq-len is ignored (it answers with the sender's
+    number, here 255 in LibreCube's one octet; a wider one is cut to its low
+    octet, the finding librecube-0.2.0-sequence-number-truncated-in-replies);
+    entity IDs needing
     3 octets are sent in 3; a Class 1 receiver takes 2-octet IDs (it sends
     nothing); a sender may have an immediate --nak-mode (a receiver's knob)."""
     big = ["--entity-id-len", "3", "--seq-num", "255"]
