@@ -556,8 +556,8 @@ def _sequence_number_truncated(out: RunOutcome) -> None:
     acknowledged, and the trace is rejected where the model's receiver
     owed its ACK(EOF)."""
     assert out.verdict.status == "fail", out.verdict.reasons
-    sent = {s.fields["transaction"] for s in out.segments if s.direction == "forward"}
-    back = {s.fields["transaction"] for s in out.segments if s.direction == "return"}
+    sent = {int(str(s.fields["transaction"])) for s in out.segments if s.direction == "forward"}
+    back = {int(str(s.fields["transaction"])) for s in out.segments if s.direction == "return"}
     assert len(sent) == 1 and back, (sent, back)
     (tx,) = sent
     assert tx > 255 and back == {tx & 0xFF}, (tx, back)
