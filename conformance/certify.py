@@ -653,10 +653,14 @@ def _adapted(
     return kept, moved
 
 
-def _supported(spec: ProtocolSpec, sut: SutAdapter, every: list[Case]) -> list[Case]:
+def _supported(
+    spec: ProtocolSpec, sut: SutAdapter, every: list[Case], why: dict[Case, str] | None = None
+) -> list[Case]:
     """The cases the implementation can take: "not supported" (its adapter
-    says why) is no verdict on it, and such a case is not run."""
-    why = {c: unsupported(spec, sut, c) for c in every}
+    says why) is no verdict on it, and such a case is not run. ``why``:
+    each case's reason ('' if it can), when the caller computed them."""
+    if why is None:
+        why = {c: unsupported(spec, sut, c) for c in every}
     if all(why.values()):
         first = next(iter(why.items()))
         raise NotRun(

@@ -1433,9 +1433,10 @@ def cmd_mutate(args: argparse.Namespace) -> int:
             f"({next(iter(moved.values()))[0]}, ...)",
             markup=False,
         )
-    cases = certify._supported(spec, sut, every)
+    why = {c: certify.unsupported(spec, sut, c) for c in every}
+    cases = certify._supported(spec, sut, every, why)
     if args.catalogue or args.add:
-        _say_undrawn(spec, sut, every, cases, out)
+        _say_undrawn(sut, why, out)
     listed = mm.listed(engine, out / "scratch")
     chosen = mrun.sample(listed, args.sample, args.seed)
     if args.resume:
@@ -1516,26 +1517,25 @@ def _added(out: Path, patterns: list[str], have: list[Path]) -> list[Path]:
     ]
 
 
-def _say_undrawn(
-    spec: ProtocolSpec, sut: SutAdapter, every: list[Any], cases: list[Any], out: Path
-) -> None:
+def _say_undrawn(sut: SutAdapter, why: Mapping[Any, str], out: Path) -> None:
     """Say how many of the cases --catalogue drew or --add named the
-    implementation cannot take, and the commonest reason: a draw it plays
-    none of adds nothing to its suite."""
+    implementation cannot take (``why``: each case's reason, '' if it can),
+    and the commonest reason: a draw it plays none of adds nothing to its
+    suite."""
     from collections import Counter
 
     from conformance import certify
 
     # drawn: under scenarios/catalogue, or its adapted copy under adapted/
-    drawn = [c for c in every if certify.CATALOGUE in c.path.relative_to(out).parts]
-    left = [c for c in drawn if c not in set(cases)]
+    drawn = [c for c in why if certify.CATALOGUE in c.path.relative_to(out).parts]
+    left = Counter(why[c] for c in drawn if why[c])
     if not left:
         return
-    why = Counter(certify.unsupported(spec, sut, c) for c in left)
-    reason, n = why.most_common(1)[0]
+    reason, n = left.most_common(1)[0]
+    refused = sum(left.values())
     err_console.print(
-        f"catalogue: {sut.name} takes {len(drawn) - len(left)} of the {len(drawn)} cases drawn; "
-        f"{len(left)} are not supported ({n} of them: {reason})",
+        f"catalogue: {sut.name} takes {len(drawn) - refused} of the {len(drawn)} cases drawn; "
+        f"{refused} are not supported ({n} of them: {reason})",
         markup=False,
     )
 

@@ -482,9 +482,10 @@ def test_a_draw_the_implementation_cannot_take_is_said(
         paths[-1].write_text(json.dumps(scn), encoding="utf-8")
     spec, sut = protocols.get("cfdp"), get("librecube")
     every = [Case(p, None) for p in paths]
-    cases = certify._supported(spec, sut, every)
+    why = {c: certify.unsupported(spec, sut, c) for c in every}
+    cases = certify._supported(spec, sut, every, why)
     assert [c.path.name for c in cases] == ["drawn-plain.json"]
-    cli._say_undrawn(spec, sut, every, cases, tmp_path)
+    cli._say_undrawn(sut, why, tmp_path)
     err = " ".join(capsys.readouterr().err.split())
     assert "librecube takes 1 of the 2 cases drawn; 1 are not supported" in err, err
     assert "no Class 1 with closure" in err, err
