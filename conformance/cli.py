@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from conformance.campaign.store import Store
     from conformance.core.modelcheck import GenerateReport
     from conformance.core.types import RunOutcome, RunResult, Scenario, SegmentRecord, TraceCheck
+    from conformance.mutate.mutants import Mutant
     from conformance.protocols import ProtocolSpec
     from suts.base import SutAdapter
 
@@ -1421,8 +1422,8 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     # (on --resume, the draw recorded in the run's scenarios)
     drawn = (args.catalogue, args.seed) if args.catalogue and not args.resume else None
     chosen_scenarios = certify._scenarios(out, False, drawn)
-    if args.add:
-        chosen_scenarios += _added(out, args.add, chosen_scenarios)
+    added = _added(out, args.add, chosen_scenarios) if args.add else []
+    chosen_scenarios += added
     every = certify.cases(spec, chosen_scenarios, certify.SUT_ROLES)
     # as certify runs them: a scenario the implementation's declared profile
     # moves runs its adapted copy (out/adapted), its outcome set the model's
@@ -1437,15 +1438,19 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     cases = certify._supported(spec, sut, every, why)
     if args.catalogue or args.add:
         _say_undrawn(sut, why, out)
-    listed = mm.listed(engine, out / "scratch")
+    listed = made = mm.listed(engine, out / "scratch")
+    if args.mutant:
+        listed = _named_mutants(made, args.mutant)
     chosen = mrun.sample(listed, args.sample, args.seed)
     if args.resume:
         st, cut = mrun.reopen(out, engine, chosen, cases)
         console.print(f"resuming {out}: {st.counts()} ({cut} cut short before, redone)")
     else:
-        st = mrun.create(out, engine, chosen, cases)
+        st = mrun.create(out, engine, chosen, cases, first={p.stem for p in added})
         console.print(
-            f"{len(chosen)} of the {len(listed)} mutants {engine.tool} makes of "
+            f"{len(chosen)} of the "
+            + (f"{len(listed)} named by --mutant of the " if args.mutant else "")
+            + f"{len(made)} mutants {engine.tool} makes of "
             f"{engine.package} {engine.version} ({', '.join(engine.files)}), seed {args.seed}; "
             f"{len(cases)} cases each, the engine as published first"
         )
@@ -1462,15 +1467,21 @@ def cmd_mutate(args: argparse.Namespace) -> int:
                 from conformance.mutate import hunt
 
                 hunt.hunt(st, out, engine, spec, args.search, on_progress=tick)
+            if args.shrink:
+                from conformance.mutate import shrink
+
+                shrink.shrink(st, out, engine, spec, on_progress=tick)
     except KeyboardInterrupt:
         mreport.write(st, out, notes)
         err_console.print(
             "interrupted: the runs done are kept; go on with `dtnconform mutate "
             f"{args.protocol} --sut {args.sut} --out {out} --resume"
             + (f" --sample {args.sample}" if args.sample else "")
+            + "".join(f" --mutant '{m}'" for m in args.mutant or [])
             + (f" --catalogue {args.catalogue}" if args.catalogue else "")
             + "".join(f" --add '{a}'" for a in args.add or [])
             + (f" --search {args.search}" if args.search else "")
+            + (" --shrink" if args.shrink else "")
             + f" --seed {args.seed}`"
         )
         return 130
@@ -1489,6 +1500,24 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     )
     console.print(f"report: {path}")
     return 0
+
+
+def _named_mutants(listed: Sequence[Mutant], patterns: list[str]) -> list[Mutant]:
+    """The mutants whose tool's name matches one of ``patterns`` (fnmatch),
+    in the tool's order; a pattern that matches none is refused, with names
+    that come close."""
+    import difflib
+    from fnmatch import fnmatchcase
+
+    names = [m.name for m in listed]
+    for pat in patterns:
+        if not any(fnmatchcase(n, pat) for n in names):
+            near = difflib.get_close_matches(pat, names, n=3, cutoff=0.4)
+            raise InputError(
+                f"--mutant {pat}: none of the {len(names)} mutants matches"
+                + (f" (close: {'; '.join(near)})" if near else "")
+            )
+    return [m for m in listed if any(fnmatchcase(m.name, pat) for pat in patterns)]
 
 
 def _added(out: Path, patterns: list[str], have: list[Path]) -> list[Path]:
@@ -1993,6 +2022,14 @@ def _add_mutate(sub: _Sub, protos: str) -> None:
         "where it has none, its test purposes' scenarios (CFDP): generated first, minutes of TLC",
     )
     s.add_argument(
+        "--mutant",
+        action="append",
+        metavar="PATTERN",
+        help="only the mutants whose tool's name matches this shell pattern (as "
+        "mutation.json and the notes name them): a survivor checked again against the "
+        "purpose that closes it; repeatable, --sample then draws from them",
+    )
+    s.add_argument(
         "--add",
         action="append",
         metavar="PATTERN",
@@ -2006,6 +2043,13 @@ def _add_mutate(sub: _Sub, protos: str) -> None:
         metavar="N",
         help="then a Hypothesis search of N impairment plans against each survivor (LTP); a "
         "failing plan, shrunk, kills it if the original passes it",
+    )
+    s.add_argument(
+        "--shrink",
+        action="store_true",
+        help="then shrink each suite kill's scenario: its impairments taken away one at a "
+        "time while the mutant still fails it and the original passes it (two live runs a "
+        "try); the minimal one is the kill's in the report",
     )
     s.add_argument("--seed", type=int, default=1, help="the seed that draws --sample (1)")
     s.add_argument("--lanes", type=int, default=1, help="runs at once, up to the cores (1)")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.campaign.store import RunStore
-from conformance.mutate.run import ORIGINAL, mutants_of
+from conformance.mutate.run import ORIGINAL, SHRUNK, mutants_of
 
 # reason codes (docs/verdicts.md) by the judge that gives them
 OUTCOME_CODES = (
@@ -128,6 +128,10 @@ class Fate:
     detail: str = ""
     cases_run: int = 0
     by: str = "suite"  # or "search": the Hypothesis search's kill (hunt.py)
+    # the kill's scenario shrunk (shrink.py): its file and the mutant's run
+    # there, relative to the run's folder; the impairments it keeps and the
+    # ones taken away; why it was not shrunk
+    minimal: dict[str, Any] = field(default_factory=dict)
 
 
 def fates(st: RunStore) -> list[Fate]:
@@ -154,6 +158,9 @@ def fates(st: RunStore) -> list[Fate]:
             else:
                 f.run_dir, f.detail = row.run_dir or "", row.detail or ""
                 f.status = "trivial" if row.spec["nominal"] else "killed"
+            shrunk = st.get(SHRUNK + m.key)
+            if shrunk is not None:
+                f.minimal = json.loads(shrunk)
             vfile = Path(f.run_dir) / "verdict.json"
             if vfile.is_file():
                 v = json.loads(vfile.read_text(encoding="utf-8"))
@@ -230,7 +237,16 @@ def write(st: RunStore, out: Path, notes: dict[str, dict[str, str]] | None = Non
         link = (
             str(d.relative_to(out) / "verdict.json") if f.run_dir and d.is_relative_to(out) else ""
         )
-        shown.append({**f.__dict__, "link": link})
+        mn = f.minimal
+        shrunk = bool(mn.get("removed"))
+        shown.append(
+            {
+                **f.__dict__,
+                "link": link,
+                "min_link": mn.get("scenario", "") if shrunk else "",
+                "min_run": f"{mn['run_dir']}/verdict.json" if shrunk and mn.get("run_dir") else "",
+            }
+        )
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
     page = env.get_template("mutation.html").render(
         s=s,

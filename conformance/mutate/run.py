@@ -28,9 +28,10 @@ import hashlib
 import json
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from conformance.core.errors import DtncError
 from conformance.mutate.mutants import Engine, Mutant, build
 
 ORIGINAL = "original"
+SHRUNK = "shrunk:"  # a suite kill's shrink, in the store (shrink.py)
 DB = "mutation.sqlite"
 # A run's longest wall time before it is stopped (an error: a mutant that
 # hangs its engine is killed as a crash, as any other error).
@@ -81,15 +83,23 @@ def sample(mutants: Sequence[Mutant], n: int | None, seed: int) -> list[Mutant]:
 
 
 def create(
-    out: Path, engine: Engine, mutants: Sequence[Mutant], cases: Sequence[Case]
+    out: Path,
+    engine: Engine,
+    mutants: Sequence[Mutant],
+    cases: Sequence[Case],
+    first: Collection[str] = (),
 ) -> MutationStore:
     """The run's database: the original on every case, then each mutant on
     every case (a mutant's runs of cases the original does not pass are
-    skipped when their turn comes), the nominal cases first."""
-    order = sorted(
-        cases,
-        key=lambda c: not is_nominal(json.loads(c.path.read_text(encoding="utf-8")), c.tester),
-    )
+    skipped when their turn comes), the nominal cases first, then those of
+    the scenarios named in ``first`` (what --add named: the purposes meant
+    to kill the survivors, so a kill comes early)."""
+
+    def rank(c: Case) -> tuple[bool, bool]:
+        scn = json.loads(c.path.read_text(encoding="utf-8"))
+        return not is_nominal(scn, c.tester), scn.get("name") not in first
+
+    order = sorted(cases, key=rank)
     specs = []
     for mk in [ORIGINAL, *(m.key for m in mutants)]:
         for c in order:
@@ -128,7 +138,8 @@ def reopen(
     st, cut = MutationStore.reopen_runs(
         out / DB,
         digest(engine, mutants, cases),
-        "resume it with the --sample and --seed it started with, or start anew elsewhere",
+        "resume it with the --sample, --seed, --mutant, --catalogue and --add it started "
+        "with, or start anew elsewhere",
     )
     return st, cut
 
@@ -149,6 +160,19 @@ def _command(sut: str, run: MutantRun, run_dir: Path) -> Callable[[Path], list[s
     return cmd
 
 
+def kill_rule(original: str, original_crashed: Callable[[], bool]) -> str:
+    """What a mutant's run of a case must show to kill it, given the
+    original's verdict there: ``any`` fail or error where the original
+    passed; only a ``crash`` of the implementation's harness where the
+    original failed without crashing (its deviation cannot explain a
+    crash); '' where the case cannot judge a mutant (not run)."""
+    if original.startswith("pass"):
+        return "any"
+    if original == "fail" and not original_crashed():
+        return "crash"
+    return ""
+
+
 def run(
     st: MutationStore,
     out: Path,
@@ -163,12 +187,21 @@ def run(
     Dask cluster's executor, where given). The original's runs go first,
     all of them; then the mutants', each built when its first run is due
     (in this process: cargo builds one at a time), a killed mutant's
-    pending runs skipped."""
+    pending runs skipped.
+
+    A case the original fails still runs for a mutant when the original
+    did not crash there: it kills the mutant only if the mutant's own
+    harness crashes or hangs on it (judge ``crash``), a difference no
+    deviation of the original's can explain. Code reached only in a case
+    the published engine already fails is tested that far."""
     scratch = out / "scratch"
     by_mutant = {m.key: m for m in mutants_of(st)}
     total = len(st.records())
     done = total - len(st.records("pending"))
     running: dict[Future[Done], Record] = {}
+    crash_only: set[int] = set()  # runs of cases the original fails: a crash kills
+    run_dirs: dict[int, Path] = {}  # of the crash_only runs under way
+    crashed: dict[str, bool] = {}
     own = pool is None
     executor = pool or ThreadPoolExecutor(max_workers=lanes)
     builds: dict[str, str | None] = {}
@@ -179,6 +212,27 @@ def run(
             for r in st.records("done")
             if r.spec["mutant"] == ORIGINAL
         }
+
+    def original_dir(case: str) -> Path:
+        row = next(
+            r for r in st.records("done") if r.spec["mutant"] == ORIGINAL and r.spec["case"] == case
+        )
+        return Path(row.run_dir or "")
+
+    def crashed_in(run_dir: Path) -> bool:
+        """Whether the run's verdict blames the implementation's harness
+        crashing or hanging (report.judges_of's ``crash``)."""
+        from conformance.mutate.report import judges_of
+
+        key = str(run_dir)
+        if key not in crashed:
+            vfile = run_dir / "verdict.json"
+            v = json.loads(vfile.read_text(encoding="utf-8")) if vfile.is_file() else {}
+            crashed[key] = "crash" in judges_of(v)
+        return crashed[key]
+
+    def crashed_in_case(case: str) -> bool:
+        return crashed_in(original_dir(case))
 
     def settled(mk: str) -> str:
         """Why a mutant's runs are over ('' while it is not)."""
@@ -228,9 +282,14 @@ def run(
                     if why:
                         skip(r, f"the mutant is {why}")
                         continue
-                    if not base.get(r.spec["case"], "").startswith("pass"):
-                        skip(r, f"the original's verdict is {base.get(r.spec['case']) or 'none'}")
+                    case = r.spec["case"]
+                    verdict = base.get(case, "")
+                    rule = kill_rule(verdict, partial(crashed_in_case, case))
+                    if not rule:
+                        skip(r, f"the original's verdict is {verdict or 'none'}")
                         continue
+                    if rule == "crash":
+                        crash_only.add(r.seq)
                 made = sut_file(mk)
                 if made is None:
                     skip(r, f"the mutant is unviable: {st.get(f'unviable:{mk}')}")
@@ -239,6 +298,8 @@ def run(
                 if r.attempts:
                     run_dir = run_dir.with_name(f"{run_dir.name}.{r.attempts + 1}")
                 st.start(r.seq, "", run_dir)
+                if r.seq in crash_only:
+                    run_dirs[r.seq] = run_dir
                 scn_text = (out / r.spec["scenario"]).read_text(encoding="utf-8")
                 spec = MutantRun(**r.spec)
                 fut = executor.submit(
@@ -258,8 +319,14 @@ def run(
                 )
                 done += 1
                 mk = r.spec["mutant"]
-                if mk != ORIGINAL and not settled(mk) and res.verdict in ("fail", "error"):
+                if r.seq in crash_only:
+                    killing = res.verdict == "fail" and crashed_in(run_dirs.pop(r.seq))
+                else:
+                    killing = res.verdict in ("fail", "error")
+                if mk != ORIGINAL and not settled(mk) and killing:
                     kill = {"case": r.spec["case"], "verdict": res.verdict, "seq": r.seq}
+                    if r.seq in crash_only:
+                        kill["original"] = "fail"  # it failed there without crashing
                     with st.tx():
                         st.put(f"killed:{mk}", json.dumps(kill))
                 if on_progress:
