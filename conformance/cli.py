@@ -1376,6 +1376,10 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         raise InputError(f"--sample {args.sample}: draw at least one mutant")
     if args.catalogue is not None and args.catalogue < 1:
         raise InputError(f"--catalogue {args.catalogue}: draw at least one scenario")
+    if args.added_only and not args.add:
+        raise InputError("--added-only runs the --add scenarios only: name them with --add")
+    if args.added_only and args.catalogue:
+        raise InputError("--added-only leaves the suite out: --catalogue would add to it")
     if args.search is not None:
         if args.search < 1:
             raise InputError(f"--search {args.search}: at least one example")
@@ -1422,6 +1426,8 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     # (on --resume, the draw recorded in the run's scenarios)
     drawn = (args.catalogue, args.seed) if args.catalogue and not args.resume else None
     chosen_scenarios = certify._scenarios(out, False, drawn)
+    if args.added_only:  # the suite's nominal transfers, for the trivial kills
+        chosen_scenarios = [p for p in chosen_scenarios if _unimpaired(p)]
     added = _added(out, args.add, chosen_scenarios) if args.add else []
     chosen_scenarios += added
     every = certify.cases(spec, chosen_scenarios, certify.SUT_ROLES)
@@ -1480,6 +1486,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
             + "".join(f" --mutant '{m}'" for m in args.mutant or [])
             + (f" --catalogue {args.catalogue}" if args.catalogue else "")
             + "".join(f" --add '{a}'" for a in args.add or [])
+            + (" --added-only" if args.added_only else "")
             + (f" --search {args.search}" if args.search else "")
             + (" --shrink" if args.shrink else "")
             + f" --seed {args.seed}`"
@@ -1500,6 +1507,12 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     )
     console.print(f"report: {path}")
     return 0
+
+
+def _unimpaired(path: Path) -> bool:
+    """A scenario with no impairment and no probe: a nominal transfer."""
+    scn = json.loads(path.read_text(encoding="utf-8"))
+    return not scn.get("impairments") and not scn.get("probes")
 
 
 def _named_mutants(listed: Sequence[Mutant], patterns: list[str]) -> list[Mutant]:
@@ -2043,6 +2056,12 @@ def _add_mutate(sub: _Sub, protos: str) -> None:
         metavar="N",
         help="then a Hypothesis search of N impairment plans against each survivor (LTP); a "
         "failing plan, shrunk, kills it if the original passes it",
+    )
+    s.add_argument(
+        "--added-only",
+        action="store_true",
+        help="the suite is its nominal transfers and the --add scenarios only: a gap's "
+        "purpose checked in minutes, not a score",
     )
     s.add_argument(
         "--shrink",

@@ -828,3 +828,8 @@ def test_mutate_refuses_an_empty_catalogue_draw_and_an_unmutatable_sut(tmp_path:
     one_line_error(
         cli("mutate", "cfdp", "--sut", "yamcs", "--out", str(tmp_path / "y")), "yamcs", "[mutate]"
     )
+    one_line_error(
+        cli("mutate", "cfdp", "--sut", "cfdp-rs", "--added-only", "--out", str(tmp_path / "a")),
+        "--added-only",
+        "--add",
+    )
