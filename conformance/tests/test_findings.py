@@ -566,6 +566,24 @@ def _sequence_number_truncated(out: RunOutcome) -> None:
     assert "ACK(EOF)" in tc.message, tc.message
 
 
+def _class1_eof_completes_corrupt(out: RunOutcome) -> None:
+    """LibreCube's Class 1 receiver declares File Checksum Failure at the
+    EOF of a file whose second segment was corrupted, and yet completes
+    with no error, delivering the corrupt file: its handler's cancel is
+    queued behind the Finished indication (727.0-B-5 4.6.1.2.8, 4.8). The
+    trace is rejected at its exit, where the model's receiver still owed
+    the fault."""
+    assert out.verdict.status == "fail", out.verdict.reasons
+    assert out.result is not None
+    rx = out.result.receiver
+    assert (rx.outcome, rx.payload_ok) == ("completed", False), rx
+    assert getattr(rx.delivered, "receiver_condition", "") == "no_error", rx.delivered
+    assert "file_checksum_failure" in (rx.detail or ""), rx.detail  # it did declare it
+    tc = out.verdict.trace
+    assert tc is not None and tc.status == "rejected", tc
+    assert "ReceiverFaultChecksum" in tc.message, tc.message
+
+
 CFDP_CHECKS: dict[str, tuple[str, str, str, Callable[[RunOutcome], None]]] = {
     "cfdp-rs-finished-before-eof-ack-ignored": (
         "cfdp-c2-a1n1k1-l3-ackeof.1.json",
@@ -608,6 +626,12 @@ CFDP_CHECKS: dict[str, tuple[str, str, str, Callable[[RunOutcome], None]]] = {
         "librecube",
         "sender",
         _sequence_number_truncated,
+    ),
+    "librecube-class1-eof-completes-whatever-it-holds": (
+        "cfdp-c1-e1-corrupt-fd1.json",
+        "librecube",
+        "sender",
+        _class1_eof_completes_corrupt,
     ),
 }
 
