@@ -420,7 +420,7 @@ def provides() -> Capabilities:
 
 SPEC = ProtocolSpec(
     provides=provides,
-    # its 788 purpose scenarios in three roles would be hours per mutant
+    # its 789 purpose scenarios in three roles would be hours per mutant
     mutation_suite="interop",
     name="cfdp",
     title="CCSDS File Delivery Protocol",

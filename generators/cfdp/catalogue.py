@@ -380,7 +380,11 @@ def realistic_scenarios() -> list[Scenario]:
     NAKs, NAK limit 4), each judged from its trace: a NAK that reaches the
     sender mid-transfer; a second NAK whose gaps overlap the first one's; the
     short last segment arriving before the one before it (ION-DTN issue #31
-    corrupted files that way); the same segment lost three times."""
+    corrupted files that way); the same segment lost three times; and, with
+    deferred NAKs, the same segment lost four times, so that the NAK timer
+    expires three times below the limit (the one purpose with deferred NAKs
+    whose NAK limit is over 1, so the count of NAK-timer expiries is tested
+    below its limit, not only at it)."""
     t = CfdpTransfer(
         file_len=REALISTIC_FILE_LEN,
         segment_size=SEGMENT_SIZE,
@@ -394,6 +398,7 @@ def realistic_scenarios() -> list[Scenario]:
     def fd(seg: int, occ: int, act: str = "drop") -> PlannedLoss:
         return PlannedLoss("forward", "file_data", seg, occ, act)
 
+    deferred = t.model_copy(update={"nak_mode": "deferred"})
     purposes: list[tuple[str, str, list[PlannedLoss]]] = [
         (
             "nak-mid-transfer-fd2",
@@ -420,26 +425,34 @@ def realistic_scenarios() -> list[Scenario]:
             "it again, within the NAK limit of 4 (4.6.4.7)",
             [fd(3, 1), fd(3, 2), fd(3, 3)],
         ),
+        (
+            "deferred-repeated-loss-fd3",
+            "deferred NAKs, File Data 3 lost four times, first copy and three resends: "
+            "the NAK timer expires three times and each expiry, below the NAK limit of 4, "
+            "asks for it again (4.6.4.7)",
+            [fd(3, 1), fd(3, 2), fd(3, 3), fd(3, 4)],
+        ),
     ]
     out: list[Scenario] = []
     for tag, what, losses in purposes:
         name = f"cfdp-c2-realistic-{tag}"
+        tt = deferred if tag.startswith("deferred-") else t
         out.append(
             Scenario(
                 name=name,
                 protocol="cfdp",
                 description=f"Realistic geometry: {what}; Class 2, a {t.file_len}-byte file in "
                 f"{REALISTIC_SEGMENTS} File Data PDUs of {SEGMENT_SIZE} bytes.",
-                params=t,
+                params=tt,
                 impairments=[
-                    impairment_of(x, t, note=f"{_short(x)} ({x.dir})").model_copy(
+                    impairment_of(x, tt, note=f"{_short(x)} ({x.dir})").model_copy(
                         update={"delay_ms": REORDER_MS} if x.act == "delay" else {}
                     )
                     for x in losses
                 ],
                 expect=Expectation(
                     outcomes=[
-                        outcome_of(("completed", "NoError", "completed", "NoError", True), t)
+                        outcome_of(("completed", "NoError", "completed", "NoError", True), tt)
                     ],
                     unjudged=f"{REALISTIC_SEGMENTS} File Data PDUs, past the outcome sets' "
                     f"{MAX_OUTCOME_SEGMENTS}: judged at the end of its validated trace",
