@@ -69,8 +69,15 @@ class MutantRun:
 
 
 def is_nominal(scn: dict[str, Any], tester: str | None) -> bool:
-    """A case with no impairment, both sides the implementation's."""
-    return tester is None and not scn.get("impairments") and not scn.get("probes")
+    """The nominal transfer: both sides the implementation's, no
+    impairment, no probe and no user request (a suspend or a cancel is a
+    purpose, not the transfer every build must make)."""
+    return (
+        tester is None
+        and not scn.get("impairments")
+        and not scn.get("probes")
+        and not (scn.get("params") or {}).get("requests")
+    )
 
 
 def sample(mutants: Sequence[Mutant], n: int | None, seed: int) -> list[Mutant]:

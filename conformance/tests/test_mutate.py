@@ -533,6 +533,16 @@ def test_mutant_keeps_the_named_mutants_and_refuses_a_pattern_that_names_none() 
         cli._named_mutants(ms, ["src/dest.rs:967:29: replace + with * in D::lost_segment_handling"])
 
 
+def test_a_request_or_a_role_of_the_tester_is_not_the_nominal_transfer() -> None:
+    """Only the implementation at both ends with nothing lost, probed or
+    requested is its nominal transfer: a mutant killed there is trivial."""
+    assert mrun.is_nominal({"impairments": [], "params": {"requests": []}}, None)
+    assert not mrun.is_nominal({"params": {"requests": [{"request": "suspend"}]}}, None)
+    assert not mrun.is_nominal({"impairments": [{"direction": "forward"}]}, None)
+    assert not mrun.is_nominal({"probes": [{"kind": "x"}]}, None)
+    assert not mrun.is_nominal({}, "sender")
+
+
 def test_the_added_purposes_run_right_after_the_nominal_cases(tmp_path: Path) -> None:
     """`mutate --add`'s scenarios come after the nominal cases and before
     the rest of the suite, for the original and for each mutant: a gap's
