@@ -598,10 +598,10 @@ def test_shrink_takes_away_the_loss_the_kill_does_not_need(
     """A kill's scenario with one loss it needs (red data) and one it does
     not (the checkpoint, lost once: licklider as published passes that)
     shrinks to the one it needs; that one cannot go, since the mutant
-    passes the nominal transfer. Live runs of a smoke mutant and the
-    original, five to seven of them: DTNC_DEEP=1."""
+    passes the nominal transfer. Two harness builds, three live runs and
+    the purposes' TLC: DTNC_DEEP=1."""
     if not os.environ.get("DTNC_DEEP"):
-        pytest.skip("five to seven live runs and three TLC runs (2 min): set DTNC_DEEP=1")
+        pytest.skip("two harness builds, three live runs and TLC (3 min): set DTNC_DEEP=1")
     from conformance.core.types import load_scenario
     from conformance.mutate import shrink
     from conformance.protocols import get as protocol
