@@ -1519,38 +1519,40 @@ def _named_mutants(listed: Sequence[Mutant], patterns: list[str]) -> list[Mutant
     """The mutants whose tool's name matches one of ``patterns`` (fnmatch),
     in the tool's order; a pattern that matches none is refused, with names
     that come close."""
-    import difflib
     from fnmatch import fnmatchcase
 
     names = [m.name for m in listed]
+    _each_matches("--mutant", names, patterns, f"none of the {len(names)} mutants")
+    return [m for m in listed if any(fnmatchcase(m.name, pat) for pat in patterns)]
+
+
+def _each_matches(option: str, names: list[str], patterns: list[str], none: str) -> None:
+    """Refuse the first of ``patterns`` (fnmatch) that matches none of
+    ``names``, with the names that come close; ``none`` says what it did
+    not match."""
+    import difflib
+    from fnmatch import fnmatchcase
+
     for pat in patterns:
         if not any(fnmatchcase(n, pat) for n in names):
             near = difflib.get_close_matches(pat, names, n=3, cutoff=0.4)
             raise InputError(
-                f"--mutant {pat}: none of the {len(names)} mutants matches"
+                f"{option} {pat}: {none} matches"
                 + (f" (close: {'; '.join(near)})" if near else "")
             )
-    return [m for m in listed if any(fnmatchcase(m.name, pat) for pat in patterns)]
 
 
 def _added(out: Path, patterns: list[str], have: list[Path]) -> list[Path]:
     """The scenarios of out/scenarios/catalogue whose names match one of
     ``patterns`` (fnmatch), not already in ``have``, sorted; a pattern that
     matches none is refused, with names that come close."""
-    import difflib
     from fnmatch import fnmatchcase
 
     from conformance import certify
 
     pool = certify._catalogue_pool(out)
-    names = [p.stem for p in pool]
-    for pat in patterns:
-        if not any(fnmatchcase(n, pat) for n in names):
-            near = difflib.get_close_matches(pat, names, n=3, cutoff=0.5)
-            raise InputError(
-                f"--add {pat}: no scenario of {out / 'scenarios' / certify.CATALOGUE} matches"
-                + (f" (close: {', '.join(near)})" if near else "")
-            )
+    where = out / "scenarios" / certify.CATALOGUE
+    _each_matches("--add", [p.stem for p in pool], patterns, f"no scenario of {where}")
     seen = {p.resolve() for p in have}
     return [
         p
