@@ -1537,8 +1537,7 @@ def _each_matches(option: str, names: list[str], patterns: list[str], none: str)
         if not any(fnmatchcase(n, pat) for n in names):
             near = difflib.get_close_matches(pat, names, n=3, cutoff=0.4)
             raise InputError(
-                f"{option} {pat}: {none} matches"
-                + (f" (close: {'; '.join(near)})" if near else "")
+                f"{option} {pat}: {none} matches" + (f" (close: {'; '.join(near)})" if near else "")
             )
 
 
