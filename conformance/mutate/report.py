@@ -165,6 +165,10 @@ def fates(st: RunStore) -> list[Fate]:
             if vfile.is_file():
                 v = json.loads(vfile.read_text(encoding="utf-8"))
                 f.judges = judges_of(v)
+                if k.get("original") == "fail" and "crash" in f.judges:
+                    # a case the original fails kills by the crash alone
+                    # (run.kill_rule): that is the judge it is credited to
+                    f.judges = ["crash", *(j for j in f.judges if j != "crash")]
                 f.rule = next(
                     (r.get("rule", "") for r in v.get("reasons", []) if r.get("rule")), ""
                 )

@@ -657,3 +657,22 @@ def test_the_report_links_each_kills_minimal_scenario(tmp_path: Path) -> None:
     assert f'<a href="shrink/{ms[0].key}/ltp-lossy-min0.json">ltp-lossy-min0.json</a>' in page
     assert f'href="shrink/{ms[0].key}/try1/mutant/verdict.json"' in page
     assert "catalogue: rs.1 (return)" in page
+
+
+def test_a_kill_where_the_original_fails_is_the_crashs(tmp_path: Path) -> None:
+    """A kill in a case the original fails (run.kill_rule's crash) is
+    credited to the crash, whatever reason its verdict gives first."""
+    st, ms = _store(tmp_path)
+    kill = json.loads(st.get(f"killed:{ms[0].key}") or "{}")
+    run_dir = next(r.run_dir for r in st.records() if r.seq == kill["seq"])
+    reasons = [
+        {"code": "outcome-not-at-end", "message": "x", "rule": "727.0-B-5 §4.6.1.2"},
+        {"code": "receiver-crashed", "message": "the receiver stopped", "rule": ""},
+    ]
+    (Path(str(run_dir)) / "verdict.json").write_text(json.dumps({"reasons": reasons}))
+    assert mreport.judges_of({"reasons": reasons}) == ["outcome", "crash"]
+    with st.tx():
+        st.put(f"killed:{ms[0].key}", json.dumps({**kill, "original": "fail"}))
+    killed = next(f for f in mreport.fates(st) if f.mutant["name"] == ms[0].name)
+    assert killed.judges == ["crash", "outcome"]
+    assert mreport.summary(st)["judges"] == {"crash": 1}
