@@ -469,12 +469,18 @@ def mutate(protocol: str, base: bytes, rng: random.Random) -> bytes:
 
 
 def fuzzed(protocol: str, count: int) -> list[bytes]:
-    """``count`` datagrams: every base datagram once, then mutations of them."""
-    bases = captured(protocol) + (built_ltp() if protocol == "ltp" else built_cfdp())
+    """``count`` datagrams: every base datagram once, then mutations of
+    them, drawn half from the findings' captures and half from the built
+    ones, so that a capture added to the findings does not thin out what
+    only the built ones have (CFDP's PDU CRCs)."""
+    seen = captured(protocol)
+    built = built_ltp() if protocol == "ltp" else built_cfdp()
+    bases = seen + built
     rng = random.Random(f"{SEED}/{protocol}")
     out = list(bases[:count])
     while len(out) < count:
-        out.append(mutate(protocol, rng.choice(bases), rng))
+        pool = seen if seen and rng.random() < 0.5 else built
+        out.append(mutate(protocol, rng.choice(pool), rng))
     return out
 
 
