@@ -45,7 +45,12 @@ def test_a_busy_loop_on_every_core_is_measured() -> None:
     try:
         time.sleep(0.3)  # the loops running
         probe = loadprobe.LoadProbe().start()
+        # its readings, however slowly a loaded machine lets the probe run:
+        # at least a second, and until it has read more than 20 times
+        deadline = time.monotonic() + 10.0
         time.sleep(1.0)
+        while len(probe.counts) <= 20 and time.monotonic() < deadline:
+            time.sleep(0.1)
         loaded = probe.stop()
     finally:
         for h in hogs:
