@@ -206,9 +206,9 @@ def run(
     total = len(st.records())
     done = total - len(st.records("pending"))
     running: dict[Future[Done], Record] = {}
-    crash_only: set[int] = set()  # runs of cases the original fails: a crash kills
-    run_dirs: dict[int, Path] = {}  # of the crash_only runs under way
-    crashed: dict[str, bool] = {}
+    # each run under way: its kill_rule ("any" for the original's) and folder
+    under_way: dict[int, tuple[str, Path]] = {}
+    original_crashed: dict[str, bool] = {}  # by case, read once
     own = pool is None
     executor = pool or ThreadPoolExecutor(max_workers=lanes)
     builds: dict[str, str | None] = {}
@@ -220,26 +220,25 @@ def run(
             if r.spec["mutant"] == ORIGINAL
         }
 
-    def original_dir(case: str) -> Path:
-        row = next(
-            r for r in st.records("done") if r.spec["mutant"] == ORIGINAL and r.spec["case"] == case
-        )
-        return Path(row.run_dir or "")
-
     def crashed_in(run_dir: Path) -> bool:
         """Whether the run's verdict blames the implementation's harness
         crashing or hanging (report.judges_of's ``crash``)."""
         from conformance.mutate.report import judges_of
 
-        key = str(run_dir)
-        if key not in crashed:
-            vfile = run_dir / "verdict.json"
-            v = json.loads(vfile.read_text(encoding="utf-8")) if vfile.is_file() else {}
-            crashed[key] = "crash" in judges_of(v)
-        return crashed[key]
+        vfile = run_dir / "verdict.json"
+        v = json.loads(vfile.read_text(encoding="utf-8")) if vfile.is_file() else {}
+        return "crash" in judges_of(v)
 
     def crashed_in_case(case: str) -> bool:
-        return crashed_in(original_dir(case))
+        """Whether the original crashed in ``case`` (its run is done)."""
+        if case not in original_crashed:
+            row = next(
+                r
+                for r in st.records("done")
+                if r.spec["mutant"] == ORIGINAL and r.spec["case"] == case
+            )
+            original_crashed[case] = crashed_in(Path(row.run_dir or ""))
+        return original_crashed[case]
 
     def settled(mk: str) -> str:
         """Why a mutant's runs are over ('' while it is not)."""
@@ -282,6 +281,7 @@ def run(
                 if len(running) >= lanes:
                     break
                 mk = r.spec["mutant"]
+                rule = "any"
                 if mk != ORIGINAL:
                     if originals_left:
                         break  # the original's verdicts first
@@ -295,8 +295,6 @@ def run(
                     if not rule:
                         skip(r, f"the original's verdict is {verdict or 'none'}")
                         continue
-                    if rule == "crash":
-                        crash_only.add(r.seq)
                 made = sut_file(mk)
                 if made is None:
                     skip(r, f"the mutant is unviable: {st.get(f'unviable:{mk}')}")
@@ -305,8 +303,7 @@ def run(
                 if r.attempts:
                     run_dir = run_dir.with_name(f"{run_dir.name}.{r.attempts + 1}")
                 st.start(r.seq, "", run_dir)
-                if r.seq in crash_only:
-                    run_dirs[r.seq] = run_dir
+                under_way[r.seq] = (rule, run_dir)
                 scn_text = (out / r.spec["scenario"]).read_text(encoding="utf-8")
                 spec = MutantRun(**r.spec)
                 fut = executor.submit(
@@ -326,13 +323,14 @@ def run(
                 )
                 done += 1
                 mk = r.spec["mutant"]
-                if r.seq in crash_only:
-                    killing = res.verdict == "fail" and crashed_in(run_dirs.pop(r.seq))
+                rule, run_dir = under_way.pop(r.seq)
+                if rule == "crash":
+                    killing = res.verdict == "fail" and crashed_in(run_dir)
                 else:
                     killing = res.verdict in ("fail", "error")
                 if mk != ORIGINAL and not settled(mk) and killing:
                     kill = {"case": r.spec["case"], "verdict": res.verdict, "seq": r.seq}
-                    if r.seq in crash_only:
+                    if rule == "crash":
                         kill["original"] = "fail"  # it failed there without crashing
                     with st.tx():
                         st.put(f"killed:{mk}", json.dumps(kill))
