@@ -1427,7 +1427,11 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     drawn = (args.catalogue, args.seed) if args.catalogue and not args.resume else None
     chosen_scenarios = certify._scenarios(out, False, drawn)
     if args.added_only:  # the suite's nominal transfers, for the trivial kills
-        chosen_scenarios = [p for p in chosen_scenarios if _unimpaired(p)]
+        chosen_scenarios = [
+            p
+            for p in chosen_scenarios
+            if mrun.is_nominal(json.loads(p.read_text(encoding="utf-8")), None)
+        ]
     added = _added(out, args.add, chosen_scenarios) if args.add else []
     chosen_scenarios += added
     every = certify.cases(spec, chosen_scenarios, certify.SUT_ROLES)
@@ -1507,12 +1511,6 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     )
     console.print(f"report: {path}")
     return 0
-
-
-def _unimpaired(path: Path) -> bool:
-    """A scenario with no impairment and no probe: a nominal transfer."""
-    scn = json.loads(path.read_text(encoding="utf-8"))
-    return not scn.get("impairments") and not scn.get("probes")
 
 
 def _named_mutants(listed: Sequence[Mutant], patterns: list[str]) -> list[Mutant]:
