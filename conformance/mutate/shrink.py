@@ -76,6 +76,7 @@ def shrink(
     scratch = out / "scratch"
     by_name = {m.name: m for m in mutants_of(st)}
     killed = [f for f in fates(st) if f.status == "killed" and f.by == "suite"]
+    rows = {r.seq: r for r in st.records()}
     original, why = mm.build(engine, None, scratch)
     if original is None:
         raise DtncError(f"the engine as published does not build: {why}")
@@ -86,8 +87,7 @@ def shrink(
         if on_progress:
             on_progress(i, len(killed), f"shrink {m.key}")
         kill = json.loads(st.get(f"killed:{m.key}") or "{}")
-        row = next(r for r in st.records() if r.seq == kill["seq"])
-        run = MutantRun(**row.spec)
+        run = MutantRun(**rows[kill["seq"]].spec)
         found = _shrink_one(out, engine, oc, m, run, original, kill, timeout_s)
         with st.tx():
             st.put(SHRUNK + m.key, json.dumps(found))
