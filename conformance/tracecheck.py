@@ -424,9 +424,10 @@ def _data_module(
     lazy_arrivals: bool = False,
     *,
     sends_after: int = 0,
+    hold_ends_us: Mapping[str, tuple[int, int]] | None = None,
 ) -> str:
     """The TLA+ module of the trace (TraceCore's Units, LineKinds,
-    TraceKind, TraceUnit, TraceTime, Window, Hold, SendsLeft, Foreseeable,
+    TraceKind, TraceUnit, TraceTime, Window, Hold, HoldEnds, SendsLeft, Foreseeable,
     OnDemand, LazyArrivals, NextSend: written only where Foreseeable has
     actions) and the diagnosis
     constants, but for the two that change from one TLC pass to the next
@@ -490,6 +491,12 @@ def _data_module(
             f"Window == {window_us}",
             "Hold == ["
             + ", ".join(f"{a} |-> {int((hold_us or {}).get(a, 0))}" for a in ("sender", "receiver"))
+            + "]",
+            "HoldEnds == ["
+            + ", ".join(
+                f"{a} |-> <<{', '.join(map(str, (hold_ends_us or {}).get(a, (0, _NEVER))))}>>"
+                for a in ("sender", "receiver")
+            )
             + "]",
             f"SendsLeft == <<{sends_left}>>",
             f"ActionNames == {{{names}}}",
@@ -660,6 +667,7 @@ def _diagnose(
     label: Callable[[int], str],
     spec: str,
     tester: str | None = None,
+    hold_ends_us: Mapping[str, tuple[int, int]] | None = None,
 ) -> tuple[str, list[str], list[str], str, list[str], bool]:
     """Message, enabled actions, blamed actions, rule, tags for line
     ``bad`` (1-based), and whether the rejection is something owed and not
@@ -703,8 +711,12 @@ def _diagnose(
         where = f"the {actor}'s exit ({_ms(t)})"
     else:
         where = f"line {bad}, {label(bad)} at {_ms(t)}"
+    stopped = _stopped_after_resume(tm, lines, t, enabled, window_us, hold_ends_us or {})
     if overdue:
         why = "; ".join(dict.fromkeys(overdue))
+    elif stopped:
+        why, blamed = stopped
+        blame += blamed
     elif kind == "send":
         why, blamed = _unexplained_send(line, actor, diag, describe)
         blame += blamed
@@ -730,7 +742,38 @@ def _diagnose(
         f"the model cannot take {where}: {why}. Actions the model could take there: "
         f"{', '.join(enabled) or 'none'}"
     )
-    return message, enabled, list(dict.fromkeys(blame)), rule, tags, bool(overdue)
+    return message, enabled, list(dict.fromkeys(blame)), rule, tags, bool(overdue or stopped)
+
+
+def _stopped_after_resume(
+    tm: TraceModel,
+    lines: Sequence[dict[str, Any]],
+    t: int,
+    enabled: Sequence[str],
+    window_us: int,
+    hold_ends_us: Mapping[str, tuple[int, int]],
+) -> tuple[str, list[str]] | None:
+    """Why a line at ``t`` is not taken, where an actor whose user resumed
+    it (TraceModel.hold_ends) could still carry on (``tm.carries_on``
+    enabled) and the trace shows no send of its between the resume's
+    earliest time and its window after the latest (TraceCFDP's
+    SenderCarriesOn), with the actions blamed; None otherwise."""
+    for who, (lo, hi) in hold_ends_us.items():
+        steps = sorted(a for a in enabled if a in tm.carries_on and a.lower().startswith(who))
+        due = hi + window_us + tm.hold_us.get(who, 0)
+        if not steps or t <= due:
+            continue
+        d = "forward" if who == "sender" else "return"
+        if any(x["kind"] == "send" and x.get("dir") == d and lo <= x["t_us"] <= due for x in lines):
+            continue
+        return (
+            f"its user's Resume.request reached the {who} by {_ms(hi)} at the latest (the "
+            f"suspend request's trigger, then resume_after_ms and the harness's margin), and "
+            f"the {who}, with {', '.join(steps)} still to take, sent nothing from {_ms(lo)} "
+            f"to {_ms(due)}, its window after that: it did not carry on once resumed",
+            steps,
+        )
+    return None
 
 
 def _best_states(
@@ -910,6 +953,9 @@ class _Session:
     late_us: int = 0  # the late pass's longer reaction window (timers.LATE_SHARE)
     cut: str = ""  # why only the trace before something the model cannot express is here
     sends_after: int = 0  # sends the run made after that cut
+    # actor -> the earliest and latest trace time its user's resume comes
+    # (TraceCore's HoldEnds; TraceModel.hold_ends, from the first event on)
+    hold_ends_us: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
     def unmoved(self, kinds: frozenset[str] | None, line: int) -> bool:
         """Whether no unit of ``kinds`` arrives up to ``line`` (1-based):
@@ -938,6 +984,7 @@ class _Session:
             self.tm.on_demand,
             self.tm.lazy_arrivals,
             sends_after=self.sends_after,
+            hold_ends_us=self.hold_ends_us,
         )
 
     def data(self, diag: int, eager: bool, ends: bool = False) -> str:
@@ -1171,7 +1218,15 @@ def _validate(
         return f"{e.kind} {what} (frame {e.frame} of {e.side}.pcap)"
 
     message, enabled, blamed, rule, tags, overdue = _diagnose(
-        sess.tm, sess.lines, bad, diag.diag, sess.window_us, label, spec, tester
+        sess.tm,
+        sess.lines,
+        bad,
+        diag.diag,
+        sess.window_us,
+        label,
+        spec,
+        tester,
+        sess.hold_ends_us,
     )
     if (
         first is not None
@@ -1486,6 +1541,10 @@ def _sessions(
                 _late_us(scn, w_ms),
                 cut,
                 after,
+                {
+                    a: (max(0, round((lo - t0) * 1e6)), max(0, round((hi - t0) * 1e6)))
+                    for a, (lo, hi) in tm.hold_ends.items()
+                },
             )
         )
     return sessions

@@ -513,6 +513,14 @@ class TraceModel:
     # actor -> the longest its user may hold it suspended, in microseconds:
     # its reaction window is that much longer (TraceCore's Hold)
     hold_us: Mapping[str, int] = field(default_factory=dict)
+    # actor -> the earliest and the latest time (seconds since the epoch)
+    # its user's resume may come, for an actor whose user may suspend it:
+    # TraceCore's HoldEnds, which the protocol's trace module reads
+    hold_ends: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    # the actions an actor resumed by its user must go on with (CFDP: the
+    # sender's first pass): the trace module rejects a line past the
+    # resume's window while one is enabled, and the diagnosis names them
+    carries_on: frozenset[str] = frozenset()
     # the outcomes the trace module prints at the trace's end (its
     # EndReport invariant), read from TLC's output: what each endpoint must
     # have reported, judged exactly whatever the run's size. None: the

@@ -482,6 +482,40 @@ def test_suspended_receiver_answers_after_its_resumption(tmp_path: Path, suspend
         assert "receiver had to send a ACK(EOF) t1 NoError by 255.0 ms" in tc.message
 
 
+@pytest.mark.parametrize("resumed", [True, False])
+def test_a_sender_that_ignores_its_resume_is_rejected(tmp_path: Path, resumed: bool) -> None:
+    """The sender's user suspends it once its Metadata is sent and resumes
+    it 300 ms later. Resumed, it sends the rest of the file and the
+    transaction completes. Left suspended (a LibreCube mutant did this), it
+    sends nothing more until the receiver's inactivity fault 5 s later
+    cancels the transaction. The model used to accept that: it may leave
+    its sender idle in the first pass (the standard times no new data) and
+    the receiver's inactivity timer may expire at any time. A sender still
+    in its first pass must now send something between the resume's earliest
+    time and its window after the latest (TraceCFDP's SenderCarriesOn), and
+    the rejection says so, held against its first-pass steps."""
+    w = Wire()
+    w.pdu(0.000, "forward", md())
+    if resumed:
+        w.pdu(0.400, "forward", fd(0))
+        w.pdu(0.401, "forward", fd(SEG))
+        w.pdu(0.402, "forward", eof())
+        w.pdu(0.406, "return", ack("eof"))
+        closed(w, 0.407)
+    else:
+        w.pdu(5.000, "return", fin("inactivity_detected", complete=False))
+        w.pdu(5.003, "forward", ack("finished", "inactivity_detected"))
+    after = {"direction": "forward", "match": {"directive": "metadata"}}
+    asks = [{"entity": "sender", "request": "suspend", "after": after, "resume_after_ms": 300}]
+    tc = w.check(tmp_path, scenario(requests=asks), readings=[""])
+    if resumed:
+        assert tc.status == "accepted", tc.message
+        return
+    assert tc.status == "rejected", tc.message
+    assert "did not carry on once resumed" in tc.message, tc.message
+    assert "SenderTxFileData" in tc.actions and tc.overdue, tc
+
+
 def _four_segments(
     w: Wire, resend: list[tuple[float, int]], renak: bool, end: bool = True
 ) -> Scenario:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from functools import cache, partial
 from typing import Any
 
+from conformance.core.classifiers import frame_matches
 from conformance.core.contract import (
     TraceModel,
     Unrepresentable,
@@ -31,7 +32,7 @@ from conformance.core.contract import (
     first_unrepresentable,
 )
 from conformance.core.types import Scenario, SegmentRecord
-from conformance.protocols.cfdp import MODEL_CONDITIONS, MODEL_MODES, CfdpTransfer
+from conformance.protocols.cfdp import MODEL_CONDITIONS, MODEL_MODES, CfdpRequest, CfdpTransfer
 from generators.cfdp import SPEC_DIR
 from generators.cfdp.outcomes import constants as model_constants
 from generators.cfdp.outcomes import n_segments, observed_constants, parse_outcomes
@@ -435,6 +436,10 @@ def describe_pdu(pdu: Mapping[str, Any]) -> str:
         return f"Prompt({pdu['of']}) {tx}"
     if k == "KA":
         return f"KeepAlive {tx} progress={pdu['seg']}"
+    if k == "RESUME":  # TraceCFDP's ResumeOwes: any PDU of the first pass
+        return (
+            f"next PDU of {tx}'s first pass (its Metadata, a File Data or its EOF) after its resume"
+        )
     return f"Metadata {tx}{wrong}" if k == "MD" else k
 
 
@@ -442,6 +447,11 @@ def describe_pdu(pdu: Mapping[str, Any]) -> str:
 # made once the harness has seen its trigger, and the resume once its timer
 # has run (Yamcs's pause and resume are HTTP calls).
 SUSPEND_MARGIN_MS = 250.0
+# How much earlier than the capture a harness may see its entity's PDU.
+HARNESS_SKEW_MS = 20.0
+# The sender's first pass, which a resumed sender carries on with
+# (TraceCFDP's SenderCarriesOn).
+FIRST_PASS = frozenset({"SenderTxMetadata", "SenderTxFileData", "SenderTxEof"})
 
 
 def suspension_us(t: CfdpTransfer) -> dict[str, int]:
@@ -454,6 +464,62 @@ def suspension_us(t: CfdpTransfer) -> dict[str, int]:
         if r.request == "suspend":
             extra = r.resume_after_ms + SUSPEND_MARGIN_MS
             out[r.entity] = out.get(r.entity, 0) + int(extra * 1000)
+    return out
+
+
+def trigger_seen(
+    t: CfdpTransfer,
+    r: CfdpRequest,
+    records: Mapping[int, SegmentRecord],
+    events: Sequence[WireEvent],
+) -> float | None:
+    """When (seconds since the epoch) the trace shows request ``r``'s
+    trigger reaching its entity's harness; None if it never does.  A
+    harness counts the trigger's occurrences among the PDUs its entity
+    sends and takes in (harnesskit Request.fired): one in the entity's own
+    direction is seen as it is sent, one in the other direction as it
+    arrives; a copy lost, or corrupted where a PDU CRC makes the entity drop
+    it, is not seen."""
+    own = "forward" if r.entity == "sender" else "return"
+    seen_as = "send" if r.after.direction == own else "arrive"
+    seen = 0
+    for e in events:
+        if e.kind != seen_as or e.dir != r.after.direction or e.record not in records:
+            continue
+        if e.corrupt and t.pdu_crc:
+            continue
+        if frame_matches(records[e.record].fields, r.after.match):
+            seen += 1
+            if seen == r.after.occurrence:
+                return e.t
+    return None
+
+
+def resume_due(
+    t: CfdpTransfer,
+    records: Mapping[int, SegmentRecord],
+    events: Sequence[WireEvent],
+) -> dict[str, tuple[float, float]]:
+    """Entity -> (earliest, latest) time (seconds since the epoch) its
+    user's Resume.request can come, for each entity with a suspend request
+    whose trigger the trace shows (TraceCFDP's HoldEnds).  Its harness
+    makes it ``resume_after_ms`` after it saw the trigger (trigger_seen):
+    the latest adds SUSPEND_MARGIN_MS, the earliest takes HARNESS_SKEW_MS
+    off (a harness sees its own PDU a little before the capture does).
+    With several, the earliest of the earliest and the latest of the
+    latest."""
+    out: dict[str, tuple[float, float]] = {}
+    for r in t.requests:
+        at = trigger_seen(t, r, records, events) if r.request == "suspend" else None
+        if at is None:
+            continue
+        span = (
+            at + max(0.0, r.resume_after_ms - HARNESS_SKEW_MS) / 1000.0,
+            at + (r.resume_after_ms + SUSPEND_MARGIN_MS) / 1000.0,
+        )
+        if r.entity in out:
+            span = (min(out[r.entity][0], span[0]), max(out[r.entity][1], span[1]))
+        out[r.entity] = span
     return out
 
 
@@ -502,7 +568,15 @@ def trace_model(
     losses = sum(1 for e in events if e.kind == "lose") + sum(
         1 for v in arrived.values() if v is None
     )
-    consts = model_constants(t, losses=losses, corrupt=corrupt, requests=t.requests)
+    by_index = dict(zip(index, records, strict=True))
+    # a suspend request whose trigger the trace never shows was never made:
+    # the model does not take it either
+    made = [
+        r
+        for r in t.requests
+        if r.request != "suspend" or trigger_seen(t, r, by_index, events) is not None
+    ]
+    consts = model_constants(t, losses=losses, corrupt=corrupt, requests=made)
     # timers are configuration (PrematureTimeouts), so is the receiver's
     # keep-alive period (4.6.5.2.1: it "may periodically send" one)
     consts |= {
@@ -525,6 +599,8 @@ def trace_model(
         # loss: the loss count rules out no reading
         unbounding=frozenset({"MaxLoss"}),
         hold_us=suspension_us(t),
+        hold_ends=resume_due(t, by_index, events),
+        carries_on=FIRST_PASS,
         end_outcomes=partial(parse_outcomes, t=t),
         observe=observed_constants,
         overrides={

@@ -76,6 +76,40 @@ ChannelRestoreCopy ==
            /\ rtn' = rtn \cup {p}
            /\ UNCHANGED <<mode, snd, rcv, fwd, held, spent, lostLog, lastEvent, coreVars>>
 
+\* A user's suspend request holds its entity until its resume, which the
+\* harness makes resume_after_ms after it saw the request's trigger:
+\* HoldEnds[a] (generators/cfdp/trace.py, resume_due) is the earliest and
+\* the latest time that resume can come.  Held(a): entity a is suspended
+\* in the model.  No line later than the latest is taken while a is held
+\* (ResumedInTime, a guard on every step that takes a line): the model may not keep a
+\* receiver that ignores its Resume.request suspended, settled, to its
+\* exit.
+Held(a) == \E t \in Tx : IF a = "sender" THEN snd[t].susp ELSE rcv[t].susp
+ResumedInTime == \A a \in Actors : Held(a) => cur.t <= HoldEnds[a][2]
+
+\* A sender resumed in its first pass (the Metadata, File Data and EOF its
+\* Put.request started, 5.2) carries on with it: some PDU of its must be
+\* on the wire between the earliest time of its resume and its window
+\* after the latest (SenderResumeShown, a fact of the trace).  A line
+\* later than that is taken with the sender still in its first pass only
+\* if the trace shows one (SenderCarriesOn).  Where the sender is not
+\* suspended in the model, this holds as well: nothing else explains a
+\* sender that stops in its first pass, yet the standard times no new
+\* data, so without the request the model would keep that sender idle
+\* until the receiver's inactivity fault, and pass it (a LibreCube mutant
+\* that never resumed, docs/mutation.md).  Resumed after its first pass,
+\* the sender waits on timers and owes nothing at once.
+SenderResumeDue ==
+    IF HoldEnds["sender"][2] = Never THEN Never ELSE HoldEnds["sender"][2] + WindowOf("sender")
+SenderResumeShown ==
+    \/ HoldEnds["sender"][2] = Never
+    \/ \E i \in 1 .. TraceLen :
+          LET L == LineAt(i)
+          IN /\ L.kind = "send" /\ L.dir = "forward"
+             /\ HoldEnds["sender"][1] <= L.t /\ L.t <= SenderResumeDue
+SenderCarriesOn ==
+    (cur.t > SenderResumeDue /\ ~SenderResumeShown) => \A t \in Tx : snd[t].phase # "data"
+
 \* A NAK's obligations (4.6.4.2.1: the sending entity "shall respond to all
 \* received NAK PDUs by retransmitting" what they ask for, as dariol83/ccsds
 \* quotes it, OutgoingCfdpTransaction.java:395-397 at 8c1f966): every
@@ -179,6 +213,7 @@ TraceNext ==
        \/ UNCHANGED vars /\ LineStep(Settled)
        \/ ChannelRestoreCopy
     /\ Consistent'
+    /\ l' # l => ResumedInTime /\ SenderCarriesOn
 
 \* At each state past the last line, with every endpoint still running
 \* settled, the transaction's end there (StopAtEnd FALSE: over every

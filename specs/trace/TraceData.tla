@@ -14,6 +14,7 @@ TraceTime == <<>>
 Window == 250000
 LateWindow == 250000
 Hold == [sender |-> 0, receiver |-> 0]
+HoldEnds == [sender |-> <<0, 2147483647>>, receiver |-> <<0, 2147483647>>]
 SendsLeft == <<0>>
 Eager == TRUE
 StopAtEnd == TRUE
