@@ -738,6 +738,9 @@ def _diagnose(
         theirs = [a for a in blame if not a.lower().startswith(tester)]
         blame = theirs or blame
     rule, tags = _rule_of(tm, spec, blame)
+    if stopped and not rule:
+        # the model's resume rule (TraceModel.carries_on): no section to cite
+        rule = f"{spec}: a resumed transaction carries on (the model cites no § for suspension)"
     message = (
         f"the model cannot take {where}: {why}. Actions the model could take there: "
         f"{', '.join(enabled) or 'none'}"

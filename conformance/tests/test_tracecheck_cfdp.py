@@ -514,6 +514,7 @@ def test_a_sender_that_ignores_its_resume_is_rejected(tmp_path: Path, resumed: b
     assert tc.status == "rejected", tc.message
     assert "did not carry on once resumed" in tc.message, tc.message
     assert "SenderTxFileData" in tc.actions and tc.overdue, tc
+    assert "a resumed transaction carries on" in tc.rule, tc.rule
 
 
 def _four_segments(

@@ -374,6 +374,17 @@ REALISTIC_FILE_LEN = REALISTIC_SEGMENTS * SEGMENT_SIZE - 100
 # (generators/cfdp/trace.py _no_reopened_transaction).
 REORDER_MS = 3.0
 
+# How long the late-original purpose holds File Data 2 back: past its resend
+# (the EOF's NAK and a File Data across a namespace path, a few ms), within
+# the first NAK-timer period (1 s on this path, conformance.timers), before
+# which the earlier gap it leaves open cannot close.
+LATE_ORIGINAL_MS = 300.0
+
+
+def _held_ms(tag: str) -> float:
+    """How long a realistic purpose's held-back File Data is held."""
+    return LATE_ORIGINAL_MS if "late-original" in tag else REORDER_MS
+
 
 def realistic_scenarios() -> list[Scenario]:
     """Class 2 purposes at a realistic geometry (16 File Data PDUs, immediate
@@ -384,7 +395,8 @@ def realistic_scenarios() -> list[Scenario]:
     deferred NAKs, the same segment lost four times, so that the NAK timer
     expires three times below the limit (the one purpose with deferred NAKs
     whose NAK limit is over 1, so the count of NAK-timer expiries is tested
-    below its limit, not only at it)."""
+    below its limit, not only at it); and an original File Data that arrives
+    after its own resend while an earlier gap is still open."""
     t = CfdpTransfer(
         file_len=REALISTIC_FILE_LEN,
         segment_size=SEGMENT_SIZE,
@@ -426,6 +438,15 @@ def realistic_scenarios() -> list[Scenario]:
             [fd(3, 1), fd(3, 2), fd(3, 3)],
         ),
         (
+            "deferred-late-original-fd0-fd2",
+            f"deferred NAKs, File Data 0 lost twice (its first copy and the resend the "
+            f"EOF's NAK asks for) and File Data 2 held back {LATE_ORIGINAL_MS:g} ms: "
+            "segment 2's resend arrives first, then its original, repeated data that the "
+            "receiver discards (4.6.1.2.7) while the gap at 0 is still open; the NAK timer "
+            "must still ask for that gap (4.6.4.3.3, 4.6.4.7)",
+            [fd(0, 1), fd(0, 2), fd(2, 1, "delay")],
+        ),
+        (
             "deferred-repeated-loss-fd3",
             "deferred NAKs, File Data 3 lost four times, first copy and three resends: "
             "the NAK timer expires three times and each expiry, below the NAK limit of 4, "
@@ -446,7 +467,7 @@ def realistic_scenarios() -> list[Scenario]:
                 params=tt,
                 impairments=[
                     impairment_of(x, tt, note=f"{_short(x)} ({x.dir})").model_copy(
-                        update={"delay_ms": REORDER_MS} if x.act == "delay" else {}
+                        update={"delay_ms": _held_ms(tag)} if x.act == "delay" else {}
                     )
                     for x in losses
                 ],

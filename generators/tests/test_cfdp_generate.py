@@ -110,7 +110,7 @@ def test_catalogue_meets_the_targets(catalogue: tuple[Path, GenerateReport]) -> 
     assert {a for a, _ in imps} == {"drop", "delay", "duplicate", "outage", "corrupt"}
     # issue 29's purposes at a realistic geometry: judged from the trace, no set
     real = {n: s for n, s in scns.items() if "realistic" in n}
-    assert len(real) == cov["realistic"] == 5
+    assert len(real) == cov["realistic"] == 6
     held = real["cfdp-c2-realistic-short-last-first-fd14"].impairments
     assert [(i.action, i.delay_ms, i.match.get("offset")) for i in held] == [
         ("delay", cfdp_catalogue.REORDER_MS, 14 * cfdp_catalogue.SEGMENT_SIZE)
@@ -120,10 +120,22 @@ def test_catalogue_meets_the_targets(catalogue: tuple[Path, GenerateReport]) -> 
         2,
         3,
     ]
+    late = real["cfdp-c2-realistic-deferred-late-original-fd0-fd2"]
+    size = cfdp_catalogue.SEGMENT_SIZE
+    assert [
+        (i.action, i.occurrence, i.match.get("offset"), i.delay_ms) for i in late.impairments
+    ] == [
+        ("drop", 1, 0, 0.0),
+        ("drop", 2, 0, 0.0),
+        ("delay", 1, 2 * size, cfdp_catalogue.LATE_ORIGINAL_MS),
+    ]
     deferred = real["cfdp-c2-realistic-deferred-repeated-loss-fd3"]
     assert [i.occurrence for i in deferred.impairments] == [1, 2, 3, 4]
     assert (_transfer(deferred).nak_mode, _transfer(deferred).nak_limit) == ("deferred", 4)
-    assert {_transfer(s).nak_mode for n, s in real.items() if s is not deferred} == {"immediate"}
+    assert _transfer(late).nak_mode == "deferred"
+    assert {_transfer(s).nak_mode for s in real.values() if s not in (deferred, late)} == {
+        "immediate"
+    }
     for scn in real.values():
         assert _transfer(scn).file_len == cfdp_catalogue.REALISTIC_FILE_LEN
         assert scn.expect.unjudged and "judged at the end of its validated trace" in (
