@@ -169,6 +169,14 @@ def fates(st: RunStore) -> list[Fate]:
                     # a case the original fails kills by the crash alone
                     # (run.kill_rule): that is the judge it is credited to
                     f.judges = ["crash", *(j for j in f.judges if j != "crash")]
+                elif k.get("differs"):
+                    # or by a deviation of the mutant's own, shown twice
+                    d = k["differs"]
+                    f.detail = (
+                        "the original fails this case too, otherwise, twice ("
+                        f"{d.get('original_deviation', '')}); the mutant, twice: "
+                        f"{d.get('mutant_deviation', '')}. " + f.detail
+                    )
                 f.rule = next(
                     (r.get("rule", "") for r in v.get("reasons", []) if r.get("rule")), ""
                 )

@@ -17,6 +17,10 @@ time on its own threads or on a Dask cluster's workers, and each run is a
 - A mutant that does not build, or fails its nominal case (no impairment,
   both sides its own), is trivially killed: counted apart, not in the
   score.
+- A case the original fails without crashing still runs for a mutant. It
+  kills the mutant if the mutant's harness crashes there, or if the mutant
+  deviates differently (``deviation``), steadily: the original and the
+  mutant each run it once more, and each deviates as in its first run.
 - A mutant that passes every case survives. Each survivor is explained in
   the implementation's mutation notes (docs/mutation.md): equivalent, left
   open by the standard, or a gap in the suite.
@@ -170,14 +174,112 @@ def _command(sut: str, run: MutantRun, run_dir: Path) -> Callable[[Path], list[s
 def kill_rule(original: str, original_crashed: Callable[[], bool]) -> str:
     """What a mutant's run of a case must show to kill it, given the
     original's verdict there: ``any`` fail or error where the original
-    passed; only a ``crash`` of the implementation's harness where the
-    original failed without crashing (its deviation cannot explain a
-    crash); '' where the case cannot judge a mutant (not run)."""
+    passed; where the original failed without crashing, a fail that
+    ``differs`` from the original's: a crash of the implementation's
+    harness (no deviation of the original's explains it), or a deviation
+    of its own, shown steadily (``deviation``, run's confirmation); ''
+    where the case cannot judge a mutant (not run)."""
     if original.startswith("pass"):
         return "any"
     if original == "fail" and not original_crashed():
-        return "crash"
+        return "differs"
     return ""
+
+
+_UNSTEADY = ("t_us", "frame", "session")  # a trace line's parts that vary from run to run
+
+
+def rejected_at(run_dir: Path) -> int | None:
+    """The trace line a run's trace validation rejected (1-based), or None
+    where it did not reject the trace."""
+    vfile = run_dir / "verdict.json"
+    if not vfile.is_file():
+        return None
+    tr = json.loads(vfile.read_text(encoding="utf-8")).get("trace") or {}
+    if tr.get("status") != "rejected":
+        return None
+    return int(tr.get("line") or 0) or None
+
+
+def _lines(run_dir: Path, tr: dict[str, Any]) -> list[dict[str, Any]]:
+    """A run's trace lines, less what varies from run to run."""
+    tfile = run_dir / (tr.get("trace_file") or "trace.ndjson")
+    if not tfile.is_file():
+        return []
+    with tfile.open(encoding="utf-8") as fh:
+        return [
+            {k: x for k, x in json.loads(text).items() if k not in _UNSTEADY}
+            for text in fh
+            if text.strip()
+        ]
+
+
+def _trace(run_dir: Path) -> dict[str, Any]:
+    vfile = run_dir / "verdict.json"
+    if not vfile.is_file():
+        return {}
+    return dict(json.loads(vfile.read_text(encoding="utf-8")).get("trace") or {})
+
+
+def its_own(mutant: Path, original: Path) -> bool:
+    """Whether the mutant's deviation cannot be one the original makes too,
+    hidden behind the original's first: trace validation stops at the
+    first line it cannot explain, so the original's trace is judged only
+    that far. It cannot where the mutant's run deviates no later in its
+    trace than the original's, or where it was rejected at a PDU it sent
+    that the original's trace never shows at all (a deviation past the
+    original's first that is an omission, something owed and not sent, may
+    be the original's too)."""
+    theirs, mine = rejected_at(original), rejected_at(mutant)
+    if theirs is None or (mine is not None and mine <= theirs):
+        return True
+    tr = _trace(mutant)
+    if mine is None or tr.get("overdue"):
+        return False
+    lines = _lines(mutant, tr)
+    if mine > len(lines):
+        return False
+    sent = lines[mine - 1]
+    return sent.get("kind") == "send" and sent not in _lines(original, _trace(original))
+
+
+def deviation(run_dir: Path) -> str:
+    """What a failed run's verdict holds against the implementation, as a
+    text without times, frame numbers or session numbers. Where trace
+    validation rejected a line no behaviour of the model explains: that
+    line (its kind, direction, actor and the model's unit for its PDU).
+    Where it rejected the trace for something owed and not sent in time:
+    the actions owed (the line it noticed it at is only the first one past
+    the due time). Else each failing reason's code and actions. The
+    actions blamed for an unexplained line are left out: they are the
+    model's steps enabled there, which vary with the order of arrivals
+    from run to run. Two runs that deviate the same way give the same
+    text; '' where the run left no verdict."""
+    vfile = run_dir / "verdict.json"
+    if not vfile.is_file():
+        return ""
+    v = json.loads(vfile.read_text(encoding="utf-8"))
+    tr = v.get("trace") or {}
+    if tr.get("status") == "rejected":
+        if tr.get("overdue"):
+            return json.dumps({"overdue": sorted(tr.get("actions") or [])})
+        line: dict[str, Any] = {}
+        tfile = run_dir / (tr.get("trace_file") or "trace.ndjson")
+        at = int(tr.get("line") or 0)
+        if tfile.is_file() and at > 0:
+            with tfile.open(encoding="utf-8") as fh:
+                for n, text in enumerate(fh, 1):
+                    if n == at:
+                        line = json.loads(text)
+                        break
+        seen = {k: x for k, x in line.items() if k not in _UNSTEADY}
+        return json.dumps({"line": seen}, sort_keys=True)
+    reasons = [
+        [r.get("code", ""), sorted(r.get("actions") or [])]
+        for r in v.get("reasons", [])
+        if r.get("severity") != "note"
+    ]
+    return json.dumps({"reasons": reasons}, sort_keys=True) if reasons else ""
 
 
 def run(
@@ -199,8 +301,11 @@ def run(
     A case the original fails still runs for a mutant when the original
     did not crash there: it kills the mutant only if the mutant's own
     harness crashes or hangs on it (judge ``crash``), a difference no
-    deviation of the original's can explain. Code reached only in a case
-    the published engine already fails is tested that far."""
+    deviation of the original's can explain, or if the mutant deviates
+    otherwise than the original, steadily: ``confirm`` runs the case once
+    more for each, here, and both must deviate as before. Code reached
+    only in a case the published engine already fails is tested that
+    far."""
     scratch = out / "scratch"
     by_mutant = {m.key: m for m in mutants_of(st)}
     total = len(st.records())
@@ -209,6 +314,7 @@ def run(
     # each run under way: its kill_rule ("any" for the original's) and folder
     under_way: dict[int, tuple[str, Path]] = {}
     original_crashed: dict[str, bool] = {}  # by case, read once
+    original_again: dict[str, Path] = {}  # by case: the original's second run (confirm)
     own = pool is None
     executor = pool or ThreadPoolExecutor(max_workers=lanes)
     builds: dict[str, str | None] = {}
@@ -239,6 +345,53 @@ def run(
             )
             original_crashed[case] = crashed_in(Path(row.run_dir or ""))
         return original_crashed[case]
+
+    def original_dir(case: str) -> Path:
+        """The original's run of ``case`` (done)."""
+        row = next(
+            r for r in st.records("done") if r.spec["mutant"] == ORIGINAL and r.spec["case"] == case
+        )
+        return Path(row.run_dir or "")
+
+    def confirm(r: Record, run_dir: Path) -> dict[str, str] | None:
+        """Whether the mutant's fail in a case the original fails is a
+        deviation of its own, shown steadily: the two deviations differ,
+        the mutant's cannot be the original's own hidden behind its first
+        (``its_own``), and one more run of each, here, deviates as its first
+        did. The kill's evidence, or None."""
+        case = r.spec["case"]
+        first = original_dir(case)
+        theirs, mine = deviation(first), deviation(run_dir)
+        if not theirs or not mine or theirs == mine or not its_own(run_dir, first):
+            return None
+        scn_text = (out / r.spec["scenario"]).read_text(encoding="utf-8")
+        spec = MutantRun(**r.spec)
+        again: dict[str, Path] = {}
+        for who in ("original", "mutant"):
+            if who == "original" and case in original_again:
+                again[who] = original_again[case]  # the original runs it again once
+                continue
+            made = sut_file(ORIGINAL if who == "original" else r.spec["mutant"])
+            if made is None:
+                return None
+            d = (first if who == "original" else run_dir).with_name(
+                f"{(first if who == 'original' else run_dir).name}.again"
+            )
+            execute_command(_command(made, spec, d), scn_text, d, timeout_s)
+            again[who] = d
+            if who == "original":
+                original_again[case] = d
+        if deviation(again["original"]) != theirs or deviation(again["mutant"]) != mine:
+            return None
+        if not its_own(again["mutant"], again["original"]):
+            return None
+        return {
+            "original_run": str(first),
+            "original_again": str(again["original"]),
+            "mutant_again": str(again["mutant"]),
+            "original_deviation": theirs,
+            "mutant_deviation": mine,
+        }
 
     def settled(mk: str) -> str:
         """Why a mutant's runs are over ('' while it is not)."""
@@ -324,14 +477,24 @@ def run(
                 done += 1
                 mk = r.spec["mutant"]
                 rule, run_dir = under_way.pop(r.seq)
-                if rule == "crash":
+                differs: dict[str, str] | None = None
+                if rule == "differs":
                     killing = res.verdict == "fail" and crashed_in(run_dir)
+                    if res.verdict == "fail" and not killing and not settled(mk):
+                        differs = confirm(r, run_dir)
+                        killing = differs is not None
                 else:
                     killing = res.verdict in ("fail", "error")
                 if mk != ORIGINAL and not settled(mk) and killing:
-                    kill = {"case": r.spec["case"], "verdict": res.verdict, "seq": r.seq}
-                    if rule == "crash":
+                    kill: dict[str, Any] = {
+                        "case": r.spec["case"],
+                        "verdict": res.verdict,
+                        "seq": r.seq,
+                    }
+                    if rule == "differs":
                         kill["original"] = "fail"  # it failed there without crashing
+                        if differs:
+                            kill["differs"] = differs
                     with st.tx():
                         st.put(f"killed:{mk}", json.dumps(kill))
                 if on_progress:

@@ -15,7 +15,8 @@ here, since each of its tries is two live runs and TLC. The search's kills
 What is left is the kill's minimal scenario: every impairment it keeps is
 needed, as far as one-at-a-time deletion can tell. It is written under
 ``shrink/<mutant>/``, with its runs. A kill by a crash in a case the
-original fails (run.kill_rule) is not shrunk: it is its own explanation.
+original fails, or by a deviation of the mutant's own there (run.kill_rule),
+is not shrunk: it is its own explanation.
 A mutant whose shrink is over is recorded, so ``--resume`` goes on with
 the ones left.
 """
@@ -116,7 +117,8 @@ def _shrink_one(
         "tries": 0,
     }
     if kill.get("original") == "fail":
-        found["why"] = "a crash in a case the original fails: not shrunk"
+        what = "a deviation of its own" if kill.get("differs") else "a crash"
+        found["why"] = f"{what} in a case the original fails: not shrunk"
         return found
     if not scn.impairments:
         found["why"] = "no impairment to take away"

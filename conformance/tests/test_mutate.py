@@ -567,11 +567,11 @@ def test_the_added_purposes_run_right_after_the_nominal_cases(tmp_path: Path) ->
     assert [r.spec["case"] for r in st2.records()][:3] == ["b-nominal", "a-lossy", "c-purpose"]
 
 
-def test_a_case_the_original_fails_kills_only_by_a_crash() -> None:
+def test_a_case_the_original_fails_kills_only_by_a_fail_that_differs() -> None:
     """Where the original passes, any fail or error of the mutant kills it;
-    where it fails without crashing, only the mutant's crash does (its own
-    deviation explains any other fail); where it crashed, errs or is
-    inconclusive, the case judges no mutant."""
+    where it fails without crashing, only a fail that differs does (the
+    mutant's crash, or a deviation of its own shown steadily); where it
+    crashed, errs or is inconclusive, the case judges no mutant."""
     asked: list[str] = []
 
     def crashed(answer: bool) -> Any:
@@ -584,7 +584,7 @@ def test_a_case_the_original_fails_kills_only_by_a_crash() -> None:
     assert mrun.kill_rule("pass", crashed(True)) == "any"
     assert mrun.kill_rule("pass (reading 2)", crashed(True)) == "any"
     assert asked == []  # a pass needs no look at its crash
-    assert mrun.kill_rule("fail", crashed(False)) == "crash"
+    assert mrun.kill_rule("fail", crashed(False)) == "differs"
     assert mrun.kill_rule("fail", crashed(True)) == ""
     assert mrun.kill_rule("inconclusive", crashed(False)) == ""
     assert mrun.kill_rule("error", crashed(False)) == ""
@@ -676,3 +676,135 @@ def test_a_kill_where_the_original_fails_is_the_crashs(tmp_path: Path) -> None:
     killed = next(f for f in mreport.fates(st) if f.mutant["name"] == ms[0].name)
     assert killed.judges == ["crash", "outcome"]
     assert mreport.summary(st)["judges"] == {"crash": 1}
+
+
+def _failed_run(
+    run_dir: Path, units: list[dict[str, Any]], t_us: int, frame: int, at: int = 2
+) -> None:
+    """A run's folder as `dtnconform run` leaves it where trace validation
+    rejected the trace at its line ``at``: a Metadata sent, then the
+    receiver's ``units`` (a NAK first)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lines = [
+        {"session": 1, "kind": "send", "t_us": 10, "dir": "forward", "actor": "sender",
+         "side": "a", "frame": 1, "unit": {"k": "MD", "t": 1}},
+    ] + [
+        {"session": 3, "kind": "send", "t_us": t_us + i, "dir": "return", "actor": "receiver",
+         "side": "b", "frame": frame + i, "unit": unit}
+        for i, unit in enumerate(units)
+    ]  # fmt: skip
+    (run_dir / "trace.ndjson").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    trace = {"status": "rejected", "line": at, "overdue": False, "trace_file": "trace.ndjson",
+             "actions": ["ReceiverRxFileData"]}  # fmt: skip
+    reasons = [{"code": "trace-rejected", "message": f"frame {frame}", "rule": "727.0-B-5"}]
+    verdict = {"status": "fail", "reasons": reasons, "trace": trace}
+    (run_dir / "verdict.json").write_text(json.dumps(verdict))
+
+
+def test_a_deviation_is_the_same_whatever_its_times_frames_and_sessions(tmp_path: Path) -> None:
+    """Two runs rejected at the same PDU, at other times, frames and session
+    numbers, deviate the same way; a NAK that asks for other segments, or an
+    outcome fail, deviates otherwise; a run with no verdict has none."""
+    nak = {"k": "NAK", "t": 1, "segs": [0, 1]}
+    _failed_run(tmp_path / "one", [nak], 2700, 7)
+    _failed_run(tmp_path / "two", [nak], 3150, 9)
+    _failed_run(tmp_path / "empty", [{**nak, "segs": []}], 2700, 7)
+    one = mrun.deviation(tmp_path / "one")
+    assert one and one == mrun.deviation(tmp_path / "two")
+    assert mrun.deviation(tmp_path / "empty") not in ("", one)
+    assert "[0, 1]" in one
+    # the actions enabled at the line vary with the order of arrivals
+    verdict = json.loads((tmp_path / "two" / "verdict.json").read_text())
+    verdict["trace"]["actions"] = ["ReceiverRxEof", "ReceiverRxFileData"]
+    (tmp_path / "two" / "verdict.json").write_text(json.dumps(verdict))
+    assert mrun.deviation(tmp_path / "two") == one
+    # where something owed was overdue, what was owed is the deviation
+    verdict["trace"]["overdue"] = True
+    (tmp_path / "two" / "verdict.json").write_text(json.dumps(verdict))
+    assert (
+        mrun.deviation(tmp_path / "two") == '{"overdue": ["ReceiverRxEof", "ReceiverRxFileData"]}'
+    )
+    (tmp_path / "outcome").mkdir()
+    reasons = [{"code": "outcome-not-allowed", "message": "x", "actions": ["SenderTxEof"]}]
+    (tmp_path / "outcome" / "verdict.json").write_text(json.dumps({"reasons": reasons}))
+    assert "outcome-not-allowed" in mrun.deviation(tmp_path / "outcome")
+    assert mrun.deviation(tmp_path / "none") == ""
+
+
+def test_a_steady_deviation_of_its_own_kills_where_the_original_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run loop on a case the original fails, with our child-process
+    runner replaced by a script of verdicts (the loop's decisions are under
+    test, not the runs): the mutant that deviates otherwise, twice, is
+    killed, with both deviations in its kill, and so is the one rejected
+    later in its trace at a PDU the original never sends; the one whose
+    second run deviates as the original does survives; the ones that
+    deviate as the original does, or later at a PDU the original's trace
+    shows too (its own deviation, maybe, behind its first), are never run
+    again."""
+    scn = tmp_path / "scenarios"
+    scn.mkdir()
+    (scn / "nominal.json").write_text(json.dumps({"name": "cfdp-nominal", "impairments": []}))
+    (scn / "lossy.json").write_text(
+        json.dumps({"name": "cfdp-lossy", "impairments": [{"direction": "forward"}]})
+    )
+    cases = [Case(scn / "nominal.json", "sender"), Case(scn / "lossy.json", "sender")]
+    ms = [
+        mm.Mutant("src/dest.rs", i, 1, i, 2, "*", "BinaryOperator", f"src/dest.rs:{i}:1: {n}")
+        for i, n in enumerate(("steady", "unsteady", "same", "hidden", "past"), start=1)
+    ]
+    engine = SimpleNamespace(
+        sut=SimpleNamespace(name="cfdp-rs"), tool="cargo-mutants", package="c", version="1"
+    )
+    st = mrun.create(tmp_path, engine, ms, cases)  # type: ignore[arg-type]
+    names: dict[str | None, str] = {None: "original"}
+    names.update({m.key: m.name.split(": ")[1] for m in ms})
+    monkeypatch.setattr(mrun, "build", lambda e, m, s: (names[m.key if m else None], None))
+    theirs, mine = {"k": "NAK", "t": 1, "segs": [0, 1]}, {"k": "NAK", "t": 1, "segs": []}
+    fin, cancel = {"k": "FIN", "t": 1, "cc": "NoError"}, {"k": "FIN", "t": 1, "cc": "NakLimit"}
+    script = {  # each run of the lossy case in turn: the receiver's PDUs, the line rejected
+        "original": [([theirs, fin], 2), ([theirs, fin], 2)],
+        "steady": [([mine, fin], 2), ([mine, fin], 2)],
+        "unsteady": [([mine, fin], 2), ([theirs, fin], 2)],
+        "same": [([theirs, fin], 2)],
+        "hidden": [([mine, fin], 3)],  # the Finished the original sends too
+        "past": [([mine, cancel], 3), ([mine, cancel], 3)],  # one it never sends
+    }
+    ran: list[tuple[str, str]] = []
+
+    def scripted(cmd: Any, scn_text: str, run_dir: Path, timeout_s: float) -> Any:
+        args = cmd(tmp_path / "x.json")
+        who, case = args[args.index("--sut") + 1], json.loads(scn_text)["name"]
+        ran.append((who, case))
+        if case == "cfdp-nominal":
+            return mrun.Done("pass")
+        units, at = script[who].pop(0)
+        _failed_run(run_dir, units, 1000 + len(ran), len(ran), at)
+        return mrun.Done("fail")
+
+    monkeypatch.setattr(mrun, "execute_command", scripted)
+    mrun.run(st, tmp_path, engine)  # type: ignore[arg-type]
+    assert all(not left for left in script.values()), script
+    fates = {f.mutant["name"].split(": ")[1]: f for f in mreport.fates(st)}
+    assert {n: f.status for n, f in fates.items()} == {
+        "steady": "killed",
+        "unsteady": "survived",
+        "same": "survived",
+        "hidden": "survived",
+        "past": "killed",
+    }
+    kill = json.loads(st.get(f"killed:{ms[0].key}") or "{}")
+    assert kill["original"] == "fail" and kill["case"] == "cfdp-lossy--tester-sender"
+    assert '"segs": []' in kill["differs"]["mutant_deviation"]
+    assert '"segs": [0, 1]' in kill["differs"]["original_deviation"]
+    assert Path(kill["differs"]["mutant_again"]).name.endswith(".again")
+    assert ran.count(("original", "cfdp-lossy")) == 2  # its second run serves both
+    assert fates["steady"].judges == ["trace validation"]
+    assert fates["steady"].detail.startswith("the original fails this case too, otherwise")
+    assert (
+        '"NakLimit"'
+        in json.loads(st.get(f"killed:{ms[4].key}") or "{}")["differs"]["mutant_deviation"]
+    )
+    # the same deviation, or a later one the original's trace shows: not run again
+    assert ran.count(("same", "cfdp-lossy")) == ran.count(("hidden", "cfdp-lossy")) == 1
