@@ -114,6 +114,23 @@ def judges_of(verdict: dict[str, Any]) -> list[str]:
     return out
 
 
+def said(deviation: str) -> str:
+    """A deviation (run.deviation) in a few words: the line trace validation
+    could not explain, with its unit's fields that say something; what was
+    owed; or the failing reasons."""
+    if not deviation:
+        return "no verdict"
+    d = json.loads(deviation)
+    if "overdue" in d:
+        return "owed and not sent in time: " + ", ".join(d["overdue"])
+    if "line" in d:
+        ln = d["line"]
+        unit = {k: v for k, v in (ln.get("unit") or {}).items() if v not in (False, "", [], 0)}
+        fields = " ".join(f"{k}={json.dumps(v)}" for k, v in unit.items())
+        return f"rejected at the {ln.get('actor', '')}'s {ln.get('kind', '')} {fields}".strip()
+    return "; ".join(f"{c} ({', '.join(a) or 'no action'})" for c, a in d.get("reasons", []))
+
+
 @dataclass
 class Fate:
     """What became of one mutant."""
@@ -174,8 +191,8 @@ def fates(st: RunStore) -> list[Fate]:
                     d = k["differs"]
                     f.detail = (
                         "the original fails this case too, otherwise, twice ("
-                        f"{d.get('original_deviation', '')}); the mutant, twice: "
-                        f"{d.get('mutant_deviation', '')}. " + f.detail
+                        f"{said(d.get('original_deviation', ''))}); the mutant, twice: "
+                        f"{said(d.get('mutant_deviation', ''))}. " + f.detail
                     )
                 f.rule = next(
                     (r.get("rule", "") for r in v.get("reasons", []) if r.get("rule")), ""

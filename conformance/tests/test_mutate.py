@@ -801,7 +801,10 @@ def test_a_steady_deviation_of_its_own_kills_where_the_original_fails(
     assert Path(kill["differs"]["mutant_again"]).name.endswith(".again")
     assert ran.count(("original", "cfdp-lossy")) == 2  # its second run serves both
     assert fates["steady"].judges == ["trace validation"]
-    assert fates["steady"].detail.startswith("the original fails this case too, otherwise")
+    assert fates["steady"].detail.startswith(
+        "the original fails this case too, otherwise, twice (rejected at the receiver's send "
+        'k="NAK" segs=[0, 1] t=1); the mutant, twice: rejected at the receiver\'s send k="NAK" t=1.'
+    ), fates["steady"].detail
     assert (
         '"NakLimit"'
         in json.loads(st.get(f"killed:{ms[4].key}") or "{}")["differs"]["mutant_deviation"]
