@@ -17,10 +17,12 @@ time on its own threads or on a Dask cluster's workers, and each run is a
 - A mutant that does not build, or fails its nominal case (no impairment,
   both sides its own), is trivially killed: counted apart, not in the
   score.
-- A case the original fails without crashing still runs for a mutant. It
-  kills the mutant if the mutant's harness crashes there, or if the mutant
-  deviates differently (``deviation``), steadily: the original and the
-  mutant each run it once more, and each deviates as in its first run.
+- A case the original fails without crashing still runs for a mutant,
+  after the cases the original passes. It kills the mutant if the
+  mutant's harness crashes there, or if the mutant deviates differently
+  (``deviation``, ``its_own``), steadily: the original and the mutant each
+  run it once more, and each deviates as in its first run. A case whose
+  original deviates otherwise when run again kills no mutant.
 - A mutant that passes every case survives. Each survivor is explained in
   the implementation's mutation notes (docs/mutation.md): equivalent, left
   open by the standard, or a gap in the suite.
@@ -315,6 +317,7 @@ def run(
     under_way: dict[int, tuple[str, Path]] = {}
     original_crashed: dict[str, bool] = {}  # by case, read once
     original_again: dict[str, Path] = {}  # by case: the original's second run (confirm)
+    unsteady: set[str] = set()  # cases whose original deviated otherwise when run again
     own = pool is None
     executor = pool or ThreadPoolExecutor(max_workers=lanes)
     builds: dict[str, str | None] = {}
@@ -360,6 +363,8 @@ def run(
         (``its_own``), and one more run of each, here, deviates as its first
         did. The kill's evidence, or None."""
         case = r.spec["case"]
+        if case in unsteady:
+            return None
         first = original_dir(case)
         theirs, mine = deviation(first), deviation(run_dir)
         if not theirs or not mine or theirs == mine or not its_own(run_dir, first):
@@ -381,6 +386,9 @@ def run(
             again[who] = d
             if who == "original":
                 original_again[case] = d
+                if deviation(d) != theirs:
+                    unsteady.add(case)  # the original's own deviation varies: no kill here
+                    return None
         if deviation(again["original"]) != theirs or deviation(again["mutant"]) != mine:
             return None
         if not its_own(again["mutant"], again["original"]):
@@ -430,6 +438,12 @@ def run(
                     "mutant can be judged"
                     + (f" ({first.spec['case']}: {first.verdict}: {first.detail})" if first else "")
                 )
+            # a mutant's cases the original fails wait for those it passes
+            passes_left = {
+                x.spec["mutant"]
+                for x in [*ready, *running.values()]
+                if x.spec["mutant"] != ORIGINAL and base.get(x.spec["case"], "").startswith("pass")
+            }
             for r in ready:
                 if len(running) >= lanes:
                     break
@@ -448,6 +462,8 @@ def run(
                     if not rule:
                         skip(r, f"the original's verdict is {verdict or 'none'}")
                         continue
+                    if rule == "differs" and mk in passes_left:
+                        continue  # its turn comes once the cases the original passes ran
                 made = sut_file(mk)
                 if made is None:
                     skip(r, f"the mutant is unviable: {st.get(f'unviable:{mk}')}")

@@ -731,28 +731,29 @@ def test_a_deviation_is_the_same_whatever_its_times_frames_and_sessions(tmp_path
     assert mrun.deviation(tmp_path / "none") == ""
 
 
-def test_a_steady_deviation_of_its_own_kills_where_the_original_fails(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The run loop on a case the original fails, with our child-process
-    runner replaced by a script of verdicts (the loop's decisions are under
-    test, not the runs): the mutant that deviates otherwise, twice, is
-    killed, with both deviations in its kill, and so is the one rejected
-    later in its trace at a PDU the original never sends; the one whose
-    second run deviates as the original does survives; the ones that
-    deviate as the original does, or later at a PDU the original's trace
-    shows too (its own deviation, maybe, behind its first), are never run
-    again."""
+def _scripted_loop(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    script: dict[str, list[tuple[list[dict[str, Any]], int]]],
+) -> tuple[RunStore, list[mm.Mutant], list[tuple[str, str]]]:
+    """The run loop over three cases, the nominal transfer, ``cfdp-lossy``
+    (which every run fails, rejected at the line ``script`` gives with the
+    receiver's PDUs it gives, in turn, for each engine) and ``cfdp-clean``
+    (which every run passes), with our child-process runner replaced by
+    that script: the loop's decisions are under test, not the runs. The
+    store, the mutants (one per script entry but the original's) and the
+    runs made, in order."""
     scn = tmp_path / "scenarios"
     scn.mkdir()
     (scn / "nominal.json").write_text(json.dumps({"name": "cfdp-nominal", "impairments": []}))
-    (scn / "lossy.json").write_text(
-        json.dumps({"name": "cfdp-lossy", "impairments": [{"direction": "forward"}]})
-    )
-    cases = [Case(scn / "nominal.json", "sender"), Case(scn / "lossy.json", "sender")]
+    for name in ("lossy", "clean"):
+        (scn / f"{name}.json").write_text(
+            json.dumps({"name": f"cfdp-{name}", "impairments": [{"direction": "forward"}]})
+        )
+    cases = [Case(scn / f"{n}.json", "sender") for n in ("nominal", "lossy", "clean")]
     ms = [
         mm.Mutant("src/dest.rs", i, 1, i, 2, "*", "BinaryOperator", f"src/dest.rs:{i}:1: {n}")
-        for i, n in enumerate(("steady", "unsteady", "same", "hidden", "past"), start=1)
+        for i, n in enumerate([n for n in script if n != "original"], start=1)
     ]
     engine = SimpleNamespace(
         sut=SimpleNamespace(name="cfdp-rs"), tool="cargo-mutants", package="c", version="1"
@@ -761,23 +762,13 @@ def test_a_steady_deviation_of_its_own_kills_where_the_original_fails(
     names: dict[str | None, str] = {None: "original"}
     names.update({m.key: m.name.split(": ")[1] for m in ms})
     monkeypatch.setattr(mrun, "build", lambda e, m, s: (names[m.key if m else None], None))
-    theirs, mine = {"k": "NAK", "t": 1, "segs": [0, 1]}, {"k": "NAK", "t": 1, "segs": []}
-    fin, cancel = {"k": "FIN", "t": 1, "cc": "NoError"}, {"k": "FIN", "t": 1, "cc": "NakLimit"}
-    script = {  # each run of the lossy case in turn: the receiver's PDUs, the line rejected
-        "original": [([theirs, fin], 2), ([theirs, fin], 2)],
-        "steady": [([mine, fin], 2), ([mine, fin], 2)],
-        "unsteady": [([mine, fin], 2), ([theirs, fin], 2)],
-        "same": [([theirs, fin], 2)],
-        "hidden": [([mine, fin], 3)],  # the Finished the original sends too
-        "past": [([mine, cancel], 3), ([mine, cancel], 3)],  # one it never sends
-    }
     ran: list[tuple[str, str]] = []
 
     def scripted(cmd: Any, scn_text: str, run_dir: Path, timeout_s: float) -> Any:
         args = cmd(tmp_path / "x.json")
         who, case = args[args.index("--sut") + 1], json.loads(scn_text)["name"]
         ran.append((who, case))
-        if case == "cfdp-nominal":
+        if case != "cfdp-lossy":
             return mrun.Done("pass")
         units, at = script[who].pop(0)
         _failed_run(run_dir, units, 1000 + len(ran), len(ran), at)
@@ -786,6 +777,34 @@ def test_a_steady_deviation_of_its_own_kills_where_the_original_fails(
     monkeypatch.setattr(mrun, "execute_command", scripted)
     mrun.run(st, tmp_path, engine)  # type: ignore[arg-type]
     assert all(not left for left in script.values()), script
+    return st, ms, ran
+
+
+_THEIRS, _MINE = {"k": "NAK", "t": 1, "segs": [0, 1]}, {"k": "NAK", "t": 1, "segs": []}
+_FIN = {"k": "FIN", "t": 1, "cc": "NoError"}
+
+
+def test_a_steady_deviation_of_its_own_kills_where_the_original_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A case the original fails, after the cases it passes: the mutant
+    that deviates otherwise, twice, is killed, with both deviations in its
+    kill, and so is the one rejected later in its trace at a PDU the
+    original never sends; the one whose second run deviates as the
+    original does survives; the ones that deviate as the original does, or
+    later at a PDU the original's trace shows too (its own deviation,
+    maybe, behind its first), are never run again."""
+    theirs, mine, fin = _THEIRS, _MINE, _FIN
+    cancel = {"k": "FIN", "t": 1, "cc": "NakLimit"}
+    script = {  # each run of the lossy case in turn: the receiver's PDUs, the line rejected
+        "original": [([theirs, fin], 2), ([theirs, fin], 2)],
+        "steady": [([mine, fin], 2), ([mine, fin], 2)],
+        "unsteady": [([mine, fin], 2), ([theirs, fin], 2)],
+        "same": [([theirs, fin], 2)],
+        "hidden": [([mine, fin], 3)],  # the Finished the original sends too
+        "past": [([mine, cancel], 3), ([mine, cancel], 3)],  # one it never sends
+    }
+    st, ms, ran = _scripted_loop(tmp_path, monkeypatch, script)
     fates = {f.mutant["name"].split(": ")[1]: f for f in mreport.fates(st)}
     assert {n: f.status for n, f in fates.items()} == {
         "steady": "killed",
@@ -811,3 +830,22 @@ def test_a_steady_deviation_of_its_own_kills_where_the_original_fails(
     )
     # the same deviation, or a later one the original's trace shows: not run again
     assert ran.count(("same", "cfdp-lossy")) == ran.count(("hidden", "cfdp-lossy")) == 1
+    for m in ms:  # the case the original fails waits for the one it passes
+        name = m.name.split(": ")[1]
+        assert ran.index((name, "cfdp-clean")) < ran.index((name, "cfdp-lossy")), name
+
+
+def test_a_case_whose_original_deviates_otherwise_again_kills_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the original's second run deviates otherwise than its first,
+    the case kills no mutant, and no mutant runs it twice."""
+    script = {
+        "original": [([_THEIRS, _FIN], 2), ([_FIN], 2)],
+        "first": [([_MINE, _FIN], 2)],  # the original's rerun comes first: no rerun of it
+        "second": [([_MINE, _FIN], 2)],
+    }
+    st, ms, ran = _scripted_loop(tmp_path, monkeypatch, script)
+    assert {f.status for f in mreport.fates(st)} == {"survived"}
+    assert ran.count(("original", "cfdp-lossy")) == 2
+    assert ran.count(("first", "cfdp-lossy")) == ran.count(("second", "cfdp-lossy")) == 1
