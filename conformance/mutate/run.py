@@ -191,20 +191,15 @@ def kill_rule(original: str, original_crashed: Callable[[], bool]) -> str:
 _UNSTEADY = ("t_us", "frame", "session")  # a trace line's parts that vary from run to run
 
 
-def rejected_at(run_dir: Path) -> int | None:
-    """The trace line a run's trace validation rejected (1-based), or None
-    where it did not reject the trace."""
+def _verdict(run_dir: Path) -> dict[str, Any]:
+    """A run's verdict.json ({} where the run left none)."""
     vfile = run_dir / "verdict.json"
-    if not vfile.is_file():
-        return None
-    tr = json.loads(vfile.read_text(encoding="utf-8")).get("trace") or {}
-    if tr.get("status") != "rejected":
-        return None
-    return int(tr.get("line") or 0) or None
+    return dict(json.loads(vfile.read_text(encoding="utf-8"))) if vfile.is_file() else {}
 
 
 def _lines(run_dir: Path, tr: dict[str, Any]) -> list[dict[str, Any]]:
-    """A run's trace lines, less what varies from run to run."""
+    """A run's trace lines (``tr``: its verdict's trace), less what varies
+    from run to run."""
     tfile = run_dir / (tr.get("trace_file") or "trace.ndjson")
     if not tfile.is_file():
         return []
@@ -216,11 +211,15 @@ def _lines(run_dir: Path, tr: dict[str, Any]) -> list[dict[str, Any]]:
         ]
 
 
-def _trace(run_dir: Path) -> dict[str, Any]:
-    vfile = run_dir / "verdict.json"
-    if not vfile.is_file():
-        return {}
-    return dict(json.loads(vfile.read_text(encoding="utf-8")).get("trace") or {})
+def _rejected_at(tr: dict[str, Any]) -> int | None:
+    """The trace line (1-based) a verdict's trace validation rejected, or
+    None where it did not reject the trace."""
+    return int(tr.get("line") or 0) or None if tr.get("status") == "rejected" else None
+
+
+def rejected_at(run_dir: Path) -> int | None:
+    """The trace line a run's trace validation rejected (1-based), or None."""
+    return _rejected_at(_verdict(run_dir).get("trace") or {})
 
 
 def its_own(mutant: Path, original: Path) -> bool:
@@ -232,17 +231,17 @@ def its_own(mutant: Path, original: Path) -> bool:
     that the original's trace never shows at all (a deviation past the
     original's first that is an omission, something owed and not sent, may
     be the original's too)."""
-    theirs, mine = rejected_at(original), rejected_at(mutant)
-    if theirs is None or (mine is not None and mine <= theirs):
+    ours, theirs = _verdict(mutant).get("trace") or {}, _verdict(original).get("trace") or {}
+    mine, at = _rejected_at(ours), _rejected_at(theirs)
+    if at is None or (mine is not None and mine <= at):
         return True
-    tr = _trace(mutant)
-    if mine is None or tr.get("overdue"):
+    if mine is None or ours.get("overdue"):
         return False
-    lines = _lines(mutant, tr)
+    lines = _lines(mutant, ours)
     if mine > len(lines):
         return False
     sent = lines[mine - 1]
-    return sent.get("kind") == "send" and sent not in _lines(original, _trace(original))
+    return sent.get("kind") == "send" and sent not in _lines(original, theirs)
 
 
 def deviation(run_dir: Path) -> str:
@@ -257,24 +256,14 @@ def deviation(run_dir: Path) -> str:
     model's steps enabled there, which vary with the order of arrivals
     from run to run. Two runs that deviate the same way give the same
     text; '' where the run left no verdict."""
-    vfile = run_dir / "verdict.json"
-    if not vfile.is_file():
-        return ""
-    v = json.loads(vfile.read_text(encoding="utf-8"))
+    v = _verdict(run_dir)
     tr = v.get("trace") or {}
+    at = _rejected_at(tr)
     if tr.get("status") == "rejected":
         if tr.get("overdue"):
             return json.dumps({"overdue": sorted(tr.get("actions") or [])})
-        line: dict[str, Any] = {}
-        tfile = run_dir / (tr.get("trace_file") or "trace.ndjson")
-        at = int(tr.get("line") or 0)
-        if tfile.is_file() and at > 0:
-            with tfile.open(encoding="utf-8") as fh:
-                for n, text in enumerate(fh, 1):
-                    if n == at:
-                        line = json.loads(text)
-                        break
-        seen = {k: x for k, x in line.items() if k not in _UNSTEADY}
+        lines = _lines(run_dir, tr)
+        seen = lines[at - 1] if at is not None and at <= len(lines) else {}
         return json.dumps({"line": seen}, sort_keys=True)
     reasons = [
         [r.get("code", ""), sorted(r.get("actions") or [])]
@@ -334,19 +323,12 @@ def run(
         crashing or hanging (report.judges_of's ``crash``)."""
         from conformance.mutate.report import judges_of
 
-        vfile = run_dir / "verdict.json"
-        v = json.loads(vfile.read_text(encoding="utf-8")) if vfile.is_file() else {}
-        return "crash" in judges_of(v)
+        return "crash" in judges_of(_verdict(run_dir))
 
     def crashed_in_case(case: str) -> bool:
         """Whether the original crashed in ``case`` (its run is done)."""
         if case not in original_crashed:
-            row = next(
-                r
-                for r in st.records("done")
-                if r.spec["mutant"] == ORIGINAL and r.spec["case"] == case
-            )
-            original_crashed[case] = crashed_in(Path(row.run_dir or ""))
+            original_crashed[case] = crashed_in(original_dir(case))
         return original_crashed[case]
 
     def original_dir(case: str) -> Path:
