@@ -381,11 +381,6 @@ REORDER_MS = 3.0
 LATE_ORIGINAL_MS = 300.0
 
 
-def _held_ms(tag: str) -> float:
-    """How long a realistic purpose's held-back File Data is held."""
-    return LATE_ORIGINAL_MS if "late-original" in tag else REORDER_MS
-
-
 def realistic_scenarios() -> list[Scenario]:
     """Class 2 purposes at a realistic geometry (16 File Data PDUs, immediate
     NAKs, NAK limit 4), each judged from its trace: a NAK that reaches the
@@ -407,11 +402,14 @@ def realistic_scenarios() -> list[Scenario]:
     )
     last = REALISTIC_SEGMENTS - 1
 
-    def fd(seg: int, occ: int, act: str = "drop") -> PlannedLoss:
-        return PlannedLoss("forward", "file_data", seg, occ, act)
+    def fd(
+        seg: int, occ: int, act: str = "drop", held_ms: float = REORDER_MS
+    ) -> tuple[PlannedLoss, float]:
+        """File Data ``seg``'s ``occ``-th copy, dropped or held ``held_ms``."""
+        return PlannedLoss("forward", "file_data", seg, occ, act), held_ms
 
     deferred = t.model_copy(update={"nak_mode": "deferred"})
-    purposes: list[tuple[str, str, list[PlannedLoss]]] = [
+    purposes: list[tuple[str, str, list[tuple[PlannedLoss, float]]]] = [
         (
             "nak-mid-transfer-fd2",
             "File Data 2 lost once: the immediate NAK reaches the sender while it still "
@@ -444,7 +442,7 @@ def realistic_scenarios() -> list[Scenario]:
             "segment 2's resend arrives first, then its original, repeated data that the "
             "receiver discards (4.6.1.2.7) while the gap at 0 is still open; the NAK timer "
             "must still ask for that gap (4.6.4.3.3, 4.6.4.7)",
-            [fd(0, 1), fd(0, 2), fd(2, 1, "delay")],
+            [fd(0, 1), fd(0, 2), fd(2, 1, "delay", LATE_ORIGINAL_MS)],
         ),
         (
             "deferred-repeated-loss-fd3",
@@ -467,9 +465,9 @@ def realistic_scenarios() -> list[Scenario]:
                 params=tt,
                 impairments=[
                     impairment_of(x, tt, note=f"{_short(x)} ({x.dir})").model_copy(
-                        update={"delay_ms": _held_ms(tag)} if x.act == "delay" else {}
+                        update={"delay_ms": held} if x.act == "delay" else {}
                     )
-                    for x in losses
+                    for x, held in losses
                 ],
                 expect=Expectation(
                     outcomes=[
