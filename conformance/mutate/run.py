@@ -353,28 +353,29 @@ def run(
             return None
         scn_text = (out / r.spec["scenario"]).read_text(encoding="utf-8")
         spec = MutantRun(**r.spec)
-        again: dict[str, Path] = {}
-        for who in ("original", "mutant"):
-            if who == "original" and case in original_again:
-                again[who] = original_again[case]  # the original runs it again once
-                continue
-            made = sut_file(ORIGINAL if who == "original" else r.spec["mutant"])
+
+        def rerun(mk: str, beside: Path) -> Path | None:
+            made = sut_file(mk)
             if made is None:
                 return None
-            d = (first if who == "original" else run_dir).with_name(
-                f"{(first if who == 'original' else run_dir).name}.again"
-            )
+            d = beside.with_name(f"{beside.name}.again")
             execute_command(_command(made, spec, d), scn_text, d, timeout_s)
-            again[who] = d
-            if who == "original":
-                original_again[case] = d
-                if deviation(d) != theirs:
-                    unsteady.add(case)  # the original's own deviation varies: no kill here
-                    return None
-        if deviation(again["original"]) != theirs or deviation(again["mutant"]) != mine:
+            return d
+
+        if case not in original_again:  # the original runs each such case again once
+            d = rerun(ORIGINAL, first)
+            if d is None:
+                return None
+            original_again[case] = d
+            if deviation(d) != theirs:
+                unsteady.add(case)  # the original's own deviation varies: no kill here
+                return None
+        mutant_again = rerun(r.spec["mutant"], run_dir)
+        if mutant_again is None or deviation(mutant_again) != mine:
             return None
-        if not its_own(again["mutant"], again["original"]):
+        if not its_own(mutant_again, original_again[case]):
             return None
+        again = {"original": original_again[case], "mutant": mutant_again}
         return {
             "original_run": str(first),
             "original_again": str(again["original"]),
