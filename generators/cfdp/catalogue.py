@@ -386,7 +386,8 @@ def realistic_scenarios() -> list[Scenario]:
     NAKs, NAK limit 4), each judged from its trace: a NAK that reaches the
     sender mid-transfer; a second NAK whose gaps overlap the first one's; the
     short last segment arriving before the one before it (ION-DTN issue #31
-    corrupted files that way); the same segment lost three times; and, with
+    corrupted files that way); the same segment lost three times; two
+    adjacent segments lost, one gap that each resend fills only in part; and, with
     deferred NAKs, the same segment lost four times, so that the NAK timer
     expires three times below the limit (the one purpose with deferred NAKs
     whose NAK limit is over 1, so the count of NAK-timer expiries is tested
@@ -434,6 +435,13 @@ def realistic_scenarios() -> list[Scenario]:
             "File Data 3 lost three times, first copy and two resends: each NAK asks for "
             "it again, within the NAK limit of 4 (4.6.4.7)",
             [fd(3, 1), fd(3, 2), fd(3, 3)],
+        ),
+        (
+            "adjacent-loss-fd2-fd3",
+            "File Data 2 and 3 lost once each: the receiver sees one gap spanning both "
+            "segments, and each resend fills only its own part of it; once both have "
+            "arrived no NAK may ask for either again (4.6.4.3.3)",
+            [fd(2, 1), fd(3, 1)],
         ),
         (
             "deferred-late-original-fd0-fd2",

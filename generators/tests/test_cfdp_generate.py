@@ -110,7 +110,7 @@ def test_catalogue_meets_the_targets(catalogue: tuple[Path, GenerateReport]) -> 
     assert {a for a, _ in imps} == {"drop", "delay", "duplicate", "outage", "corrupt"}
     # issue 29's purposes at a realistic geometry: judged from the trace, no set
     real = {n: s for n, s in scns.items() if "realistic" in n}
-    assert len(real) == cov["realistic"] == 6
+    assert len(real) == cov["realistic"] == 7
     held = real["cfdp-c2-realistic-short-last-first-fd14"].impairments
     assert [(i.action, i.delay_ms, i.match.get("offset")) for i in held] == [
         ("delay", cfdp_catalogue.REORDER_MS, 14 * cfdp_catalogue.SEGMENT_SIZE)
@@ -122,6 +122,11 @@ def test_catalogue_meets_the_targets(catalogue: tuple[Path, GenerateReport]) -> 
     ]
     late = real["cfdp-c2-realistic-deferred-late-original-fd0-fd2"]
     size = cfdp_catalogue.SEGMENT_SIZE
+    adjacent = real["cfdp-c2-realistic-adjacent-loss-fd2-fd3"].impairments
+    assert [(i.action, i.occurrence, i.match.get("offset")) for i in adjacent] == [
+        ("drop", 1, 2 * size),
+        ("drop", 1, 3 * size),
+    ]
     assert [
         (i.action, i.occurrence, i.match.get("offset"), i.delay_ms) for i in late.impairments
     ] == [
