@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from conformance.core.classifiers import HOLDS, frame_matches
 from conformance.core.types import (
@@ -431,7 +431,7 @@ def judge(
     fails += crash_fails
     unjudged += crash_unjudged
     probe_fails, probe_unsent = _probe_reasons(result)
-    fails += probe_fails + _payload_reasons(spec, result)
+    fails += probe_fails + _payload_reasons(spec, result) + _told_reasons(spec, result, records)
     for f in findings:
         reason = Reason(
             code=f.name or "dissector-finding",
@@ -550,6 +550,41 @@ def _payload_reasons(spec: ProtocolSpec, result: RunResult) -> list[Reason]:
                 spec.payload_rule,
                 code="payload-corrupt",
                 message="delivered bytes differ from the bytes the sender sent",
+            )
+        )
+    ]
+
+
+def _told_reasons(
+    spec: ProtocolSpec, result: RunResult, records: Sequence[ChannelRecord]
+) -> list[Reason]:
+    """A sending implementation that told its user a session ID (LTP's
+    Session Start notice, CFDP's Transaction.indication) that none of the
+    units it sent carries, or told it none. Judged where its harness
+    reports what it told (``told_session``) and it sent something."""
+    told = result.sender.told_session
+    gen = spec.capabilities.trace
+    if told is None or spec.told_rule is None or gen is None or result.tester == "sender":
+        return []
+    sent = {
+        tuple(cast("Iterable[Any]", gen.session_of(r.fields)))
+        for r in records
+        if r.dir == "forward" and r.proto == spec.name
+    }
+    if not sent:
+        return []
+    what = "its user was told no session ID" if not told else f"it told its user {tuple(told)}"
+    if told and tuple(told) in sent:
+        return []
+    carried = ", ".join(str(s) for s in sorted(sent, key=str))
+    return [
+        Reason(
+            **_cited(
+                spec,
+                spec.told_rule,
+                code="session-told",
+                message=f"the sender began a session its {spec.unit}s carry as {carried}, "
+                f"but {what}",
             )
         )
     ]

@@ -302,7 +302,14 @@ class SutAdapter(ABC):
             for r in data.get("requests") or []
             if isinstance(r, dict) and r.get("made") is False
         ]
+        told = data.get("told_session")
+        if told is not None and not (
+            isinstance(told, list) and all(type(x) is int and x >= 0 for x in told)
+        ):
+            detail = f"bad told_session {str(told)[:80]} (a list of IDs); {detail}"
+            outcome, told = "error", None
         return EndpointResult(
+            told_session=told,
             requests_unmade=unmade,
             role=role,  # type: ignore[arg-type]
             outcome=outcome,  # type: ignore[arg-type]  # one of OUTCOMES, checked above

@@ -349,6 +349,10 @@ class ProtocolSpec:
     rules: dict[str, dict[str, Rule]] = field(default_factory=dict)
     closed_rule: Rule | None = None
     payload_rule: Rule | None = None
+    # the rule a sender breaks that tells its user a session other than the
+    # one its units carry (LTP's Session Start notice, CFDP's
+    # Transaction.indication): judged where its harness reports what it told
+    told_rule: Rule | None = None
     # the model's readings of the standard's open questions (Reading)
     readings: tuple[Reading, ...] = ()
     # the UDP port runs use when the standard assigns none (wire.json's

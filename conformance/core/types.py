@@ -713,11 +713,18 @@ class EndpointResult(Strict):
         description="the scenario's users' requests this endpoint could not make, each with "
         "why (its trigger never seen, the implementation has no such request)",
     )
+    told_session: list[int] | None = Field(
+        None,
+        description="the session ID the sending implementation gave its user when the session "
+        "began (LTP's Session Start notice, CFDP's Transaction.indication), as its units' "
+        "session fields order it; [] when it gave one without an ID; absent where its harness "
+        "does not report it (then not judged)",
+    )
 
 
 _GENERIC_ENDPOINT_KEYS = {
     "role", "outcome", "delivered", "payload_ok", "duration_s", "exit_code", "exited_at",
-    "detail", "crashed", "log", "probes", "requests_unmade",
+    "detail", "crashed", "log", "probes", "requests_unmade", "told_session",
 }  # fmt: skip
 
 

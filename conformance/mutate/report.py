@@ -20,6 +20,7 @@ OUTCOME_CODES = (
     "outcome-not-allowed",
     "unexpected-",
     "payload-corrupt",
+    "session-told",
 )
 # our side's failures: an error with one of these kills nothing
 OURS = (

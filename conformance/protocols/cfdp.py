@@ -558,6 +558,14 @@ SPEC = ProtocolSpec(
             ),
         },
     },
+    # 3.4.6 as dariolucia/ccsds cites it (TransactionIndication.java): the
+    # indication is generated on receipt of a Put.request, and its ID lets
+    # the source user identify the transaction thereafter
+    told_rule=Rule(
+        "3.4.6",
+        "the Transaction.indication gives the source user the ID of the transaction its "
+        "Put.request began: the source entity ID and sequence number its PDUs carry",
+    ),
     readings=load_readings(wire.SPECS / "cfdp" / "readings.json"),
     # No port is assigned (specs/cfdp/wire.json note): runs use 5111, the
     # port of cfdp-py's and cfdp-rs's UDP examples.

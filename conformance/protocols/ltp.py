@@ -472,6 +472,7 @@ SPEC = ProtocolSpec(
         "a session closed with neither a red-part reception nor a cancellation notice",
     ),
     payload_rule=Rule("7.2, 7.3", "delivered data is the data the sender sent"),
+    told_rule=Rule("7.1", "the Session Start notice returns the ID of the session begun"),
     readings=load_readings(wire.SPECS / "ltp" / "readings.json"),
 )
 

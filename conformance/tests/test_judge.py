@@ -444,3 +444,38 @@ def test_a_crash_where_the_set_does_not_decide_is_not_judged(tmp_path: Path) -> 
     open_allowed.expect.in_order = True
     v = judge(LTP, open_allowed, res, log, [], trace=trace)
     assert v.status == "pass", v.reasons
+
+
+def _ds(i: int, number: int) -> dict[str, object]:
+    return {"t_ns": i, "dir": "forward", "index": i, "len": 60, "kind": "udp", "proto": "ltp",
+            "seg": i, "fields": {"type": "DS", "session_originator": 1, "session_number": number},
+            "decision": "pass", "release_ns": i}  # fmt: skip
+
+
+def test_the_session_told_to_the_user_must_be_the_one_on_the_wire(tmp_path: Path) -> None:
+    """A sender's harness that reports the session ID its implementation
+    told the user (told_session) is held to the session its segments carry
+    (RFC 5326 §7.1; CFDP's Transaction.indication, 727.0-B-5 3.4.6): a
+    mutant of cfdp-py that gives its Transaction.indication no ID was
+    invisible on the wire."""
+    log = _log(tmp_path, [_rs(1, 0), _rs(2, 0), _ds(3, 7), _ds(4, 7)])
+
+    def told(ids: list[int] | None, tester: str | None = None) -> list[str]:
+        res = _result(3000, 1000, "cancelled", "cancelled")
+        res.sender.told_session = ids
+        res.tester = tester  # type: ignore[assignment]
+        v = judge(LTP, _scenario(), res, log, [])
+        return [r.message for r in v.reasons if r.code == "session-told" and v.status == "fail"]
+
+    assert told([1, 7]) == [] and told(None) == []
+    wrong = told([1, 8])
+    assert len(wrong) == 1 and "carry as (1, 7)" in wrong[0] and "told its user (1, 8)" in wrong[0]
+    assert "no session ID" in told([])[0]
+    # the tester's own sender is not an implementation with a user
+    assert told([1, 8], tester="sender") == []
+    res = _result(3000, 1000, "cancelled", "cancelled")
+    res.sender.told_session = []
+    rule = next(
+        r for r in judge(LTP, _scenario(), res, log, []).reasons if r.code == "session-told"
+    )
+    assert rule.rule is not None and "§7.1" in rule.rule

@@ -189,6 +189,16 @@ def test_harness_results_use_the_protocols_counters(toy: ProtocolSpec) -> None:
     )
     assert stopped.exited_at == 1800000000.25
     assert _ToyAdapter().parse_result("sender", '{"outcome": "open"}', "", 0).exited_at is None
+    # the session ID the sender told its user: a list of IDs, else the
+    # harness's own error (untrusted input)
+    told = _ToyAdapter().parse_result(
+        "sender", '{"outcome": "open", "told_session": [1, 9]}', "", 0
+    )
+    assert told.told_session == [1, 9] and told.outcome == "open"
+    for bad_told in ('"1"', "[1, true]", "[-1]", "{}"):
+        line = f'{{"outcome": "open", "told_session": {bad_told}}}'
+        end = _ToyAdapter().parse_result("sender", line, "", 0)
+        assert end.outcome == "error" and "bad told_session" in end.detail, bad_told
 
 
 def test_cli_lists_and_dispatches_registered_protocols(

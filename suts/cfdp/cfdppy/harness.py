@@ -191,7 +191,8 @@ class HarnessUser(CfdpUserBase):
 
     def transaction_indication(self, transaction_indication_params: Any) -> None:
         self.obs.transaction_seen = True
-        self.obs.note(f"Transaction.indication {transaction_indication_params.transaction_id}")
+        tid = transaction_indication_params.transaction_id
+        self.obs.tell(getattr(tid, "source_id", None), getattr(tid, "seq_num", None))
 
     def eof_sent_indication(self, transaction_id: Any) -> None:
         self.obs.note("EOF-Sent.indication")

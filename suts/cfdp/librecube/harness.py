@@ -295,7 +295,10 @@ class HarnessEntity(CfdpEntity):
     # -- indications (core.py:219-325) --------------------------------------
 
     def transaction_indication(self, transaction_id: Any) -> None:
-        self.obs.note(f"Transaction.indication {transaction_id}")
+        # transaction.py: the ID is (source entity ID, sequence number)
+        ok = isinstance(transaction_id, tuple) and len(transaction_id) == 2
+        source, seq = transaction_id if ok else (None, None)
+        self.obs.tell(source, seq)
 
     def eof_sent_indication(self, transaction_id: Any) -> None:
         self.obs.note("EOF-Sent.indication")

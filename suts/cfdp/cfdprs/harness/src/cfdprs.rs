@@ -81,6 +81,9 @@ pub struct Observer {
     pub payload_ok: Option<bool>,
     pub dest_path: Option<PathBuf>,
     pub after_end: Vec<String>,
+    /// The transaction ID the Transaction.indication gave the source user:
+    /// (source entity, sequence number), the result's told_session.
+    pub told: Option<(u64, u64)>,
 }
 
 impl Observer {
@@ -100,6 +103,7 @@ impl Observer {
             payload_ok: None,
             dest_path: None,
             after_end: Vec::new(),
+            told: None,
         }
     }
 
@@ -151,11 +155,9 @@ impl CfdpUser for HarnessUser {
     fn transaction_indication(&mut self, id: &TransactionId) {
         let mut o = self.obs.borrow_mut();
         o.transaction_seen = true;
-        o.note(format!(
-            "Transaction.indication ({}, {})",
-            id.source_id().value_const(),
-            id.seq_num().value_const()
-        ));
+        let told = (id.source_id().value_const(), id.seq_num().value_const());
+        o.told = Some(told);
+        o.note(format!("Transaction.indication ({}, {})", told.0, told.1));
     }
 
     fn eof_sent_indication(&mut self, _id: &TransactionId) {

@@ -1007,6 +1007,9 @@ fn settle(ent: &mut Entity, timed_out: bool, why_stopped: &str) -> Value {
         };
         result.insert("sender_condition".into(), c.into());
         result.insert("payload_ok".into(), Value::Null);
+        if let Some((source, seq)) = obs.told {
+            result.insert("told_session".into(), json!([source, seq]));
+        }
     } else {
         let delivered = if obs.payload_ok.is_some() {
             obs.delivered_bytes

@@ -929,6 +929,9 @@ struct SenderState {
     outcome: Option<(Outcome, String, Instant)>,
     idle_since: Option<Instant>,
     notices: Vec<String>,
+    /// The session the Session Start notice (§7.1) gave the client: the
+    /// result's told_session, which the judge holds to the wire's.
+    told: Option<SessionId>,
 }
 
 impl SenderState {
@@ -942,12 +945,17 @@ impl SenderState {
             outcome: None,
             idle_since: None,
             notices: Vec::new(),
+            told: None,
         }
     }
 }
 
 impl Client for SenderState {
     fn on_notice(&mut self, link: &Link, n: Notice, now: Instant) {
+        if let Notice::SessionStart { session } = n {
+            // whatever session it names: the judge compares it with the wire
+            self.told.get_or_insert(session);
+        }
         if notice_session(&n) != self.sid {
             link.log(&format!(
                 "notice {} for foreign session ignored",
@@ -1010,7 +1018,7 @@ impl Client for SenderState {
             (Some((o, d)), None) => (o, d, Instant::now()),
             (None, None) => (Outcome::Error, "no outcome".into(), Instant::now()),
         };
-        let v = json!({
+        let mut v = json!({
             "role": "sender",
             "outcome": outcome.name(),
             "session_originator": self.sid.originator.0,
@@ -1022,6 +1030,9 @@ impl Client for SenderState {
             "notices": self.notices,
             "stats": link.stats_json(),
         });
+        if let Some(t) = self.told {
+            v["told_session"] = json!([t.originator.0, t.number]);
+        }
         (v, outcome)
     }
 }
