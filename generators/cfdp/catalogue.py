@@ -386,13 +386,13 @@ def realistic_scenarios() -> list[Scenario]:
     NAKs, NAK limit 4), each judged from its trace: a NAK that reaches the
     sender mid-transfer; a second NAK whose gaps overlap the first one's; the
     short last segment arriving before the one before it (ION-DTN issue #31
-    corrupted files that way); the same segment lost three times; two
-    adjacent segments lost, one gap that each resend fills only in part; and, with
-    deferred NAKs, the same segment lost four times, so that the NAK timer
-    expires three times below the limit (the one purpose with deferred NAKs
-    whose NAK limit is over 1, so the count of NAK-timer expiries is tested
-    below its limit, not only at it); and an original File Data that arrives
-    after its own resend while an earlier gap is still open."""
+    corrupted files that way); the same segment lost three times; and, with
+    deferred NAKs: two adjacent segments lost, one gap that each resend fills
+    only in part; the same segment lost four times, so that the NAK timer
+    expires three times below the limit (the catalogue's other deferred
+    purposes have NAK limit 1, so there the count of NAK-timer expiries is
+    tested only at its limit); and an original File Data that arrives after
+    its own resend while an earlier gap is still open."""
     t = CfdpTransfer(
         file_len=REALISTIC_FILE_LEN,
         segment_size=SEGMENT_SIZE,
@@ -437,10 +437,10 @@ def realistic_scenarios() -> list[Scenario]:
             [fd(3, 1), fd(3, 2), fd(3, 3)],
         ),
         (
-            "adjacent-loss-fd2-fd3",
-            "File Data 2 and 3 lost once each: the receiver sees one gap spanning both "
-            "segments, and each resend fills only its own part of it; once both have "
-            "arrived no NAK may ask for either again (4.6.4.3.3)",
+            "deferred-adjacent-loss-fd2-fd3",
+            "deferred NAKs, File Data 2 and 3 lost once each: the EOF's NAK asks for one gap "
+            "spanning both segments, each resend fills only its own part of it, and once "
+            "both have arrived the NAK timer may ask for neither again (4.6.4.3.3)",
             [fd(2, 1), fd(3, 1)],
         ),
         (

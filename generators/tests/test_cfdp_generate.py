@@ -122,8 +122,9 @@ def test_catalogue_meets_the_targets(catalogue: tuple[Path, GenerateReport]) -> 
     ]
     late = real["cfdp-c2-realistic-deferred-late-original-fd0-fd2"]
     size = cfdp_catalogue.SEGMENT_SIZE
-    adjacent = real["cfdp-c2-realistic-adjacent-loss-fd2-fd3"].impairments
-    assert [(i.action, i.occurrence, i.match.get("offset")) for i in adjacent] == [
+    adjacent = real["cfdp-c2-realistic-deferred-adjacent-loss-fd2-fd3"]
+    assert _transfer(adjacent).nak_mode == "deferred"
+    assert [(i.action, i.occurrence, i.match.get("offset")) for i in adjacent.impairments] == [
         ("drop", 1, 2 * size),
         ("drop", 1, 3 * size),
     ]
@@ -138,9 +139,9 @@ def test_catalogue_meets_the_targets(catalogue: tuple[Path, GenerateReport]) -> 
     assert [i.occurrence for i in deferred.impairments] == [1, 2, 3, 4]
     assert (_transfer(deferred).nak_mode, _transfer(deferred).nak_limit) == ("deferred", 4)
     assert _transfer(late).nak_mode == "deferred"
-    assert {_transfer(s).nak_mode for s in real.values() if s not in (deferred, late)} == {
-        "immediate"
-    }
+    assert {
+        _transfer(s).nak_mode for s in real.values() if s not in (deferred, late, adjacent)
+    } == {"immediate"}
     for scn in real.values():
         assert _transfer(scn).file_len == cfdp_catalogue.REALISTIC_FILE_LEN
         assert scn.expect.unjudged and "judged at the end of its validated trace" in (

@@ -38,10 +38,12 @@ def test_tables_match_the_spec() -> None:
 
 @pytest.mark.parametrize("mode", ["class1", "class1-closure", "class2"])
 def test_nominal_transfer_completes(tmp_path: Path, mode: str) -> None:
-    common = ["--mode", mode, "--checksum", "crc32", "--segment-size", "1024"]
+    common = ["--mode", mode, "--checksum", "crc32", "--segment-size", "1024", "--seq-num", "77"]
     sent, received, _ = transfer(tmp_path, common)
     assert sent["outcome"] == "completed", sent
     assert sent["sender_condition"] == "no_error"
+    # the Transaction.indication's ID: source entity 1, sequence number 77
+    assert sent["told_session"] == [1, 77] and "told_session" not in (received or {})
     ct.assert_delivered(received, tmp_path / "r")
     assert received is not None
     assert sent["pdus_sent"]["file_data"] == 3  # 1024 + 1024 + 952

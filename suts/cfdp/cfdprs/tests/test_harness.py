@@ -110,10 +110,11 @@ def test_tables_match_the_spec() -> None:
 
 @pytest.mark.parametrize("mode", ["class1", "class1-closure", "class2"])
 def test_nominal_transfer_completes(tmp_path: Path, binary: Path, mode: str) -> None:
-    sent, received, _ = transfer(tmp_path, binary, ["--mode", mode])
+    sent, received, _ = transfer(tmp_path, binary, ["--mode", mode, "--seq-num", "77"])
     assert sent["outcome"] == "completed", sent
     assert sent["sender_condition"] == "no_error"
     assert sent["implementation"] == "cfdp-rs 0.3.0"
+    assert sent["told_session"] == [1, 77]  # its Transaction.indication's ID
     ct.assert_delivered(received)
     assert sent["pdus_sent"]["file_data"] == 3  # 1024 + 1024 + 952
     assert (tmp_path / "r" / "dtnc-received.bin").stat().st_size == 3000

@@ -88,6 +88,7 @@ def test_nominal_transfer_completes(tmp_path: Path, mode: str) -> None:
     ct.assert_delivered(received, tmp_path / "r")
     assert sent["pdus_sent"]["file_data"] == 3  # 1024 + 1024 + 952
     assert sent["implementation"] == "LibreCube cfdp 0.2.0"
+    assert sent["told_session"] == [1, 1]  # its Transaction.indication's ID
     if mode == "class2":
         assert received["pdus_sent"] == {"ack(eof,no_error)": 1, "finished(no_error)": 1}
         assert sent["pdus_sent"]["ack(finished,no_error)"] == 1
