@@ -376,6 +376,8 @@ def judge(
     errors += _harness_errors(result)
     seen = result.outcome()
     records = read_log(Path(channel_log))
+    told_errors, told_fails = _told_reasons(spec, result, records)
+    errors += told_errors
     # The outcome is judged under the reading that explained the trace (any
     # reading when the trace was not validated).
     reading = trace.reading if trace is not None and trace.status == "accepted" else None
@@ -431,7 +433,7 @@ def judge(
     fails += crash_fails
     unjudged += crash_unjudged
     probe_fails, probe_unsent = _probe_reasons(result)
-    fails += probe_fails + _payload_reasons(spec, result) + _told_reasons(spec, result, records)
+    fails += probe_fails + _payload_reasons(spec, result) + told_fails
     for f in findings:
         reason = Reason(
             code=f.name or "dissector-finding",
@@ -557,37 +559,41 @@ def _payload_reasons(spec: ProtocolSpec, result: RunResult) -> list[Reason]:
 
 def _told_reasons(
     spec: ProtocolSpec, result: RunResult, records: Sequence[ChannelRecord]
-) -> list[Reason]:
-    """A sending implementation that told its user a session ID (LTP's
-    Session Start notice, CFDP's Transaction.indication) that none of the
-    units it sent carries, or told it none. Judged where its harness
-    reports what it told (``told_session``) and it sent something."""
+) -> tuple[list[Reason], list[Reason]]:
+    """(errors, fails) of the session ID a sending implementation told its
+    user (LTP's Session Start notice, CFDP's Transaction.indication): a
+    fail where it told none, or one that none of the units it sent carries;
+    our harness's error where what it reported is no session ID at all (a
+    length other than the session's). Judged where its harness reports
+    ``told_session`` and the sender sent something; not where our tester
+    plays the sender."""
     told = result.sender.told_session
     gen = spec.capabilities.trace
     if told is None or spec.told_rule is None or gen is None or result.tester == "sender":
-        return []
+        return [], []
     sent = {
         tuple(cast("Iterable[Any]", gen.session_of(r.fields)))
         for r in records
         if r.dir == "forward" and r.proto == spec.name
     }
     if not sent:
-        return []
-    what = "its user was told no session ID" if not told else f"it told its user {tuple(told)}"
+        return [], []
+    if told and {len(s) for s in sent} != {len(told)}:
+        bad = f"told_session {told} is not a session ID of {spec.name} (its units carry {sent})"
+        return [Reason(code="told-session-unreadable", message=f"our sender harness: {bad}")], []
     if told and tuple(told) in sent:
-        return []
+        return [], []
+    what = "its user was told no session ID" if not told else f"it told its user {tuple(told)}"
     carried = ", ".join(str(s) for s in sorted(sent, key=str))
-    return [
-        Reason(
-            **_cited(
-                spec,
-                spec.told_rule,
-                code="session-told",
-                message=f"the sender began a session its {spec.unit}s carry as {carried}, "
-                f"but {what}",
-            )
+    fail = Reason(
+        **_cited(
+            spec,
+            spec.told_rule,
+            code="session-told",
+            message=f"the sender began a session its {spec.unit}s carry as {carried}, but {what}",
         )
-    ]
+    )
+    return [], [fail]
 
 
 def _unmet_reasons(scn: Scenario, result: RunResult, records: list[ChannelRecord]) -> list[Reason]:

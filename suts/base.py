@@ -265,7 +265,7 @@ class SutAdapter(ABC):
             )
         try:
             data = json.loads(lines[-1])
-        except json.JSONDecodeError:
+        except ValueError:  # JSONDecodeError, or an integer of too many digits
             data = {"outcome": "error", "detail": f"unreadable result line: {lines[-1][:200]}"}
         if not isinstance(data, dict):
             data = {

@@ -31,6 +31,7 @@ OURS = (
     "run-error",
     "trace-error",
     "tester-deviation",
+    "told-session-unreadable",
 )
 
 

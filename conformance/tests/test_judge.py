@@ -473,6 +473,11 @@ def test_the_session_told_to_the_user_must_be_the_one_on_the_wire(tmp_path: Path
     assert "no session ID" in told([])[0]
     # the tester's own sender is not an implementation with a user
     assert told([1, 8], tester="sender") == []
+    # what is no session ID of the protocol is our harness's error, not a fail
+    res = _result(3000, 1000, "cancelled", "cancelled")
+    res.sender.told_session = [7]
+    odd = judge(LTP, _scenario(), res, log, [])
+    assert odd.status == "error" and odd.reasons[0].code == "told-session-unreadable"
     res = _result(3000, 1000, "cancelled", "cancelled")
     res.sender.told_session = []
     rule = next(

@@ -190,7 +190,7 @@ def test_nominal_run_is_captured_whole(tmp_path: Path) -> None:
     # the Session Start notice's session (§7.1) is the one on the wire
     first = next(s.fields for s in out.segments if s.direction == "forward")
     told = [first["session_originator"], first["session_number"]]
-    assert out.result.sender.told_session == told
+    assert out.result is not None and out.result.sender.told_session == told
 
 
 def test_ctrl_c_leaves_no_namespaces_or_processes(tmp_path: Path) -> None:

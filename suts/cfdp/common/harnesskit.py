@@ -466,15 +466,19 @@ class Observed:
     after_end: list[str] = field(default_factory=list)
     # the transaction ID the Transaction.indication gave the source user:
     # [source entity, sequence number], [] for one without an ID, None for
-    # no indication (the result's told_session)
+    # no indication yet; a sender's result reports None as [] too, since the
+    # indication is generated on receipt of the Put.request (727.0-B-5
+    # 3.4.6): the result's told_session
     told: list[int] | None = None
 
     def tell(self, source: object, seq: object) -> None:
         """A Transaction.indication: the ID as the implementation gave it
-        (either part None or not a number: given without an ID)."""
+        (either part None or not a number: given without an ID). The first
+        one counts: a later one is only noted."""
         parts = [getattr(p, "value", p) for p in (source, seq)]
-        ok = all(type(p) is int for p in parts)
-        self.told = [int(p) for p in parts] if ok else []  # type: ignore[call-overload]
+        ok = all(type(p) is int and p >= 0 for p in parts)
+        if self.told is None:
+            self.told = [int(p) for p in parts] if ok else []  # type: ignore[call-overload]
         self.note(f"Transaction.indication ({parts[0]}, {parts[1]})")
 
     def record(self, text: str, after: bool) -> None:
@@ -505,7 +509,7 @@ class Observed:
         transaction's end (or now); the receiver's file once it was checked."""
         end = run.ended_at if run.ended_at is not None else time.monotonic()
         delivered = self.delivered_bytes if self.payload_ok is not None else 0
-        told = {"told_session": self.told} if run.sender and self.told is not None else {}
+        told = {"told_session": self.told or []} if run.sender else {}
         return result_line(
             implementation, run, out, end - self.t0, (delivered, self.payload_ok), told
         )

@@ -1007,9 +1007,10 @@ fn settle(ent: &mut Entity, timed_out: bool, why_stopped: &str) -> Value {
         };
         result.insert("sender_condition".into(), c.into());
         result.insert("payload_ok".into(), Value::Null);
-        if let Some((source, seq)) = obs.told {
-            result.insert("told_session".into(), json!([source, seq]));
-        }
+        // no Transaction.indication is told as no ID ([]): 3.4.6 has it
+        // generated on receipt of the Put.request
+        let told = obs.told.map(|(source, seq)| json!([source, seq]));
+        result.insert("told_session".into(), told.unwrap_or_else(|| json!([])));
     } else {
         let delivered = if obs.payload_ok.is_some() {
             obs.delivered_bytes
