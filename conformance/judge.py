@@ -583,7 +583,7 @@ def _told_reasons(
         return [Reason(code="told-session-unreadable", message=f"our sender harness: {bad}")], []
     if told and tuple(told) in sent:
         return [], []
-    what = "its user was told no session ID" if not told else f"it told its user {tuple(told)}"
+    what = f"it told its user {tuple(told)}" if told else "its user was told no session ID"
     carried = ", ".join(str(s) for s in sorted(sent, key=str))
     fail = Reason(
         **_cited(

@@ -476,9 +476,9 @@ class Observed:
         (either part None or not a number: given without an ID). The first
         one counts: a later one is only noted."""
         parts = [getattr(p, "value", p) for p in (source, seq)]
-        ok = all(type(p) is int and p >= 0 for p in parts)
+        ids = [p for p in parts if type(p) is int and p >= 0]
         if self.told is None:
-            self.told = [int(p) for p in parts] if ok else []  # type: ignore[call-overload]
+            self.told = ids if len(ids) == 2 else []
         self.note(f"Transaction.indication ({parts[0]}, {parts[1]})")
 
     def record(self, text: str, after: bool) -> None:

@@ -155,8 +155,9 @@ impl CfdpUser for HarnessUser {
     fn transaction_indication(&mut self, id: &TransactionId) {
         let mut o = self.obs.borrow_mut();
         o.transaction_seen = true;
+        // the first indication counts, as in the Python harnesses
         let told = (id.source_id().value_const(), id.seq_num().value_const());
-        o.told = Some(told);
+        o.told.get_or_insert(told);
         o.note(format!("Transaction.indication ({}, {})", told.0, told.1));
     }
 
