@@ -434,6 +434,7 @@ def judge(
     unjudged += crash_unjudged
     probe_fails, probe_unsent = _probe_reasons(result)
     fails += probe_fails + _payload_reasons(spec, result) + told_fails
+    fails += _segments_told_reasons(spec, result, records)
     for f in findings:
         reason = Reason(
             code=f.name or "dissector-finding",
@@ -594,6 +595,50 @@ def _told_reasons(
         )
     )
     return [], [fail]
+
+
+def _segments_told_reasons(
+    spec: ProtocolSpec, result: RunResult, records: Sequence[ChannelRecord]
+) -> list[Reason]:
+    """Fails for the data segments a receiving implementation told its user
+    had arrived (CFDP's File-Segment-Recv.indication) that no unit the
+    channel passed to it carried: an offset or length given without a value,
+    or a span no such unit holds. A span the channel corrupted on its way
+    is not known, so where any unit was corrupted only the values are held.
+    Judged where its harness reports ``told_segments``; not where our tester
+    plays the receiver."""
+    told = result.receiver.told_segments
+    if told is None or spec.segment_told_rule is None or result.tester == "receiver":
+        return []
+    spans: set[tuple[int, int]] = set()
+    corrupted = False
+    for r in records:
+        if r.dir != "forward" or r.proto != spec.name or r.decision == "drop":
+            continue
+        span = spec.data_span(r.fields)
+        if span is not None:
+            spans.add(span)
+            corrupted |= r.decision == "corrupt"
+    wrong: list[str] = []
+    for off, length in (tuple(s) for s in told):
+        if off is None or length is None:
+            wrong.append(f"offset {off}, length {length} (a parameter without its value)")
+        elif (off, length) not in spans and not corrupted:
+            wrong.append(f"offset {off}, length {length} (no {spec.unit} it received)")
+    if not wrong:
+        return []
+    more = f" and {len(wrong) - 3} more" if len(wrong) > 3 else ""
+    return [
+        Reason(
+            **_cited(
+                spec,
+                spec.segment_told_rule,
+                code="segment-told",
+                message=f"the receiver told its user of {len(wrong)} segment(s) that did not "
+                f"arrive as told: {'; '.join(wrong[:3])}{more}",
+            )
+        )
+    ]
 
 
 def _unmet_reasons(scn: Scenario, result: RunResult, records: list[ChannelRecord]) -> list[Reason]:

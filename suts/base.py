@@ -308,8 +308,21 @@ class SutAdapter(ABC):
         ):
             detail = f"bad told_session {str(told)[:80]} (a list of IDs); {detail}"
             outcome, told = "error", None
+        segs = data.get("told_segments")
+        if segs is not None and not (
+            isinstance(segs, list)
+            and all(
+                isinstance(s, list)
+                and len(s) == 2
+                and all(x is None or (type(x) is int and x >= 0) for x in s)
+                for s in segs
+            )
+        ):
+            detail = f"bad told_segments {str(segs)[:80]} (a list of [offset, length]); {detail}"
+            outcome, segs = "error", None
         return EndpointResult(
             told_session=told,
+            told_segments=segs,
             requests_unmade=unmade,
             role=role,  # type: ignore[arg-type]
             outcome=outcome,  # type: ignore[arg-type]  # one of OUTCOMES, checked above

@@ -353,6 +353,10 @@ class ProtocolSpec:
     # one its units carry (LTP's Session Start notice, CFDP's
     # Transaction.indication): judged where its harness reports what it told
     told_rule: Rule | None = None
+    # the rule a receiver breaks that tells its user of a data segment no
+    # unit it received carried (CFDP's File-Segment-Recv.indication): judged
+    # where its harness reports what it told
+    segment_told_rule: Rule | None = None
     # the model's readings of the standard's open questions (Reading)
     readings: tuple[Reading, ...] = ()
     # the UDP port runs use when the standard assigns none (wire.json's

@@ -720,11 +720,18 @@ class EndpointResult(Strict):
         "session fields order it; [] when it gave one without an ID; absent where its harness "
         "does not report it (then not judged)",
     )
+    told_segments: list[list[int | None]] | None = Field(
+        None,
+        description="the file data segments the receiving implementation told its user had "
+        "arrived (CFDP's File-Segment-Recv.indication), each [offset, length] as given, null "
+        "for a parameter given without a value; absent where its harness does not report them "
+        "(then not judged)",
+    )
 
 
 _GENERIC_ENDPOINT_KEYS = {
     "role", "outcome", "delivered", "payload_ok", "duration_s", "exit_code", "exited_at",
-    "detail", "crashed", "log", "probes", "requests_unmade", "told_session",
+    "detail", "crashed", "log", "probes", "requests_unmade", "told_session", "told_segments",
 }  # fmt: skip
 
 

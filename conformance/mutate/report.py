@@ -21,6 +21,7 @@ OUTCOME_CODES = (
     "unexpected-",
     "payload-corrupt",
     "session-told",
+    "segment-told",
 )
 # our side's failures: an error with one of these kills nothing
 OURS = (

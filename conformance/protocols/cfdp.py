@@ -566,6 +566,14 @@ SPEC = ProtocolSpec(
         "the Transaction.indication gives the source user the ID of the transaction its "
         "Put.request began: the source entity ID and sequence number its PDUs carry",
     ),
+    # 3.4.10 as dariolucia/ccsds cites it (FileSegmentRecvIndication.java):
+    # generating the indication is optional; where generated, its offset and
+    # length are those of the File Data PDU received
+    segment_told_rule=Rule(
+        "3.4.10",
+        "a File-Segment-Recv.indication gives the destination user the offset and length of "
+        "the file data of a File Data PDU received",
+    ),
     readings=load_readings(wire.SPECS / "cfdp" / "readings.json"),
     # No port is assigned (specs/cfdp/wire.json note): runs use 5111, the
     # port of cfdp-py's and cfdp-rs's UDP examples.

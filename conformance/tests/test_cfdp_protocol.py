@@ -74,6 +74,58 @@ def test_condition_codes_are_table_5_5_names() -> None:
         CfdpDelivery(sender_condition="nak_limit")
 
 
+def _fd(i: int, offset: int, length: int, decision: str = "pass") -> dict[str, object]:
+    fields = {"pdu_type": "file_data", "source_entity": 1, "seq_num": 1, "offset": offset,
+              "length": length}  # fmt: skip
+    return {"t_ns": i, "dir": "forward", "index": i, "len": 60 + length, "kind": "udp",
+            "proto": "cfdp", "seg": i, "fields": fields, "decision": decision}  # fmt: skip
+
+
+def test_the_segments_told_to_the_user_must_have_arrived(tmp_path: Path) -> None:
+    """A receiver's harness that reports its implementation's
+    File-Segment-Recv.indications (told_segments) is held to the File Data
+    PDUs the channel passed to it (727.0-B-5 3.4.10): a mutant of cfdp-py
+    whose indication gives no length was invisible on the wire."""
+    completed = ExpectedOutcome(
+        sender_outcome="completed", receiver_outcome="completed", delivered=DONE
+    )
+    log = tmp_path / "channel.jsonl"
+    frames = [_fd(1, 0, 1024), _fd(2, 1024, 976, "drop"), _fd(3, 1024, 976)]
+    log.write_text("".join(json.dumps(f) + "\n" for f in frames))
+
+    def told(segs: list[list[int | None]] | None, tester: str | None = None) -> list[str]:
+        rx = _end("receiver", "completed", DONE, told_segments=segs)
+        res = _result(_end("sender", "completed", CfdpDelivery()), rx)
+        res.tester = tester  # type: ignore[assignment]
+        v = judge(SPEC, _scenario([completed]), res, log, [])
+        return [f"{r.rule}: {r.message}" for r in v.reasons if r.code == "segment-told"]
+
+    assert told(None) == [] and told([]) == []
+    assert told([[0, 1024], [1024, 976], [1024, 976]]) == []
+    (none,) = told([[0, 1024], [1024, None]])
+    assert "length None (a parameter without its value)" in none and "§3.4.10" in none
+    (wrong,) = told([[0, 1000]])
+    assert "offset 0, length 1000 (no PDU it received)" in wrong
+    # the tester's own receiver is not an implementation with a user
+    assert told([[0, None]], tester="receiver") == []
+    # a File Data the channel corrupted may arrive with any span: only the
+    # values are held then
+    frames.append(_fd(4, 0, 1024, "corrupt"))
+    log.write_text("".join(json.dumps(f) + "\n" for f in frames))
+    assert told([[0, 1000]]) == [] and len(told([[0, None]])) == 1
+    # a harness's report that is no list of [offset, length] is its error
+    adapter = get("licklider")
+    adapter.protocol = "cfdp"
+    for bad in ("[[0]]", "[[0, -1]]", "[0, 1]", '[["0", 1]]'):
+        line = f'{{"outcome": "completed", "told_segments": {bad}}}'
+        end = adapter.parse_result("receiver", line, "", 0)
+        assert end.outcome == "error" and "bad told_segments" in end.detail, bad
+    ok = adapter.parse_result(
+        "receiver", '{"outcome": "open", "told_segments": [[0, null]]}', "", 0
+    )
+    assert ok.told_segments == [[0, None]] and ok.outcome == "open"
+
+
 def test_an_unmade_request_leaves_the_run_unjudged(tmp_path: Path) -> None:
     # the harness prints "made": false for a request it could not make
     adapter = get("licklider")  # any adapter: parse_result is the base class's

@@ -227,7 +227,7 @@ class HarnessUser(CfdpUserBase):
         self.obs.dest_path = path
 
     def file_segment_recv_indication(self, params: Any) -> None:
-        LOG.debug("File-Segment-Recv.indication offset=%d len=%d", params.offset, params.length)
+        self.obs.segment(params.offset, params.length, self.obs.settled)
 
     def report_indication(self, transaction_id: Any, status_report: Any) -> None:
         self.obs.note(f"Report.indication {status_report!r}")

@@ -449,6 +449,11 @@ class Stoppable(Run, Protocol):
     ended_at: float | None  # monotonic time of the transaction's end
 
 
+# How many File-Segment-Recv.indications a receiver's result reports: the
+# suite's files are 2 to 16 segments; a campaign's may be thousands.
+SEGMENTS_KEPT = 4096
+
+
 @dataclass
 class Observed:
     """The indications of the one transaction, for a harness that watches
@@ -470,6 +475,10 @@ class Observed:
     # indication is generated on receipt of the Put.request (727.0-B-5
     # 3.4.6): the result's told_session
     told: list[int] | None = None
+    # the File-Segment-Recv.indications the destination user was given
+    # (727.0-B-5 3.4.10), [offset, length] each as given, None for a value
+    # that is not a number: the receiver's told_segments
+    segments: list[list[int | None]] = field(default_factory=list)
 
     def tell(self, source: object, seq: object) -> None:
         """A Transaction.indication: the ID as the implementation gave it
@@ -480,6 +489,18 @@ class Observed:
         if self.told is None:
             self.told = ids if len(ids) == 2 else []
         self.note(f"Transaction.indication ({parts[0]}, {parts[1]})")
+
+    def segment(self, offset: object, length: object, after: bool) -> None:
+        """A File-Segment-Recv.indication, as the implementation gave it;
+        one ``after`` the transaction's end is only noted."""
+        parts = [p if type(p) is int and p >= 0 else None for p in (offset, length)]
+        # one a File Data PDU: logged at debug level, and a campaign's large
+        # file reports its first SEGMENTS_KEPT only
+        self.log.debug("File-Segment-Recv.indication offset=%s length=%s", offset, length)
+        if after:
+            self.after_end.append(f"File-Segment-Recv.indication offset={offset} length={length}")
+        elif len(self.segments) < SEGMENTS_KEPT:
+            self.segments.append(parts)
 
     def record(self, text: str, after: bool) -> None:
         """Log an event; one after the transaction's end goes to after_end."""
@@ -509,7 +530,9 @@ class Observed:
         transaction's end (or now); the receiver's file once it was checked."""
         end = run.ended_at if run.ended_at is not None else time.monotonic()
         delivered = self.delivered_bytes if self.payload_ok is not None else 0
-        told = {"told_session": self.told or []} if run.sender else {}
+        told: dict[str, Any] = (
+            {"told_session": self.told or []} if run.sender else {"told_segments": self.segments}
+        )
         return result_line(
             implementation, run, out, end - self.t0, (delivered, self.payload_ok), told
         )

@@ -350,7 +350,7 @@ class HarnessEntity(CfdpEntity):
     def filesegment_received_indication(
         self, transaction_id: Any, offset: int, length: int, *args: Any, **kwargs: Any
     ) -> None:
-        LOG.debug("File-Segment-Recv.indication offset=%d len=%d", offset, length)
+        self.obs.segment(offset, length, self.obs.ended())
 
     def suspended_indication(self, transaction_id: Any, condition_code: Any) -> None:
         after = self.obs.ended()

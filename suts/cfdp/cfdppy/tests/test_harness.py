@@ -46,6 +46,9 @@ def test_nominal_transfer_completes(tmp_path: Path, mode: str) -> None:
     assert sent["told_session"] == [1, 77] and "told_session" not in (received or {})
     ct.assert_delivered(received, tmp_path / "r")
     assert received is not None
+    # its File-Segment-Recv.indications: one per File Data PDU, as sent
+    assert received["told_segments"] == [[0, 1024], [1024, 1024], [2048, 952]]
+    assert "told_segments" not in sent
     assert sent["pdus_sent"]["file_data"] == 3  # 1024 + 1024 + 952
     if mode == "class2":
         assert received["pdus_sent"] == {"ack(eof,no_error)": 1, "finished(no_error)": 1}

@@ -116,6 +116,8 @@ def test_nominal_transfer_completes(tmp_path: Path, binary: Path, mode: str) -> 
     assert sent["implementation"] == "cfdp-rs 0.3.0"
     assert sent["told_session"] == [1, 77]  # its Transaction.indication's ID
     ct.assert_delivered(received)
+    assert received is not None  # its File-Segment-Recv.indications, as sent
+    assert received["told_segments"] == [[0, 1024], [1024, 1024], [2048, 952]]
     assert sent["pdus_sent"]["file_data"] == 3  # 1024 + 1024 + 952
     assert (tmp_path / "r" / "dtnc-received.bin").stat().st_size == 3000
     # Class 1 without closure: nothing comes back; with closure a Finished;

@@ -89,6 +89,8 @@ def test_nominal_transfer_completes(tmp_path: Path, mode: str) -> None:
     assert sent["pdus_sent"]["file_data"] == 3  # 1024 + 1024 + 952
     assert sent["implementation"] == "LibreCube cfdp 0.2.0"
     assert sent["told_session"] == [1, 1]  # its Transaction.indication's ID
+    # its File-Segment-Recv.indications: one per File Data PDU, as sent
+    assert received["told_segments"] == [[0, 1024], [1024, 1024], [2048, 952]]
     if mode == "class2":
         assert received["pdus_sent"] == {"ack(eof,no_error)": 1, "finished(no_error)": 1}
         assert sent["pdus_sent"]["ack(finished,no_error)"] == 1

@@ -84,7 +84,15 @@ pub struct Observer {
     /// The transaction ID the Transaction.indication gave the source user:
     /// (source entity, sequence number), the result's told_session.
     pub told: Option<(u64, u64)>,
+    /// The File-Segment-Recv.indications the destination user was given
+    /// (727.0-B-5 3.4.10), (offset, length) each, the first SEGMENTS_KEPT:
+    /// the result's told_segments.
+    pub segments: Vec<(u64, u64)>,
 }
+
+/// How many File-Segment-Recv.indications a receiver's result reports (as
+/// suts/cfdp/common/harnesskit.py's SEGMENTS_KEPT).
+pub const SEGMENTS_KEPT: usize = 4096;
 
 impl Observer {
     pub fn new(t0: Instant, role: &'static str, verbose: bool) -> Self {
@@ -104,6 +112,7 @@ impl Observer {
             dest_path: None,
             after_end: Vec::new(),
             told: None,
+            segments: Vec::new(),
         }
     }
 
@@ -210,12 +219,20 @@ impl CfdpUser for HarnessUser {
     }
 
     fn file_segment_recvd_indication(&mut self, p: &FileSegmentRecvdParams) {
-        let o = self.obs.borrow();
+        let mut o = self.obs.borrow_mut();
         if o.verbose {
             o.log(&format!(
                 "File-Segment-Recv.indication offset={} len={}",
                 p.offset, p.length
             ));
+        }
+        if o.settled {
+            o.after_end.push(format!(
+                "File-Segment-Recv.indication offset={} len={}",
+                p.offset, p.length
+            ));
+        } else if o.segments.len() < SEGMENTS_KEPT {
+            o.segments.push((p.offset, p.length as u64));
         }
     }
 

@@ -1028,6 +1028,8 @@ fn settle(ent: &mut Entity, timed_out: bool, why_stopped: &str) -> Value {
             "payload_ok".into(),
             obs.payload_ok.map(Value::Bool).unwrap_or(Value::Null),
         );
+        let told: Vec<Value> = obs.segments.iter().map(|(o, l)| json!([o, l])).collect();
+        result.insert("told_segments".into(), told.into());
     }
     result.insert(
         "duration_s".into(),
