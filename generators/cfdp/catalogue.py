@@ -298,7 +298,42 @@ def planned_purposes() -> list[Planned]:
                     "must catch it (4.6.1.2)",
                 )
             )
+    out.append(_resumed_receiver_nak())
     return out
+
+
+# How soon the receiver of the resumed-receiver purpose is resumed: well
+# before the EOF's resend, a timer period (1 s on this path) after its loss.
+RESUME_BEFORE_EOF_MS = 100.0
+
+
+def _resumed_receiver_nak() -> Planned:
+    """A Class 2 receiver suspended as the Metadata arrives and resumed
+    RESUME_BEFORE_EOF_MS later, before any EOF has reached it (the first
+    is lost), with File Data 1 lost: once resumed it must NAK the gap when
+    the EOF's resend comes, as one never suspended (4.6.4.3.1; CFDP.tla
+    ReceiverResumeTransaction). LibreCube keeps a receiver resumed before
+    the EOF marked suspended on a mutant of receiver2.py:138, and a
+    suspended receiver sends no NAK."""
+    base = Bound("class2", 0).transfer()
+    req = CfdpRequest(
+        entity="receiver",
+        request="suspend",
+        after=Trigger(direction="forward", match=match_of("metadata", 0, base)),
+        resume_after_ms=RESUME_BEFORE_EOF_MS,
+    )
+    losses = (
+        PlannedLoss("forward", "file_data", 1, 1, "drop"),
+        PlannedLoss("forward", "eof", 0, 1, "drop"),
+    )
+    return Planned(
+        "cfdp-c2-receiver-suspend-after-md-resumed-fd1.1-eof.1",
+        base.model_copy(update={"requests": [req]}),
+        tuple(impairment_of(x, base, note=f"{_short(x)} (forward)") for x in losses),
+        f"the {req.describe()}, with File Data 1 and the first EOF lost: resumed before any "
+        "EOF reaches it, the receiver must NAK the gap when the EOF's resend comes "
+        "(4.6.4.3.1)",
+    )
 
 
 def planned_scenarios(

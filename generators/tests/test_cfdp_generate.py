@@ -147,6 +147,21 @@ def test_catalogue_meets_the_targets(catalogue: tuple[Path, GenerateReport]) -> 
         assert scn.expect.unjudged and "judged at the end of its validated trace" in (
             scn.expect.unjudged
         )
+    # a receiver resumed before any EOF reaches it, a gap to NAK at the resend
+    resumed = scns["cfdp-c2-receiver-suspend-after-md-resumed-fd1.1-eof.1"]
+    (req,) = _transfer(resumed).requests
+    assert (req.entity, req.request, req.resume_after_ms) == (
+        "receiver",
+        "suspend",
+        cfdp_catalogue.RESUME_BEFORE_EOF_MS,
+    )
+    assert [(i.action, i.match.get("directive", i.match.get("offset"))) for i in
+            resumed.impairments] == [("drop", size), ("drop", "eof")]  # fmt: skip
+    assert any(
+        (o.sender_outcome, o.receiver_outcome, o.delivered.parts()["file_bytes_delivered"])
+        == ("completed", "completed", cfdp_catalogue.FILE_LEN)
+        for o in resumed.expect.outcomes
+    )
 
 
 @pytest.mark.integration
