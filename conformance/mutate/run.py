@@ -226,17 +226,26 @@ def its_own(mutant: Path, original: Path) -> bool:
     """Whether the mutant's deviation cannot be one the original makes too,
     hidden behind the original's first: trace validation stops at the
     first line it cannot explain, so the original's trace is judged only
-    that far. It cannot where the mutant's run deviates no later in its
-    trace than the original's, or where it was rejected at a PDU it sent
-    that the original's trace never shows at all (a deviation past the
-    original's first that is an omission, something owed and not sent, may
-    be the original's too)."""
+    that far. It cannot where the mutant's run was rejected at a PDU it
+    sent that the original's trace never shows at all, or, earlier in its
+    trace than the original's, for something owed and not sent. A PDU the
+    original's trace shows too is not its own, wherever it was rejected,
+    nor an omission noticed at the original's line: two entities' sends at
+    nearly the same time come in either order from run to run, and what
+    is rejected then is the original's own deviation in another order (a
+    cfdp-py mutant of a PermissionError branch, never reached, was credited
+    so: the sender's EOF(cancel) and the receiver's Finished(cancel) at
+    the same ACK limit, 3 ms apart, the other way round, each side's
+    answer then overdue at line 21). Past the original's first deviation
+    an omission may be the original's too."""
     ours, theirs = _verdict(mutant).get("trace") or {}, _verdict(original).get("trace") or {}
     mine, at = _rejected_at(ours), _rejected_at(theirs)
-    if at is None or (mine is not None and mine <= at):
+    if at is None:
         return True
-    if mine is None or ours.get("overdue"):
+    if mine is None:
         return False
+    if ours.get("overdue"):
+        return mine < at
     lines = _lines(mutant, ours)
     if mine > len(lines):
         return False

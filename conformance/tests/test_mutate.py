@@ -792,8 +792,9 @@ def test_a_steady_deviation_of_its_own_kills_where_the_original_fails(
     kill, and so is the one rejected later in its trace at a PDU the
     original never sends; the one whose second run deviates as the
     original does survives; the ones that deviate as the original does, or
-    later at a PDU the original's trace shows too (its own deviation,
-    maybe, behind its first), are never run again."""
+    at a PDU the original's trace shows too (later: its own deviation,
+    maybe, behind its first; at the same line: the original's two PDUs in
+    the other order), are never run again."""
     theirs, mine, fin = _THEIRS, _MINE, _FIN
     cancel = {"k": "FIN", "t": 1, "cc": "NakLimit"}
     script = {  # each run of the lossy case in turn: the receiver's PDUs, the line rejected
@@ -803,6 +804,9 @@ def test_a_steady_deviation_of_its_own_kills_where_the_original_fails(
         "same": [([theirs, fin], 2)],
         "hidden": [([mine, fin], 3)],  # the Finished the original sends too
         "past": [([mine, cancel], 3), ([mine, cancel], 3)],  # one it never sends
+        # the original's two PDUs the other way round, rejected at the same
+        # line: at the Finished the original sends too (a race, not its own)
+        "swapped": [([fin, theirs], 2)],
     }
     st, ms, ran = _scripted_loop(tmp_path, monkeypatch, script)
     fates = {f.mutant["name"].split(": ")[1]: f for f in mreport.fates(st)}
@@ -812,6 +816,7 @@ def test_a_steady_deviation_of_its_own_kills_where_the_original_fails(
         "same": "survived",
         "hidden": "survived",
         "past": "killed",
+        "swapped": "survived",
     }
     kill = json.loads(st.get(f"killed:{ms[0].key}") or "{}")
     assert kill["original"] == "fail" and kill["case"] == "cfdp-lossy--tester-sender"
@@ -830,9 +835,24 @@ def test_a_steady_deviation_of_its_own_kills_where_the_original_fails(
     )
     # the same deviation, or a later one the original's trace shows: not run again
     assert ran.count(("same", "cfdp-lossy")) == ran.count(("hidden", "cfdp-lossy")) == 1
+    assert ran.count(("swapped", "cfdp-lossy")) == 1
     for m in ms:  # the case the original fails waits for the one it passes
         name = m.name.split(": ")[1]
         assert ran.index((name, "cfdp-clean")) < ran.index((name, "cfdp-lossy")), name
+
+
+def test_an_omission_is_its_own_only_before_the_originals_line(tmp_path: Path) -> None:
+    """Something owed and not sent is the mutant's own deviation where
+    trace validation notices it earlier than the original's first; at the
+    original's line it may be the original's two sends in the other order."""
+    _failed_run(tmp_path / "original", [_THEIRS, _FIN], 2700, 7, at=3)
+    for name, at in (("earlier", 2), ("same", 3)):
+        _failed_run(tmp_path / name, [_THEIRS, _FIN], 2700, 7, at=at)
+        verdict = json.loads((tmp_path / name / "verdict.json").read_text())
+        verdict["trace"]["overdue"] = True
+        (tmp_path / name / "verdict.json").write_text(json.dumps(verdict))
+    assert mrun.its_own(tmp_path / "earlier", tmp_path / "original")
+    assert not mrun.its_own(tmp_path / "same", tmp_path / "original")
 
 
 def test_a_case_whose_original_deviates_otherwise_again_kills_nothing(
