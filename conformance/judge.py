@@ -603,27 +603,31 @@ def _segments_told_reasons(
     """Fails for the data segments a receiving implementation told its user
     had arrived (CFDP's File-Segment-Recv.indication) that no unit the
     channel passed to it carried: an offset or length given without a value,
-    or a span no such unit holds. A span the channel corrupted on its way
-    is not known, so where any unit was corrupted only the values are held.
-    Judged where its harness reports ``told_segments``; not where our tester
-    plays the receiver."""
+    or a span no such unit holds. What the channel corrupted on its way, or
+    passed as IPv4 fragments (which it does not classify), may have carried
+    any span, so where any forward frame was either only the values are
+    held. Judged where its harness reports ``told_segments`` and the channel
+    log shows the protocol's units; not where our tester plays the
+    receiver."""
     told = result.receiver.told_segments
     if told is None or spec.segment_told_rule is None or result.tester == "receiver":
         return []
-    spans: set[tuple[int, int]] = set()
-    corrupted = False
-    for r in records:
-        if r.dir != "forward" or r.proto != spec.name or r.decision == "drop":
-            continue
-        span = spec.data_span(r.fields)
-        if span is not None:
-            spans.add(span)
-            corrupted |= r.decision == "corrupt"
+    forward = [r for r in records if r.dir == "forward"]
+    if not any(r.proto == spec.name for r in forward):
+        return []
+    unknown = any(r.decision == "corrupt" or r.kind == "fragment" for r in forward)
+    spans = {
+        span
+        for r in forward
+        if r.proto == spec.name and r.decision != "drop"
+        for span in [spec.data_span(r.fields)]
+        if span is not None
+    }
     wrong: list[str] = []
     for off, length in (tuple(s) for s in told):
         if off is None or length is None:
             wrong.append(f"offset {off}, length {length} (a parameter without its value)")
-        elif (off, length) not in spans and not corrupted:
+        elif (off, length) not in spans and not unknown:
             wrong.append(f"offset {off}, length {length} (no {spec.unit} it received)")
     if not wrong:
         return []

@@ -222,35 +222,42 @@ def rejected_at(run_dir: Path) -> int | None:
     return _rejected_at(_verdict(run_dir).get("trace") or {})
 
 
+# How many trace lines apart the original's copy of a PDU may be for the
+# mutant's, rejected at or before the original's line, to be the same two
+# sends in the other order (its_own).
+RACE_LINES = 2
+
+
 def its_own(mutant: Path, original: Path) -> bool:
     """Whether the mutant's deviation cannot be one the original makes too,
     hidden behind the original's first: trace validation stops at the
     first line it cannot explain, so the original's trace is judged only
-    that far. It cannot where the mutant's run was rejected at a PDU it
-    sent that the original's trace never shows at all, or, earlier in its
-    trace than the original's, for something owed and not sent. A PDU the
-    original's trace shows too is not its own, wherever it was rejected,
-    nor an omission noticed at the original's line: two entities' sends at
-    nearly the same time come in either order from run to run, and what
-    is rejected then is the original's own deviation in another order (a
-    cfdp-py mutant of a PermissionError branch, never reached, was credited
-    so: the sender's EOF(cancel) and the receiver's Finished(cancel) at
-    the same ACK limit, 3 ms apart, the other way round, each side's
-    answer then overdue at line 21). Past the original's first deviation
-    an omission may be the original's too."""
+    that far. It can be the original's where the mutant's run was rejected
+    past the original's line at a PDU the original's trace shows too, or
+    for something owed and not sent (an omission, or a line that is no
+    send). At or before the original's line a rejected send is the
+    mutant's own unless the original's trace shows the same PDU within
+    RACE_LINES of it, and an omission unless it is noticed at the
+    original's line: two entities' sends at nearly the same time come in
+    either order from run to run (a cfdp-py mutant of a PermissionError
+    branch, never reached, was credited with a kill so: the sender's
+    EOF(cancel) and the receiver's Finished(cancel) at the same ACK limit,
+    3 ms apart, the other way round, each side's answer then overdue at
+    line 21)."""
     ours, theirs = _verdict(mutant).get("trace") or {}, _verdict(original).get("trace") or {}
     mine, at = _rejected_at(ours), _rejected_at(theirs)
     if at is None:
         return True
     if mine is None:
         return False
-    if ours.get("overdue"):
-        return mine < at
     lines = _lines(mutant, ours)
-    if mine > len(lines):
-        return False
-    sent = lines[mine - 1]
-    return sent.get("kind") == "send" and sent not in _lines(original, theirs)
+    line = lines[mine - 1] if mine <= len(lines) else {}
+    if ours.get("overdue") or line.get("kind") != "send":
+        return mine < at
+    shown = _lines(original, theirs)
+    if mine <= at:
+        shown = shown[max(0, mine - 1 - RACE_LINES) : mine + RACE_LINES]
+    return line not in shown
 
 
 def deviation(run_dir: Path) -> str:

@@ -113,6 +113,15 @@ def test_the_segments_told_to_the_user_must_have_arrived(tmp_path: Path) -> None
     frames.append(_fd(4, 0, 1024, "corrupt"))
     log.write_text("".join(json.dumps(f) + "\n" for f in frames))
     assert told([[0, 1000]]) == [] and len(told([[0, None]])) == 1
+    # so may one the channel passed as IPv4 fragments, which it does not
+    # classify (a resend of 2,048 octets over a 1,500-octet MTU)
+    frag = {"t_ns": 5, "dir": "forward", "index": 5, "len": 1514, "kind": "fragment",
+            "decision": "pass"}  # fmt: skip
+    log.write_text("".join(json.dumps(f) + "\n" for f in [*frames[:3], frag]))
+    assert told([[1024, 2048]]) == [] and len(told([[0, None]])) == 1
+    # with no unit of the protocol in the channel's log, nothing is judged
+    log.write_text("")
+    assert told([[0, 1000], [0, None]]) == []
     # a harness's report that is no list of [offset, length] is its error
     adapter = get("licklider")
     adapter.protocol = "cfdp"

@@ -855,6 +855,21 @@ def test_an_omission_is_its_own_only_before_the_originals_line(tmp_path: Path) -
     assert not mrun.its_own(tmp_path / "same", tmp_path / "original")
 
 
+def test_an_early_pdu_the_original_sends_much_later_is_its_own(tmp_path: Path) -> None:
+    """A PDU the mutant sends early and is rejected for, which the original
+    sends too but lines later (a Finished(cancel) at the first timer expiry
+    where the original's comes at the limit), is the mutant's own; within
+    RACE_LINES of the original's copy it may be the same sends reordered."""
+    cancel = {"k": "FIN", "t": 1, "cc": "NakLimit"}
+    many = [_THEIRS, *[{**_FIN, "n": i} for i in range(mrun.RACE_LINES + 1)], cancel]
+    _failed_run(tmp_path / "original", many, 2700, 7, at=len(many) + 1)
+    _failed_run(tmp_path / "early", [cancel], 2700, 7, at=2)
+    assert mrun.its_own(tmp_path / "early", tmp_path / "original")
+    _failed_run(tmp_path / "near", [_THEIRS, cancel], 2700, 7, at=3)
+    _failed_run(tmp_path / "original2", [_THEIRS, _FIN, cancel], 2700, 7, at=4)
+    assert not mrun.its_own(tmp_path / "near", tmp_path / "original2")
+
+
 def test_a_case_whose_original_deviates_otherwise_again_kills_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

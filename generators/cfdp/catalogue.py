@@ -254,7 +254,8 @@ def _point(d: str, key: str, off: int) -> str:
 
 def planned_purposes() -> list[Planned]:
     """Each request at each point of each mode's nominal transaction; an
-    outage as each PDU crosses; each File Data PDU corrupted."""
+    outage as each PDU crosses; each File Data PDU corrupted; a receiver
+    resumed before any EOF reaches it, with a gap to NAK."""
     out: list[Planned] = []
     for mode, points in NOMINAL.items():
         base = Bound(mode, 0).transfer()
