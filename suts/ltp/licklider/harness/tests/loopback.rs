@@ -417,10 +417,12 @@ fn sdnv(b: &[u8]) -> (u64, usize) {
 /// a CR (RFC 5326 §3.2.3, type 14, reason USR_CNCLD) and then counts the
 /// data segments that still reach it. A harness that hands the socket to
 /// licklider between sends lets the CR in while the block is going out, so
-/// the sender cancels and stops long before the end of its block (RFC 5326
+/// the sender cancels and stops before the end of its block (RFC 5326
 /// §6.19: a cancelled session's queued segments are deleted). One that sends
 /// everything licklider queued first, as this harness did until 2026-11-29,
-/// lets all 2,000 out.
+/// lets all 2,000 out. How many go out before the CR is read depends on the
+/// machine's scheduling (1,067 and 1,528 on a 2-core machine, 2026-12-03),
+/// so the bound only tells those apart: under 1,900.
 #[test]
 fn a_cancel_reaches_a_sender_still_sending() {
     let stand_in = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -472,7 +474,7 @@ fn a_cancel_reaches_a_sender_still_sending() {
     assert_eq!(sj["outcome"], "cancelled", "{sj}\n{log}");
     eprintln!("{data} of 2,000 data segments went out");
     assert!(
-        data < 1000,
+        data < 1900,
         "{data} of 2,000 data segments went out: the CR was read only after them\n{log}"
     );
 }
