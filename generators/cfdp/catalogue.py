@@ -327,8 +327,10 @@ def _resumed_receiver_nak() -> Planned:
         PlannedLoss("forward", "file_data", 1, 1, "drop"),
         PlannedLoss("forward", "eof", 0, 1, "drop"),
     )
+    point = _point("forward", "metadata", 0)
     return Planned(
-        "cfdp-c2-receiver-suspend-after-md-resumed-fd1.1-eof.1",
+        f"cfdp-{MODEL_MODES['class2']}-receiver-suspend-after-{point}-resumed-"
+        + "-".join(_short(x) for x in losses),
         base.model_copy(update={"requests": [req]}),
         tuple(impairment_of(x, base, note=f"{_short(x)} (forward)") for x in losses),
         f"the {req.describe()}, with File Data 1 and the first EOF lost: resumed before any "

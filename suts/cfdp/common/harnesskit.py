@@ -496,9 +496,10 @@ class Observed:
         parts = [p if type(p) is int and p >= 0 else None for p in (offset, length)]
         # one a File Data PDU: logged at debug level, and a campaign's large
         # file reports its first SEGMENTS_KEPT only
-        self.log.debug("File-Segment-Recv.indication offset=%s length=%s", offset, length)
+        text = f"File-Segment-Recv.indication offset={offset} length={length}"
+        self.log.debug("%s", text)
         if after:
-            self.after_end.append(f"File-Segment-Recv.indication offset={offset} length={length}")
+            self.after_end.append(text)
         elif len(self.segments) < SEGMENTS_KEPT:
             self.segments.append(parts)
 

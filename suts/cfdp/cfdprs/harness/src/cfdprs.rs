@@ -220,17 +220,17 @@ impl CfdpUser for HarnessUser {
 
     fn file_segment_recvd_indication(&mut self, p: &FileSegmentRecvdParams) {
         let mut o = self.obs.borrow_mut();
-        if o.verbose {
-            o.log(&format!(
+        let text = || {
+            format!(
                 "File-Segment-Recv.indication offset={} len={}",
                 p.offset, p.length
-            ));
+            )
+        };
+        if o.verbose {
+            o.log(&text());
         }
         if o.settled {
-            o.after_end.push(format!(
-                "File-Segment-Recv.indication offset={} len={}",
-                p.offset, p.length
-            ));
+            o.after_end.push(text());
         } else if o.segments.len() < SEGMENTS_KEPT {
             o.segments.push((p.offset, p.length as u64));
         }
