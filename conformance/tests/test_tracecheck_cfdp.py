@@ -1098,3 +1098,98 @@ def test_a_sender_that_stops_after_its_metadata_is_rejected_at_its_exit(
     assert tc.status == "rejected", tc.message
     assert "the model's sender still had a step" in tc.message, tc.message
     assert "SenderTxFileData" in tc.message, tc.message
+
+
+@pytest.mark.parametrize(
+    ("nak_mode", "lost", "naks"),
+    [
+        ("deferred", 0, True),
+        ("deferred", 0, False),
+        ("immediate", SEG, True),
+        ("immediate", SEG, False),
+    ],
+)
+def test_a_receiver_owes_a_nak_for_what_its_eof_leaves_missing(
+    tmp_path: Path, nak_mode: str, lost: int, naks: bool
+) -> None:
+    """A LibreCube mutant (mutmut's `machines/receiver2.py:138` `mutmut_74`,
+    2026-12-03) acknowledged an EOF that left a gap and never asked for it;
+    its sender's inactivity fault ended the transaction 6 s later. The
+    model's NAK after the EOF is not prompt, so against a sender that
+    cancels on inactivity (a step it may take at any time) such a receiver
+    passed. Upon initial receipt of the EOF (No error) a receiver missing
+    data that no earlier NAK asked for shall issue a NAK (727.0-B-5, as
+    TraceCFDP's NakOwes quotes it): with deferred NAKs any gap, with
+    immediate ones the last segment, which no NAK before the EOF can name.
+    With the NAK the transfer completes; without it, the run is rejected
+    for the NAK owed, naming the EOF."""
+    w = Wire()
+    w.pdu(0.000, "forward", md())
+    w.pdu(0.001, "forward", fd(0), lost=lost == 0)
+    w.pdu(0.002, "forward", fd(SEG), lost=lost == SEG)
+    w.pdu(0.003, "forward", eof())
+    w.pdu(0.006, "return", ack("eof"))
+    if naks:
+        w.pdu(0.007, "return", CFDPNak(start_of_scope=0, end_of_scope=len(FILE),
+                                       segment_requests=[(lost, min(lost + SEG, len(FILE)))],
+                                       **HEAD))  # fmt: skip
+        w.pdu(0.011, "forward", fd(lost))
+        closed(w, 0.015)
+    else:
+        w.pdu(5.000, "forward", eof("inactivity_detected"))
+        w.pdu(5.004, "return", ack("eof", "inactivity_detected"))
+    scn = scenario(nak_mode=nak_mode)
+    if not naks:
+        seen = scn.expect.outcomes[0].model_copy(
+            update={"sender_outcome": "cancelled", "receiver_outcome": "cancelled"}
+        )
+        scn = scn.model_copy(update={"expect": scn.expect.model_copy(update={"outcomes": [seen]})})
+    tc = w.check(tmp_path, scn)
+    if naks:
+        assert tc.status == "accepted", tc.message
+        return
+    assert tc.status == "rejected", tc.message
+    assert "NAK of t1's missing data that its EOF called for" in tc.message, tc.message
+    assert tc.overdue, tc
+
+
+@pytest.mark.parametrize("naks", [True, False])
+def test_a_receiver_resumed_before_the_eof_owes_its_nak(tmp_path: Path, naks: bool) -> None:
+    """The LibreCube mutant's own case (`machines/receiver2.py:138`
+    `mutmut_74`, `cfdp-c2-receiver-suspend-after-md-resumed-fd1.1-eof.1`):
+    the receiver's user suspends it as the Metadata arrives and resumes it
+    100 ms later; File Data 1 and the first EOF are lost, and the EOF's
+    resend reaches the resumed receiver at 1 s. Without its NAK, the model
+    used to place the receiver's one suspension after that EOF, which
+    dropped the NAK it owed, and resume it before the sender's inactivity
+    cancel. A suspend step now comes no later than the resume's latest
+    time (TraceCFDP's SuspendedInTime), so the NAK is owed."""
+    w = Wire()
+    w.pdu(0.000, "forward", md())
+    w.pdu(0.001, "forward", fd(0))
+    w.pdu(0.002, "forward", fd(SEG), lost=True)
+    w.pdu(0.003, "forward", eof(), lost=True)
+    w.pdu(1.003, "forward", eof())
+    w.pdu(1.006, "return", ack("eof"))
+    if naks:
+        w.pdu(1.007, "return", CFDPNak(start_of_scope=0, end_of_scope=len(FILE),
+                                       segment_requests=[(SEG, len(FILE))], **HEAD))  # fmt: skip
+        w.pdu(1.011, "forward", fd(SEG))
+        closed(w, 1.015)
+    else:
+        w.pdu(7.000, "forward", eof("inactivity_detected"))
+        w.pdu(7.004, "return", ack("eof", "inactivity_detected"))
+    after = {"direction": "forward", "match": {"directive": "metadata"}}
+    asks = [{"entity": "receiver", "request": "suspend", "after": after, "resume_after_ms": 100}]
+    scn = scenario(nak_mode="deferred", requests=asks)
+    if not naks:
+        seen = scn.expect.outcomes[0].model_copy(
+            update={"sender_outcome": "cancelled", "receiver_outcome": "cancelled"}
+        )
+        scn = scn.model_copy(update={"expect": scn.expect.model_copy(update={"outcomes": [seen]})})
+    tc = w.check(tmp_path, scn, readings=[""])
+    if naks:
+        assert tc.status == "accepted", tc.message
+        return
+    assert tc.status == "rejected", tc.message
+    assert "NAK of t1's missing data that its EOF called for" in tc.message, tc.message

@@ -436,10 +436,8 @@ def describe_pdu(pdu: Mapping[str, Any]) -> str:
         return f"Prompt({pdu['of']}) {tx}"
     if k == "KA":
         return f"KeepAlive {tx} progress={pdu['seg']}"
-    if k == "RESUME":  # TraceCFDP's ResumeOwes: any PDU of the first pass
-        return (
-            f"next PDU of {tx}'s first pass (its Metadata, a File Data or its EOF) after its resume"
-        )
+    if k == "NAKDUE":  # TraceCFDP's NakDue: any NAK of the transaction
+        return f"NAK of {tx}'s missing data that its EOF called for"
     return f"Metadata {tx}{wrong}" if k == "MD" else k
 
 

@@ -87,6 +87,20 @@ ChannelRestoreCopy ==
 Held(a) == \E t \in Tx : IF a = "sender" THEN snd[t].susp ELSE rcv[t].susp
 ResumedInTime == \A a \in Actors : Held(a) => cur.t <= HoldEnds[a][2]
 
+\* The suspend request itself comes between its trigger and its resume, so
+\* no later than the latest resume: the model takes a user's suspend step
+\* only after a line no later than that (SuspendedInTime, a guard on the
+\* step).  Without it the model could suspend an entity long after its
+\* resume, and so drop what it owed (NakOwes): a LibreCube mutant's
+\* receiver, suspended as the Metadata arrived and resumed 100 ms later,
+\* never NAKed the EOF that came a second later, and the model placed its
+\* one suspension after that EOF.
+SuspendedInTime ==
+    LET ev == lastEvent'
+    IN IF ev.action \notin {"SenderSuspendTransaction", "ReceiverSuspendTransaction"} \/ l = 1
+       THEN TRUE
+       ELSE LineAt(l - 1).t <= HoldEnds[ev.actor][2]
+
 \* A sender resumed in its first pass (the Metadata, File Data and EOF its
 \* Put.request started, 5.2) carries on with it: some PDU of its must be
 \* on the wire between the earliest time of its resume and its window
@@ -121,14 +135,56 @@ SenderCarriesOn ==
 \* earliest deadline of a unit asked for again stands.  The sender's notice
 \* of cancellation on the wire (its EOF(cancel), NakMet) or the
 \* transaction's end ends them.
+\*
+\* And the receiver's first NAK after the EOF.  "Upon initial receipt of the
+\* EOF (No error) PDU for a transaction, the receiving entity shall
+\* determine whether or not any of the transaction's file data or metadata
+\* have yet to be received.  If so: a) If any file data gaps or lost
+\* metadata are detected for which no segment requests were included in
+\* previously issued NAK PDUs, the receiving CFDP entity shall issue a NAK
+\* sequence" (727.0-B-5 as dariol83/ccsds quotes it,
+\* IncomingCfdpTransaction.java, handleEndOfFilePdu, which numbers it
+\* 4.6.4.6; cfdp-py dest.py and cfdp-rs dest.rs cite the procedure as
+\* 4.6.4.3.1).  The model's NAK after the EOF (ReceiverTxNak) is not
+\* prompt, so without this a receiver that never asked would pass against a
+\* sender that ends the transaction on its own timers.  Owed, as
+\* NakDue(t), within the receiver's window of the EOF's arrival, where the
+\* EOF leaves something that no earlier NAK can have asked for
+\* (EofLeavesUnasked); met by any NAK of the transaction on the wire
+\* (NakMet); dropped once the receiver has the whole file, ends, or is
+\* suspended (a user's suspend holds its NAKs, 4.11.2.7 a) as dariol83/ccsds
+\* quotes it).
+NakDue(t) == Pdu("NAKDUE", t)
+
+\* What the receiver lacks at the EOF that no NAK before it asked for: a
+\* segment past every one received (a NAK before the EOF names only gaps
+\* below a segment received: ReceiverRxFileData, ReceiverRxPrompt), or, with
+\* deferred NAKs and no Prompt sent, anything (no NAK precedes the EOF
+\* then).  An EOF that reaches the receiver before its user's resume can
+\* have come (HoldEnds) owes nothing here: a suspended receiver holds its
+\* NAKs, and the standard times none after the resume.
+EofLeavesUnasked(t, t0) ==
+    /\ Acknowledged(t)
+    /\ HoldEnds["receiver"][2] = Never \/ t0 > HoldEnds["receiver"][2]
+    /\ \/ \E o \in Missing(t) : \A g \in rcv[t].got : g < o
+       \/ NakMode = "deferred" /\ spent.prompts = 0 /\ ~HasFile(t)
+
+\* The receiver of transaction x still has to ask for something once a step
+\* is taken: open, not suspended, the file not whole.
+StillAsking(x) ==
+    /\ rcv'[x].phase = "open" /\ ~rcv'[x].susp
+    /\ ~(rcv'[x].md /\ Segs \subseteq rcv'[x].got)
+
 NakOwes(e, t0) ==
     LET ev == lastEvent'
         tx == ev.t
         w == WindowOf("sender")
         sending(x) == snd'[x].phase # "closed"
-        kept == [k \in {x \in DOMAIN owes : sending(x[2].t)} |-> owes[k]]
+        kept == [k \in {x \in DOMAIN owes :
+                          IF x[2].k = "NAKDUE" THEN StillAsking(x[2].t) ELSE sending(x[2].t)}
+                 |-> owes[k]]
         timed == IF ev.action = "SenderTxEof"
-                 THEN Deferred(kept, LAMBDA k : kept[k].t = tx, t0 + w)
+                 THEN Deferred(kept, LAMBDA k : kept[k].t = tx /\ k[1] = "forward", t0 + w)
                  ELSE kept
         nak == CHOOSE x \in ev.rx : TRUE
         asked == IF ev.action = "SenderRxNak"
@@ -136,11 +192,18 @@ NakOwes(e, t0) ==
                       \cup (IF nak.md THEN {<<"forward", MdPdu(tx)>>} ELSE {})
                  ELSE {}
         due == IF snd[tx].phase = "data" THEN Never ELSE t0 + w
-    IN Owe(timed, asked, [due |-> due, at |-> t0, t |-> tx])
+        eof == ev.action = "ReceiverRxEof" /\ EofLeavesUnasked(tx, t0) /\ StillAsking(tx)
+        timedNak == IF eof
+                    THEN Owe(timed, {<<"return", NakDue(tx)>>},
+                             [due |-> t0 + WindowOf("receiver"), at |-> t0, t |-> tx])
+                    ELSE timed
+    IN Owe(timedNak, asked, [due |-> due, at |-> t0, t |-> tx])
 
 NakMet(o, L) ==
     IF L.kind = "send" /\ L.dir = "forward" /\ L.seg.k = "EOF" /\ L.seg.cc # "NoError"
     THEN [k \in {x \in DOMAIN o : x[2].t # L.seg.t} |-> o[k]]
+    ELSE IF L.kind = "send" /\ L.dir = "return" /\ L.seg.k = "NAK"
+    THEN [k \in DOMAIN o \ {<<"return", NakDue(L.seg.t)>>} |-> o[k]]
     ELSE Met(o, L)
 
 \* Where the wire shows the sender sending a unit nothing waiting shows,
@@ -209,7 +272,7 @@ Observed(out, seen) == seen = "any" \/ out \in {"open", seen}
 Consistent == Observed(snd[1].out, ObservedSender) /\ Observed(rcv[1].out, ObservedReceiver)
 
 TraceNext ==
-    /\ \/ Step /\ ModelStep(AsTraceEvent(lastEvent'))
+    /\ \/ Step /\ SuspendedInTime /\ ModelStep(AsTraceEvent(lastEvent'))
        \/ UNCHANGED vars /\ LineStep(Settled)
        \/ ChannelRestoreCopy
     /\ Consistent'
