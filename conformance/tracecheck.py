@@ -644,7 +644,19 @@ def _owed(
     inq, pend = d[1], _pend(d)
     late = sum(1 for who, q in inq.items() if q and q[0]["t"] + window_us + hold_us.get(who, 0) < t)
     lapsed = len(_lapsed(d, t, window_us, hold_us, exiting))
-    return late + lapsed + sum(1 for dues in pend.values() for x in dues if x < t)
+    unsent = sum(len(_unsent_at_exit(d_, dues, exiting)) for (d_, _u), dues in pend.items())
+    return late + lapsed + unsent + sum(1 for dues in pend.values() for x in dues if x < t)
+
+
+def _unsent_at_exit(d_: str, dues: Sequence[int], exiting: str | None) -> list[int]:
+    """The emissions in direction ``d_`` with no deadline (TraceCore's
+    Never) that an actor exiting there (``exiting``: the actor; "" at the
+    trace's end, every actor) made and can no longer send (TraceCore's
+    exit and end lines)."""
+    who = "sender" if d_ == "forward" else "receiver"
+    if exiting is None or exiting not in ("", who):
+        return []
+    return [x for x in dues if x == _NEVER]
 
 
 def _made_by(d: Any) -> Mapping[Any, Any]:
@@ -840,6 +852,15 @@ def _overdue(
         by = _made_by(d)
         for (d_, u), dues in pend.items():
             late = [x for x in dues if x < t]
+            if _unsent_at_exit(d_, dues, exiting) and not late:
+                who = "sender" if d_ == "forward" else "receiver"
+                made = f" ({by[(d_, u)][0]})" if (d_, u) in by else ""
+                overdue.append(
+                    f"the model's {who} had made a {describe(u)}{made} that the wire never "
+                    f"shows, and it cannot send it once {'the trace has ended' if exiting == '' else 'it has exited'}"
+                )
+                if (d_, u) in by:
+                    blame.append(str(by[(d_, u)][0]))
             if late:
                 who = "sender" if d_ == "forward" else "receiver"
                 overdue.append(

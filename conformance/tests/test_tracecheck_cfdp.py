@@ -1193,3 +1193,42 @@ def test_a_receiver_resumed_before_the_eof_owes_its_nak(tmp_path: Path, naks: bo
         return
     assert tc.status == "rejected", tc.message
     assert "NAK of t1's missing data that its EOF called for" in tc.message, tc.message
+
+
+def test_a_receiver_that_exits_without_its_finished_is_rejected_at_its_exit(
+    tmp_path: Path,
+) -> None:
+    """A live run of cfdp-py 0.7.0 receiving from the tester
+    (`cfdp-c2-a1n1k1-l3-fd0.1-fd1.1-md.1`, 2026-12-03): the Metadata and
+    both File Data are lost, the EOF opens the transaction, the receiver
+    NAKs all three and gets them, and never sends its Finished (its finding
+    cfdp-py-0.7.0-metadata-after-eof-stalls); the tester's sender cancels on
+    its inactivity timer, the receiver stops, and the sender sends its
+    EOF(cancel) once more when no ACK comes. The model's receiver had to
+    make its Finished (a prompt step), which then waited unsent: the trace
+    was rejected only at the sender's repeated EOF, which no send line left
+    room for, and the judge held that against our tester (an error, not the
+    implementation's fail). What an actor made with no deadline and never
+    sent now rejects its exit (TraceCore)."""
+    w = Wire()
+    w.pdu(0.000, "forward", md(), lost=True)
+    w.pdu(0.001, "forward", fd(0), lost=True)
+    w.pdu(0.002, "forward", fd(SEG), lost=True)
+    w.pdu(0.003, "forward", eof())
+    w.pdu(0.006, "return", ack("eof"))
+    w.pdu(0.007, "return", CFDPNak(start_of_scope=0, end_of_scope=len(FILE),
+                                   segment_requests=[(0, 0), (0, len(FILE))], **HEAD))  # fmt: skip
+    w.pdu(0.010, "forward", md())
+    w.pdu(0.011, "forward", fd(0))
+    w.pdu(0.012, "forward", fd(SEG))
+    w.pdu(6.000, "forward", eof("inactivity_detected"))
+    w.pdu(7.000, "forward", eof("inactivity_detected"))
+    scn = scenario()
+    seen = scn.expect.outcomes[0].model_copy(
+        update={"sender_outcome": "abandoned", "receiver_outcome": "open"}
+    )
+    scn = scn.model_copy(update={"expect": scn.expect.model_copy(update={"outcomes": [seen]})})
+    tc = w.check(tmp_path, scn, observed=seen, exits={"receiver": T0 + 6.050, "sender": T0 + 9.0})
+    assert tc.status == "rejected", tc.message
+    assert tc.actor == "receiver" and "the receiver's exit" in tc.message, tc.message
+    assert "ReceiverTxFinished" in tc.actions, tc.actions

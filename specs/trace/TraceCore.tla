@@ -461,6 +461,12 @@ LineStep(Settled(_)) ==
                                     Append(@, [seg |-> L.seg, t |-> L.t])]
                 /\ UNCHANGED <<pend, gone>>
          [] L.kind = "exit" ->
+                \* what the actor made with no deadline (a step the wire
+                \* shows later, or a prompt one) it can no longer send: the
+                \* trace's end would reject it (below); its exit says so
+                /\ \A x \in DOMAIN pend :
+                       IF x[1] = TxDir(L.actor) THEN \A i \in DOMAIN pend[x] : pend[x][i] # Never
+                       ELSE TRUE
                 /\ gone' = gone \cup {L.actor}
                 /\ inq' = [inq EXCEPT ![L.actor] = <<>>]
                 /\ UNCHANGED pend
