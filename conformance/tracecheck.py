@@ -861,6 +861,8 @@ def _overdue(
                 )
                 if (d_, u) in by:
                     blame.append(str(by[(d_, u)][0]))
+                elif last["actor"] == who:
+                    blame.append(str(last["action"]))
             if late:
                 who = "sender" if d_ == "forward" else "receiver"
                 overdue.append(

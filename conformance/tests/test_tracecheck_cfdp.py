@@ -1232,3 +1232,71 @@ def test_a_receiver_that_exits_without_its_finished_is_rejected_at_its_exit(
     assert tc.status == "rejected", tc.message
     assert tc.actor == "receiver" and "the receiver's exit" in tc.message, tc.message
     assert "ReceiverTxFinished" in tc.actions, tc.actions
+
+
+def _three_segments(w: Wire, lost: tuple[int, ...]) -> tuple[Scenario, Any]:
+    """A three-segment file (offsets 0, 1024, 2048) whose segments at
+    ``lost`` are lost; the Metadata and the EOF go through."""
+    body = bytes(range(256)) * 12  # 3072 octets
+
+    def seg(off: int) -> Any:
+        return CFDPFileData(offset=off, data=body[off : off + SEG], **HEAD)
+
+    w.pdu(0.000, "forward", CFDPMetadata(file_size=len(body), checksum_type=15,
+                                         source_file_name=b"a", dest_file_name=b"b", **HEAD))  # fmt: skip
+    for i, off in enumerate(range(0, len(body), SEG)):
+        w.pdu(0.001 + 0.001 * i, "forward", seg(off), lost=off in lost)
+    w.pdu(0.005, "forward", CFDPEOF(condition="no_error", file_size=len(body), checksum=0, **HEAD))
+    return scenario(file_len=len(body), nak_limit=2), seg
+
+
+def test_a_nak_paced_after_the_eof_by_one_sent_before_is_not_owed_at_once(
+    tmp_path: Path,
+) -> None:
+    """Yamcs 5.13.2 sends one NAK per NAK timeout (CfdpIncomingTransfer's
+    sendOrScheduleNak, as a review of the NAK rule read it): with immediate
+    NAKs, a gap answered at once and the last segment lost too, its NAK for
+    the last segment comes a timeout after the first, not at the EOF. Whether
+    the text allows that pacing cannot be read here (the immediate NAKs'
+    pacing is left unjudged for the same reason), so the NAK after the EOF
+    is owed at once only from a receiver that has sent none before."""
+    w = Wire()
+    scn, seg = _three_segments(w, lost=(0, 2 * SEG))
+    w.pdu(0.0045, "return", CFDPNak(start_of_scope=0, end_of_scope=2 * SEG,
+                                   segment_requests=[(0, SEG)], **HEAD))  # fmt: skip
+    w.pdu(0.008, "return", ack("eof"))
+    w.pdu(0.009, "forward", seg(0))
+    w.pdu(1.004, "return", CFDPNak(start_of_scope=0, end_of_scope=3 * SEG,
+                                   segment_requests=[(2 * SEG, 3 * SEG)], **HEAD))  # fmt: skip
+    w.pdu(1.008, "forward", seg(2 * SEG))
+    closed(w, 1.012)
+    tc = w.check(tmp_path, scn, readings=[""])
+    assert tc.status == "accepted", tc.message
+
+
+def test_a_receiver_without_a_suspend_request_cannot_be_suspended_to_drop_its_nak(
+    tmp_path: Path,
+) -> None:
+    """The budget of suspensions counts both entities' requests: with only
+    the sender's, the model could suspend the receiver at any time and for
+    ever, and so drop the NAK it owed after the EOF (and be settled at its
+    exit). A suspend step is now taken only for an entity whose request's
+    trigger the trace shows (TraceCFDP's SuspendedInTime)."""
+    w = Wire()
+    w.pdu(0.000, "forward", md())
+    w.pdu(0.400, "forward", fd(0), lost=True)
+    w.pdu(0.401, "forward", fd(SEG))
+    w.pdu(0.402, "forward", eof())
+    w.pdu(0.406, "return", ack("eof"))
+    w.pdu(6.000, "forward", eof("inactivity_detected"))
+    w.pdu(6.004, "return", ack("eof", "inactivity_detected"))
+    after = {"direction": "forward", "match": {"directive": "metadata"}}
+    asks = [{"entity": "sender", "request": "suspend", "after": after, "resume_after_ms": 300}]
+    scn = scenario(nak_mode="deferred", requests=asks)
+    seen = scn.expect.outcomes[0].model_copy(
+        update={"sender_outcome": "cancelled", "receiver_outcome": "cancelled"}
+    )
+    scn = scn.model_copy(update={"expect": scn.expect.model_copy(update={"outcomes": [seen]})})
+    tc = w.check(tmp_path, scn, readings=[""])
+    assert tc.status == "rejected", tc.message
+    assert "NAK of t1's missing data that its EOF called for" in tc.message, tc.message

@@ -90,15 +90,20 @@ ResumedInTime == \A a \in Actors : Held(a) => cur.t <= HoldEnds[a][2]
 \* The suspend request itself comes between its trigger and its resume, so
 \* no later than the latest resume: the model takes a user's suspend step
 \* only after a line no later than that (SuspendedInTime, a guard on the
-\* step).  Without it the model could suspend an entity long after its
-\* resume, and so drop what it owed (NakOwes): a LibreCube mutant's
+\* step), and only for an entity whose request's trigger the trace shows
+\* (HoldEnds not Never: MaxSuspends counts both entities' requests, so one
+\* entity's request would otherwise let the model suspend the other at any
+\* time, and for ever).  Without it the model could suspend an entity long
+\* after its resume, and so drop what it owed (NakOwes): a LibreCube mutant's
 \* receiver, suspended as the Metadata arrived and resumed 100 ms later,
 \* never NAKed the EOF that came a second later, and the model placed its
 \* one suspension after that EOF.
 SuspendedInTime ==
     LET ev == lastEvent'
-    IN IF ev.action \notin {"SenderSuspendTransaction", "ReceiverSuspendTransaction"} \/ l = 1
+    IN IF ev.action \notin {"SenderSuspendTransaction", "ReceiverSuspendTransaction"}
        THEN TRUE
+       ELSE IF HoldEnds[ev.actor][2] = Never THEN FALSE
+       ELSE IF l = 1 THEN TRUE
        ELSE LineAt(l - 1).t <= HoldEnds[ev.actor][2]
 
 \* A sender resumed in its first pass (the Metadata, File Data and EOF its
@@ -156,6 +161,16 @@ SenderCarriesOn ==
 \* quotes it).
 NakDue(t) == Pdu("NAKDUE", t)
 
+\* A NAK of transaction t on the wire before the current line.  Where the
+\* receiver has sent one, its NAK after the EOF may be paced on its NAK
+\* timer (Yamcs sends one NAK per NAK timeout, CfdpIncomingTransfer's
+\* sendOrScheduleNak): whether the text allows that pacing cannot be read
+\* here (generators/cfdp/trace.py, _no_paced_immediate_nak), so the NAK
+\* after the EOF is owed only from a receiver that has sent none before.
+NakSentBefore(t) ==
+    \E i \in 1 .. (l - 1) :
+        LET L == LineAt(i) IN L.kind = "send" /\ L.dir = "return" /\ L.seg.k = "NAK" /\ L.seg.t = t
+
 \* What the receiver lacks at the EOF that no NAK before it asked for: a
 \* segment past every one received (a NAK before the EOF names only gaps
 \* below a segment received: ReceiverRxFileData, ReceiverRxPrompt), or, with
@@ -166,6 +181,7 @@ NakDue(t) == Pdu("NAKDUE", t)
 EofLeavesUnasked(t, t0) ==
     /\ Acknowledged(t)
     /\ HoldEnds["receiver"][2] = Never \/ t0 > HoldEnds["receiver"][2]
+    /\ ~NakSentBefore(t)
     /\ \/ \E o \in Missing(t) : \A g \in rcv[t].got : g < o
        \/ NakMode = "deferred" /\ spent.prompts = 0 /\ ~HasFile(t)
 
