@@ -623,7 +623,7 @@ def _lapsed(
     (TraceCore's OwesAtExit)."""
     out = []
     for (d_, u), o in _owes(d).items():
-        who = "sender" if d_ == "forward" else "receiver"
+        who = _owing(d_)
         at_exit = (
             exiting is not None
             and exiting in ("", who)
@@ -648,13 +648,17 @@ def _owed(
     return late + lapsed + unsent + sum(1 for dues in pend.values() for x in dues if x < t)
 
 
+def _owing(d_: str) -> str:
+    """The actor that sends in direction ``d_`` (TraceCore's Owing)."""
+    return "sender" if d_ == "forward" else "receiver"
+
+
 def _unsent_at_exit(d_: str, dues: Sequence[int], exiting: str | None) -> list[int]:
     """The emissions in direction ``d_`` with no deadline (TraceCore's
     Never) that an actor exiting there (``exiting``: the actor; "" at the
     trace's end, every actor) made and can no longer send (TraceCore's
     exit and end lines)."""
-    who = "sender" if d_ == "forward" else "receiver"
-    if exiting is None or exiting not in ("", who):
+    if exiting is None or exiting not in ("", _owing(d_)):
         return []
     return [x for x in dues if x == _NEVER]
 
@@ -830,7 +834,7 @@ def _overdue(
     lapse_blame: list[str] = []  # what the owing actor could do, in any state
     for d in diag:
         for (d_, u), o in _lapsed(d, t, window_us, hold, exiting):
-            who = "sender" if d_ == "forward" else "receiver"
+            who = _owing(d_)
             when = f"by {_ms(o['due'])}" if o["due"] < t else "before its exit"
             overdue.append(
                 f"the request that reached the {who} at {_ms(o['at'])} ({request(o['at'], who)}) "
@@ -852,27 +856,25 @@ def _overdue(
         by = _made_by(d)
         for (d_, u), dues in pend.items():
             late = [x for x in dues if x < t]
-            if _unsent_at_exit(d_, dues, exiting) and not late:
-                who = "sender" if d_ == "forward" else "receiver"
-                made = f" ({by[(d_, u)][0]})" if (d_, u) in by else ""
-                overdue.append(
-                    f"the model's {who} had made a {describe(u)}{made} that the wire never "
-                    f"shows, and it cannot send it once {'the trace has ended' if exiting == '' else 'it has exited'}"
-                )
-                if (d_, u) in by:
-                    blame.append(str(by[(d_, u)][0]))
-                elif last["actor"] == who:
-                    blame.append(str(last["action"]))
+            who = _owing(d_)
             if late:
-                who = "sender" if d_ == "forward" else "receiver"
                 overdue.append(
                     f"the model's {who} had to send a {describe(u)} by {_ms(min(late))}, "
                     "and the wire shows none"
                 )
-                if (d_, u) in by:
-                    blame.append(str(by[(d_, u)][0]))
-                elif last["actor"] == who:
-                    blame.append(str(last["action"]))
+            elif _unsent_at_exit(d_, dues, exiting):
+                made = f" ({by[(d_, u)][0]})" if (d_, u) in by else ""
+                gone = "the trace has ended" if exiting == "" else "it has exited"
+                overdue.append(
+                    f"the model's {who} had made a {describe(u)}{made} that the wire never "
+                    f"shows, and it cannot send it once {gone}"
+                )
+            else:
+                continue
+            if (d_, u) in by:
+                blame.append(str(by[(d_, u)][0]))
+            elif last["actor"] == who:
+                blame.append(str(last["action"]))
     # a lapsed obligation: its retransmissions, where the model has such
     # actions, else whatever the owing actor could do
     blame += sorted(
