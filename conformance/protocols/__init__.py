@@ -19,6 +19,7 @@ from conformance.core.contract import (
 from conformance.core.registry import all_specs, get, names, on_change, register, unregister
 from conformance.protocols import cfdp as cfdp  # registers CFDP
 from conformance.protocols import ltp as ltp  # registers LTP
+from conformance.protocols import norm as norm  # registers NORM
 
 __all__ = [
     "Delivery",
