@@ -27,9 +27,9 @@ NEXT_BLOCKS = ("SenderNext", "ReceiverNext", "ChannelNext", "Next")
 
 # Bounds that fail on purpose: one TLC worker, so that breadth-first search
 # returns a shortest counterexample, the same every time.
-ONE_WORKER = frozenset({"bug", "backoff", "robust1"})
+ONE_WORKER = frozenset({"bug", "backoff2", "robust1"})
 # the property each of them breaks
-FAILS = {"bug": "SuppressionKept", "backoff": "NeverSuppressed", "robust1": "NoFalseFailure"}
+FAILS = {"bug": "SuppressionKept", "backoff2": "NeverSuppressed", "robust1": "NoFalseFailure"}
 
 
 def bounds() -> list[str]:
@@ -44,8 +44,8 @@ def check(
     distributed: int = 0,
 ) -> TlcResult:
     """Model-check the NORM model at a bound: "ci" (seconds), "deep" (three
-    receivers, two blocks), "bug", "backoff" and "robust1" (each fails on
-    purpose with a counterexample), or a focused one (ssm, nobackoff,
+    receivers, two blocks), "bug", "backoff2" and "robust1" (each fails on
+    purpose with a counterexample), or a focused one (ssm, backoff1,
     robust2, readings). TLC's files go to ``workdir``. ``distributed``:
     TLC's distributed mode with that many local workers (run_tlc)."""
     cfg = SPEC_DIR / f"MCNORM_{bound}.cfg"

@@ -24,6 +24,7 @@ ConstInit ==
     /\ MaxLoss = 2
     /\ FaultyReceiver = FALSE
     /\ IdleOnAnyMessage = TRUE
+    /\ SsmRuleAnyMode = TRUE
 
 \* The invariant candidate Apalache checks at every step.
 Inv == TypeOK /\ Safety

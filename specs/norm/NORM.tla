@@ -21,8 +21,9 @@
 (*                    acking node list waits                §5.5.3         *)
 (* A sender sends one message per tick (its rate, §5.1).                   *)
 (*                                                                         *)
-(* The readings of what the RFC leaves open: IdleOnAnyMessage              *)
-(* (readings.json); README lists the questions answered one way for now.   *)
+(* The readings of what the RFC leaves open: IdleOnAnyMessage and          *)
+(* SsmRuleAnyMode (readings.json); README lists the questions the model    *)
+(* answers one way for now.                                                *)
 (*                                                                         *)
 (* Modelled:                                                               *)
 (*   §4.2.1   NORM_DATA: source symbols in order, then repair (parity or   *)
@@ -85,13 +86,18 @@ CONSTANTS
     \* @type: Bool;
     FaultyReceiver, \* fault injection: a receiver that never suppresses its NACK
     \* @type: Bool;
-    IdleOnAnyMessage \* reading 1 (readings.json): every sender message restarts
-                     \* the inactivity timer (§4.2.3.1), not only NORM_DATA (§5.3)
+    IdleOnAnyMessage, \* reading 1 (readings.json): every sender message restarts
+                      \* the inactivity timer (§4.2.3.1), not only NORM_DATA (§5.3)
+    \* @type: Bool;
+    SsmRuleAnyMode    \* reading 2: the automatic suppression of a back-off over
+                      \* (Kb-1)*GRTT (§5.3) applies whatever the NACKs' mode, not
+                      \* only where they are unicast (SSM)
 
 ASSUME Rcv # {} /\ "sender" \notin Rcv
 ASSUME NBlk \in Nat \ {0} /\ K \in Nat \ {0} /\ P \in Nat
 ASSUME Kb \in Nat /\ Robust \in Nat \ {0} /\ MaxLoss \in Nat
-ASSUME \A b \in {UnicastNack, AckReq, Purge, FaultyReceiver, IdleOnAnyMessage} : b \in BOOLEAN
+ASSUME \A b \in {UnicastNack, AckReq, Purge, FaultyReceiver, IdleOnAnyMessage, SsmRuleAnyMode} :
+           b \in BOOLEAN
 
 Grtt == 2                           \* ticks
 Blk == 0 .. (NBlk - 1)
@@ -125,22 +131,27 @@ Msg(k, src, dst) ==
 ToAll(m) == {[m EXCEPT !.dst = r] : r \in Rcv}
 
 VARIABLES
-    \* @type: [pos: Int, par: Int -> Int, sent: Bool, mode: Str, t: Int, agg: Set(<<Int, Int>>), queue: Set(<<Int, Int>>), flushes: Int, ft: Int, acked: Set(Str), polled: Str -> Int, wm: Str, holds: Bool, squelch: Bool, adv: Bool];
+    \* @type: [pos: Int, par: Int -> Int, sent: Bool, mode: Str, t: Int, agg: Set(<<Int, Int>>), emax: Int -> Int, queue: Set(<<Int, Int, Bool>>), flushes: Int, ft: Int, acked: Set(Str), polled: Str -> Int, wm: Str, holds: Bool, squelch: Bool, adv: Bool];
     snd,    \* pos: source symbols sent; par: parity sent per block; sent: a message
             \* sent this tick; mode: "idle", "agg" (aggregating NACKs), "repair"
             \* (sending the repair queue), "hold" (hold-off), t: its timer;
-            \* agg: the repair state aggregated; queue: repairs still to send;
+            \* agg: the repair state aggregated, emax: each block's largest
+            \* erasure count in it; queue: repairs still to send, each
+            \* <<block, symbol, explicit>>;
             \* flushes: FLUSHes sent in this flush process; ft: ticks to the next;
             \* acked/polled: the watermark's acknowledgments and polls per node;
             \* wm: "none", "pending", "completed", "failed"; holds: the object is
             \* still held for repair; squelch: a SQUELCH is due; adv: the
             \* aggregated state has been advertised (REPAIR_ADV)
-    \* @type: Str -> [got: Int -> Set(Int), hz: Int, st: Str, t: Int, need: Set(<<Int, Int>>), heard: Set(<<Int, Int>>), cue: Bool, idle: Int, idles: Int, ack: Bool, out: Str];
+    \* @type: Str -> [got: Int -> Set(Int), hz: Int, st: Str, t: Int, need: Set(<<Int, Int>>), heard: Set(<<Int, Int>>), cue: Bool, idle: Int, idles: Int, ack: Bool, ackt: Int, cur: Int, out: Str];
     rcv,    \* got: symbols held per block; hz: the sender's position as heard;
             \* st: "listen", "backoff", "holdoff", t: its timer; need: the repair
             \* needs when the back-off began; heard: repair state overheard in it;
             \* cue: a NACK initiation point passed (§5.3); idle: the inactivity
-            \* timer; idles: its expiries; ack: an ACK(FLUSH) is due;
+            \* timer; idles: its expiries; ack: an ACK(FLUSH) is due, ackt: the
+            \* ticks left to send it (§5.5.3: within 1*GRTT); cur: the block of
+            \* the sender's transmission position as last heard (a repair moves
+            \* it back, NBlk after a FLUSH);
             \* out: "open", "delivered", "incomplete"
     \* @type: Set($msg);
     air,    \* copies sent in this tick: they arrive in the next
@@ -189,7 +200,8 @@ Covered(r, items) == items \subseteq rcv[r].heard
 TypeOK ==
     /\ snd.pos \in 0 .. NSrc /\ snd.par \in [Blk -> 0 .. P] /\ snd.sent \in BOOLEAN
     /\ snd.mode \in {"idle", "agg", "repair", "hold"} /\ snd.t \in 0 .. SndrAggregate
-    /\ snd.agg \subseteq Item /\ snd.queue \subseteq Item
+    /\ snd.agg \subseteq Item /\ snd.emax \in [Blk -> 0 .. (K + P)]
+    /\ snd.queue \subseteq Blk \X Esi \X BOOLEAN
     /\ snd.flushes \in 0 .. Robust /\ snd.ft \in 0 .. FlushGap
     /\ snd.acked \subseteq Rcv /\ snd.polled \in [Rcv -> 0 .. Robust]
     /\ snd.wm \in {"none", "pending", "completed", "failed"}
@@ -199,18 +211,20 @@ TypeOK ==
         /\ rcv[r].st \in {"listen", "backoff", "holdoff"} /\ rcv[r].t \in 0 .. RcvrHoldoff
         /\ rcv[r].need \subseteq Item /\ rcv[r].heard \subseteq Item
         /\ rcv[r].idle \in 0 .. Inactivity /\ rcv[r].idles \in 0 .. Robust
+        /\ rcv[r].ackt \in 0 .. Grtt /\ rcv[r].cur \in 0 .. NBlk
         /\ rcv[r].out \in {"open", "delivered", "incomplete"}
     /\ \A m \in air \cup due : m.k \in Kinds /\ m.src \in Nodes /\ m.dst \in Nodes
     /\ lost \in 0 .. MaxLoss
 
 Init ==
     /\ snd = [pos |-> 0, par |-> [b \in Blk |-> 0], sent |-> FALSE, mode |-> "idle", t |-> 0,
-              agg |-> {}, queue |-> {}, flushes |-> 0, ft |-> 0, acked |-> {},
+              agg |-> {}, emax |-> [b \in Blk |-> 0], queue |-> {}, flushes |-> 0, ft |-> 0, acked |-> {},
               polled |-> [r \in Rcv |-> 0], wm |-> IF AckReq THEN "pending" ELSE "none",
               holds |-> TRUE, squelch |-> FALSE, adv |-> FALSE]
     /\ rcv = [r \in Rcv |-> [got |-> [b \in Blk |-> {}], hz |-> 0, st |-> "listen", t |-> 0,
                              need |-> {}, heard |-> {}, cue |-> FALSE, idle |-> Inactivity,
-                             idles |-> 0, ack |-> FALSE, out |-> "open"]]
+                             idles |-> 0, ack |-> FALSE, ackt |-> 0, cur |-> 0,
+                             out |-> "open"]]
     /\ air = {} /\ due = {} /\ lost = 0
     /\ lastEvent = Ev("none", "Init", {}, {})
 
@@ -238,14 +252,12 @@ SenderSendData ==
     /\ UNCHANGED <<rcv, due, lost>>
 
 \* A repair symbol: the lowest queued item (§5.4.1: "the lowest ordinal
-\* repair data").  Parity is fresh parity (§5.4.2); a source symbol is an
-\* explicit repair.
+\* repair data"), flagged explicit unless it is fresh parity (§5.4.2).
 SenderSendRepair ==
     /\ snd.queue # {}
     /\ \E it \in snd.queue :
         /\ \A o \in snd.queue : it[1] < o[1] \/ (it[1] = o[1] /\ it[2] <= o[2])
-        /\ SenderSends("SenderSendRepair",
-                       ToAll(DataMsg(it[1], it[2], snd.pos, TRUE, it[2] < K)))
+        /\ SenderSends("SenderSendRepair", ToAll(DataMsg(it[1], it[2], snd.pos, TRUE, it[3])))
         /\ snd' = [snd EXCEPT !.queue = @ \ {it}, !.sent = TRUE,
                               !.mode = IF @ = "repair" /\ snd.queue = {it} THEN "hold" ELSE @,
                               !.t = IF snd.mode = "repair" /\ snd.queue = {it} THEN SndrHoldoff
@@ -254,11 +266,13 @@ SenderSendRepair ==
 
 \* The flush process (§4.2.3.1): at the end of data and repairs, a FLUSH
 \* every 2*GRTT, Robust times, or with AckReq while an acking node list is
-\* left whose nodes were polled fewer than Robust times (§5.5.3).
+\* left whose nodes were polled fewer than Robust times (§5.5.3).  Repairs
+\* after the watermark's end are flushed again, Robust times (§4.2.3.1:
+\* "SHALL re-initiate the flush process").
 Unacked == {r \in Rcv : r \notin snd.acked /\ snd.polled[r] < Robust}
 Flushing ==
     /\ snd.pos = NSrc /\ snd.queue = {} /\ snd.mode \in {"idle", "hold"} /\ snd.holds
-    /\ IF AckReq THEN snd.wm = "pending" /\ Unacked # {} ELSE snd.flushes < Robust
+    /\ IF AckReq /\ snd.wm = "pending" THEN Unacked # {} ELSE snd.flushes < Robust
 SenderSendFlush ==
     /\ Flushing /\ snd.ft = 0
     /\ LET acking == IF AckReq THEN Unacked ELSE {}
@@ -270,11 +284,15 @@ SenderSendFlush ==
     /\ UNCHANGED <<rcv, due, lost>>
 
 \* The watermark's outcome (§5.5.3): every node acknowledged, or some left
-\* unanswered after Robust polls.
+\* unanswered after Robust polls, 2*GRTT after the last.  An ACK(FLUSH)
+\* sent at the end of its 1*GRTT window arrives just then: arrivals of that
+\* instant are taken first (GRTT bounds the round trip from above).
 SenderEndWatermark ==
     /\ snd.wm = "pending" /\ snd.pos = NSrc /\ snd.queue = {} /\ snd.mode \in {"idle", "hold"}
     /\ Unacked = {} /\ snd.ft = 0
-    /\ snd' = [snd EXCEPT !.wm = IF snd.acked = Rcv THEN "completed" ELSE "failed"]
+    /\ ~\E m \in due : m.k = "ACK" /\ m.dst = "sender"
+    /\ snd' = [snd EXCEPT !.wm = IF snd.acked = Rcv THEN "completed" ELSE "failed",
+                          !.flushes = Robust]
     /\ lastEvent' = Ev("sender", "SenderEndWatermark", {}, {})
     /\ UNCHANGED <<rcv, air, due, lost>>
 
@@ -284,7 +302,8 @@ SenderEndWatermark ==
 SenderPurgeObject ==
     /\ Purge /\ snd.holds /\ snd.pos = NSrc /\ snd.queue = {} /\ snd.mode \in {"idle", "hold"}
     /\ ~Flushing /\ snd.wm # "pending"
-    /\ snd' = [snd EXCEPT !.holds = FALSE, !.agg = {}, !.mode = "idle", !.t = 0]
+    /\ snd' = [snd EXCEPT !.holds = FALSE, !.agg = {}, !.emax = [b \in Blk |-> 0], !.mode = "idle",
+                          !.t = 0]
     /\ lastEvent' = Ev("sender", "SenderPurgeObject", {}, {})
     /\ UNCHANGED <<rcv, air, due, lost>>
 
@@ -303,6 +322,12 @@ SenderSendRepairAdv ==
     /\ snd' = [snd EXCEPT !.sent = TRUE, !.adv = TRUE]
     /\ UNCHANGED <<rcv, due, lost>>
 
+\* Each block's largest erasure count: a NACK asks for as many symbols of a
+\* block as it misses (§5.3).
+Erasures(emax, items) ==
+    [b \in Blk |-> LET e == Cardinality({it \in items : it[1] = b})
+                   IN IF e > emax[b] THEN e ELSE emax[b]]
+
 \* A NACK reaching the sender.  While it holds the object: outside a cycle
 \* it starts the aggregation period and interrupts the flush process
 \* (§4.2.3.1, §5.4.1); during one it is aggregated; in repair or hold-off
@@ -315,33 +340,36 @@ SenderRecvNack ==
            THEN snd' = [snd EXCEPT !.squelch = TRUE]
            ELSE IF snd.mode = "idle"
            THEN snd' = [snd EXCEPT !.mode = "agg", !.t = SndrAggregate, !.agg = m.items,
+                                   !.emax = Erasures(snd.emax, m.items),
                                    !.adv = FALSE, !.flushes = 0, !.ft = 0,
                                    !.polled = [r \in Rcv |-> 0]]
            ELSE IF snd.mode = "agg"
-           THEN snd' = [snd EXCEPT !.agg = @ \cup m.items,
+           THEN snd' = [snd EXCEPT !.agg = @ \cup m.items, !.emax = Erasures(@, m.items),
                                    !.adv = @ /\ m.items \subseteq snd.agg]
            ELSE UNCHANGED snd
         /\ lastEvent' = Ev("sender", "SenderRecvNack", {m}, {})
         /\ UNCHANGED <<rcv, air, lost>>
 
-\* The end of the aggregation period (§5.4.1, §5.4.2): per block, as many
-\* fresh parity symbols as the largest request, if there are that many,
-\* else the requested symbols themselves (explicit repair).
+\* The end of the aggregation period (§5.4.1, §5.4.2): per block, fresh
+\* (never sent) parity up to the block's largest erasure count; where that
+\* count is more than the fresh parity left, the requested symbols as well,
+\* as explicit repair ("SHOULD NOT resort to explicit transmission ...
+\* until after exhausting its supply of fresh (unsent) parity").
 AskedIn(items, b) == {it \in items : it[1] = b}
-Fresh(items, b) == snd.par[b] + Cardinality(AskedIn(items, b)) <= P
-Repairs(items) ==
-    UNION {IF Fresh(items, b)
-           THEN {<<b, K + snd.par[b] + i>> : i \in 0 .. (Cardinality(AskedIn(items, b)) - 1)}
-           ELSE AskedIn(items, b)
+FreshLeft(b) == P - snd.par[b]
+FreshCount(b) == IF snd.emax[b] < FreshLeft(b) THEN snd.emax[b] ELSE FreshLeft(b)
+Repairs ==
+    UNION {{<<b, K + snd.par[b] + i, FALSE>> : i \in 0 .. (FreshCount(b) - 1)}
+           \cup (IF snd.emax[b] > FreshLeft(b)
+                 THEN {<<it[1], it[2], TRUE>> : it \in AskedIn(snd.agg, b)}
+                 ELSE {})
            : b \in Blk}
 SenderEndAggregation ==
     /\ snd.mode = "agg" /\ snd.t = 0
-    /\ LET q == Repairs(snd.agg)
-       IN snd' = [snd EXCEPT !.mode = IF q = {} THEN "hold" ELSE "repair", !.queue = q,
-                             !.t = IF q = {} THEN SndrHoldoff ELSE 0, !.agg = {},
-                             !.par = [b \in Blk |-> IF Fresh(snd.agg, b)
-                                                   THEN @[b] + Cardinality(AskedIn(snd.agg, b))
-                                                   ELSE @[b]]]
+    /\ snd' = [snd EXCEPT !.mode = IF Repairs = {} THEN "hold" ELSE "repair", !.queue = Repairs,
+                          !.t = IF Repairs = {} THEN SndrHoldoff ELSE 0, !.agg = {},
+                          !.emax = [b \in Blk |-> 0],
+                          !.par = [b \in Blk |-> @[b] + FreshCount(b)]]
     /\ lastEvent' = Ev("sender", "SenderEndAggregation", {}, {})
     /\ UNCHANGED <<rcv, air, due, lost>>
 
@@ -355,7 +383,7 @@ SenderEndHoldoff ==
 \* An ACK(FLUSH) whose watermark matches (§5.5.3).
 SenderRecvAck ==
     \E m \in due :
-        /\ m.k = "ACK" /\ m.dst = "sender"
+        /\ m.k = "ACK" /\ m.dst = "sender" /\ snd.wm = "pending"
         /\ due' = due \ {m}
         /\ snd' = [snd EXCEPT !.acked = @ \cup {m.src}]
         /\ lastEvent' = Ev("sender", "SenderRecvAck", {m}, {})
@@ -368,16 +396,17 @@ Open(r) == rcv[r].out = "open"
 
 \* A sender message reaching r restarts the inactivity timer: NORM_DATA
 \* always, the others under IdleOnAnyMessage (reading 1).  Data adds its
-\* symbol and may move r's view of the sender's
-\* position over a block boundary, a NACK initiation point (§5.3); a repair
-\* symbol is no position (§4.2.1).
+\* symbol and moves r's view of the sender's transmission position to its
+\* block ("cur": a repair moves it back, the "rewind" of RFC 5401 §3.2.2).
+\* New data may move "hz", the furthest point r knows the sender passed,
+\* over a block boundary: a NACK initiation point (§5.3).
 ReceiverRecvData(r) ==
     \E m \in due :
         /\ m.k = "DATA" /\ m.dst = r /\ Open(r)
         /\ due' = due \ {m}
         /\ LET hz == IF m.repair THEN rcv[r].hz ELSE IF m.pos > rcv[r].hz THEN m.pos ELSE rcv[r].hz
                crossed == \E b \in Blk : (b + 1) * K > rcv[r].hz /\ (b + 1) * K <= hz
-           IN rcv' = [rcv EXCEPT ![r].got[m.blk] = @ \cup {m.esi}, ![r].hz = hz,
+           IN rcv' = [rcv EXCEPT ![r].got[m.blk] = @ \cup {m.esi}, ![r].hz = hz, ![r].cur = m.blk,
                                  ![r].cue = @ \/ (crossed /\ rcv[r].st = "listen"),
                                  ![r].idle = Inactivity,
                                  ![r].idles = 0]
@@ -386,15 +415,17 @@ ReceiverRecvData(r) ==
 
 \* A FLUSH: its watermark is the object's end (a NACK initiation point,
 \* §5.3, §4.2.3.1); a listed receiver holding everything up to it owes an
-\* ACK(FLUSH) (§5.5.3).
+\* ACK(FLUSH) within 1*GRTT (§5.5.3).
 ReceiverRecvFlush(r) ==
     \E m \in due :
         /\ m.k = "FLUSH" /\ m.dst = r
         /\ due' = due \ {m}
-        /\ rcv' = [rcv EXCEPT ![r].hz = NSrc, ![r].cue = (rcv[r].st = "listen"),
+        /\ rcv' = [rcv EXCEPT ![r].hz = NSrc, ![r].cur = NBlk, ![r].cue = (rcv[r].st = "listen"),
                               ![r].idle = IF IdleOnAnyMessage THEN Inactivity ELSE @,
                               ![r].idles = IF IdleOnAnyMessage THEN 0 ELSE @,
-                              ![r].ack = @ \/ (r \in m.acking /\ HasObject(r))]
+                              ![r].ack = @ \/ (r \in m.acking /\ HasObject(r)),
+                              ![r].ackt = IF ~rcv[r].ack /\ r \in m.acking /\ HasObject(r)
+                                          THEN Grtt ELSE @]
         /\ lastEvent' = Ev(r, "ReceiverRecvFlush", {m}, {})
         /\ UNCHANGED <<snd, air, lost>>
 
@@ -440,11 +471,10 @@ ReceiverDeliverObject(r) ==
     /\ lastEvent' = Ev(r, "ReceiverDeliverObject", {}, {})
     /\ UNCHANGED <<snd, air, due, lost>>
 
-\* Under SSM (unicast NACKs) a back-off drawn over (Kb-1)*GRTT is suppressed
-\* at once and the hold-off entered (§5.3).  With Kb = 0 the rule would
-\* suppress every NACK, while §5.4.1 asks for Kb = 0 in unicast sessions:
-\* the model applies it for Kb > 0 only (README, readings).
-SsmSuppressed(d) == UnicastNack /\ Kb > 0 /\ d > (Kb - 1) * Grtt
+\* A back-off drawn over (Kb-1)*GRTT is suppressed at once and the hold-off
+\* entered (§5.3): with unicast NACKs always; with multicast NACKs under
+\* SsmRuleAnyMode (reading 2), the default, as the SHALL names no mode.
+SsmSuppressed(d) == (UnicastNack \/ SsmRuleAnyMode) /\ d > (Kb - 1) * Grtt
 \* The NACK procedure begins at an initiation point with a back-off drawn
 \* from 0 .. Kb*GRTT (§5.3, RFC 5401 §3.2.2).
 ReceiverStartBackoff(r) ==
@@ -471,16 +501,21 @@ ReceiverClearCue(r) ==
     /\ UNCHANGED <<snd, air, due, lost>>
 
 \* The back-off ends.  The NACK asks for what is still missing of the needs
-\* at its start; it is sent only if the overheard repair state does not
-\* equal or supersede them (§5.3 (2)), else it is suppressed.  Either way
+\* at its start; it is sent only if the sender's position is past the
+\* earliest of them (§5.3 (1)) and the overheard repair state does not
+\* equal or supersede them (§5.3 (2)); else it is suppressed.  Either way
 \* the hold-off begins.
 Asked(r) == rcv[r].need \cap Needs(r)
+\* Condition 1 of §5.3: the sender's current transmission position, as r
+\* last heard it, is past the block of r's earliest need (not rewound to it
+\* by a repair).
+SenderPast(r) == \E it \in Asked(r) : rcv[r].cur > it[1]
 NackMsgs(r) ==
     LET m == [Msg("NACK", r, "sender") EXCEPT !.items = Asked(r)]
     IN IF UnicastNack THEN {m} ELSE {m} \cup {[m EXCEPT !.dst = o] : o \in Rcv \ {r}}
 ReceiverSendNack(r) ==
     /\ Open(r) /\ rcv[r].st = "backoff" /\ rcv[r].t = 0
-    /\ Asked(r) # {} /\ (FaultyReceiver \/ ~Covered(r, Asked(r)))
+    /\ Asked(r) # {} /\ SenderPast(r) /\ (FaultyReceiver \/ ~Covered(r, Asked(r)))
     /\ air' = air \cup NackMsgs(r)
     /\ rcv' = [rcv EXCEPT ![r].st = "holdoff", ![r].t = RcvrHoldoff]
     /\ lastEvent' = [Ev(r, "ReceiverSendNack", {}, NackMsgs(r)) EXCEPT !.nack = Asked(r),
@@ -488,7 +523,8 @@ ReceiverSendNack(r) ==
     /\ UNCHANGED <<snd, due, lost>>
 ReceiverSuppressNack(r) ==
     /\ rcv[r].st = "backoff" /\ rcv[r].t = 0
-    /\ ~Open(r) \/ Asked(r) = {} \/ (~FaultyReceiver /\ Covered(r, Asked(r)))
+    /\ \/ ~Open(r) \/ Asked(r) = {} \/ ~SenderPast(r)
+       \/ ~FaultyReceiver /\ Covered(r, Asked(r))
     /\ rcv' = [rcv EXCEPT ![r].st = "holdoff", ![r].t = RcvrHoldoff]
     /\ lastEvent' = [Ev(r, "ReceiverSuppressNack", {}, {}) EXCEPT !.nack = Asked(r),
                                                                   !.heard = rcv[r].heard]
@@ -502,10 +538,12 @@ ReceiverEndHoldoff(r) ==
 
 \* Inactivity (§5.3): no sender message for T_inactivity.  A receiver still
 \* missing data initiates a NACK cycle, Robust times; then it gives the
-\* object up.
+\* object up.  An expiry in a back-off or hold-off initiates nothing (§5.3:
+\* the hold-off "constrains itself to not re-initiate") and is not counted.
 ReceiverTimeoutInactivity(r) ==
     /\ Open(r) /\ rcv[r].idle = 0
-    /\ rcv' = [rcv EXCEPT ![r].idle = Inactivity, ![r].idles = @ + 1,
+    /\ rcv' = [rcv EXCEPT ![r].idle = Inactivity,
+                          ![r].idles = IF rcv[r].st = "listen" THEN @ + 1 ELSE @,
                           ![r].cue = (rcv[r].st = "listen")]
     /\ rcv[r].idles < Robust
     /\ lastEvent' = Ev(r, "ReceiverTimeoutInactivity", {}, {})
@@ -556,13 +594,14 @@ Urgent ==
     \/ snd.pos < NSrc /\ ~snd.sent
     \/ \E r \in Rcv :
         \/ rcv[r].st # "listen" /\ rcv[r].t = 0
-        \/ rcv[r].cue \/ rcv[r].ack
+        \/ rcv[r].cue
+        \/ rcv[r].ack /\ rcv[r].ackt = 0
         \/ Open(r) /\ (rcv[r].idle = 0 \/ HasObject(r))
 ClockTick ==
     /\ ~Urgent
     /\ due' = air /\ air' = {}
     /\ snd' = [snd EXCEPT !.sent = FALSE, !.t = Dec(@), !.ft = Dec(@)]
-    /\ rcv' = [r \in Rcv |-> [rcv[r] EXCEPT !.t = Dec(@),
+    /\ rcv' = [r \in Rcv |-> [rcv[r] EXCEPT !.t = Dec(@), !.ackt = Dec(@),
                               !.idle = IF Open(r) THEN Dec(@) ELSE @]]
     /\ lastEvent' = Ev("clock", "ClockTick", {}, {})
     /\ UNCHANGED lost
@@ -643,17 +682,20 @@ EventuallySettled == <>[](\A r \in Rcv : ~Open(r))
 NoLossDelivers == <>[](lost = 0 => \A r \in Rcv : rcv[r].out = "delivered")
 
 (***************************************************************************)
-(* What small constants break, checked where the constant is large enough  *)
-(* and shown failing where it is not (README: the bounds):                 *)
-(*   NoFalseFailure   a watermark reported failed names a receiver that    *)
+(* What small constants break, each checked where the constant is large    *)
+(* enough and shown failing where it is not (README: the bounds):          *)
+(*   NoFalseFailure   when the watermark is reported failed, a receiver    *)
 (*                    lacks the object: with Robust = 1 one lost ACK       *)
-(*                    fails a receiver that has it (MCNORM_robust1.cfg)    *)
-(*   NeverSuppressed  no NACK is ever suppressed by overheard repair       *)
-(*                    state: it holds with Kb = 0 (MCNORM_nobackoff.cfg),  *)
-(*                    where every receiver that loses a symbol NACKs it;   *)
-(*                    with Kb > 0 TLC finds a suppression                  *)
+(*                    fails a receiver that has it (MCNORM_robust1.cfg);   *)
+(*                    with Robust = 2 and one loss it holds (robust2)      *)
+(*   NeverSuppressed  no NACK is ever suppressed by repair state heard in  *)
+(*                    its back-off: with Kb = 1 it holds (backoff1), since *)
+(*                    the automatic suppression of a back-off over         *)
+(*                    (Kb-1)*GRTT leaves only back-offs of 0; with Kb = 2  *)
+(*                    TLC finds a suppression (backoff2)                   *)
 (***************************************************************************)
-NoFalseFailure == snd.wm = "failed" => \E r \in Rcv : ~HasObject(r)
+NoFalseFailure ==
+    [][snd.wm = "pending" /\ snd'.wm = "failed" => \E r \in Rcv : ~HasObject(r)]_vars
 NeverSuppressed ==
     [][lastEvent'.action = "ReceiverSuppressNack" =>
          ~(lastEvent'.nack # {} /\ lastEvent'.nack \subseteq lastEvent'.heard)]_vars
