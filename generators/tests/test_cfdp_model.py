@@ -13,12 +13,13 @@ import pytest
 
 from conformance import protocols
 from conformance.core import wire
-from conformance.core.errors import InputError, ToolMissing
+from conformance.core.errors import InputError
 from conformance.protocols.cfdp import MODEL_CONDITIONS, MODEL_MODES
 from generators.cfdp import outcomes as cfdp_outcomes
 from generators.cfdp import purposes as cfdp
 from generators.cfdp import trace as cfdp_trace
-from generators.tlc import TlcResult, find_jar, run_tlc
+from generators.tests.fired import check_bounds
+from generators.tlc import TlcResult
 
 MANIFEST = json.loads((cfdp.SPEC_DIR / "manifest.json").read_text(encoding="utf-8"))
 DEEP = os.environ.get("DTNC_DEEP") == "1"
@@ -32,22 +33,6 @@ BIG = frozenset(
     if b != "ci" and MANIFEST["models"][f"MCCFDP_{b}.cfg"]["distinct_states"] > 50_000
 )
 BOUNDS = [b for b in cfdp.bounds() if b != "deep" and (DEEP or b not in BIG)]
-# A wrapper whose action constraint lets every step through and prints an
-# action's name the first time a TLC worker sees it take a step (the
-# register starts empty in every worker). It tells which actions fired for
-# less than TLC's -coverage (on a quiet machine, 2026-11-29: the ten bounds
-# took 231 s with -coverage, 178 s this way), and, being always TRUE,
-# leaves the manifest's numbers as they are.
-FIRED_MODULE = """---- MODULE MCCFDPFired ----
-EXTENDS MCCFDP
-ASSUME TLCSet(1, {})
-Fired ==
-    \\/ lastEvent'.action \\in TLCGet(1)
-    \\/ /\\ PrintT(<<"fired", lastEvent'.action>>)
-       /\\ TLCSet(1, TLCGet(1) \\cup {lastEvent'.action})
-====
-"""
-FIRED = re.compile(r'^<<"fired", "([A-Za-z]+)">>$')
 
 # every bound but the deep one: minutes (conftest.py)
 pytestmark = [pytest.mark.integration, pytest.mark.first(1)]
@@ -55,35 +40,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.first(1)]
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[TlcResult, set[str]]]:
-    """Each bound checked once through the FIRED_MODULE wrapper: the result
-    and the actions that took at least one step."""
-    try:
-        find_jar()
-    except ToolMissing as exc:
-        pytest.skip(str(exc))
-    out: dict[str, tuple[TlcResult, set[str]]] = {}
-    for bound in BOUNDS:
-        work = tmp_path_factory.mktemp(bound)
-        model = work / "model"
-        model.mkdir()
-        for module in cfdp.SPEC_DIR.glob("*.tla"):
-            (model / module.name).write_text(module.read_text(encoding="utf-8"), encoding="utf-8")
-        (model / "MCCFDPFired.tla").write_text(FIRED_MODULE, encoding="utf-8")
-        cfg = model / f"MCCFDP_{bound}.cfg"
-        text = (cfdp.SPEC_DIR / cfg.name).read_text(encoding="utf-8")
-        cfg.write_text(text + "ACTION_CONSTRAINT Fired\n", encoding="utf-8")
-        r = run_tlc(
-            model / "MCCFDPFired.tla",
-            cfg,
-            workers=1 if bound in cfdp.ONE_WORKER else 2,
-            workdir=work,
-        )
-        fired = set()
-        for line in r.log_path.read_text(encoding="utf-8").splitlines():
-            if m := FIRED.match(line.strip()):
-                fired.add(m.group(1))
-        out[bound] = (r, fired)
-    return out
+    """Each bound checked once, counting the actions that fired
+    (generators/tests/fired.py)."""
+    return check_bounds(cfdp.SPEC_DIR, "MCCFDP", BOUNDS, cfdp.ONE_WORKER, tmp_path_factory)
 
 
 @pytest.mark.parametrize("bound", BOUNDS)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 
 import pytest
@@ -16,58 +15,21 @@ import pytest
 from conformance import cli, protocols
 from conformance.core.errors import InputError, ToolMissing
 from generators.norm import purposes as norm
-from generators.tlc import TlcResult, find_jar, run_tlc
+from generators.tests.fired import check_bounds
+from generators.tlc import TlcResult, find_jar
 
 MANIFEST = json.loads((norm.SPEC_DIR / "manifest.json").read_text(encoding="utf-8"))
 DEEP = os.environ.get("DTNC_DEEP") == "1"
 BOUNDS = [b for b in norm.bounds() if b != "deep"]
-# As test_cfdp_model.py's: an action constraint that lets every step through
-# and prints an action's name the first time a TLC worker sees it.
-FIRED_MODULE = """---- MODULE MCNORMFired ----
-EXTENDS MCNORM
-ASSUME TLCSet(1, {})
-Fired ==
-    \\/ lastEvent'.action \\in TLCGet(1)
-    \\/ /\\ PrintT(<<"fired", lastEvent'.action>>)
-       /\\ TLCSet(1, TLCGet(1) \\cup {lastEvent'.action})
-====
-"""
-FIRED = re.compile(r'^<<"fired", "([A-Za-z]+)">>$')
 
 pytestmark = [pytest.mark.integration]
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[TlcResult, set[str]]]:
-    """Each bound checked once through the FIRED_MODULE wrapper: the result
-    and the actions that took at least one step."""
-    try:
-        find_jar()
-    except ToolMissing as exc:
-        pytest.skip(str(exc))
-    out: dict[str, tuple[TlcResult, set[str]]] = {}
-    for bound in BOUNDS:
-        work = tmp_path_factory.mktemp(bound)
-        model = work / "model"
-        model.mkdir()
-        for module in norm.SPEC_DIR.glob("*.tla"):
-            (model / module.name).write_text(module.read_text(encoding="utf-8"), encoding="utf-8")
-        (model / "MCNORMFired.tla").write_text(FIRED_MODULE, encoding="utf-8")
-        cfg = model / f"MCNORM_{bound}.cfg"
-        text = (norm.SPEC_DIR / cfg.name).read_text(encoding="utf-8")
-        cfg.write_text(text + "ACTION_CONSTRAINT Fired\n", encoding="utf-8")
-        r = run_tlc(
-            model / "MCNORMFired.tla",
-            cfg,
-            workers=1 if bound in norm.ONE_WORKER else 2,
-            workdir=work,
-        )
-        fired = set()
-        for line in r.log_path.read_text(encoding="utf-8").splitlines():
-            if m := FIRED.match(line.strip()):
-                fired.add(m.group(1))
-        out[bound] = (r, fired)
-    return out
+    """Each bound checked once, counting the actions that fired
+    (generators/tests/fired.py)."""
+    return check_bounds(norm.SPEC_DIR, "MCNORM", BOUNDS, norm.ONE_WORKER, tmp_path_factory)
 
 
 @pytest.mark.parametrize("bound", BOUNDS)
