@@ -15,8 +15,9 @@ numbers as they are. The model must record each step's action in
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,3 +77,24 @@ def check_bounds(
                 fired.add(m.group(1))
         out[bound] = (r, fired)
     return out
+
+
+def assert_matches_manifest(
+    r: TlcResult, expected: Mapping[str, Any], holds: Collection[str], violated: str | None = None
+) -> None:
+    """A bound's result is its manifest entry's: for "ok", the exact state
+    counts and depth, with every property of ``holds`` checked and holding;
+    for a violation, the property (also ``violated``, where the caller
+    names it) and the counterexample's length."""
+    if expected["result"] == "ok":
+        assert r.ok, (r.properties, r.errors)
+        assert (r.distinct_states, r.states_generated, r.depth) == (
+            expected["distinct_states"],
+            expected["states_generated"],
+            expected["depth"],
+        )
+        assert {p.name for p in r.properties if p.status == "ok"} >= set(holds)
+    else:
+        assert r.violated == [expected["violated"]], r.violated
+        assert violated is None or r.violated == [violated]
+        assert len(r.trace) == expected["trace_length"]
