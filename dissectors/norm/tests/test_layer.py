@@ -253,9 +253,9 @@ def capture_payloads() -> list[tuple[str, bytes]]:
 
 
 def test_the_captures_are_there() -> None:
-    """Each finding keeps its capture; 26 NORM messages in all."""
-    assert len(CAPTURES) == len(list(FINDINGS.glob("*.md"))) == 6
-    assert len(capture_payloads()) == 26
+    """Each finding keeps its capture; 27 NORM messages in all."""
+    assert len(CAPTURES) == len(list(FINDINGS.glob("*.md"))) == 7
+    assert len(capture_payloads()) == 27
 
 
 @pytest.mark.parametrize(
@@ -444,7 +444,8 @@ def expected_by_tshark(msg: NORM) -> dict[str, list[Any]]:
         put("norm.nack.flags", int(request.flags))
         put("norm.nack.length", request.length)
         # tshark shows the first item of each request only (it steps by the
-        # request's length), and its payload ID for fec_id 129 only.
+        # request's length; finding wireshark-4.0.17-norm-nack-first-item-only),
+        # and its payload ID for fec_id 129 only.
         first = request.items[0]
         put("norm.fec_encoding_id", first.fec_id)
         put("norm.reserved", first.reserved)
@@ -513,8 +514,12 @@ def test_tshark_known_errors_are_still_there(tmp_path: Path) -> None:
     it still does (else the exclusions hide nothing and should go)."""
     by_frame = dict(capture_payloads())
     names = ["wireshark-4.0.17-norm-fec-id-2-payload-id#2", "wireshark-4.0.17-norm-fec-id-5-payload-id-not-decoded#1",
-             "wireshark-4.0.17-norm-fec-id-5-ext-fti#1"]  # fmt: skip
-    fec2, fec5, fti5 = tshark_fields([by_frame[n] for n in names], tmp_path)
+             "wireshark-4.0.17-norm-fec-id-5-ext-fti#1", "wireshark-4.0.17-norm-nack-first-item-only#1"]  # fmt: skip
+    fec2, fec5, fti5, nack = tshark_fields([by_frame[n] for n in names], tmp_path)
+    # RFC 5740 §4.3.1 Example 1 asks for segments 2, 5 and 8: tshark shows 2 alone
+    items = parse(by_frame[names[3]]).repair_requests[0].items
+    assert [i.payload_id.esi for i in items] == [2, 5, 8]
+    assert nack["norm.nack.length"] == [36] and nack["rmt-fec.esi"] == [2]
     assert fec2["rmt-fec.sbn"] == [10] and fec2["rmt-fec.esi"] == [
         0x40040000
     ]  # really block 0, symbol 10
