@@ -41,13 +41,15 @@
 (*            timeout; a random back-off; suppression by overheard NACKs   *)
 (*            and REPAIR_ADVs that equal or supersede its needs; the       *)
 (*            hold-off; the request set (parity from symbol K up, then the *)
-(*            highest missing source symbols); the SSM rule (UnicastNack:  *)
-(*            a back-off over (Kb-1)*GRTT is suppressed at once)           *)
+(*            highest missing source symbols); the rule that suppresses a  *)
+(*            back-off over (Kb-1)*GRTT at once (reading 2: in any mode);  *)
+(*            condition 1, the sender's position past the receiver's       *)
+(*            earliest missing symbol (a repair moves it back)             *)
 (*   §5.4.1   the sender's aggregation period, repair, and hold-off (a     *)
-(*            NACK in the hold-off is taken only for content past its      *)
-(*            transmission position: never here, since receivers NACK      *)
-(*            only what the sender has passed)                             *)
-(*   §5.4.2   fresh parity first, explicit repair once parity runs out     *)
+(*            NACK that arrives while repairs are sent or in the hold-off  *)
+(*            is dropped: README, open questions)                          *)
+(*   §5.4.2   fresh parity up to the largest erasure count, then the       *)
+(*            requested symbols already sent, as explicit repair           *)
 (*   §5.5.3   the positive acknowledgment of a FLUSH watermark: each node  *)
 (*            polled at most Robust times                                  *)
 (*                                                                         *)
@@ -95,7 +97,10 @@ CONSTANTS
 
 ASSUME Rcv # {} /\ "sender" \notin Rcv
 ASSUME NBlk \in Nat \ {0} /\ K \in Nat \ {0} /\ P \in Nat
-ASSUME Kb \in Nat /\ Robust \in Nat \ {0} /\ MaxLoss \in Nat
+\* Kb >= 1: §5.3 wants it over 1 for multicast; §5.4.1's Kb = 0 for a
+\* one-receiver session would have §5.3's automatic suppression take every
+\* back-off (README, open questions).
+ASSUME Kb \in Nat \ {0} /\ Robust \in Nat \ {0} /\ MaxLoss \in Nat
 ASSUME \A b \in {UnicastNack, AckReq, Purge, FaultyReceiver, IdleOnAnyMessage, SsmRuleAnyMode} :
            b \in BOOLEAN
 
@@ -149,9 +154,9 @@ VARIABLES
             \* needs when the back-off began; heard: repair state overheard in it;
             \* cue: a NACK initiation point passed (§5.3); idle: the inactivity
             \* timer; idles: its expiries; ack: an ACK(FLUSH) is due, ackt: the
-            \* ticks left to send it (§5.5.3: within 1*GRTT); cur: the block of
-            \* the sender's transmission position as last heard (a repair moves
-            \* it back, NBlk after a FLUSH);
+            \* ticks left to send it (§5.5.3: within 1*GRTT); cur: the sender's
+            \* transmission position as last heard, in source symbols sent (a
+            \* repair of block b moves it back to b*K, a FLUSH to NSrc);
             \* out: "open", "delivered", "incomplete"
     \* @type: Set($msg);
     air,    \* copies sent in this tick: they arrive in the next
@@ -211,7 +216,7 @@ TypeOK ==
         /\ rcv[r].st \in {"listen", "backoff", "holdoff"} /\ rcv[r].t \in 0 .. RcvrHoldoff
         /\ rcv[r].need \subseteq Item /\ rcv[r].heard \subseteq Item
         /\ rcv[r].idle \in 0 .. Inactivity /\ rcv[r].idles \in 0 .. Robust
-        /\ rcv[r].ackt \in 0 .. Grtt /\ rcv[r].cur \in 0 .. NBlk
+        /\ rcv[r].ackt \in 0 .. Grtt /\ rcv[r].cur \in 0 .. NSrc
         /\ rcv[r].out \in {"open", "delivered", "incomplete"}
     /\ \A m \in air \cup due : m.k \in Kinds /\ m.src \in Nodes /\ m.dst \in Nodes
     /\ lost \in 0 .. MaxLoss
@@ -330,8 +335,9 @@ Erasures(emax, items) ==
 
 \* A NACK reaching the sender.  While it holds the object: outside a cycle
 \* it starts the aggregation period and interrupts the flush process
-\* (§4.2.3.1, §5.4.1); during one it is aggregated; in repair or hold-off
-\* it is dropped (its content is not past the transmission position).
+\* (§4.2.3.1, §5.4.1); during one it is aggregated; while repairs are
+\* sent or in the hold-off it is dropped (§5.4.1 takes it only for content
+\* past the transmission position; README, open questions).
 SenderRecvNack ==
     \E m \in due :
         /\ m.k = "NACK" /\ m.dst = "sender"
@@ -352,16 +358,18 @@ SenderRecvNack ==
 
 \* The end of the aggregation period (§5.4.1, §5.4.2): per block, fresh
 \* (never sent) parity up to the block's largest erasure count; where that
-\* count is more than the fresh parity left, the requested symbols as well,
-\* as explicit repair ("SHOULD NOT resort to explicit transmission ...
-\* until after exhausting its supply of fresh (unsent) parity").
+\* count is more than the fresh parity left, the requested symbols already
+\* sent as well, as explicit repair ("SHOULD NOT resort to explicit
+\* transmission ... until after exhausting its supply of fresh (unsent)
+\* parity"); a requested parity symbol never sent goes out as fresh.
 AskedIn(items, b) == {it \in items : it[1] = b}
 FreshLeft(b) == P - snd.par[b]
 FreshCount(b) == IF snd.emax[b] < FreshLeft(b) THEN snd.emax[b] ELSE FreshLeft(b)
 Repairs ==
     UNION {{<<b, K + snd.par[b] + i, FALSE>> : i \in 0 .. (FreshCount(b) - 1)}
            \cup (IF snd.emax[b] > FreshLeft(b)
-                 THEN {<<it[1], it[2], TRUE>> : it \in AskedIn(snd.agg, b)}
+                 THEN {<<it[1], it[2], TRUE>> : it \in {x \in AskedIn(snd.agg, b) :
+                                                            x[2] < K + snd.par[b]}}
                  ELSE {})
            : b \in Blk}
 SenderEndAggregation ==
@@ -396,8 +404,8 @@ Open(r) == rcv[r].out = "open"
 
 \* A sender message reaching r restarts the inactivity timer: NORM_DATA
 \* always, the others under IdleOnAnyMessage (reading 1).  Data adds its
-\* symbol and moves r's view of the sender's transmission position to its
-\* block ("cur": a repair moves it back, the "rewind" of RFC 5401 §3.2.2).
+\* symbol and moves r's view of the sender's transmission position ("cur":
+\* a repair moves it back, the "rewind" of RFC 5401 §3.2.2).
 \* New data may move "hz", the furthest point r knows the sender passed,
 \* over a block boundary: a NACK initiation point (§5.3).
 ReceiverRecvData(r) ==
@@ -406,7 +414,8 @@ ReceiverRecvData(r) ==
         /\ due' = due \ {m}
         /\ LET hz == IF m.repair THEN rcv[r].hz ELSE IF m.pos > rcv[r].hz THEN m.pos ELSE rcv[r].hz
                crossed == \E b \in Blk : (b + 1) * K > rcv[r].hz /\ (b + 1) * K <= hz
-           IN rcv' = [rcv EXCEPT ![r].got[m.blk] = @ \cup {m.esi}, ![r].hz = hz, ![r].cur = m.blk,
+           IN rcv' = [rcv EXCEPT ![r].got[m.blk] = @ \cup {m.esi}, ![r].hz = hz,
+                                 ![r].cur = IF m.repair THEN m.blk * K ELSE m.pos,
                                  ![r].cue = @ \/ (crossed /\ rcv[r].st = "listen"),
                                  ![r].idle = Inactivity,
                                  ![r].idles = 0]
@@ -420,7 +429,7 @@ ReceiverRecvFlush(r) ==
     \E m \in due :
         /\ m.k = "FLUSH" /\ m.dst = r
         /\ due' = due \ {m}
-        /\ rcv' = [rcv EXCEPT ![r].hz = NSrc, ![r].cur = NBlk, ![r].cue = (rcv[r].st = "listen"),
+        /\ rcv' = [rcv EXCEPT ![r].hz = NSrc, ![r].cur = NSrc, ![r].cue = (rcv[r].st = "listen"),
                               ![r].idle = IF IdleOnAnyMessage THEN Inactivity ELSE @,
                               ![r].idles = IF IdleOnAnyMessage THEN 0 ELSE @,
                               ![r].ack = @ \/ (r \in m.acking /\ HasObject(r)),
@@ -507,9 +516,11 @@ ReceiverClearCue(r) ==
 \* the hold-off begins.
 Asked(r) == rcv[r].need \cap Needs(r)
 \* Condition 1 of §5.3: the sender's current transmission position, as r
-\* last heard it, is past the block of r's earliest need (not rewound to it
-\* by a repair).
-SenderPast(r) == \E it \in Asked(r) : rcv[r].cur > it[1]
+\* last heard it, is past r's earliest missing source symbol in the blocks
+\* it asks for (not rewound to it by a repair).
+SenderPast(r) ==
+    \E b \in {it[1] : it \in Asked(r)} :
+        \E i \in (0 .. (K - 1)) \ rcv[r].got[b] : rcv[r].cur > b * K + i
 NackMsgs(r) ==
     LET m == [Msg("NACK", r, "sender") EXCEPT !.items = Asked(r)]
     IN IF UnicastNack THEN {m} ELSE {m} \cup {[m EXCEPT !.dst = o] : o \in Rcv \ {r}}
@@ -665,7 +676,11 @@ WatermarkAcknowledged ==
 \* The sender never sends past the object's end.
 WithinObject == \A m \in air \cup due : m.k = "DATA" => m.blk \in Blk /\ m.esi \in Esi
 
-Safety == DeliveredDecodes /\ WatermarkAcknowledged /\ WithinObject
+\* No symbol is queued twice in one repair cycle, once fresh and once
+\* explicit (§5.4.2: fresh parity goes "in lieu of" what was requested).
+RepairsDistinct == \A x, y \in snd.queue : x[1] = y[1] /\ x[2] = y[2] => x = y
+
+Safety == DeliveredDecodes /\ WatermarkAcknowledged /\ WithinObject /\ RepairsDistinct
 
 \* A receiver never NACKs what the repair state it overheard during its
 \* back-off already equals or supersedes (§5.3 (2)).  An action property:

@@ -94,6 +94,22 @@ double parse_double(const std::string& v) {
     return d;
 }
 
+// an integer option within [lo, hi]: the field it goes into holds no more
+long ranged(const std::string& k, const std::string& v, long lo, long hi) {
+    long n = parse_long(v);
+    if (n < lo || n > hi)
+        usage((k + " " + v + " is outside " + std::to_string(lo) + ".." + std::to_string(hi)).c_str());
+    return n;
+}
+
+// the options only one role takes
+bool sender_only(const std::string& k) {
+    return k == "--instance-id" || k == "--tx-rate-bps" || k == "--cc" || k == "--segment-size" ||
+           k == "--block-size" || k == "--parity" || k == "--auto-parity" || k == "--fec-id" ||
+           k == "--grtt-probing" || k == "--acking-nodes";
+}
+bool receiver_only(const std::string& k) { return k == "--unicast-nack"; }
+
 Options parse(int argc, char** argv) {
     if (argc < 2) usage("send|recv first");
     Options o;
@@ -101,15 +117,17 @@ Options parse(int argc, char** argv) {
     if (o.role != "send" && o.role != "recv") usage("send|recv first");
     for (int i = 2; i < argc; i++) {
         std::string k = argv[i];
+        if ((o.role == "recv" && sender_only(k)) || (o.role == "send" && receiver_only(k)))
+            usage((k + " is not an option of " + o.role).c_str());
         if (k == "--mcast-loopback") { o.mcast_loopback = true; continue; }
         if (i + 1 >= argc) usage(("no value for " + k).c_str());
         std::string v = argv[++i];
         if (k == "--addr") o.addr = v;
-        else if (k == "--port") o.port = static_cast<int>(parse_long(v));
-        else if (k == "--node-id") o.node_id = parse_long(v);
-        else if (k == "--instance-id") o.instance_id = parse_long(v);
+        else if (k == "--port") o.port = static_cast<int>(ranged(k, v, 1, 65535));
+        else if (k == "--node-id") o.node_id = ranged(k, v, 1, 0xFFFFFFFEL);
+        else if (k == "--instance-id") o.instance_id = ranged(k, v, 0, 65535);
         else if (k == "--iface") o.iface = v;
-        else if (k == "--object-len") o.object_len = parse_long(v);
+        else if (k == "--object-len") o.object_len = ranged(k, v, 1, 0x7FFFFFFFL);
         else if (k == "--payload") {
             unsigned m = 0, c = 0, n = 0;
             if (std::sscanf(v.c_str(), "%u,%u,%u", &m, &c, &n) != 3 || n == 0 || n > 256)
@@ -118,31 +136,31 @@ Options parse(int argc, char** argv) {
         }
         else if (k == "--tx-rate-bps") o.tx_rate_bps = parse_double(v);
         else if (k == "--cc") o.cc = parse_bool(v);
-        else if (k == "--segment-size") o.segment_size = static_cast<int>(parse_long(v));
-        else if (k == "--block-size") o.block_size = static_cast<int>(parse_long(v));
-        else if (k == "--parity") o.parity = static_cast<int>(parse_long(v));
-        else if (k == "--auto-parity") o.auto_parity = static_cast<int>(parse_long(v));
-        else if (k == "--fec-id") o.fec_id = static_cast<int>(parse_long(v));
+        else if (k == "--segment-size") o.segment_size = static_cast<int>(ranged(k, v, 1, 65535));
+        else if (k == "--block-size") o.block_size = static_cast<int>(ranged(k, v, 1, 65535));
+        else if (k == "--parity") o.parity = static_cast<int>(ranged(k, v, 0, 65535));
+        else if (k == "--auto-parity") o.auto_parity = static_cast<int>(ranged(k, v, 0, 255));
+        else if (k == "--fec-id") o.fec_id = static_cast<int>(ranged(k, v, 0, 255));
         else if (k == "--grtt-initial-s") o.grtt_initial = parse_double(v);
         else if (k == "--grtt-max-s") o.grtt_max = parse_double(v);
         else if (k == "--grtt-probing") o.grtt_probing = v;
         else if (k == "--backoff-factor") o.backoff = parse_double(v);
-        else if (k == "--group-size") o.group_size = parse_long(v);
-        else if (k == "--robust-factor") o.robust = static_cast<int>(parse_long(v));
+        else if (k == "--group-size") o.group_size = ranged(k, v, 1, 0x7FFFFFFFL);
+        else if (k == "--robust-factor") o.robust = static_cast<int>(ranged(k, v, 1, 0x7FFFFFFFL));
         else if (k == "--acking-nodes") {
             size_t start = 0;
             while (start <= v.size() && !v.empty()) {
                 size_t comma = v.find(',', start);
                 std::string one = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-                o.acking_nodes.push_back(parse_long(one));
+                o.acking_nodes.push_back(ranged(k, one, 1, 0xFFFFFFFEL));
                 if (comma == std::string::npos) break;
                 start = comma + 1;
             }
         }
         else if (k == "--unicast-nack") o.unicast_nack = parse_bool(v);
-        else if (k == "--time-limit-ms") o.time_limit_ms = parse_long(v);
-        else if (k == "--linger-ms") o.linger_ms = parse_long(v);
-        else if (k == "--buffer") o.buffer = static_cast<unsigned long>(parse_long(v));
+        else if (k == "--time-limit-ms") o.time_limit_ms = ranged(k, v, 1, 86400000L);
+        else if (k == "--linger-ms") o.linger_ms = ranged(k, v, 0, 86400000L);
+        else if (k == "--buffer") o.buffer = static_cast<unsigned long>(ranged(k, v, 1, 0xFFFFFFFFL));
         else usage(("unknown option " + k).c_str());
     }
     // every knob explicit: nothing falls back to libnorm's defaults
@@ -158,9 +176,16 @@ Options parse(int argc, char** argv) {
          o.grtt_probing.empty()))
         usage("the sender needs --tx-rate-bps, --segment-size, --block-size, --parity and "
               "--grtt-probing");
-    if (o.block_size + o.parity > 255 && o.fec_id != 2) {
+    if (o.fec_id != 0 && o.fec_id != 2 && o.fec_id != 5 && o.fec_id != 129) {
+        std::printf("{\"outcome\": \"error\", \"detail\": \"not supported: FEC id %d (libnorm has "
+                    "2, 5 and 129)\", \"duration_s\": 0, \"payload_ok\": false, \"object_bytes\": 0, "
+                    "\"events\": {}}\n", o.fec_id);
+        std::exit(127);
+    }
+    if (o.role == "send" && o.block_size + o.parity > 255 && o.fec_id != 2) {
         std::printf("{\"outcome\": \"error\", \"detail\": \"not supported: %d + %d symbols per "
-                    "block need FEC id 2\"}\n", o.block_size, o.parity);
+                    "block need FEC id 2\", \"duration_s\": 0, \"payload_ok\": false, "
+                    "\"object_bytes\": 0, \"events\": {}}\n", o.block_size, o.parity);
         std::exit(127);
     }
     return o;
@@ -214,6 +239,15 @@ std::string json_escape(const std::string& s) {
     return out;
 }
 
+// The result line of a role that could not run: our harness or libnorm
+// refused (outcome "error"), every field present.
+int refused(const std::string& detail) {
+    std::printf("{\"outcome\": \"error\", \"detail\": \"%s\", \"duration_s\": 0, "
+                "\"payload_ok\": false, \"object_bytes\": 0, \"events\": {}}\n",
+                json_escape(detail).c_str());
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -223,17 +257,12 @@ int main(int argc, char** argv) {
     const char* debug = std::getenv("DTNC_NORM_DEBUG");
     NormSetDebugLevel(debug != nullptr ? static_cast<unsigned>(std::atoi(debug)) : 0);
     NormInstanceHandle inst = NormCreateInstance(false);
-    if (inst == NORM_INSTANCE_INVALID) {
-        std::printf("{\"outcome\": \"error\", \"detail\": \"NormCreateInstance failed\"}\n");
-        return 0;
-    }
+    if (inst == NORM_INSTANCE_INVALID) return refused("libnorm refused: NormCreateInstance");
     NormSessionHandle sess = NormCreateSession(inst, o.addr.c_str(), static_cast<UINT16>(o.port),
                                                static_cast<NormNodeId>(o.node_id));
-    if (sess == NORM_SESSION_INVALID) {
-        std::printf("{\"outcome\": \"error\", \"detail\": \"NormCreateSession failed\"}\n");
-        return 0;
-    }
-    if (!o.iface.empty()) NormSetMulticastInterface(sess, o.iface.c_str());
+    if (sess == NORM_SESSION_INVALID) return refused("libnorm refused: NormCreateSession");
+    if (!o.iface.empty() && !NormSetMulticastInterface(sess, o.iface.c_str()))
+        return refused("libnorm refused: NormSetMulticastInterface " + o.iface);
     NormSetMulticastLoopback(sess, o.mcast_loopback);
     NormSetGrttEstimate(sess, o.grtt_initial);
     NormSetGrttMax(sess, o.grtt_max);
@@ -245,6 +274,7 @@ int main(int argc, char** argv) {
     std::vector<char> data;
     NormObjectHandle sent = NORM_OBJECT_INVALID;
     bool ok = true;  // the sender started
+    bool payload_ok = false;
     if (o.role == "send") {
         NormSetTxRate(sess, o.tx_rate_bps);
         NormSetCongestionControl(sess, o.cc);
@@ -268,21 +298,16 @@ int main(int argc, char** argv) {
         for (long n : o.acking_nodes)
             if (!failed && !NormAddAckingNode(sess, static_cast<NormNodeId>(n))) failed = "NormAddAckingNode";
         if (!failed && !o.acking_nodes.empty() && !NormSetWatermark(sess, sent)) failed = "NormSetWatermark";
-        if (failed) {
-            std::printf("{\"outcome\": \"error\", \"detail\": \"libnorm refused: %s\"}\n", failed);
-            return 0;
-        }
+        if (failed) return refused(std::string("libnorm refused: ") + failed);
+        payload_ok = true;  // the sender's: it enqueued the object in the pattern
     } else {
         NormSetDefaultUnicastNack(sess, o.unicast_nack);
-        if (!NormStartReceiver(sess, static_cast<UINT32>(o.buffer))) {
-            std::printf("{\"outcome\": \"error\", \"detail\": \"libnorm refused: NormStartReceiver\"}\n");
-            return 0;
-        }
+        if (!NormStartReceiver(sess, static_cast<UINT32>(o.buffer)))
+            return refused("libnorm refused: NormStartReceiver");
     }
 
     std::map<std::string, int> events;
     std::string outcome = "open", detail;
-    bool payload_ok = false;
     long delivered = 0;
     double deadline = start + static_cast<double>(o.time_limit_ms) / 1000.0;
     double end_at = -1;  // set once the outcome is known: linger until then
@@ -298,48 +323,47 @@ int main(int argc, char** argv) {
         int wait_ms = static_cast<int>((until - t) * 1000.0) + 1;
         if (poll(&pfd, 1, wait_ms) <= 0) continue;
         NormEvent ev;
-        if (!NormGetNextEvent(inst, &ev, false)) continue;
-        events[event_name(ev.type)]++;
-        if (end_at >= 0) continue;  // lingering: keep answering, decide nothing more
-        switch (ev.type) {
-            case NORM_RX_OBJECT_COMPLETED: {
-                if (NormObjectGetType(ev.object) != NORM_OBJECT_DATA) break;
-                long size = static_cast<long>(NormObjectGetSize(ev.object));
-                const char* got = NormDataAccessData(ev.object);
-                payload_ok = size == o.object_len && got != nullptr;
-                for (long i = 0; payload_ok && i < size; i++)
-                    payload_ok = static_cast<unsigned char>(got[i]) == pattern(o, static_cast<unsigned long>(i));
-                delivered = size;
-                outcome = "completed";
-                detail = "NORM_RX_OBJECT_COMPLETED";
-                end_at = now_s() + static_cast<double>(o.linger_ms) / 1000.0;
-                break;
-            }
-            case NORM_RX_OBJECT_ABORTED:
-                outcome = "incomplete";
-                detail = "NORM_RX_OBJECT_ABORTED";
-                end_at = now_s() + static_cast<double>(o.linger_ms) / 1000.0;
-                break;
-            case NORM_TX_WATERMARK_COMPLETED: {
-                bool all = NormGetAckingStatus(sess, NORM_NODE_ANY) == NORM_ACK_SUCCESS;
-                outcome = all ? "completed" : "incomplete";
-                detail = all ? "NORM_TX_WATERMARK_COMPLETED: every acking node acknowledged"
-                             : "NORM_TX_WATERMARK_COMPLETED: some acking node did not acknowledge";
-                payload_ok = true;
-                end_at = now_s() + static_cast<double>(o.linger_ms) / 1000.0;
-                break;
-            }
-            case NORM_TX_FLUSH_COMPLETED:
-                // the flush process is over; no receiver said anything:
-                // the sender's end is not a delivery notice
-                if (o.acking_nodes.empty()) {
-                    detail = "NORM_TX_FLUSH_COMPLETED (no acknowledgment asked)";
-                    payload_ok = true;
+        while (NormGetNextEvent(inst, &ev, false)) {  // every event that is ready
+            events[event_name(ev.type)]++;
+            if (end_at >= 0) continue;  // lingering: keep answering, decide nothing more
+            switch (ev.type) {
+                case NORM_RX_OBJECT_COMPLETED: {
+                    if (NormObjectGetType(ev.object) != NORM_OBJECT_DATA) break;
+                    long size = static_cast<long>(NormObjectGetSize(ev.object));
+                    const char* got = NormDataAccessData(ev.object);
+                    payload_ok = size == o.object_len && got != nullptr;
+                    for (long i = 0; payload_ok && i < size; i++)
+                        payload_ok = static_cast<unsigned char>(got[i]) == pattern(o, static_cast<unsigned long>(i));
+                    delivered = size;
+                    outcome = "completed";
+                    detail = "NORM_RX_OBJECT_COMPLETED";
                     end_at = now_s() + static_cast<double>(o.linger_ms) / 1000.0;
+                    break;
                 }
-                break;
-            default:
-                break;
+                case NORM_RX_OBJECT_ABORTED:
+                    outcome = "incomplete";
+                    detail = "NORM_RX_OBJECT_ABORTED";
+                    end_at = now_s() + static_cast<double>(o.linger_ms) / 1000.0;
+                    break;
+                case NORM_TX_WATERMARK_COMPLETED: {
+                    bool all = NormGetAckingStatus(sess, NORM_NODE_ANY) == NORM_ACK_SUCCESS;
+                    outcome = all ? "completed" : "incomplete";
+                    detail = all ? "NORM_TX_WATERMARK_COMPLETED: every acking node acknowledged"
+                                 : "NORM_TX_WATERMARK_COMPLETED: some acking node did not acknowledge";
+                    end_at = now_s() + static_cast<double>(o.linger_ms) / 1000.0;
+                    break;
+                }
+                case NORM_TX_FLUSH_COMPLETED:
+                    // the flush process is over; no receiver said anything:
+                    // the sender's end is not a delivery notice
+                    if (o.acking_nodes.empty()) {
+                        detail = "NORM_TX_FLUSH_COMPLETED (no acknowledgment asked)";
+                        end_at = now_s() + static_cast<double>(o.linger_ms) / 1000.0;
+                    }
+                    break;
+                default:
+                    break;
+            }
         }
     }
     double duration = now_s() - start;

@@ -151,3 +151,17 @@ def test_bad_or_unsupported_settings_exit_as_the_contract_says(binary: Path) -> 
         capture_output=True, text=True,
     )  # fmt: skip
     assert big.returncode == 127 and "not supported" in big.stdout
+    fec7 = subprocess.run(
+        [str(binary), "send", *_knobs(1000, 1000), *SENDER, "--fec-id", "7"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert fec7.returncode == 127 and json.loads(fec7.stdout)["outcome"] == "error"
+    # a value its field cannot hold, and an option of the other role, are refused
+    wide = [*_knobs(1000, 1000), *SENDER[:-8], "--segment-size", "66560", *SENDER[-6:]]
+    too_wide = subprocess.run([str(binary), "send", *wide], capture_output=True, text=True)
+    assert too_wide.returncode == 2 and "outside 1..65535" in too_wide.stderr
+    other = subprocess.run(
+        [str(binary), "recv", *_knobs(1000, 1000), "--node-id", "2", "--acking-nodes", "5"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert other.returncode == 2 and "not an option of recv" in other.stderr
