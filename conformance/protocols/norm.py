@@ -71,8 +71,11 @@ class NormObject(ProtocolParams):
                 raise ValueError("expect: object_bytes exceeds params.object_len")
 
     def largest_unit(self) -> tuple[int, int, str] | None:
-        # the NORM_DATA header with FEC payload id 5 and no extension (§4.2.1)
-        return self.segment_size, 24, "NORM_DATA header"
+        # the NORM_DATA header with FEC payload id 5 (§4.2.1, 20 octets) and
+        # its EXT_FTI (RFC 5510 §5.2.4.1, 12 octets), which libnorm sends in
+        # every NORM_DATA unless told otherwise; block_len + parity <= 255
+        # keeps it FEC id 5 (check)
+        return self.segment_size, 32, "NORM_DATA header and EXT_FTI"
 
 
 class NormDelivery(Delivery):

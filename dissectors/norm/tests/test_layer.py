@@ -712,3 +712,15 @@ def test_fec2_payload_id_follows_the_ext_fti_m() -> None:
     bare = NORMCmdFlush(fec_id=2, payload_id=FecPayloadId(3, 700, m=16))  # no EXT_FTI: m=8 default
     assert parse(bytes(bare)).payload_id == FecPayloadId(sbn=0x302, esi=0xBC, m=8)
     assert parse(bytes(bare)).payload_id.split(16) == FecPayloadId(sbn=3, esi=700, m=16)
+
+
+def test_the_largest_unit_the_registry_checks_is_the_layers() -> None:
+    """conformance/protocols/norm.py sizes a scenario's largest datagram as
+    a NORM_DATA of FEC id 5 with its EXT_FTI: the layer's octets agree."""
+    from conformance.protocols.norm import NormObject
+
+    data = NORMData(**SENDER, fec_id=5, payload_id=(0, 0), data=b"x" * 1024,
+                    header_extensions=[NORMExtFti5(transfer_length=4096, symbol_length=1024,
+                                                   max_block_length=64, max_n=72)])  # fmt: skip
+    unit = NormObject(object_len=4096, segment_size=1024).largest_unit()
+    assert unit is not None and len(bytes(data)) == unit[0] + unit[1]

@@ -273,7 +273,6 @@ int main(int argc, char** argv) {
 
     std::vector<char> data;
     NormObjectHandle sent = NORM_OBJECT_INVALID;
-    bool ok = true;  // the sender started
     bool payload_ok = false;
     if (o.role == "send") {
         NormSetTxRate(sess, o.tx_rate_bps);
@@ -284,11 +283,12 @@ int main(int argc, char** argv) {
                                : o.grtt_probing == "active" ? NORM_PROBE_ACTIVE
                                : (usage("--grtt-probing none|passive|active"), NORM_PROBE_NONE);
         NormSetGrttProbingMode(sess, mode);
-        ok = NormStartSender(sess, static_cast<NormSessionId>(o.instance_id),
-                             static_cast<UINT32>(o.buffer), static_cast<UINT16>(o.segment_size),
-                             static_cast<UINT16>(o.block_size), static_cast<UINT16>(o.parity),
-                             static_cast<UINT8>(o.fec_id));
-        const char* failed = ok ? nullptr : "NormStartSender";
+        bool started = NormStartSender(sess, static_cast<NormSessionId>(o.instance_id),
+                                       static_cast<UINT32>(o.buffer),
+                                       static_cast<UINT16>(o.segment_size),
+                                       static_cast<UINT16>(o.block_size),
+                                       static_cast<UINT16>(o.parity), static_cast<UINT8>(o.fec_id));
+        const char* failed = started ? nullptr : "NormStartSender";
         if (!failed) {
             data.resize(static_cast<size_t>(o.object_len));
             for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<char>(pattern(o, i));
